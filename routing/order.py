@@ -1,0 +1,118 @@
+"""Which lines of a page hold RTL text stored in visual (reversed) order — decided two independent ways.
+
+1. Letters: Hebrew final forms (ך ם ן ף ץ) only end words and their medial counterparts (כ מ נ פ צ)
+   don't; words that begin with a final form or end with a medial one are mirrored text. The
+   Arabic analogue: teh marbuta (ة) and alef maksura (ى) only end words.
+2. Geometry: inside an RTL run, letters whose x-positions increase in extraction order were stored
+   visually (pdf-inspector's test). MuPDF already orders RTL runs by position, so on its output this
+   fires only where an extractor kept content order; it never fires on OCR text.
+
+Text produced by OCR is already logical and is never flagged for reversal.
+Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from routing.rtl_order import hebrew_order_evidence
+
+_ARABIC_WORD = re.compile(r"[\u0620-\u064A\u0671-\u06D3\u06FA-\u06FF]+")
+_ARABIC_FINAL_ONLY = "\u0629\u0649"  # ة ى
+
+
+@dataclass(frozen=True)
+class LineEvidence:
+    visual_votes: int  # final-first + medial-last (+ Arabic final-only letters at word starts)
+    logical_votes: int  # final-last (+ Arabic final-only letters at word ends)
+    geometry_visual: int  # RTL letter pairs with increasing x in extraction order
+    geometry_logical: int
+    final_mid_word: int  # a Hebrew final form inside a word: neither order explains it (letter soup)
+    hebrew_words: int
+
+    @property
+    def letters_say_visual(self) -> bool:
+        if self.visual_votes >= 2 and self.visual_votes > self.logical_votes:
+            return True
+        return self.hebrew_words <= 3 and self.visual_votes >= 1 and self.logical_votes == 0
+
+    @property
+    def weak_visual(self) -> bool:
+        return self.visual_votes >= 1 and self.logical_votes == 0
+
+    @property
+    def geometry_says_visual(self) -> bool:
+        return self.geometry_visual >= 2 and self.geometry_visual > 2 * self.geometry_logical
+
+
+def arabic_order_votes(text: str) -> tuple[int, int]:
+    """(visual, logical): words starting vs. ending with a letter that only ends Arabic words."""
+    visual = logical = 0
+    for word in _ARABIC_WORD.findall(text):
+        if len(word) < 2:
+            continue
+        visual += word[0] in _ARABIC_FINAL_ONLY
+        logical += word[-1] in _ARABIC_FINAL_ONLY
+    return visual, logical
+
+
+def line_evidence(line: str, geometry: Sequence[int] | None = None) -> LineEvidence:
+    he = hebrew_order_evidence(line)
+    ar_visual, ar_logical = arabic_order_votes(line)
+    inc, dec = (geometry[0], geometry[1]) if geometry else (0, 0)
+    return LineEvidence(
+        visual_votes=he.final_first + he.medial_last + ar_visual,
+        logical_votes=he.final_last + ar_logical,
+        geometry_visual=inc,
+        geometry_logical=dec,
+        final_mid_word=_final_mid_word(line),
+        hebrew_words=he.words,
+    )
+
+
+_HEBREW_WORD = re.compile(r"[\u05D0-\u05EA\u0591-\u05C7]+")
+_FINALS = set("ךםןףץ")
+
+
+def _final_mid_word(text: str) -> int:
+    count = 0
+    for word in _HEBREW_WORD.findall(text):
+        letters = [c for c in word if "\u05D0" <= c <= "\u05EA"]
+        count += any(c in _FINALS for c in letters[1:-1])
+    return count
+
+
+@dataclass(frozen=True)
+class PageOrder:
+    line_visual: list[bool]
+    page: LineEvidence
+
+    @property
+    def visual_lines(self) -> int:
+        return sum(self.line_visual)
+
+
+def page_order(text: str, geometry: Sequence[Sequence[int]] | None, *, from_ocr: bool) -> PageOrder:
+    """Per-line visual-order flags. A page with strong evidence lets weakly evidenced lines follow."""
+    lines = text.split("\n")
+    evidence = [line_evidence(line, geometry[i] if geometry and i < len(geometry) else None) for i, line in enumerate(lines)]
+    total = LineEvidence(
+        visual_votes=sum(e.visual_votes for e in evidence),
+        logical_votes=sum(e.logical_votes for e in evidence),
+        geometry_visual=sum(e.geometry_visual for e in evidence),
+        geometry_logical=sum(e.geometry_logical for e in evidence),
+        final_mid_word=sum(e.final_mid_word for e in evidence),
+        hebrew_words=sum(e.hebrew_words for e in evidence),
+    )
+    if from_ocr:
+        return PageOrder([False] * len(lines), total)
+    page_strong = total.visual_votes >= 2 and total.visual_votes > total.logical_votes
+    flags = []
+    for e in evidence:
+        letters_logical = e.logical_votes > 0 and e.visual_votes == 0
+        visual = e.letters_say_visual or (page_strong and e.weak_visual)
+        visual = visual or (e.geometry_says_visual and not letters_logical)
+        flags.append(visual)
+    return PageOrder(flags, total)

@@ -1,0 +1,264 @@
+"""The quality gate: detection before any cleanup (seed 001, extended to Arabic).
+
+Every signal is a stable code. `reasons` reject a candidate; `warnings` accept it and tell the
+reader what the repair stage will fix. One reason is *repairable* — `visual_order_rtl` on a
+text-layer candidate: the caller reverses the flagged lines and gates the result again.
+
+    reason                      signal
+    no_text                     nothing readable (image-only page, or an engine read nothing)
+    too_little_text             fewer readable characters than the minimum
+    glyph_soup                  most non-space characters are neither letters nor digits
+    control_chars               C0/C1 control characters inside the text
+    replacement_chars           U+FFFD outside Arabic words (unmapped glyphs)
+    private_use_chars           Private Use glyphs that no Symbol-font table explains
+    latin1_mojibake             legacy 8-bit fonts decoded as Latin-1/cp1252 (‰ÎÂÓÎ)
+    utf8_mojibake               UTF-8 read as cp1252 (×©×œ, Ã©)
+    unexpected_script_letters   CJK / exotic letters (e.g. CJK garbage holding Hebrew code points)
+    hebrew_letter_soup          Hebrew final forms in mid-word: neither logical nor visual order
+    broken_tounicode            one glyph mapped to a whole word (letters sharing one position)
+    foreign_letters_in_words    Latin-Extended/IPA/Greek/PUA letters inside Arabic words
+    letter_fragmentation        runs of single-letter Arabic "words"
+    visual_order_rtl            RTL lines stored in visual order (repairable on a text layer)
+    text_below_visible          an image covers the page but the text layer holds almost nothing
+    expected_script_low         OCR output barely holds the script the page was routed as
+    low_confidence              OCR mean word confidence below the floor
+    repetition_loop             a VLM/OCR repetition loop
+    engine_disagreement         two engines read the page and agree on < 85% of words
+
+Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from routing.arabic import arabic_signals
+from routing.normalize import SYMBOL_PUA_MAP
+from routing.order import PageOrder, page_order
+from routing.scripts import is_arabic, is_hebrew, is_latin, is_private_use, script_stats
+
+Origin = Literal["text_layer", "fallback_text", "ocr"]
+REPAIRABLE = frozenset({"visual_order_rtl"})
+
+_CP1252_SPECIALS = set("€‚ƒ„…†‡ˆ‰Š‹ŒŽ‘’“”•–—˜™š›œžŸ")
+_UTF8_MOJIBAKE = re.compile("[ÃÂ×ØÙÚÛ][\u0080-\u00bf\u0152\u0153\u0160\u0161\u0178\u017d\u017e\u0192\u02c6\u02dc\u2013-\u2022\u2026\u2030\u2039\u203a\u20ac\u2122]")
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class GateThresholds:
+    min_readable: int = 3
+    min_readable_share: float = 0.5
+    max_unexpected_share: float = 0.1
+    mojibake_share: float = 0.3
+    soup_share: float = 0.05
+    min_expected_share: float = 0.3
+    min_ocr_confidence: float = 45.0
+    visible_coverage: float = 0.5
+    visible_min_readable: int = 40
+    fragment_runs: int = 2
+    agreement: float = 0.85
+    loop_min_tokens: int = 40
+    loop_min_repeats: int = 8
+
+
+@dataclass
+class GateInput:
+    text: str
+    origin: Origin
+    expected_script: str | None = None
+    layer: dict[str, Any] = field(default_factory=dict)  # glyphs, image_coverage, shared_position_runs, line_geometry
+    confidence: float | None = None
+    reference_text: str | None = None  # a second engine's reading of the same page
+
+
+@dataclass
+class Verdict:
+    ok: bool
+    reasons: list[str]
+    warnings: list[str]
+    metrics: dict[str, float]
+    order: PageOrder | None = None
+
+    @property
+    def repairable(self) -> bool:
+        return bool(self.reasons) and set(self.reasons) <= REPAIRABLE
+
+
+def _european_letter(ch: str) -> bool:
+    cp = ord(ch)
+    return 0xC0 <= cp <= 0x24F or 0x370 <= cp <= 0x4FF or 0x1E00 <= cp <= 0x1EFF
+
+
+def _character_reasons(text: str, t: GateThresholds, metrics: dict[str, float]) -> tuple[list[str], list[str]]:
+    reasons: list[str] = []
+    warnings: list[str] = []
+    controls = sum(1 for c in text if unicodedata.category(c) == "Cc" and c not in "\t\n\r\f")
+    pua = [c for c in text if is_private_use(c)]
+    unmapped_pua = sum(1 for c in pua if c not in SYMBOL_PUA_MAP)
+    letters = [c for c in text if unicodedata.category(c).startswith("L")]
+    known = sum(1 for c in letters if is_latin(c) or is_hebrew(c) or is_arabic(c) or _european_letter(c))
+    unexpected = len(letters) - known + len(pua)
+    latin = sum(1 for c in letters if is_latin(c))
+    moji = sum(1 for c in text if 0xC0 <= ord(c) <= 0xFF or c in _CP1252_SPECIALS)
+    rtl = sum(1 for c in letters if is_hebrew(c) or is_arabic(c))
+    metrics.update(control_chars=controls, private_use=len(pua), unexpected_letters=unexpected, mojibake_chars=moji)
+    if controls:
+        reasons.append("control_chars")
+    if unmapped_pua:
+        reasons.append("private_use_chars")
+    elif pua:
+        warnings.append("symbol_glyphs")
+    if unexpected >= 3 and unexpected / max(len(letters) + len(pua), 1) > t.max_unexpected_share:
+        reasons.append("unexpected_script_letters")
+    if moji >= 5 and moji / max(moji + latin + rtl, 1) >= t.mojibake_share:
+        reasons.append("latin1_mojibake")
+    if len(_UTF8_MOJIBAKE.findall(text)) >= 3:
+        reasons.append("utf8_mojibake")
+    if "\u200e" in text or "\u200f" in text or any("\u202a" <= c <= "\u202e" or "\u2066" <= c <= "\u2069" for c in text):
+        warnings.append("bidi_controls")
+    return reasons, warnings
+
+
+def _arabic_reasons(text: str, t: GateThresholds, metrics: dict[str, float]) -> tuple[list[str], list[str]]:
+    sig = arabic_signals(text)
+    reasons: list[str] = []
+    warnings: list[str] = []
+    if not sig.letters:
+        return reasons, warnings
+    metrics.update(
+        arabic_presentation_forms=sig.presentation_forms,
+        decomposed_lam_alef=sig.decomposed_lam_alef,
+        tatweel=sig.tatweel_chars,
+        kashida_fffd=sig.kashida_fffd,
+        foreign_in_words=sig.foreign_letters_in_words,
+        fragments=sig.isolated_letter_fragments,
+    )
+    if sig.foreign_letters_in_words >= 2 or (sig.foreign_letters_in_words and sig.words < 20):
+        reasons.append("foreign_letters_in_words")
+    if sig.isolated_letter_fragments >= t.fragment_runs:
+        reasons.append("letter_fragmentation")
+    if sig.presentation_forms:
+        warnings.append("presentation_forms")
+    if sig.decomposed_lam_alef:
+        warnings.append("decomposed_lam_alef")
+    if sig.ligature_order_suspects:
+        warnings.append("ligature_order")
+    if sig.tatweel_runs:
+        warnings.append("tatweel")
+    if sig.kashida_fffd:
+        warnings.append("kashida_unmapped")
+    return reasons, warnings
+
+
+def _replacement_reason(text: str, kashida: int) -> bool:
+    return text.count("\ufffd") > kashida
+
+
+def repetition_loop(text: str, min_tokens: int = 40, min_repeats: int = 8, max_period: int = 16) -> bool:
+    """A unit of 1..max_period words repeated back to back, covering >= min_tokens words."""
+    tokens = text.split()
+    n = len(tokens)
+    if n < min_tokens:
+        return False
+    for period in range(1, max_period + 1):
+        run = 0
+        for i in range(period, n):
+            run = run + 1 if tokens[i] == tokens[i - period] else 0
+            repeats = run // period + 1
+            if run + period >= min_tokens and repeats >= min_repeats:
+                return True
+    return False
+
+
+def _words(text: str) -> Counter[str]:
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return Counter(w for w in _WORD.findall(folded) if not w.isdigit() or len(w) > 1)
+
+
+def word_agreement(candidate: str, reference: str) -> tuple[float, float]:
+    """Word-multiset precision and recall of `candidate` against `reference` (seed 001's 85% rule)."""
+    a, b = _words(candidate), _words(reference)
+    common = sum((a & b).values())
+    precision = common / sum(a.values()) if a else 0.0
+    recall = common / sum(b.values()) if b else 0.0
+    return round(precision, 4), round(recall, 4)
+
+
+def _layer_reasons(gi: GateInput, readable: int, t: GateThresholds) -> list[str]:
+    layer = gi.layer
+    reasons = []
+    if layer.get("shared_position_runs", 0) >= 1:
+        reasons.append("broken_tounicode")
+    if layer.get("image_coverage", 0.0) >= t.visible_coverage and readable < t.visible_min_readable:
+        reasons.append("text_below_visible")
+    return reasons
+
+
+def _ocr_reasons(gi: GateInput, stats: Any, t: GateThresholds, metrics: dict[str, float]) -> list[str]:
+    reasons = []
+    if gi.confidence is not None:
+        metrics["ocr_confidence"] = round(gi.confidence, 2)
+        if gi.confidence < t.min_ocr_confidence:
+            reasons.append("low_confidence")
+    if repetition_loop(gi.text, t.loop_min_tokens, t.loop_min_repeats):
+        reasons.append("repetition_loop")
+    if gi.expected_script in ("he", "ar", "latin") and stats.scored >= 10:
+        share = stats.share(gi.expected_script)
+        metrics["expected_share"] = round(share, 4)
+        if share < t.min_expected_share:
+            reasons.append("expected_script_low")
+    return reasons
+
+
+def assess(gi: GateInput, t: GateThresholds = GateThresholds()) -> Verdict:
+    """Run every detector on one candidate. Nothing here changes the text."""
+    text = gi.text
+    stats = script_stats(text)
+    readable = stats.letters + stats.digits
+    metrics: dict[str, float] = {"readable": readable, "letters": stats.letters, "non_space": stats.non_space}
+    if readable == 0 and stats.non_space == 0:
+        return Verdict(False, ["no_text"], [], metrics)
+    reasons: list[str] = []
+    warnings: list[str] = []
+    if readable < t.min_readable:
+        reasons.append("too_little_text")
+    if stats.non_space >= 3 and readable / stats.non_space < t.min_readable_share:
+        reasons.append("glyph_soup")
+    char_reasons, char_warnings = _character_reasons(text, t, metrics)
+    ar_reasons, ar_warnings = _arabic_reasons(text, t, metrics)
+    reasons += char_reasons + ar_reasons
+    warnings += char_warnings + ar_warnings
+    if _replacement_reason(text, int(metrics.get("kashida_fffd", 0))):
+        reasons.append("replacement_chars")
+    order = page_order(text, gi.layer.get("line_geometry"), from_ocr=gi.origin == "ocr")
+    metrics.update(visual_votes=order.page.visual_votes, logical_votes=order.page.logical_votes,
+                   visual_lines=order.visual_lines)
+    hebrew_words = max(order.page.hebrew_words, 1)
+    if order.page.final_mid_word >= 2 and order.page.final_mid_word / hebrew_words >= t.soup_share:
+        reasons.append("hebrew_letter_soup")
+    if order.visual_lines:
+        reasons.append("visual_order_rtl")
+    elif gi.origin == "ocr" and order.page.letters_say_visual:
+        warnings.append("ocr_visual_order_suspect")
+    if gi.origin != "ocr":
+        reasons += _layer_reasons(gi, readable, t)
+    else:
+        reasons += _ocr_reasons(gi, stats, t, metrics)
+    if gi.reference_text is not None:
+        precision, recall = word_agreement(text, gi.reference_text)
+        metrics.update(agreement_precision=precision, agreement_recall=recall)
+        if precision < t.agreement or recall < t.agreement:
+            reasons.append("engine_disagreement")
+    if readable < 20:
+        warnings.append("short_text")
+    return Verdict(not reasons, _dedupe(reasons), _dedupe(warnings), metrics, order)
+
+
+def _dedupe(items: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(items))

@@ -1,0 +1,55 @@
+"""pagefleet.ocr_cpu / pagefleet.ocr_gpu: rungs 2–4 for pages that failed rung 1.
+
+Each delivery of a page is counted; past `max_page_attempts` (a page that keeps killing its
+worker) the page is finished as failed and dead-lettered instead of redelivered forever.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery.exceptions import SoftTimeLimitExceeded
+
+from workers import jobs
+from workers.app import app
+from workers.errors import BrokerUnavailable, StorageError
+from workers.model import JobSpec
+from workers.ocr import failed_page, ocr_pages, summary
+from workers.settings import get_settings
+
+log = logging.getLogger(__name__)
+TRANSIENT = (StorageError, BrokerUnavailable, ConnectionError)
+
+
+def _run(spec: dict, pages: list[int]) -> dict:
+    job = JobSpec.model_validate(spec)
+    settings = get_settings()
+    if jobs.get(job.job_id).get("state") == "done":
+        return {"job_id": job.job_id, "skipped": "already done"}
+    todo, capped = [], []
+    for number in pages:
+        if jobs.count_delivery(job.job_id, number) > settings.max_page_attempts:
+            capped.append(failed_page(job, number, ["attempts_exhausted"], settings,
+                                      f"delivered more than {settings.max_page_attempts} times"))
+            jobs.dead_letter({"job_id": job.job_id, "page": number, "reason": "attempts_exhausted",
+                              "filename": job.filename, "storage": job.storage})
+        else:
+            todo.append(number)
+    try:
+        records = ocr_pages(job, todo, settings)
+    except SoftTimeLimitExceeded:
+        records = [failed_page(job, n, ["time_limit"], settings) for n in todo]
+    for r in records:
+        log.info("job %s page %d: %s via %s", job.job_id, r.number, r.route, r.engine)
+    jobs.page_done(job.job_id, len(records) + len(capped))
+    return {"job_id": job.job_id, "pages": summary(records + capped)}
+
+
+@app.task(name="pagefleet.ocr_cpu", autoretry_for=TRANSIENT, retry_backoff=True, retry_jitter=True, max_retries=5)
+def ocr_cpu(spec: dict, pages: list[int]) -> dict:
+    return _run(spec, pages)
+
+
+@app.task(name="pagefleet.ocr_gpu", autoretry_for=TRANSIENT, retry_backoff=True, retry_jitter=True, max_retries=5)
+def ocr_gpu(spec: dict, pages: list[int]) -> dict:
+    return _run(spec, pages)

@@ -1,0 +1,82 @@
+"""The Celery application: Redis broker and result backend, JSON only, four queues.
+
+Settings follow docs/RELIABILITY.md: late acks with prefetch 1 (KEDA sees waiting work), redelivery
+on a lost worker *with* a per-page delivery cap (counted in the OCR task), soft limit below hard
+limit, a visibility timeout above the hard limit, prefork only, task events on, soft shutdown so
+unacknowledged work returns to the queue on scale-down.
+"""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+from celery.signals import worker_process_init
+from kombu import Queue
+
+from workers.settings import get_settings
+
+QUEUES = ("split", "cpu", "gpu", "collect")
+TASK_ROUTES = {
+    "pagefleet.split": {"queue": "split"},
+    "pagefleet.ocr_cpu": {"queue": "cpu"},
+    "pagefleet.ocr_gpu": {"queue": "gpu"},
+    "pagefleet.collect": {"queue": "collect"},
+    "pagefleet.collect_after_error": {"queue": "collect"},
+}
+
+
+def make_app() -> Celery:
+    s = get_settings()
+    visibility = 2 * s.task_time_limit + 60
+    celery = Celery("pagefleet", include=["tasks.split", "tasks.ocr", "tasks.collect"])
+    celery.conf.update(
+        broker_url=s.broker_url,
+        result_backend=s.result_backend or s.broker_url,
+        task_serializer="json",
+        result_serializer="json",
+        accept_content=["json"],
+        result_accept_content=["json"],
+        task_queues=[Queue(name) for name in QUEUES],
+        task_default_queue="split",
+        task_routes=TASK_ROUTES,
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_soft_time_limit=s.task_soft_time_limit,
+        task_time_limit=s.task_time_limit,
+        broker_transport_options={"visibility_timeout": visibility},
+        result_backend_transport_options={"visibility_timeout": visibility},
+        visibility_timeout=visibility,
+        worker_pool="prefork",
+        worker_max_tasks_per_child=200,
+        worker_max_memory_per_child=2_000_000,  # KiB
+        worker_send_task_events=True,
+        task_send_sent_event=True,
+        task_track_started=True,
+        worker_cancel_long_running_tasks_on_connection_loss=True,
+        worker_soft_shutdown_timeout=30.0,
+        worker_enable_soft_shutdown_on_idle=True,
+        broker_connection_retry_on_startup=True,
+        result_expires=86400,
+        worker_hijack_root_logger=False,
+    )
+    return celery
+
+
+app = make_app()
+
+
+@worker_process_init.connect
+def _process_init(**_: object) -> None:
+    """Cheap: the pod's CPU share for Tesseract/OpenMP; models load lazily on first use."""
+    os.environ["OMP_THREAD_LIMIT"] = str(get_settings().omp_thread_limit)
+
+
+def use_broker(url: str) -> None:
+    """Point this process (a producer: the CLI, the event receiver) at another broker."""
+    os.environ["PAGEFLEET_BROKER_URL"] = url
+    os.environ["PAGEFLEET_RESULT_BACKEND"] = url
+    get_settings.cache_clear()
+    app.conf.broker_url = url
+    app.conf.result_backend = url

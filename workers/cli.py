@@ -1,0 +1,179 @@
+"""`pagefleet` command line. The one boundary that maps errors to exit codes and one-line messages.
+
+    pagefleet run PATH... --out DIR [--ocr auto|off|force] [--workers N] [--broker URL] [--force]
+    pagefleet worker --queues cpu,gpu [--concurrency N] [--loglevel LEVEL]
+    pagefleet submit PATH|s3://bucket/key --storage URL [--prefix P] [--ocr ...] [--force]
+    pagefleet status JOB
+    pagefleet deadletter [--clear]
+    pagefleet events ...            (bucket-event receiver, see `pagefleet events --help`)
+    pagefleet eval CORPUS --labels LABELS.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+
+from rich.console import Console
+
+from workers.errors import PagefleetError
+from workers.settings import Options
+
+QUEUE_NAMES = ("split", "cpu", "gpu", "collect")
+
+
+def _options(args: argparse.Namespace) -> Options:
+    from workers.pipeline import parse_options
+
+    raw = {"ocr": args.ocr}
+    if getattr(args, "max_pages", None):
+        raw["max_pages"] = args.max_pages
+    return parse_options(raw)
+
+
+def cmd_run(args: argparse.Namespace, console: Console) -> int:
+    from workers.engines.tesseract import require_tesseract
+    from workers.runner import run
+
+    options = _options(args)
+    if options.ocr != "off":
+        require_tesseract()
+    return run(args.paths, args.out, options, workers=args.workers, broker=args.broker, force=args.force,
+               gpu=args.gpu, console=console)
+
+
+def cmd_worker(args: argparse.Namespace, console: Console) -> int:
+    queues = [q.strip() for q in args.queues.split(",") if q.strip()]
+    bad = [q for q in queues if q not in QUEUE_NAMES]
+    if bad or not queues:
+        console.print(f"pagefleet: error: unknown queue(s) {bad or queues}; choose from {', '.join(QUEUE_NAMES)}")
+        return 1
+    argv = [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "-Q", ",".join(queues),
+            "-c", str(args.concurrency), "-l", args.loglevel, "-E", "-n", f"{'-'.join(queues)}@%h"]
+    os.execv(sys.executable, argv)
+    return 0  # pragma: no cover
+
+
+def cmd_submit(args: argparse.Namespace, console: Console) -> int:
+    from workers.app import use_broker
+    from workers.storage import split_s3_uri
+    from workers.submit import enqueue, spec_for_object, spec_for_path
+
+    if args.broker:
+        use_broker(args.broker)
+    options = _options(args)
+    if args.source.startswith("s3://"):
+        bucket, key = split_s3_uri(args.source)
+        spec = spec_for_object(bucket, key, args.storage, options, force=args.force,
+                               prefix_template=args.prefix or "artifacts/{sha256}")
+    else:
+        if not os.path.isfile(args.source):
+            console.print(f"pagefleet: error: no such file: {args.source}")
+            return 1
+        prefix = args.prefix or os.path.splitext(os.path.basename(args.source))[0]
+        spec = spec_for_path(args.source, args.storage, prefix, options, force=args.force)
+    print(enqueue(spec))
+    return 0
+
+
+def cmd_status(args: argparse.Namespace, console: Console) -> int:
+    from workers import jobs
+    from workers.app import use_broker
+
+    if args.broker:
+        use_broker(args.broker)
+    info = jobs.get(args.job)
+    if not info:
+        console.print(f"pagefleet: error: no job {args.job}")
+        return 1
+    print(json.dumps(info, indent=1, ensure_ascii=False))
+    return 0
+
+
+def cmd_deadletter(args: argparse.Namespace, console: Console) -> int:
+    from workers import jobs
+    from workers.app import use_broker
+
+    if args.broker:
+        use_broker(args.broker)
+    for record in jobs.dead_letters():
+        print(json.dumps(record, ensure_ascii=False))
+    if args.clear:
+        jobs.client().delete(jobs.DEADLETTER)
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pagefleet", description="PDFs to trustworthy text, RTL first, at fleet scale")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="process PDFs on the embedded default fleet")
+    run.add_argument("paths", nargs="+", help="PDF files or directories of PDFs")
+    run.add_argument("--out", required=True, help="output directory: DIR/<stem>/document.json …")
+    run.add_argument("--ocr", default="auto", help="auto | off | force")
+    run.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="CPU OCR worker processes")
+    run.add_argument("--broker", help="use this Redis instead of starting one")
+    run.add_argument("--max-pages", type=int, help="reject documents with more pages")
+    run.add_argument("--force", action="store_true", help="reprocess documents already in DIR")
+    run.add_argument("--gpu", action="store_true", help="also start a gpu-queue worker and use GPU chains")
+
+    worker = sub.add_parser("worker", help="run a Celery worker for some queues")
+    worker.add_argument("--queues", required=True, help="comma-separated: split,cpu,gpu,collect")
+    worker.add_argument("--concurrency", type=int, default=os.cpu_count() or 2)
+    worker.add_argument("--loglevel", default="INFO")
+
+    submit = sub.add_parser("submit", help="enqueue one document")
+    submit.add_argument("source", help="a local path the workers can read, or s3://bucket/key")
+    submit.add_argument("--storage", required=True, help="file:///dir or s3://bucket/prefix for artifacts")
+    submit.add_argument("--prefix", help="artifact prefix inside storage")
+    submit.add_argument("--ocr", default="auto")
+    submit.add_argument("--force", action="store_true")
+    submit.add_argument("--broker")
+
+    status = sub.add_parser("status", help="show a job's state")
+    status.add_argument("job")
+    status.add_argument("--broker")
+
+    dead = sub.add_parser("deadletter", help="list (and optionally clear) dead-lettered pages")
+    dead.add_argument("--clear", action="store_true")
+    dead.add_argument("--broker")
+    _optional_commands(sub)
+    return p
+
+
+def _optional_commands(sub: argparse._SubParsersAction) -> None:
+    for module in ("workers.events_cli", "workers.evaluate"):
+        try:
+            mod = __import__(module, fromlist=["register"])
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            continue
+        mod.register(sub)
+
+
+COMMANDS = {"run": cmd_run, "worker": cmd_worker, "submit": cmd_submit, "status": cmd_status,
+            "deadletter": cmd_deadletter}
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=os.environ.get("PAGEFLEET_LOGLEVEL", "WARNING"),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args = parser().parse_args(argv)
+    console = Console(stderr=True)
+    handler = COMMANDS.get(args.command) or getattr(args, "handler", None)
+    try:
+        return int(handler(args, console))
+    except PagefleetError as exc:
+        console.print(f"pagefleet: error: {exc.message}", markup=False)
+        return 1
+    except KeyboardInterrupt:
+        console.print("pagefleet: interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

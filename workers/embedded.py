@@ -1,0 +1,151 @@
+"""The embedded default: a private redis-server on a free loopback port and Celery worker processes
+for every queue, started for one `pagefleet run` and stopped when it ends, whatever happens."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import redis
+
+from workers.errors import SetupError
+
+REDIS_HINT = "install it: apt-get install redis-server"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class RedisServer:
+    """redis-server on 127.0.0.1:<free port>, no persistence, `noeviction`."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, attempts: int = 5) -> str:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise SetupError(f"redis-server is not installed; {REDIS_HINT}")
+        for _ in range(attempts):
+            self.port = free_port()
+            args = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                    "--dir", str(self.workdir), "--maxmemory-policy", "noeviction", "--protected-mode", "yes"]
+            log = open(self.workdir / f"redis-{self.port}.log", "wb")
+            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            if self._wait_ready():
+                return self.url
+            self.stop()
+        raise SetupError(f"redis-server did not start (see {self.workdir})")
+
+    def _wait_ready(self, timeout_s: float = 10.0) -> bool:
+        deadline = time.monotonic() + timeout_s
+        client = redis.Redis(host="127.0.0.1", port=self.port, socket_connect_timeout=0.5)
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                return False
+            try:
+                if client.ping():
+                    return True
+            except redis.RedisError:
+                time.sleep(0.05)
+        return False
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        self.proc = None
+
+
+class WorkerProcess:
+    def __init__(self, queues: str, concurrency: int, env: dict[str, str], logdir: Path, loglevel: str = "INFO") -> None:
+        self.name = f"{queues.replace(',', '-')}-{uuid.uuid4().hex[:6]}"
+        self.logfile = logdir / f"worker-{self.name}.log"
+        args = [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "-Q", queues, "-c", str(concurrency),
+                "-n", f"{self.name}@%h", "--without-mingle", "--without-gossip", "-l", loglevel,
+                "--logfile", str(self.logfile), "-E"]
+        self.proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=open(self.logfile.with_suffix(".err"), "wb"),
+                                     start_new_session=True)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def tail(self, lines: int = 15) -> str:
+        text = ""
+        for path in (self.logfile.with_suffix(".err"), self.logfile):
+            if path.exists():
+                text += path.read_text(errors="replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self, timeout_s: float = 20.0) -> None:
+        if self.proc.poll() is not None:
+            return
+        os.killpg(self.proc.pid, signal.SIGTERM)  # warm shutdown of the main process and its pool
+        try:
+            self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=5)
+
+
+class EmbeddedFleet:
+    """Context manager: Redis (unless a broker is given) plus split/collect, cpu (and gpu) workers."""
+
+    def __init__(self, *, broker_url: str | None, cpu_workers: int, gpu: bool, logdir: Path) -> None:
+        self.broker_url = broker_url
+        self.cpu_workers = cpu_workers
+        self.gpu = gpu
+        self.logdir = logdir
+        self.tmp = Path(tempfile.mkdtemp(prefix="pagefleet-run-"))
+        self.redis: RedisServer | None = None
+        self.workers: list[WorkerProcess] = []
+
+    def __enter__(self) -> "EmbeddedFleet":
+        try:
+            if self.broker_url is None:
+                self.redis = RedisServer(self.tmp)
+                self.broker_url = self.redis.start()
+            env = dict(os.environ, PAGEFLEET_BROKER_URL=self.broker_url, PAGEFLEET_RESULT_BACKEND=self.broker_url,
+                       PAGEFLEET_GPU="1" if self.gpu else "0", OMP_THREAD_LIMIT="1")
+            self.logdir.mkdir(parents=True, exist_ok=True)
+            self.workers.append(WorkerProcess("split,collect", 1, env, self.logdir))
+            self.workers.append(WorkerProcess("cpu", self.cpu_workers, env, self.logdir))
+            if self.gpu:
+                self.workers.append(WorkerProcess("gpu", 1, env, self.logdir))
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def dead_worker(self) -> WorkerProcess | None:
+        return next((w for w in self.workers if not w.alive()), None)
+
+    def __exit__(self, *exc: object) -> None:
+        for worker in self.workers:
+            worker.stop()
+        if self.redis is not None:
+            self.redis.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)

@@ -1,0 +1,51 @@
+"""Engines for tests and drills: `null` reads nothing, `crash` always fails, `echo` returns fixed text.
+
+Shipped with the product (as OCRmyPDF ships its null engine) so chains and failure handling can
+be exercised without any model: a chain `crash → tesseract` must fall through to Tesseract.
+"""
+
+from __future__ import annotations
+
+import time
+
+from workers.engines.base import Engine, EngineHealth, EngineOutput, PageImage, register
+from workers.errors import EngineCrashed
+
+
+@register("null")
+class NullEngine(Engine):
+    name = "null"
+
+    def health(self) -> EngineHealth:
+        return EngineHealth(self.name, True, "reads nothing")
+
+    def read(self, images: list[PageImage], *, script: str) -> list[EngineOutput]:
+        return [EngineOutput(text="", engine=self.label, seconds=0.0) for _ in images]
+
+
+@register("crash")
+class CrashEngine(Engine):
+    name = "crash"
+
+    def health(self) -> EngineHealth:
+        return EngineHealth(self.name, True, "always crashes (drills)")
+
+    def read(self, images: list[PageImage], *, script: str) -> list[EngineOutput]:
+        raise EngineCrashed(f"{self.label}: deliberate crash on page {images[0].page if images else '?'}")
+
+
+@register("echo")
+class EchoEngine(Engine):
+    """Returns its variant as the page text: `echo:שלום עולם`. For routing tests."""
+
+    name = "echo"
+
+    def health(self) -> EngineHealth:
+        return EngineHealth(self.name, True, "returns its variant")
+
+    def read(self, images: list[PageImage], *, script: str) -> list[EngineOutput]:
+        started = time.monotonic()
+        return [
+            EngineOutput(text=self.variant or "", engine=self.label, seconds=time.monotonic() - started)
+            for _ in images
+        ]

@@ -1,0 +1,147 @@
+"""Tesseract on the CPU: one recognition pass writes both the text and the TSV (word confidences).
+
+`OMP_THREAD_LIMIT=1` (Tesseract's own threading is four times slower on our 2-core machines than one
+thread per page with pages in parallel), a mandatory timeout, stderr logged, outputs checked to
+exist. Also Tesseract OSD script detection for the CPU visual router.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from workers.engines.base import Engine, EngineHealth, EngineOutput, PageImage, register
+from workers.errors import EngineCrashed, EngineTimeout, EngineUnavailable, SetupError
+from workers.settings import get_settings
+
+log = logging.getLogger(__name__)
+
+INSTALL_HINT = "install it: apt-get install tesseract-ocr tesseract-ocr-heb tesseract-ocr-ara tesseract-ocr-osd"
+OSD_SCRIPTS = {"Latin": "latin", "Hebrew": "he", "Arabic": "ar"}
+
+
+def _env() -> dict[str, str]:
+    return dict(os.environ, OMP_THREAD_LIMIT=str(get_settings().omp_thread_limit))
+
+
+def _run(args: list[str], *, timeout_s: float) -> subprocess.CompletedProcess[bytes]:
+    cmd = get_settings().tesseract_cmd
+    try:
+        proc = subprocess.run([cmd, *args], capture_output=True, timeout=timeout_s, env=_env(), check=False)
+    except FileNotFoundError as exc:
+        raise EngineUnavailable(f"tesseract is not installed ({cmd!r} not found); {INSTALL_HINT}") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise EngineTimeout(f"tesseract timed out after {timeout_s:.0f}s") from exc
+    if proc.stderr:
+        log.debug("tesseract stderr: %s", proc.stderr.decode("utf-8", "replace")[-1000:])
+    return proc
+
+
+@functools.lru_cache(maxsize=1)
+def installed_languages() -> frozenset[str]:
+    if shutil.which(get_settings().tesseract_cmd) is None:
+        return frozenset()
+    proc = _run(["--list-langs"], timeout_s=30)
+    lines = proc.stdout.decode("utf-8", "replace").splitlines()
+    return frozenset(line.strip() for line in lines[1:] if line.strip())
+
+
+def require_tesseract(languages: tuple[str, ...] = ("eng", "heb", "ara", "osd")) -> None:
+    """For the CLI: a clear one-line error naming what is missing and how to install it."""
+    if shutil.which(get_settings().tesseract_cmd) is None:
+        raise SetupError(f"tesseract is not installed; {INSTALL_HINT}")
+    missing = [lang for lang in languages if lang not in installed_languages()]
+    if missing:
+        raise SetupError(f"tesseract language data missing: {', '.join(missing)}; {INSTALL_HINT}")
+
+
+def mean_confidence(tsv: str) -> float | None:
+    """Mean confidence of recognised words (level 5 rows with text), 0..100."""
+    confs = []
+    for row in csv.DictReader(tsv.splitlines(), delimiter="\t", quoting=csv.QUOTE_NONE):
+        if row.get("level") == "5" and (row.get("text") or "").strip():
+            try:
+                conf = float(row["conf"])
+            except (TypeError, ValueError):
+                continue
+            if conf >= 0:
+                confs.append(conf)
+    return round(sum(confs) / len(confs), 2) if confs else None
+
+
+@register("tesseract")
+class TesseractEngine(Engine):
+    name = "tesseract"
+    device = "cpu"
+
+    def __init__(self, variant: str | None = None, **options: object) -> None:
+        super().__init__(variant or "heb+ara+eng", **options)
+        self.psm = int(options.get("psm", 3))  # type: ignore[call-overload]
+
+    def health(self) -> EngineHealth:
+        have = installed_languages()
+        if not have:
+            return EngineHealth(self.label, False, f"tesseract not installed; {INSTALL_HINT}")
+        missing = [lang for lang in (self.variant or "").split("+") if lang not in have]
+        if missing:
+            return EngineHealth(self.label, False, f"language data missing: {', '.join(missing)}")
+        return EngineHealth(self.label, True, "ok")
+
+    def read(self, images: list[PageImage], *, script: str) -> list[EngineOutput]:
+        return [self._read_one(image) for image in images]
+
+    def _read_one(self, image: PageImage) -> EngineOutput:
+        started = time.monotonic()
+        timeout = get_settings().tesseract_timeout_s
+        with tempfile.TemporaryDirectory(prefix="pagefleet-tess-") as tmp:
+            base = Path(tmp) / "out"
+            args = [image.path, str(base), "-l", self.variant or "eng", "--psm", str(self.psm),
+                    "--dpi", str(image.dpi), "txt", "tsv"]
+            proc = _run(args, timeout_s=timeout)
+            txt, tsv = base.with_suffix(".txt"), base.with_suffix(".tsv")
+            if proc.returncode != 0 or not txt.exists():
+                err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+                raise EngineCrashed(f"tesseract exit {proc.returncode}: {err[-1] if err else 'no output'}")
+            text = txt.read_text(encoding="utf-8", errors="replace")
+            confidence = mean_confidence(tsv.read_text(encoding="utf-8", errors="replace")) if tsv.exists() else None
+        text = text.replace("\f", "").rstrip() + ("\n" if text.strip() else "")
+        return EngineOutput(text=text, engine=self.label, seconds=time.monotonic() - started, confidence=confidence)
+
+
+@dataclass(frozen=True)
+class OsdResult:
+    script: str | None  # latin | he | ar, or None for a script we have no chain for
+    raw_script: str
+    confidence: float
+    rotate: int
+
+
+def detect_script(png: str, *, timeout_s: float = 60.0) -> OsdResult:
+    """Tesseract OSD (`--psm 0`). Raises EngineError when OSD cannot decide (too little text)."""
+    import pytesseract
+
+    try:
+        info = pytesseract.image_to_osd(
+            png, config=f"--psm 0 --dpi 300", output_type=pytesseract.Output.DICT, timeout=timeout_s
+        )
+    except pytesseract.TesseractNotFoundError as exc:
+        raise EngineUnavailable(f"tesseract is not installed; {INSTALL_HINT}") from exc
+    except RuntimeError as exc:  # pytesseract raises RuntimeError on its timeout
+        raise EngineTimeout(f"tesseract OSD timed out after {timeout_s:.0f}s") from exc
+    except pytesseract.TesseractError as exc:
+        raise EngineCrashed(f"tesseract OSD could not decide: {str(exc.message).strip()[:200]}") from exc
+    raw = str(info.get("script", ""))
+    return OsdResult(
+        script=OSD_SCRIPTS.get(raw),
+        raw_script=raw,
+        confidence=float(info.get("script_conf", 0.0)),
+        rotate=int(info.get("rotate", 0)),
+    )

@@ -1,0 +1,45 @@
+"""Rung 2: an independent text extractor (Poppler's pdftotext) for one page.
+
+Tried only when MuPDF found too little text on a page that visibly holds some; its output passes
+the same gate as any candidate. Garbage from a broken font map is the same garbage here, so the
+gate, not this rung, keeps it out.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import time
+
+from workers.errors import EngineCrashed, EngineTimeout, EngineUnavailable
+
+log = logging.getLogger(__name__)
+ENGINE = "pdftotext"
+INSTALL_HINT = "install it: apt-get install poppler-utils"
+# Rung-1 reasons that say "MuPDF saw too little", where another extractor may see more.
+WORTH_TRYING = frozenset({"too_little_text", "text_below_visible"})
+
+
+def available() -> bool:
+    return shutil.which("pdftotext") is not None
+
+
+def extract_page(pdf: str, page: int, *, timeout_s: float = 30.0) -> tuple[str, float]:
+    if not available():
+        raise EngineUnavailable(f"pdftotext is not installed; {INSTALL_HINT}")
+    started = time.monotonic()
+    try:
+        proc = subprocess.run(
+            ["pdftotext", "-f", str(page), "-l", str(page), "-enc", "UTF-8", "-q", pdf, "-"],
+            capture_output=True,
+            timeout=timeout_s,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise EngineTimeout(f"pdftotext timed out after {timeout_s:.0f}s") from exc
+    if proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", "replace").strip()
+        raise EngineCrashed(f"pdftotext exit {proc.returncode}: {err[-200:]}")
+    text = proc.stdout.decode("utf-8", "replace").replace("\f", "")
+    return text, time.monotonic() - started

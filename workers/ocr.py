@@ -1,0 +1,223 @@
+"""Rungs 2–4 for the pages that failed rung 1: fallback text, then the routed OCR engine chain.
+
+    pending page ─► [rung 2: pdftotext, only when MuPDF saw too little] ─gate─► fallback_text
+                 ─► render (sandbox) ─► route: text-layer hint | SigLIP2 (gpu) | OSD (cpu) | default
+                 ─► chain, one engine after another, every output through the gate ─► ocr
+                 ─► nothing passed ─► review_required (best candidate quarantined) | failed
+
+Engines are called once per chain position for every page of the task that is still unresolved
+(a batched `read` for GPU engines). Content problems never raise: they become attempts on the
+page record. Pages already recorded are skipped (idempotent on redelivery).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from routing import chains as routing_chains
+from routing.quality import GateInput, assess
+from workers import fallback, keys, pdfio
+from workers.engines.base import Engine, EngineHealth, PageImage, create
+from workers.errors import EngineError, SandboxError
+from workers.model import Attempt, JobSpec, PageRecord, PendingPage, RouterInfo
+from workers.pages import Candidate, accepted_record, failed_record, review_record
+from workers.settings import Settings
+from workers.sources import local_pdf
+from workers.storage import Storage, open_storage
+from workers.visual import visual_votes
+
+log = logging.getLogger(__name__)
+_ENGINES: dict[str, Engine] = {}
+_HEALTH: dict[str, EngineHealth] = {}
+
+
+@dataclass
+class PageWork:
+    pending: PendingPage
+    gpu: bool
+    attempts: list[Attempt] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
+    image: PageImage | None = None
+    decision: routing_chains.RouteDecision | None = None
+    record: PageRecord | None = None
+    reference: str | None = None
+
+    @property
+    def number(self) -> int:
+        return self.pending.number
+
+    def router(self) -> RouterInfo:
+        if self.decision is None:
+            return RouterInfo(source="default", script="unknown")
+        detail = ", ".join(self.decision.tried) or None
+        return RouterInfo(source=self.decision.source, script=self.decision.script,  # type: ignore[arg-type]
+                          margin=self.decision.margin, detail=detail)
+
+
+def engine(entry: str) -> tuple[Engine, EngineHealth]:
+    """One engine instance per process and chain entry; health checked once."""
+    if entry not in _ENGINES:
+        _ENGINES[entry] = create(entry)
+        _HEALTH[entry] = _ENGINES[entry].health()
+    return _ENGINES[entry], _HEALTH[entry]
+
+
+def ocr_pages(job: JobSpec, numbers: list[int], settings: Settings) -> list[PageRecord]:
+    storage = open_storage(job.storage, settings)
+    todo = [n for n in numbers if not storage.exists(keys.page(job.job_id, n))]
+    if not todo:
+        return []
+    pdf = local_pdf(job, settings)
+    render_dir = Path(tempfile.mkdtemp(prefix=f"render-{job.job_id[:8]}-", dir=_cache(settings)))
+    try:
+        works = [_prepare(job, storage, n, pdf, render_dir, settings) for n in todo]
+        open_works = [w for w in works if w.record is None]
+        _route(open_works, settings)
+        _run_chains(open_works)
+        records = [w.record or _give_up(w) for w in works]
+    finally:
+        shutil.rmtree(render_dir, ignore_errors=True)
+    for record in records:
+        storage.put_json(keys.page(job.job_id, record.number), record.model_dump(mode="json"))
+    return records
+
+
+def _cache(settings: Settings) -> str:
+    Path(settings.cache_dir).mkdir(parents=True, exist_ok=True)
+    return settings.cache_dir
+
+
+def _prepare(job: JobSpec, storage: Storage, number: int, pdf: str, render_dir: Path, settings: Settings) -> PageWork:
+    pending = PendingPage.model_validate(storage.get_json(keys.pending(job.job_id, number)))
+    work = PageWork(pending=pending, gpu=pending.queue == "gpu")
+    text_layer = pending.text_layer
+    if text_layer.strip():
+        verdict = assess(GateInput(text=text_layer, origin="text_layer", layer={}))
+        cand = Candidate("pymupdf", "text_layer", text_layer, verdict, float(pending.layer.get("seconds", 0.0)))
+        work.candidates.append(cand)
+        work.attempts.append(Attempt(engine="pymupdf", accepted=False, reasons=pending.reasons, rung="text_layer",
+                                     seconds=cand.seconds))
+        if pending.reasons == ["ocr_forced"]:
+            work.reference = text_layer
+    if set(pending.reasons) & fallback.WORTH_TRYING and fallback.available():
+        _try_fallback(work, pdf)
+        if work.record is not None:
+            return work
+    options = job.options or {}
+    if options.get("ocr") == "off":
+        work.attempts.append(Attempt(engine="ocr", accepted=False, reasons=["ocr_disabled"], rung="ocr"))
+        return work
+    png = render_dir / f"{number:05d}.png"
+    try:
+        info = pdfio.render_page(pdf, number, int(options.get("dpi", 300)), str(png), settings)
+        work.image = PageImage(path=str(png), page=number, dpi=int(info["dpi"]))
+    except SandboxError as exc:
+        log.warning("job %s page %d: render failed: %s", job.job_id, number, exc.message)
+        work.attempts.append(Attempt(engine="render", accepted=False, reasons=["render_failed"], rung="ocr",
+                                     detail=exc.message))
+    return work
+
+
+def _try_fallback(work: PageWork, pdf: str) -> None:
+    try:
+        text, seconds = fallback.extract_page(pdf, work.number)
+    except EngineError as exc:
+        work.attempts.append(Attempt(engine=fallback.ENGINE, accepted=False, reasons=[exc.code], rung="fallback_text",
+                                     detail=exc.message))
+        return
+    verdict = assess(GateInput(text=text, origin="fallback_text", layer={"image_coverage": work.pending.layer.get("image_coverage", 0.0)}))
+    cand = Candidate(fallback.ENGINE, "fallback_text", text, verdict, seconds)
+    work.candidates.append(cand)
+    work.attempts.append(cand.attempt(verdict.ok))
+    if verdict.ok:
+        router = RouterInfo(source="text_layer", script=work.pending.hint_script or "unknown", margin=work.pending.hint_margin)
+        work.record = accepted_record(work.number, cand, router, work.attempts, route="fallback_text", layer=work.pending.layer)
+
+
+def _route(works: list[PageWork], settings: Settings) -> None:
+    chains = settings.chains.model_dump()
+    needs_votes = [w for w in works if w.image is not None and w.pending.hint_script is None]
+    votes = visual_votes([w.image for w in needs_votes if w.image], gpu=any(w.gpu for w in needs_votes), settings=settings)
+    by_page = dict(zip((w.number for w in needs_votes), votes))
+    for w in works:
+        w.decision = routing_chains.decide(
+            w.pending.hint_script, w.pending.hint_margin, by_page.get(w.number, []), chains, gpu=w.gpu
+        )
+
+
+def _run_chains(works: list[PageWork]) -> None:
+    position = 0
+    while True:
+        groups: dict[str, list[PageWork]] = {}
+        for w in works:
+            if w.record is None and w.image is not None and w.decision and position < len(w.decision.chain):
+                groups.setdefault(w.decision.chain[position], []).append(w)
+        if not groups:
+            return
+        for entry, group in groups.items():
+            _read_group(entry, group)
+        position += 1
+
+
+def _read_group(entry: str, group: list[PageWork]) -> None:
+    try:
+        eng, health = engine(entry)
+    except EngineError as exc:
+        for w in group:
+            w.attempts.append(Attempt(engine=entry, accepted=False, reasons=[exc.code], detail=exc.message))
+        return
+    rung = "gpu_ocr" if eng.device == "gpu" else "ocr"
+    if not health.available:
+        for w in group:
+            w.attempts.append(Attempt(engine=eng.label, accepted=False, reasons=["engine_unavailable"], rung=rung,
+                                      detail=health.detail))
+        return
+    script = group[0].decision.script if group[0].decision else "default"
+    try:
+        outputs = eng.read([w.image for w in group if w.image], script=script)
+    except EngineError as exc:
+        log.warning("engine %s failed on pages %s: %s", eng.label, [w.number for w in group], exc.message)
+        for w in group:
+            w.attempts.append(Attempt(engine=eng.label, accepted=False, reasons=[exc.code], rung=rung, detail=exc.message))
+        return
+    for w, out in zip(group, outputs):
+        _judge(w, out.text, out.engine, rung, out.seconds, out.confidence)
+
+
+def _judge(w: PageWork, text: str, label: str, rung: str, seconds: float, confidence: float | None) -> None:
+    decision = w.decision
+    expected = decision.script if decision and decision.source == "text_layer" else None
+    verdict = assess(GateInput(text=text, origin="ocr", expected_script=expected, confidence=confidence,
+                               reference_text=w.reference))
+    cand = Candidate(label, rung, text, verdict, seconds, confidence)
+    w.candidates.append(cand)
+    w.attempts.append(cand.attempt(verdict.ok))
+    if verdict.ok:
+        w.record = accepted_record(w.number, cand, w.router(), w.attempts, route="ocr", layer=w.pending.layer)
+
+
+def _give_up(w: PageWork) -> PageRecord:
+    readable = [c for c in w.candidates if c.raw.strip()]
+    if readable:
+        best = max(readable, key=Candidate.score)
+        return review_record(w.number, best, w.router(), w.attempts, layer=w.pending.layer)
+    reasons = sorted({r for a in w.attempts for r in a.reasons}) or ["no_engine_could_read"]
+    return failed_record(w.number, w.router(), w.attempts, reasons, layer=w.pending.layer)
+
+
+def failed_page(job: JobSpec, number: int, reasons: list[str], settings: Settings, detail: str = "") -> PageRecord:
+    """The redelivery cap was hit (or the page killed its worker): finish it as failed."""
+    storage = open_storage(job.storage, settings)
+    attempt = Attempt(engine="worker", accepted=False, reasons=reasons, rung="ocr", detail=detail or None)
+    record = failed_record(number, RouterInfo(source="default", script="unknown"), [attempt], reasons, layer={})
+    storage.put_json(keys.page(job.job_id, number), record.model_dump(mode="json"))
+    return record
+
+
+def summary(records: list[PageRecord]) -> list[dict[str, Any]]:
+    return [{"page": r.number, "route": r.route, "engine": r.engine} for r in records]

@@ -1,0 +1,166 @@
+"""Building page records from gated candidates: acceptance with repair, and quarantine.
+
+Repair happens only after acceptance (or inside a quarantined preview): `repair` runs the
+normalizer, which records every change as an edit against the candidate's raw text, and checks
+that the map replays before anything is kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from routing.edits import verify_edits
+from routing.normalize import normalize
+from routing.quality import Verdict
+from routing.scripts import classify_text_layer, direction_of
+from workers.model import Attempt, EditMapInfo, PageRecord, Quality, ReviewPreview, RouterInfo
+
+COSMETIC_EDITS = frozenset({"whitespace", "line_ending"})
+
+
+@dataclass
+class Candidate:
+    """One reading of a page: where it came from, what it says, and the gate's verdict on it."""
+
+    engine: str
+    rung: str  # text_layer | fallback_text | ocr | gpu_ocr
+    raw: str
+    verdict: Verdict
+    seconds: float = 0.0
+    confidence: float | None = None
+
+    def attempt(self, accepted: bool) -> Attempt:
+        reasons = [] if accepted else list(self.verdict.reasons)
+        return Attempt(engine=self.engine, accepted=accepted, reasons=reasons, seconds=round(self.seconds, 4), rung=self.rung)
+
+    def score(self) -> tuple[int, float]:
+        """For choosing the best rejected candidate: fewer reasons, then more readable text."""
+        return (-len(self.verdict.reasons), float(self.verdict.metrics.get("readable", 0)))
+
+
+@dataclass
+class Repaired:
+    text: str
+    edits: list[dict[str, Any]]
+    counters: dict[str, int]
+    replay_ok: bool
+
+    @property
+    def changed(self) -> bool:
+        return any(e["kind"] not in COSMETIC_EDITS for e in self.edits)
+
+
+def repair(raw: str, verdict: Verdict, *, from_ocr: bool) -> Repaired:
+    lines = raw.split("\n")
+    flags = list(verdict.order.line_visual) if verdict.order and not from_ocr else [False] * len(lines)
+    result = normalize(raw, line_visual=flags, from_ocr=from_ocr)
+    edits = [e.to_dict() for e in result.edits]
+    check = verify_edits(raw, result.edits, result.text)
+    return Repaired(result.text, edits, dict(result.counters), check.ok)
+
+
+def markdown_for(text: str) -> str:
+    """Markdown for an accepted page: paragraphs from blank-line blocks, hard line breaks kept."""
+    blocks = [b.strip("\n") for b in text.split("\n\n")]
+    out = []
+    for block in blocks:
+        if not block.strip():
+            continue
+        lines = [_escape_line(line.rstrip()) for line in block.split("\n") if line.strip()]
+        out.append("  \n".join(lines))
+    return "\n\n".join(out)
+
+
+def _escape_line(line: str) -> str:
+    stripped = line.lstrip()
+    if stripped[:1] in ("#", ">", "|", "<") or stripped[:2] in ("- ", "* ", "+ "):
+        return line.replace(stripped[0], "\\" + stripped[0], 1)
+    return line
+
+
+def script_of(text: str) -> tuple[str, float | None]:
+    decision = classify_text_layer(text)
+    return decision.observed(), decision.margin
+
+
+def accepted_record(
+    number: int,
+    candidate: Candidate,
+    router: RouterInfo,
+    attempts: list[Attempt],
+    *,
+    route: str,
+    layer: dict[str, Any],
+    extra_warnings: list[str] | None = None,
+) -> PageRecord:
+    """An accepted page; if its edit map does not replay, it is a failure, not a silent pass."""
+    from_ocr = candidate.rung in ("ocr", "gpu_ocr")
+    fixed = repair(candidate.raw, candidate.verdict, from_ocr=from_ocr)
+    warnings = list(candidate.verdict.warnings) + list(extra_warnings or [])
+    script, _ = script_of(fixed.text)
+    if not fixed.replay_ok:
+        return failed_record(number, router, attempts, ["edit_map_replay_failed"], layer=layer)
+    if route == "text_layer" and fixed.changed:
+        route = "text_layer_repaired"
+    return PageRecord(
+        number=number,
+        script=script,
+        direction=direction_of(script),
+        router=router,
+        route=route,  # type: ignore[arg-type]
+        engine=candidate.engine,
+        attempts=attempts,
+        text=fixed.text,
+        markdown=markdown_for(fixed.text),
+        raw_text=candidate.raw,
+        edits=fixed.edits,
+        quality=Quality(ok=True, reasons=[], warnings=warnings, metrics=candidate.verdict.metrics),
+        ocr_confidence=candidate.confidence,
+        layer=layer,
+    )
+
+
+def review_record(
+    number: int, best: Candidate, router: RouterInfo, attempts: list[Attempt], *, layer: dict[str, Any]
+) -> PageRecord:
+    """No rung got through the gate: quarantine the best rejected candidate as a preview."""
+    fixed = repair(best.raw, best.verdict, from_ocr=best.rung in ("ocr", "gpu_ocr"))
+    preview_text = fixed.text if fixed.replay_ok else best.raw
+    edits = fixed.edits if fixed.replay_ok else []
+    script, _ = script_of(preview_text)
+    return PageRecord(
+        number=number,
+        script=script,
+        direction=direction_of(script),
+        router=router,
+        route="review_required",
+        engine=None,
+        attempts=attempts,
+        raw_text=best.raw,
+        edits=edits,
+        edit_map=EditMapInfo(target="review_preview", complete=False, gap="page_refused"),
+        quality=Quality(ok=False, reasons=best.verdict.reasons, warnings=best.verdict.warnings, metrics=best.verdict.metrics),
+        needs_review=True,
+        review_preview=ReviewPreview(
+            engine=best.engine, text=preview_text, markdown=markdown_for(preview_text), reasons=best.verdict.reasons
+        ),
+        ocr_confidence=best.confidence,
+        layer=layer,
+    )
+
+
+def failed_record(
+    number: int, router: RouterInfo, attempts: list[Attempt], reasons: list[str], *, layer: dict[str, Any]
+) -> PageRecord:
+    """Nothing could read the page at all (engines crashed, render failed, attempts exhausted)."""
+    return PageRecord(
+        number=number,
+        router=router,
+        route="failed",
+        attempts=attempts,
+        edit_map=EditMapInfo(target="text", complete=False, gap="no_text"),
+        quality=Quality(ok=False, reasons=reasons),
+        needs_review=True,
+        layer=layer,
+    )

@@ -1,0 +1,156 @@
+"""Source PDFs: fetch, validate, and read them through the sandbox.
+
+Validation order (cheapest first, each a typed error): size before reading (`pdf_too_large`),
+zero bytes (`empty_input`), another known file type renamed `.pdf` (`unsupported_type`), no `%PDF-`
+header (`invalid_pdf`), MuPDF cannot open it (`invalid_pdf`), a user password is needed
+(`encrypted_pdf`; owner-password-only files open and are processed), no pages (`zero_pages`),
+too many pages (`too_many_pages`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from workers.errors import (
+    EmptyInputError,
+    EncryptedPdfError,
+    InvalidPdfError,
+    PdfTooLargeError,
+    SandboxError,
+    TooManyPagesError,
+    UnsupportedTypeError,
+    ZeroPagesError,
+)
+from workers.sandbox import run_child
+from workers.settings import Options, Settings
+
+log = logging.getLogger(__name__)
+
+_SIGNATURES = (
+    (b"PK\x03\x04", "a ZIP archive (DOCX/XLSX/ZIP)"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"II*\x00", "a TIFF image"),
+    (b"MM\x00*", "a TIFF image"),
+    (b"\xd0\xcf\x11\xe0", "an OLE document (DOC/XLS)"),
+    (b"{\\rtf", "an RTF document"),
+)
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: str  # a local file the sandbox can open
+    filename: str
+    bytes: int
+    sha256: str
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def local_source(path: str, options: Options) -> SourceFile:
+    """Check size before reading, then hash. The file is read in chunks, never whole."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+    except OSError as exc:
+        raise InvalidPdfError(f"cannot read {p.name}: {exc.strerror or exc}") from exc
+    if size > options.max_bytes:
+        raise PdfTooLargeError(f"{p.name} is {size} bytes; the limit is {options.max_bytes}")
+    if size == 0:
+        raise EmptyInputError(f"{p.name} is empty (0 bytes)")
+    return SourceFile(path=str(p.resolve()), filename=p.name, bytes=size, sha256=sha256_file(p))
+
+
+def cache_copy(path: str, sha256: str, cache_dir: str) -> str:
+    """Keep a worker-local copy keyed by content hash (used for sources fetched from S3)."""
+    target = Path(cache_dir) / "sources" / f"{sha256}.pdf"
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        shutil.copyfile(path, tmp)
+        tmp.replace(target)
+    return str(target)
+
+
+def sniff(path: str) -> None:
+    with open(path, "rb") as handle:
+        head = handle.read(1024)
+    if not head:
+        raise EmptyInputError("the input is empty (0 bytes)")
+    if b"%PDF-" in head:
+        return
+    for signature, what in _SIGNATURES:
+        if head.startswith(signature):
+            raise UnsupportedTypeError(f"not a PDF: the bytes are {what}")
+    lowered = head.lstrip().lower()
+    if lowered.startswith((b"<!doctype html", b"<html", b"<?xml")):
+        raise UnsupportedTypeError("not a PDF: the bytes are HTML/XML text")
+    raise InvalidPdfError("not a PDF: no %PDF- header in the first 1024 bytes")
+
+
+def inspect(source: SourceFile, options: Options, settings: Settings) -> dict[str, Any]:
+    """Validate a source fully; return the probe (page_count, encryption, producer)."""
+    if source.bytes > options.max_bytes:
+        raise PdfTooLargeError(f"{source.filename} is {source.bytes} bytes; the limit is {options.max_bytes}")
+    sniff(source.path)
+    try:
+        info = run_child("probe", source.path, {}, timeout_s=settings.sandbox_timeout_s, memory_mb=settings.sandbox_memory_mb)
+    except SandboxError as exc:
+        raise InvalidPdfError(f"MuPDF cannot open {source.filename}: {exc.message}") from exc
+    if info["needs_pass"]:
+        raise EncryptedPdfError(f"{source.filename} is encrypted and needs a user password")
+    if info["page_count"] == 0:
+        raise ZeroPagesError(f"{source.filename} parsed but has no pages")
+    if info["page_count"] > options.max_pages:
+        raise TooManyPagesError(f"{source.filename} has {info['page_count']} pages; the limit is {options.max_pages}")
+    return info
+
+
+def extract_pages(source: SourceFile, page_count: int, settings: Settings) -> list[dict[str, Any]]:
+    """Rung 1 for every page, in page-range batches (one sandbox child per batch)."""
+    pages: list[dict[str, Any]] = []
+    batch = settings.split_batch_pages
+    for first in range(1, page_count + 1, batch):
+        last = min(first + batch - 1, page_count)
+        try:
+            result = run_child(
+                "extract",
+                source.path,
+                {"first": first, "last": last},
+                timeout_s=settings.sandbox_timeout_s,
+                memory_mb=settings.sandbox_memory_mb,
+            )
+        except SandboxError as exc:
+            log.warning("extract pages %d-%d of %s failed: %s", first, last, source.filename, exc.message)
+            result = {"pages": [_unreadable(n, exc.message) for n in range(first, last + 1)]}
+        pages.extend(result["pages"])
+    return pages
+
+
+def _unreadable(number: int, why: str) -> dict[str, Any]:
+    return {"number": number, "text": "", "line_geometry": [], "glyphs": 0, "shared_position_runs": 0,
+            "images": 0, "image_coverage": 0.0, "drawings": 0, "width": 0, "height": 0, "error": why[:300]}
+
+
+def render_page(pdf: str, page: int, dpi: int, png: str, settings: Settings) -> dict[str, Any]:
+    """Render one page (grayscale PNG), capped at 100 megapixels against huge MediaBoxes."""
+    return run_child(
+        "render",
+        pdf,
+        {"page": page, "dpi": dpi, "png": png, "max_pixels": 100_000_000},
+        timeout_s=settings.sandbox_timeout_s,
+        memory_mb=settings.sandbox_memory_mb,
+    )

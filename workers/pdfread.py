@@ -1,0 +1,140 @@
+"""PyMuPDF reading: runs inside the sandbox child only (see `workers.sandbox`).
+
+`extract_range` returns, per page, the text layer built from MuPDF's raw characters together with
+the evidence the quality gate needs and a plain string cannot carry: per-line glyph geometry of
+RTL runs (x-order of consecutive RTL letters in extraction order), glyph counts, runs of letters
+that share one glyph position (a ToUnicode map giving one glyph a whole word), and how much of the
+page images cover.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Any
+
+import pymupdf
+
+from routing.scripts import is_rtl_letter
+
+_TEXT_FLAGS = (
+    pymupdf.TEXT_PRESERVE_LIGATURES | pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
+)
+
+
+def probe(pdf: str) -> dict[str, Any]:
+    doc = pymupdf.open(pdf, filetype="pdf")
+    try:
+        meta = doc.metadata or {}
+        info = {
+            "needs_pass": bool(doc.needs_pass),
+            "is_encrypted": bool(doc.is_encrypted),
+            "encryption": meta.get("encryption"),
+            "page_count": 0 if doc.needs_pass else doc.page_count,
+            "producer": (meta.get("producer") or "")[:200],
+        }
+        if not doc.needs_pass and doc.page_count:
+            doc.load_page(0)  # a recursive or broken page tree fails here, not later in a worker
+        return info
+    finally:
+        doc.close()
+
+
+def extract_range(pdf: str, first: int, last: int) -> dict[str, Any]:
+    doc = pymupdf.open(pdf, filetype="pdf")
+    try:
+        pages = [_extract_page(doc, number) for number in range(first, min(last, doc.page_count) + 1)]
+        return {"pages": pages}
+    finally:
+        doc.close()
+
+
+def _extract_page(doc: pymupdf.Document, number: int) -> dict[str, Any]:
+    page = doc.load_page(number - 1)
+    raw = page.get_text("rawdict", flags=_TEXT_FLAGS)
+    lines: list[str] = []
+    geometry: list[list[int]] = []
+    glyphs = shared_runs = 0
+    for block in raw.get("blocks", []):
+        for line in block.get("lines", []):
+            chars = [c for span in line["spans"] for c in span["chars"]]
+            glyphs += sum(1 for c in chars if not c["c"].isspace())
+            lines.append("".join(c["c"] for c in chars))
+            geometry.append(_rtl_order(chars))
+            shared_runs += _shared_position_runs(chars)
+    area = abs(page.rect) or 1.0
+    covered = 0.0
+    for info in page.get_image_info():
+        rect = pymupdf.Rect(info["bbox"]) & page.rect
+        covered += abs(rect)
+    return {
+        "number": number,
+        "text": "\n".join(lines),
+        "line_geometry": geometry,
+        "glyphs": glyphs,
+        "shared_position_runs": shared_runs,
+        "images": len(page.get_images(full=False)),
+        "image_coverage": round(min(covered / area, 1.0), 4),
+        "drawings": len(page.get_cdrawings()) if hasattr(page, "get_cdrawings") else 0,
+        "width": round(page.rect.width, 2),
+        "height": round(page.rect.height, 2),
+    }
+
+
+def _rtl_order(chars: list[dict[str, Any]]) -> list[int]:
+    """[increasing, decreasing]: x-order of consecutive RTL letters (box centres) in extraction order.
+
+    Increasing x inside an RTL run means the run was stored in visual order (pdf-inspector's test).
+    """
+    inc = dec = 0
+    prev: float | None = None
+    for c in chars:
+        ch = c["c"]
+        if not is_rtl_letter(ch):
+            if not unicodedata.category(ch).startswith("M"):
+                prev = None  # a mark keeps the run going; anything else ends it
+            continue
+        x0, _, x1, _ = c["bbox"]
+        centre = (x0 + x1) / 2
+        if prev is not None and abs(centre - prev) > 0.5:
+            if centre > prev:
+                inc += 1
+            else:
+                dec += 1
+        prev = centre
+    return [inc, dec]
+
+
+def _shared_position_runs(chars: list[dict[str, Any]]) -> int:
+    """Runs of >= 3 base letters drawn at one origin: one glyph mapped to a whole word."""
+    runs = 0
+    count = 0
+    last: tuple[float, float] | None = None
+    for c in chars:
+        ch = c["c"]
+        if unicodedata.category(ch).startswith("M") or ch.isspace():
+            continue
+        origin = (round(c["origin"][0], 1), round(c["origin"][1], 1))
+        if origin == last:
+            count += 1
+            if count == 3:
+                runs += 1
+        else:
+            count = 1
+            last = origin
+    return runs
+
+
+def render(pdf: str, page: int, dpi: int, png: str, max_pixels: int = 0) -> dict[str, Any]:
+    """Render one page to grayscale PNG; lower the resolution if it would exceed max_pixels."""
+    doc = pymupdf.open(pdf, filetype="pdf")
+    try:
+        p = doc.load_page(page - 1)
+        zoom = dpi / 72.0
+        width, height = p.rect.width * zoom, p.rect.height * zoom
+        if max_pixels and width * height > max_pixels:
+            zoom *= (max_pixels / (width * height)) ** 0.5
+        pix = p.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csGRAY, alpha=False, annots=True)
+        pix.save(png)
+        return {"png": png, "dpi": round(zoom * 72), "width": pix.width, "height": pix.height}
+    finally:
+        doc.close()

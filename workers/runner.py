@@ -1,0 +1,193 @@
+"""`pagefleet run`: process local PDFs on the embedded fleet, show progress, write `DIR/<stem>/…`.
+
+Exit status: 0 every page of every document accepted; 2 artifacts written but some page needs
+review; 1 a fatal error (an input that gave error.json, a dead worker, a deadline).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from workers import jobs
+from workers.embedded import EmbeddedFleet
+from workers.errors import AbortedError, PagefleetError, error_record
+from workers.model import JobSpec
+from workers.settings import Options, get_settings
+from workers.storage import LocalStorage
+from workers.submit import enqueue, spec_for_path
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Tracked:
+    spec: JobSpec
+    stem: str
+    started: float = field(default_factory=time.monotonic)
+    state: str = "queued"
+    pages: int = 0
+    done: int = 0
+    status: str = ""
+    routes: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    cached: bool = False
+
+
+def expand_inputs(paths: list[str]) -> tuple[list[Path], list[str]]:
+    files: list[Path] = []
+    missing: list[str] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            files.extend(sorted(x for x in p.iterdir() if x.is_file() and x.suffix.lower() == ".pdf"))
+        elif p.is_file():
+            files.append(p)
+        else:
+            missing.append(raw)
+    return files, missing
+
+
+def unique_stems(files: list[Path]) -> list[str]:
+    seen: Counter[str] = Counter()
+    stems = []
+    for f in files:
+        stem = f.stem or "document"
+        seen[stem] += 1
+        stems.append(stem if seen[stem] == 1 else f"{stem}-{seen[stem]}")
+    return stems
+
+
+def _cached(out: Path, t: Tracked) -> bool:
+    report = out / t.stem / "report.json"
+    if t.spec.force or not report.exists():
+        return False
+    try:
+        data = json.loads(report.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if data.get("job_id") != t.spec.job_id:
+        return False
+    t.cached, t.state, t.status = True, "done", data.get("status", "")
+    t.pages = t.done = int(data.get("page_count", 0))
+    t.routes = data.get("routes", {})
+    return True
+
+
+def run(paths: list[str], out: str, options: Options, *, workers: int, broker: str | None, force: bool,
+        gpu: bool = False, console: Console | None = None) -> int:
+    console = console or Console(stderr=True)
+    files, missing = expand_inputs(paths)
+    if missing:
+        console.print(f"pagefleet: error: no such file or directory: {', '.join(missing)}")
+        return 1
+    if not files:
+        console.print("pagefleet: error: no PDF files given")
+        return 1
+    outdir = Path(out).resolve()
+    outdir.mkdir(parents=True, exist_ok=True)
+    storage = LocalStorage(outdir)
+    tracked = [Tracked(spec_for_path(str(f), storage.url, stem, options, force=force), stem)
+               for f, stem in zip(files, unique_stems(files))]
+    todo = [t for t in tracked if not _cached(outdir, t)]
+    started = time.monotonic()
+    if todo:
+        from workers.app import use_broker
+
+        with EmbeddedFleet(broker_url=broker, cpu_workers=workers, gpu=gpu, logdir=outdir / ".pagefleet" / "logs") as fleet:
+            use_broker(fleet.broker_url or "")
+            for t in todo:
+                (outdir / t.stem / "error.json").unlink(missing_ok=True)
+                enqueue(t.spec)
+            _wait(todo, fleet, storage, console)
+    wall = time.monotonic() - started
+    _print_summary(tracked, wall, console)
+    return _exit_code(tracked)
+
+
+def _wait(todo: list[Tracked], fleet: EmbeddedFleet, storage: LocalStorage, console: Console) -> None:
+    deadline = time.monotonic() + get_settings().job_deadline_s
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("pages"),
+               TextColumn("{task.fields[docs]}"), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=False) as progress:
+        bar = progress.add_task("pagefleet", total=None, docs="")
+        while True:
+            for t in todo:
+                _poll(t, console)
+            finished = sum(t.state in jobs.TERMINAL for t in todo)
+            total = sum(t.pages for t in todo)
+            progress.update(bar, total=total or None, completed=sum(t.done for t in todo),
+                            docs=f"{finished}/{len(todo)} documents")
+            if finished == len(todo):
+                return
+            dead = fleet.dead_worker()
+            if dead is not None or time.monotonic() > deadline:
+                why = f"worker {dead.name} died:\n{dead.tail()}" if dead else "the run deadline passed"
+                _abort(todo, storage, why, console)
+                return
+            time.sleep(0.25)
+
+
+def _poll(t: Tracked, console: Console) -> None:
+    if t.state in jobs.TERMINAL:
+        return
+    info = jobs.get(t.spec.job_id)
+    t.state = info.get("state", t.state)
+    t.pages = int(info.get("pages", t.pages) or 0)
+    t.done = min(int(info.get("pages_done", t.done) or 0), t.pages)
+    if t.state in jobs.TERMINAL:
+        t.seconds = time.monotonic() - t.started
+        t.status = info.get("status", "") if t.state == "done" else f"error: {info.get('error_code', '?')}"
+        t.routes = json.loads(info.get("routes", "{}") or "{}")
+        t.done = t.pages
+        mark = "[green]✓" if t.status == "accepted" else ("[yellow]![/yellow]" if t.state == "done" else "[red]✗")
+        console.print(f"{mark}[/] {t.spec.filename}: {t.status} {_routes(t.routes)} ({t.seconds:.1f}s)")
+
+
+def _abort(todo: list[Tracked], storage: LocalStorage, why: str, console: Console) -> None:
+    console.print(f"pagefleet: error: {why}")
+    for t in todo:
+        if t.state not in jobs.TERMINAL:
+            record = error_record(AbortedError(f"aborted: {why.splitlines()[0]}"))
+            storage.put_json(f"{t.stem}/error.json", record)
+            t.state, t.status = "error", "error: aborted"
+
+
+def _routes(routes: dict[str, int]) -> str:
+    return " ".join(f"{k}={v}" for k, v in sorted(routes.items()))
+
+
+def _print_summary(tracked: list[Tracked], wall: float, console: Console) -> None:
+    table = Table(title=f"pagefleet run: {len(tracked)} documents in {wall:.1f}s")
+    for col in ("file", "pages", "status", "routes", "seconds"):
+        table.add_column(col)
+    totals: Counter[str] = Counter()
+    for t in tracked:
+        totals.update(t.routes)
+        secs = "cached" if t.cached else f"{t.seconds:.1f}"
+        table.add_row(t.spec.filename, str(t.pages), t.status, _routes(t.routes), secs)
+    console.print(table)
+    console.print(f"pages per route: {_routes(dict(totals)) or 'none'}; total pages {sum(totals.values())}; "
+                  f"wall time {wall:.1f}s")
+
+
+def _exit_code(tracked: list[Tracked]) -> int:
+    if any(t.state == "error" or t.status.startswith("error") for t in tracked):
+        return 1
+    if any(t.status != "accepted" for t in tracked):
+        return 2
+    return 0
+
+
+def fail(console: Console, exc: PagefleetError) -> int:
+    console.print(f"pagefleet: error: {exc.message}")
+    return 1
+

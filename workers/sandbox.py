@@ -1,0 +1,96 @@
+"""Untrusted PDF parsing in a child process with a timeout and resource limits.
+
+A soft time limit cannot interrupt C code inside MuPDF, and a malformed PDF can make MuPDF eat
+memory or crash. So every open/extract/render of a source PDF runs here, in a fresh child
+(`python -m workers.sandbox CMD ...`) with RLIMIT_AS / RLIMIT_CPU set, and hands its result back
+through a file. The parent (`run_child`) translates every way the child can die into a typed error.
+
+Commands (child side), each `python -m workers.sandbox CMD PDF OUT.json PARAMS_JSON`:
+    probe     page count, encryption, metadata
+    extract   text layer + geometry per page, params {first, last} (1-based, inclusive)
+    render    one page to a grayscale PNG, params {page, dpi, png, max_pixels}
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from workers.errors import SandboxError
+
+log = logging.getLogger(__name__)
+
+
+def _limits(memory_mb: int, cpu_s: int):  # pragma: no cover - runs in the child before exec
+    def apply() -> None:
+        mem = memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+    return apply
+
+
+def run_child(
+    command: str, pdf: str, params: dict[str, Any], *, timeout_s: float, memory_mb: int
+) -> dict[str, Any]:
+    """Run one sandbox command on `pdf`; return its JSON result. Raise SandboxError."""
+    with tempfile.TemporaryDirectory(prefix="pagefleet-sbx-") as tmp:
+        out = Path(tmp) / "result.json"
+        argv = [sys.executable, "-m", "workers.sandbox", command, pdf, str(out), json.dumps(params)]
+        env = dict(os.environ, OMP_THREAD_LIMIT="1", PYTHONDONTWRITEBYTECODE="1")
+        try:
+            proc = subprocess.run(
+                argv,
+                capture_output=True,
+                timeout=timeout_s,
+                env=env,
+                preexec_fn=_limits(memory_mb, int(timeout_s) + 1),
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise SandboxError(f"{command} timed out after {timeout_s:.0f}s") from exc
+        stderr = proc.stderr.decode("utf-8", "replace").strip()
+        if stderr:
+            log.debug("sandbox %s stderr: %s", command, stderr[-2000:])
+        if proc.returncode != 0 or not out.exists():
+            reason = _death_reason(proc.returncode, stderr)
+            raise SandboxError(f"{command} failed: {reason}")
+        return json.loads(out.read_text(encoding="utf-8"))
+
+
+def _death_reason(returncode: int, stderr: str) -> str:
+    if returncode < 0:
+        return f"killed by signal {-returncode} (memory or CPU limit?)"
+    if "MemoryError" in stderr or "cannot allocate" in stderr.lower():
+        return "out of memory"
+    last = stderr.splitlines()[-1] if stderr else f"exit status {returncode}"
+    return last[:300]
+
+
+# --------------------------------------------------------------------------- child side
+
+
+def _main(argv: list[str]) -> int:  # pragma: no cover - exercised through run_child
+    from workers import pdfread
+
+    command, pdf, out, params = argv[0], argv[1], Path(argv[2]), json.loads(argv[3])
+    handlers = {"probe": pdfread.probe, "extract": pdfread.extract_range, "render": pdfread.render}
+    if command not in handlers:
+        raise SystemExit(f"unknown sandbox command {command}")
+    result = handlers[command](pdf, **params)
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result, ensure_ascii=False), encoding="utf-8")
+    tmp.replace(out)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(_main(sys.argv[1:]))

@@ -1,0 +1,223 @@
+"""Object storage: one interface, two backends — a local directory and S3 through the `minio` client.
+
+A storage is named by a URL that travels in task messages (never credentials):
+    file:///abs/dir           LocalStorage rooted at /abs/dir
+    s3://bucket[/prefix]      S3Storage; endpoint and keys come from the worker's settings
+
+Keys are `/`-separated and relative to the root/prefix. Writes are atomic per key (temp file +
+rename locally; a single PUT on S3). Transient S3 failures raise `StorageError` (retryable).
+"""
+
+from __future__ import annotations
+
+import abc
+import io
+import json
+import os
+import shutil
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+from workers.errors import StorageError
+from workers.settings import Settings, get_settings
+
+
+class Storage(abc.ABC):
+    url: str
+
+    @abc.abstractmethod
+    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None: ...
+
+    @abc.abstractmethod
+    def get_bytes(self, key: str) -> bytes: ...
+
+    @abc.abstractmethod
+    def exists(self, key: str) -> bool: ...
+
+    @abc.abstractmethod
+    def delete_prefix(self, prefix: str) -> None: ...
+
+    @abc.abstractmethod
+    def list_keys(self, prefix: str) -> list[str]: ...
+
+    def put_json(self, key: str, obj: Any) -> None:
+        data = json.dumps(obj, ensure_ascii=False, indent=1).encode("utf-8")
+        self.put_bytes(key, data, "application/json")
+
+    def get_json(self, key: str) -> Any:
+        return json.loads(self.get_bytes(key).decode("utf-8"))
+
+    def put_text(self, key: str, text: str, content_type: str = "text/plain; charset=utf-8") -> None:
+        self.put_bytes(key, text.encode("utf-8"), content_type)
+
+
+def _safe_key(key: str) -> str:
+    parts = [p for p in key.split("/") if p not in ("", ".")]
+    if any(p == ".." for p in parts):
+        raise StorageError(f"refusing key with '..': {key!r}")
+    return "/".join(parts)
+
+
+class LocalStorage(Storage):
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root).resolve()
+        self.url = self.root.as_uri()
+
+    def path(self, key: str) -> Path:
+        return self.root / _safe_key(key)
+
+    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+        target = self.path(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        tmp.replace(target)
+
+    def get_bytes(self, key: str) -> bytes:
+        try:
+            return self.path(key).read_bytes()
+        except FileNotFoundError as exc:
+            raise KeyError(key) from exc
+
+    def exists(self, key: str) -> bool:
+        return self.path(key).is_file()
+
+    def delete_prefix(self, prefix: str) -> None:
+        target = self.path(prefix)
+        if target.is_dir():
+            shutil.rmtree(target, ignore_errors=True)
+        elif target.exists():
+            target.unlink()
+
+    def list_keys(self, prefix: str) -> list[str]:
+        base = self.path(prefix)
+        if not base.is_dir():
+            return []
+        return sorted(str(p.relative_to(self.root)) for p in base.rglob("*") if p.is_file())
+
+
+class S3Storage(Storage):
+    def __init__(self, bucket: str, prefix: str = "", settings: Settings | None = None, client: Any = None) -> None:
+        self.bucket = bucket
+        self.prefix = prefix.strip("/")
+        self.url = f"s3://{bucket}/{self.prefix}".rstrip("/")
+        self.client = client or s3_client(settings or get_settings())
+
+    def _key(self, key: str) -> str:
+        """Keys are verbatim on S3 (no path traversal exists there); only the prefix is joined."""
+        return f"{self.prefix}/{key}" if self.prefix else key
+
+    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+        from minio.error import MinioException
+
+        try:
+            self.client.put_object(self.bucket, self._key(key), io.BytesIO(data), len(data), content_type=content_type)
+        except (MinioException, OSError) as exc:
+            raise StorageError(f"put s3://{self.bucket}/{self._key(key)} failed: {exc}") from exc
+
+    def get_bytes(self, key: str) -> bytes:
+        from minio.error import MinioException, S3Error
+
+        try:
+            response = self.client.get_object(self.bucket, self._key(key))
+        except S3Error as exc:
+            if exc.code in ("NoSuchKey", "NoSuchObject"):
+                raise KeyError(key) from exc
+            raise StorageError(f"get s3://{self.bucket}/{self._key(key)} failed: {exc.code}") from exc
+        except (MinioException, OSError) as exc:
+            raise StorageError(f"get s3://{self.bucket}/{self._key(key)} failed: {exc}") from exc
+        try:
+            return response.read()
+        finally:
+            response.close()
+            response.release_conn()
+
+    def download(self, key: str, path: str) -> None:
+        from minio.error import MinioException, S3Error
+
+        try:
+            self.client.fget_object(self.bucket, self._key(key), path)
+        except S3Error as exc:
+            if exc.code in ("NoSuchKey", "NoSuchObject"):
+                raise KeyError(key) from exc
+            raise StorageError(f"download s3://{self.bucket}/{self._key(key)} failed: {exc.code}") from exc
+        except (MinioException, OSError) as exc:
+            raise StorageError(f"download s3://{self.bucket}/{self._key(key)} failed: {exc}") from exc
+
+    def stat_size(self, key: str) -> int:
+        from minio.error import MinioException, S3Error
+
+        try:
+            return int(self.client.stat_object(self.bucket, self._key(key)).size)
+        except S3Error as exc:
+            if exc.code in ("NoSuchKey", "NoSuchObject"):
+                raise KeyError(key) from exc
+            raise StorageError(f"stat s3://{self.bucket}/{self._key(key)} failed: {exc.code}") from exc
+        except (MinioException, OSError) as exc:
+            raise StorageError(f"stat s3://{self.bucket}/{self._key(key)} failed: {exc}") from exc
+
+    def exists(self, key: str) -> bool:
+        try:
+            self.stat_size(key)
+        except KeyError:
+            return False
+        return True
+
+    def delete_prefix(self, prefix: str) -> None:
+        from minio.deleteobjects import DeleteObject
+        from minio.error import MinioException
+
+        try:
+            objects = [DeleteObject(o.object_name) for o in self.client.list_objects(self.bucket, self._key(prefix) + "/", recursive=True)]
+            for error in self.client.remove_objects(self.bucket, objects):
+                raise StorageError(f"delete {error.name} failed: {error.code}")
+        except (MinioException, OSError) as exc:
+            raise StorageError(f"delete s3://{self.bucket}/{self._key(prefix)} failed: {exc}") from exc
+
+    def list_keys(self, prefix: str) -> list[str]:
+        from minio.error import MinioException
+
+        base = self._key(prefix) + "/"
+        try:
+            names = [o.object_name for o in self.client.list_objects(self.bucket, base, recursive=True)]
+        except (MinioException, OSError) as exc:
+            raise StorageError(f"list s3://{self.bucket}/{base} failed: {exc}") from exc
+        strip = len(self.prefix) + 1 if self.prefix else 0
+        return sorted(n[strip:] for n in names)
+
+
+def s3_client(settings: Settings) -> Any:
+    from minio import Minio
+
+    endpoint = settings.s3_endpoint.removeprefix("http://").removeprefix("https://")
+    return Minio(
+        endpoint,
+        access_key=settings.s3_access_key,
+        secret_key=settings.s3_secret_key,
+        secure=settings.s3_secure,
+        region=settings.s3_region,
+    )
+
+
+def open_storage(url: str, settings: Settings | None = None) -> Storage:
+    parsed = urllib.parse.urlparse(url)
+    if parsed.scheme == "file":
+        return LocalStorage(urllib.parse.unquote(parsed.path))
+    if parsed.scheme == "s3":
+        bucket, _, prefix = url[len("s3://"):].partition("/")
+        return S3Storage(bucket, prefix, settings)
+    if not parsed.scheme:
+        return LocalStorage(url)
+    raise StorageError(f"unknown storage URL {url!r}: use file:///dir or s3://bucket/prefix")
+
+
+def split_s3_uri(uri: str) -> tuple[str, str]:
+    """`s3://bucket/some/key.pdf` → ("bucket", "some/key.pdf"). The key is taken verbatim (no
+    URL-decoding): keys may hold `%`, `+`, spaces, `?` and `#`."""
+    if not uri.startswith("s3://"):
+        raise StorageError(f"not an s3://bucket/key URI: {uri!r}")
+    bucket, _, key = uri[len("s3://"):].partition("/")
+    if not bucket or not key:
+        raise StorageError(f"not an s3://bucket/key URI: {uri!r}")
+    return bucket, key

@@ -1,0 +1,84 @@
+"""Producers: turn a local path or an S3 object into a job spec and enqueue the split task.
+
+Only ids and keys travel: the spec names the source (a path the workers can read, or
+`s3://bucket/key`) and the storage for artifacts. The job id is a hash of the source (its sha256
+when we can read it, else bucket/key/ETag/versionId) + pipeline version + options, so the same
+upload is the same job; a completed job is not redone unless forced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from kombu.exceptions import OperationalError
+
+from workers import jobs, keys
+from workers.errors import BrokerUnavailable
+from workers.model import JobSpec
+from workers.pdfio import sha256_file
+from workers.settings import Options
+
+
+def spec_for_path(
+    path: str, storage: str, artifact_prefix: str, options: Options, *, force: bool = False,
+    callback_url: str | None = None,
+) -> JobSpec:
+    p = Path(path).resolve()
+    size = p.stat().st_size
+    opts = options.model_dump(mode="json")
+    sha = sha256_file(p) if 0 < size <= options.max_bytes else None
+    identity = sha or hashlib.sha256(f"{p}:{size}:{p.stat().st_mtime_ns}".encode()).hexdigest()
+    return JobSpec(
+        job_id=keys.job_id_for(identity, opts),
+        source=str(p),
+        filename=p.name,
+        sha256=sha if size else hashlib.sha256(b"").hexdigest(),
+        bytes=size,
+        storage=storage,
+        artifact_prefix=artifact_prefix,
+        options=opts,
+        force=force,
+        callback_url=callback_url,
+    )
+
+
+def spec_for_object(
+    bucket: str, key: str, storage: str, options: Options, *, etag: str | None = None,
+    version_id: str | None = None, size: int | None = None, prefix_template: str = "artifacts/{sha256}",
+    force: bool = False, callback_url: str | None = None,
+) -> JobSpec:
+    opts = options.model_dump(mode="json")
+    identity = hashlib.sha256(f"s3:{bucket}/{key}:{etag or ''}:{version_id or ''}".encode()).hexdigest()
+    return JobSpec(
+        job_id=keys.job_id_for(identity, opts),
+        source=f"s3://{bucket}/{key}",
+        filename=os.path.basename(key) or key,
+        bytes=size,
+        storage=storage,
+        artifact_prefix=prefix_template,
+        options=opts,
+        etag=etag,
+        force=force,
+        callback_url=callback_url,
+    )
+
+
+def enqueue(spec: JobSpec, *, broker_url: str | None = None) -> str:
+    """Durably enqueue the split task (the message is in Redis when this returns)."""
+    from workers.app import app
+
+    payload: dict[str, Any] = spec.model_dump(mode="json")
+    try:
+        jobs.update(spec.job_id, state="queued", filename=spec.filename, storage=spec.storage, source=spec.source)
+        with app.connection_for_write(broker_url) as conn:
+            app.send_task(
+                "pagefleet.split", args=[payload], task_id=f"{spec.job_id}-split", queue="split",
+                connection=conn, retry=True,
+                retry_policy={"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 1.0},
+            )
+    except (OperationalError, OSError) as exc:
+        raise BrokerUnavailable(f"cannot enqueue job {spec.job_id}: broker unavailable ({exc})") from exc
+    return spec.job_id
