@@ -156,8 +156,13 @@ def _arabic_reasons(text: str, t: GateThresholds, metrics: dict[str, float]) -> 
     return reasons, warnings
 
 
-def _replacement_reason(text: str, kashida: int) -> bool:
-    return text.count("\ufffd") > kashida
+_KASHIDA_FFFD = re.compile("(?<=[\u0620-\u064a])\ufffd+(?=[\u0620-\u064a])")
+
+
+def _replacement_reason(text: str) -> bool:
+    """U+FFFD anywhere but inside an Arabic word (there: an unmapped kashida, repaired later)."""
+    inside = sum(len(m) for m in _KASHIDA_FFFD.findall(text))
+    return text.count("\ufffd") > inside
 
 
 def repetition_loop(text: str, min_tokens: int = 40, min_repeats: int = 8, max_period: int = 16) -> bool:
@@ -234,7 +239,7 @@ def assess(gi: GateInput, t: GateThresholds = GateThresholds()) -> Verdict:
     ar_reasons, ar_warnings = _arabic_reasons(text, t, metrics)
     reasons += char_reasons + ar_reasons
     warnings += char_warnings + ar_warnings
-    if _replacement_reason(text, int(metrics.get("kashida_fffd", 0))):
+    if _replacement_reason(text):
         reasons.append("replacement_chars")
     order = page_order(text, gi.layer.get("line_geometry"), from_ocr=gi.origin == "ocr")
     metrics.update(visual_votes=order.page.visual_votes, logical_votes=order.page.logical_votes,

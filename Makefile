@@ -1,0 +1,52 @@
+# pagefleet — two commands on a fresh machine:
+#   make run    set everything up, generate fixtures/, process them on the embedded default
+#   make test   set everything up, run the tests (real Redis, Celery workers, S3 server, Tesseract)
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+OUT    ?= out
+APT_PACKAGES = tesseract-ocr tesseract-ocr-eng tesseract-ocr-heb tesseract-ocr-ara tesseract-ocr-osd \
+               poppler-utils redis-server fonts-dejavu-core
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: setup system venv fixtures run test test-fast bench eval clean
+
+setup: system venv
+
+system:
+	@missing=""; \
+	for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml requirements-models.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e ".[dev]" -r requirements-models.txt
+	touch $@
+
+fixtures: venv
+	$(BIN)/python fixtures/make_fixtures.py fixtures
+
+run: setup fixtures
+	$(BIN)/pagefleet run fixtures --out $(OUT)
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not integration and not slow"
+
+bench: setup
+	$(BIN)/python bench/bench_fleet.py ../shared/corpus
+
+eval: setup
+	$(BIN)/pagefleet eval ../shared/corpus --labels ../shared/corpus/LABELS.json
+
+clean:
+	rm -rf $(OUT) fixtures/*.pdf fixtures/bad .pytest_cache

@@ -1,0 +1,135 @@
+"""Shared fixtures: generated PDFs, and real services for integration tests — a private
+redis-server on a free loopback port, real Celery worker processes, and moto's S3 server."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT.parent / "shared" / "corpus"
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project's fixture PDFs, generated fresh by fixtures/make_fixtures.py."""
+    out = tmp_path_factory.mktemp("fixtures")
+    subprocess.run([sys.executable, str(ROOT / "fixtures" / "make_fixtures.py"), str(out)], check=True,
+                   capture_output=True, timeout=120)
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from workers.embedded import RedisServer
+
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    url = server.start()
+    yield url
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[str]:
+    """moto's S3 server on loopback (real HTTP, real S3 protocol)."""
+    port = free_port()
+    exe = shutil.which("moto_server") or ""
+    args = [exe] if exe else [sys.executable, "-m", "moto.server"]
+    proc = subprocess.Popen([*args, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    endpoint = f"127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://{endpoint}/", timeout=1)
+            break
+        except OSError:
+            time.sleep(0.2)
+    else:
+        proc.kill()
+        pytest.fail("moto S3 server did not start")
+    yield endpoint
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def service_env(redis_server: str, s3_server: str) -> Iterator[dict[str, str]]:
+    """Point this process and the workers it starts at the test Redis and S3 server."""
+    from workers.app import use_broker
+    from workers.settings import get_settings
+
+    env = {
+        "PAGEFLEET_BROKER_URL": redis_server,
+        "PAGEFLEET_RESULT_BACKEND": redis_server,
+        "PAGEFLEET_S3_ENDPOINT": s3_server,
+        "PAGEFLEET_S3_ACCESS_KEY": "testing",
+        "PAGEFLEET_S3_SECRET_KEY": "testing",
+        "PAGEFLEET_S3_REGION": "us-east-1",
+        "PAGEFLEET_GPU": "0",
+    }
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    get_settings.cache_clear()
+    use_broker(redis_server)
+    yield env
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    get_settings.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def fleet(service_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[list]:
+    """Real Celery workers: split+collect and cpu queues, prefork, against the test Redis."""
+    from workers.embedded import WorkerProcess
+
+    logdir = tmp_path_factory.mktemp("worker-logs")
+    env = dict(os.environ, **service_env, PAGEFLEET_CACHE_DIR=str(logdir / "cache"))
+    workers = [WorkerProcess("split,collect", 1, env, logdir), WorkerProcess("cpu", 2, env, logdir)]
+    yield workers
+    for w in workers:
+        w.stop()
+
+
+def wait_for_job(job_id: str, timeout_s: float = 240.0) -> dict[str, str]:
+    from workers import jobs
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        info = jobs.get(job_id)
+        if info.get("state") in jobs.TERMINAL:
+            return info
+        time.sleep(0.2)
+    raise AssertionError(f"job {job_id} did not finish in {timeout_s}s: {jobs.get(job_id)}")
+
+
+@pytest.fixture
+def s3_bucket(service_env: dict[str, str]):
+    """A fresh bucket on the test S3 server; returns (name, minio client)."""
+    import uuid
+
+    from workers.settings import get_settings
+    from workers.storage import s3_client
+
+    client = s3_client(get_settings())
+    name = f"t-{uuid.uuid4().hex[:12]}"
+    client.make_bucket(name)
+    return name, client
