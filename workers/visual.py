@@ -7,15 +7,18 @@ leaves an undecided vote (recorded in the page's `router.detail`), never an exce
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from routing.chains import VisualVote, siglip_vote
+from routing.scripts import classify_text_layer
 from workers.engines.base import PageImage
-from workers.engines.tesseract import detect_script
+from workers.engines.tesseract import TesseractEngine, detect_script
 from workers.errors import EngineError
 from workers.settings import Settings
 
 log = logging.getLogger(__name__)
 _SIGLIP = None
+PROBE_LANGS = ("heb", "ara", "eng")
 
 
 def _siglip(settings: Settings):
@@ -42,13 +45,37 @@ def siglip_votes(images: list[PageImage], settings: Settings) -> list[VisualVote
 
 
 def osd_vote(image: PageImage, settings: Settings) -> VisualVote:
+    """Tesseract OSD; where OSD gives up (it often says "too few characters" on a full Hebrew
+    page), a half-resolution recognition probe in every script, classified by Unicode ranges."""
     try:
         result = detect_script(image.path, timeout_s=settings.tesseract_timeout_s)
     except EngineError as exc:
-        return VisualVote("osd", None, None, f"failed: {exc.code}")
+        return probe_vote(image, settings, f"osd failed: {exc.code}")
     if result.script is None or result.confidence < settings.router.osd_min_confidence:
-        return VisualVote("osd", None, round(result.confidence, 3), f"script={result.raw_script}")
+        return probe_vote(image, settings, f"osd script={result.raw_script} conf={result.confidence:.2f}")
     return VisualVote("osd", result.script, round(result.confidence, 3), f"script={result.raw_script}")
+
+
+def probe_vote(image: PageImage, settings: Settings, why: str) -> VisualVote:
+    import pymupdf
+
+    probe_png = str(Path(image.path).with_suffix(".probe.png"))
+    try:
+        pix = pymupdf.Pixmap(image.path)
+        pix.shrink(1)
+        pix.save(probe_png)
+        probe = TesseractEngine("+".join(PROBE_LANGS))
+        if not probe.health().available:
+            return VisualVote("osd", None, None, f"{why}; probe unavailable")
+        text = probe.read([PageImage(probe_png, image.page, max(image.dpi // 2, 72))], script="default")[0].text
+    except (EngineError, RuntimeError, ValueError) as exc:
+        return VisualVote("osd", None, None, f"{why}; probe failed: {exc}")
+    finally:
+        Path(probe_png).unlink(missing_ok=True)
+    decision = classify_text_layer(text)
+    if decision.script is None:
+        return VisualVote("osd", None, decision.margin, f"{why}; probe undecided")
+    return VisualVote("osd", decision.script, decision.margin, f"{why}; probe script={decision.script}")
 
 
 def visual_votes(images: list[PageImage], *, gpu: bool, settings: Settings) -> list[list[VisualVote]]:

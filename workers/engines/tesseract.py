@@ -54,13 +54,20 @@ def installed_languages() -> frozenset[str]:
     return frozenset(line.strip() for line in lines[1:] if line.strip())
 
 
-def require_tesseract(languages: tuple[str, ...] = ("eng", "heb", "ara", "osd")) -> None:
-    """For the CLI: a clear one-line error naming what is missing and how to install it."""
-    if shutil.which(get_settings().tesseract_cmd) is None:
-        raise SetupError(f"tesseract is not installed; {INSTALL_HINT}")
+def require_tesseract(languages: tuple[str, ...] = ("eng", "heb", "ara", "osd")) -> str:
+    """For the CLI: a clear one-line error naming what is missing and how to install it.
+    Returns Tesseract's version."""
+    import pytesseract
+
+    pytesseract.pytesseract.tesseract_cmd = get_settings().tesseract_cmd
+    try:
+        version = str(pytesseract.get_tesseract_version())
+    except pytesseract.TesseractNotFoundError as exc:
+        raise SetupError(f"tesseract is not installed; {INSTALL_HINT}") from exc
     missing = [lang for lang in languages if lang not in installed_languages()]
     if missing:
         raise SetupError(f"tesseract language data missing: {', '.join(missing)}; {INSTALL_HINT}")
+    return version
 
 
 def mean_confidence(tsv: str) -> float | None:
@@ -125,23 +132,20 @@ class OsdResult:
 
 
 def detect_script(png: str, *, timeout_s: float = 60.0) -> OsdResult:
-    """Tesseract OSD (`--psm 0`). Raises EngineError when OSD cannot decide (too little text)."""
-    import pytesseract
-
-    try:
-        info = pytesseract.image_to_osd(
-            png, config=f"--psm 0 --dpi 300", output_type=pytesseract.Output.DICT, timeout=timeout_s
-        )
-    except pytesseract.TesseractNotFoundError as exc:
-        raise EngineUnavailable(f"tesseract is not installed; {INSTALL_HINT}") from exc
-    except RuntimeError as exc:  # pytesseract raises RuntimeError on its timeout
-        raise EngineTimeout(f"tesseract OSD timed out after {timeout_s:.0f}s") from exc
-    except pytesseract.TesseractError as exc:
-        raise EngineCrashed(f"tesseract OSD could not decide: {str(exc.message).strip()[:200]}") from exc
-    raw = str(info.get("script", ""))
+    """Tesseract OSD (`--psm 0`). Raises EngineError when OSD cannot decide (too few characters)."""
+    proc = _run([png, "stdout", "--psm", "0", "--dpi", "300"], timeout_s=timeout_s)
+    fields = {}
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            fields[key.strip()] = value.strip()
+    if proc.returncode != 0 or "Script" not in fields:
+        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise EngineCrashed(f"tesseract OSD could not decide: {err[0] if err else 'no output'}")
+    raw = fields["Script"]
     return OsdResult(
         script=OSD_SCRIPTS.get(raw),
         raw_script=raw,
-        confidence=float(info.get("script_conf", 0.0)),
-        rotate=int(info.get("rotate", 0)),
+        confidence=float(fields.get("Script confidence", 0.0)),
+        rotate=int(float(fields.get("Rotate", 0))),
     )
