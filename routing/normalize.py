@@ -1,0 +1,310 @@
+"""Repair after acceptance: every change is an edit in one replayable map (`routing.edits`).
+
+    raw ─► 1 line endings \\r\\n, \\r → \\n (line_ending); Unicode spaces (Zs) → " " (whitespace)
+        ─► 2 punctuation displaced across an RTL embedding edge (rtl_punctuation_repair),
+             then bidi controls removed (bidi_control_removed)
+        ─► 3 visual-order lines → logical order, per run (visual_order_reversal)   [never from OCR]
+        ─► 4 NFKC of presentation/shape variants only; NFC of clusters with Hebrew/Arabic marks (nfkc)
+        ─► 5 Arabic: tatweel, U+FFFD kashida, lam-alef order, other lam ligatures (with evidence)
+        ─► 6 Symbol/Wingdings Private Use glyphs → Unicode (symbol_glyph_mapped)
+        ─► 7 mirrored brackets under the balance invariant (mirrored_bracket)
+        ─► Normalized(text, edits against raw, counters)
+
+Order note: the brief listed the visual-order reversal after NFKC and the Arabic repairs. It runs
+before them here because those stages assume logical order: NFKC of ﻻ yields `لا` in logical
+order (reversing it afterwards would give `ال`), and the lam-alef/ligature patterns are patterns
+of logical text. Detection is unaffected (the evidence folds Hebrew presentation forms itself).
+
+Guarantees (tests/unit/test_normalize.py): for any input, `apply_edits(raw, edits) == text`;
+clean input (logical Hebrew, unshaped Arabic, Latin, digits, balanced brackets, `\\n`) comes back
+byte-identical with no edits; a second pass (default arguments) over the output makes no edits.
+In auto mode a line is reversed only when the reversal removes the evidence; a caller who flags a
+logical line as visual gets it mirrored, and a later auto pass may turn it back.
+
+Counters: one per applied replacement of each kind (one per character for whitespace, bidi
+controls, symbol glyphs and brackets; one per run for NFKC, tatweel/kashida and each reversed
+run; one per NFC-reordered cluster, counted as nfkc; one per swap for lam-alef/ligature), plus
+`unbalanced_brackets`: lines left unbalanced.
+
+Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from routing.arabic import elongation_repairs, lam_alef_positions, ligature_order_positions
+from routing.edits import EDIT_KINDS, Edit, EditMapBuilder, Replacement
+from routing.rtl_order import (
+    OrderEvidence,
+    hebrew_order_evidence,
+    looks_visual_order,
+    nfc_rtl_clusters,
+    visual_line_replacements,
+    visual_to_logical,
+)
+from routing.scripts import is_latin, is_rtl_letter
+
+__all__ = [
+    "BIDI_CONTROLS",
+    "NFKC_RANGES",
+    "SYMBOL_PUA_MAP",
+    "Normalized",
+    "brackets_balanced",
+    "OrderEvidence",
+    "hebrew_order_evidence",
+    "looks_visual_order",
+    "normalize",
+]
+
+BIDI_CONTROLS = frozenset("\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+NFKC_RANGES = (
+    (0xFB50, 0xFDFF),  # Arabic Presentation Forms-A
+    (0xFE70, 0xFEFE),  # Arabic Presentation Forms-B (U+FEFF, the BOM, excluded)
+    (0xFB1D, 0xFB4F),  # Hebrew presentation forms
+    (0xFB00, 0xFB06),  # Latin ligatures
+    (0xFF00, 0xFFEF),  # halfwidth and fullwidth forms
+)
+SENTENCE_PUNCTUATION = ".,:;!?\u060c\u061b\u061f"
+BRACKET_SWAP = str.maketrans("()[]{}", ")(][}{")
+_OPENERS = {"(": ")", "[": "]", "{": "}"}
+_LINE_END = re.compile("\r\n?")
+_UNICODE_SPACE = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")  # Zs other than " "
+_BIDI_CONTROL = re.compile("[" + "".join(sorted(BIDI_CONTROLS)) + "]")
+_NFKC_TARGET = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in NFKC_RANGES) + "]")
+_NFKC_RUN = re.compile(_NFKC_TARGET.pattern + "+")
+_SYMBOL_PUA = re.compile("[\uf020-\uf0ff]")
+_DISPLACED = re.compile(
+    "^[ \t]*(?P<p>[" + re.escape(SENTENCE_PUNCTUATION) + "]{1,3})"  # the displaced mark, at the line start
+    "[\u202b\u202e](?P<body>[^\u202a-\u202e\n]*)\u202c[ \t]*$"  # RLE/RLO … PDF to the line end
+)
+
+
+def _symbol_pua_map() -> dict[str, str]:
+    """Adobe Symbol encoding at U+F0xx (the form Word and PDF producers leave in text layers),
+    with the common Wingdings bullets where the two fonts collide (F0A7 ▪, F0D8 ➢, F0FC ✓)."""
+    greek_lower = "αβχδεφγηιϕκλμνοπθρστυϖωξψζ"
+    greek_upper = "ΑΒΧΔΕΦΓΗΙϑΚΛΜΝΟΠΘΡΣΤΥςΩΞΨΖ"
+    table = {0xF061 + i: ch for i, ch in enumerate(greek_lower)}
+    table |= {0xF041 + i: ch for i, ch in enumerate(greek_upper)}
+    table |= {0xF030 + i: str(i) for i in range(10)}
+    table |= {
+        0xF020: " ", 0xF021: "!", 0xF022: "∀", 0xF023: "#", 0xF024: "∃", 0xF025: "%", 0xF026: "&",
+        0xF027: "∋", 0xF028: "(", 0xF029: ")", 0xF02A: "∗", 0xF02B: "+", 0xF02C: ",", 0xF02D: "−",
+        0xF02E: ".", 0xF02F: "/", 0xF03A: ":", 0xF03B: ";", 0xF03C: "<", 0xF03D: "=", 0xF03E: ">",
+        0xF03F: "?", 0xF040: "≅", 0xF05B: "[", 0xF05C: "∴", 0xF05D: "]", 0xF05E: "⊥", 0xF05F: "_",
+        0xF07B: "{", 0xF07C: "|", 0xF07D: "}", 0xF07E: "∼", 0xF0A2: "′", 0xF0A3: "≤", 0xF0A4: "⁄",
+        0xF0A5: "∞", 0xF0A6: "ƒ", 0xF0A7: "▪", 0xF0AB: "↔", 0xF0AC: "←", 0xF0AD: "↑", 0xF0AE: "→",
+        0xF0AF: "↓", 0xF0B0: "°", 0xF0B1: "±", 0xF0B2: "″", 0xF0B3: "≥", 0xF0B4: "×", 0xF0B5: "∝",
+        0xF0B6: "∂", 0xF0B7: "•", 0xF0B8: "÷", 0xF0B9: "≠", 0xF0BA: "≡", 0xF0BB: "≈", 0xF0BC: "…",
+        0xF0C4: "⊗", 0xF0C5: "⊕", 0xF0C6: "∅", 0xF0C7: "∩", 0xF0C8: "∪", 0xF0C9: "⊃", 0xF0CA: "⊇",
+        0xF0CB: "⊄", 0xF0CC: "⊂", 0xF0CD: "⊆", 0xF0CE: "∈", 0xF0CF: "∉", 0xF0D0: "∠", 0xF0D1: "∇",
+        0xF0D5: "∏", 0xF0D6: "√", 0xF0D7: "⋅", 0xF0D8: "➢", 0xF0D9: "∧", 0xF0DA: "∨", 0xF0DB: "⇔",
+        0xF0DC: "⇐", 0xF0DD: "⇑", 0xF0DE: "⇒", 0xF0DF: "⇓", 0xF0E0: "◊", 0xF0E5: "∑", 0xF0F2: "∫",
+        0xF0FC: "✓",
+    }  # fmt: skip
+    return {chr(cp): ch for cp, ch in sorted(table.items())}
+
+
+SYMBOL_PUA_MAP: dict[str, str] = _symbol_pua_map()
+
+
+@dataclass
+class Normalized:
+    """The display text, the edits that turn the raw text into it, and per-kind counters."""
+
+    text: str
+    edits: list[Edit]
+    counters: dict[str, int] = field(default_factory=dict)
+
+
+def _expand_line_flags(raw: str, line_visual: Sequence[bool] | None) -> list[bool] | None:
+    """Map flags indexed by ``raw.split("\\n")`` onto the lines after stage 1 (a lone \\r splits
+    a raw line in two; both halves keep its flag)."""
+    if line_visual is None:
+        return None
+    raw_lines = raw.split("\n")
+    if len(line_visual) != len(raw_lines):
+        raise ValueError(f"line_visual has {len(line_visual)} flags for {len(raw_lines)} lines")
+    flags: list[bool] = []
+    for i, line in enumerate(raw_lines):
+        core = line[:-1] if i < len(raw_lines) - 1 and line.endswith("\r") else line
+        flags += [bool(line_visual[i])] * (core.count("\r") + 1)
+    return flags
+
+
+def _lines(text: str) -> list[tuple[int, str]]:
+    out, pos = [], 0
+    for line in text.split("\n"):
+        out.append((pos, line))
+        pos += len(line) + 1
+    return out
+
+
+def _per_char(
+    text: str, pattern: re.Pattern[str], kind: str, mapping: Callable[[str], str | None]
+) -> list[Replacement]:
+    """One replacement per character matched by `pattern` that `mapping` changes."""
+    reps = []
+    for match in pattern.finditer(text):
+        ch = match.group()
+        new = mapping(ch)
+        if new is not None and new != ch:
+            reps.append(Replacement(match.start(), match.end(), new, kind))
+    return reps
+
+
+def _stage_line_endings(text: str) -> list[Replacement]:
+    return [Replacement(m.start(), m.end(), "\n", "line_ending") for m in _LINE_END.finditer(text)]
+
+
+def _stage_whitespace(text: str) -> list[Replacement]:
+    return _per_char(text, _UNICODE_SPACE, "whitespace", lambda c: " ")
+
+
+def _stage_displaced_punctuation(text: str) -> list[Replacement]:
+    """`.‫שלום‬` → `‫שלום.‬`: sentence punctuation left of an RTL embedding that fills the rest of
+    the line is what a reader of the RTL text sees at its end. Only when the body holds an RTL
+    letter, does not open with a digit or Latin letter (the mark could be written onto it) and
+    does not already end with punctuation."""
+    reps: list[Replacement] = []
+    for offset, line in _lines(text):
+        match = _DISPLACED.match(line)
+        if not match:
+            continue
+        body = match.group("body")
+        visible = [c for c in body if c not in BIDI_CONTROLS and not c.isspace()]
+        if not visible or not any(is_rtl_letter(c) for c in visible):
+            continue
+        if visible[0].isdigit() or is_latin(visible[0]) or visible[-1] in SENTENCE_PUNCTUATION:
+            continue
+        last = max(i for i, c in enumerate(body) if c not in BIDI_CONTROLS and not c.isspace())
+        body_at = offset + match.start("body")
+        punct = match.group("p")
+        reps.append(Replacement(offset + match.start("p"), offset + match.end("p"), "", "rtl_punctuation_repair"))
+        reps.append(Replacement(body_at + last + 1, body_at + last + 1, punct, "rtl_punctuation_repair"))
+    return reps
+
+
+def _stage_bidi_controls(text: str) -> list[Replacement]:
+    return _per_char(text, _BIDI_CONTROL, "bidi_control_removed", lambda c: "")
+
+
+def _line_is_visual(line: str, flag: bool | None) -> bool:
+    if flag is not None:
+        return flag
+    if not looks_visual_order(hebrew_order_evidence(line)):
+        return False
+    # Auto mode only: the repair must remove the evidence, or it is not a mirrored line.
+    return not looks_visual_order(hebrew_order_evidence(visual_to_logical(line)))
+
+
+def _stage_visual_order(text: str, flags: list[bool] | None) -> list[Replacement]:
+    reps: list[Replacement] = []
+    for index, (offset, line) in enumerate(_lines(text)):
+        if not _line_is_visual(line, flags[index] if flags is not None else None):
+            continue
+        for start, end, new in visual_line_replacements(line):
+            reps.append(Replacement(offset + start, offset + end, new, "visual_order_reversal"))
+    return reps
+
+
+def _stage_nfkc(text: str) -> list[Replacement]:
+    """One replacement per run of presentation/shape variants (a shaped Arabic page would
+    otherwise carry an edit per character)."""
+    reps = []
+    for match in _NFKC_RUN.finditer(text):
+        new = "".join(unicodedata.normalize("NFKC", c) for c in match.group())
+        if new != match.group():
+            reps.append(Replacement(match.start(), match.end(), new, "nfkc"))
+    return reps
+
+
+def _stage_nfc_clusters(text: str) -> list[Replacement]:
+    return [Replacement(s, e, new, "nfkc") for s, e, new in nfc_rtl_clusters(text)]
+
+
+def _stage_elongation(text: str) -> list[Replacement]:
+    return [Replacement(s, e, "", kind) for s, e, kind in elongation_repairs(text)]
+
+
+def _swap_after(text: str, positions: list[int], kind: str) -> list[Replacement]:
+    """`ا X ل` → `ا ل X` at each position of the ا."""
+    return [Replacement(p + 1, p + 3, text[p + 2] + text[p + 1], kind) for p in positions]
+
+
+def _stage_symbols(text: str) -> list[Replacement]:
+    return _per_char(text, _SYMBOL_PUA, "symbol_glyph_mapped", SYMBOL_PUA_MAP.get)
+
+
+def brackets_balanced(line: str) -> bool:
+    """Do (), [] and {} nest correctly in `line`? (<> are operators too often to count.)"""
+    stack: list[str] = []
+    for ch in line:
+        if ch in _OPENERS:
+            stack.append(_OPENERS[ch])
+        elif ch in ")]}":
+            if not stack or stack.pop() != ch:
+                return False
+    return not stack
+
+
+def _stage_brackets(text: str) -> tuple[list[Replacement], int]:
+    """Swap every bracket of an RTL-dominant line whose brackets are unbalanced only when the swap
+    balances it; a balanced line is never touched. Returns the replacements and the number of
+    lines left unbalanced."""
+    reps: list[Replacement] = []
+    unbalanced = 0
+    for offset, line in _lines(text):
+        if brackets_balanced(line):
+            continue
+        rtl = sum(1 for c in line if is_rtl_letter(c))
+        latin = sum(1 for c in line if is_latin(c))
+        swapped = line.translate(BRACKET_SWAP)
+        if rtl > latin and brackets_balanced(swapped):
+            changed = [i for i, c in enumerate(line) if c != swapped[i]]
+            reps += [Replacement(offset + i, offset + i + 1, swapped[i], "mirrored_bracket") for i in changed]
+        else:
+            unbalanced += 1
+    return reps, unbalanced
+
+
+def normalize(
+    raw: str,
+    *,
+    line_visual: Sequence[bool] | None = None,
+    from_ocr: bool = False,
+    ligature_evidence: bool | None = None,
+) -> Normalized:
+    """Run the stages of the module docstring over `raw`.
+
+    `line_visual`: one flag per ``raw.split("\\n")`` line, True for a line stored in visual order
+    (ValueError on a length mismatch); None decides per line from Hebrew final-form evidence.
+    `from_ocr`: OCR output is logical already, nothing is ever reversed. `ligature_evidence`: True
+    when the page shows a lam-alef decomposition; None computes it from this text.
+    """
+    flags = _expand_line_flags(raw, line_visual)
+    builder = EditMapBuilder(raw)
+    builder.apply(_stage_line_endings(builder.text))
+    builder.apply(_stage_whitespace(builder.text))
+    builder.apply(_stage_displaced_punctuation(builder.text))
+    builder.apply(_stage_bidi_controls(builder.text))
+    if not from_ocr:
+        builder.apply(_stage_visual_order(builder.text, flags))
+    builder.apply(_stage_nfkc(builder.text))
+    builder.apply(_stage_nfc_clusters(builder.text))
+    builder.apply(_stage_elongation(builder.text))
+    lam_alef = lam_alef_positions(builder.text)
+    if ligature_evidence is None:
+        ligature_evidence = bool(lam_alef)
+    builder.apply(_swap_after(builder.text, lam_alef, "lam_alef_order"))
+    if ligature_evidence:
+        builder.apply(_swap_after(builder.text, ligature_order_positions(builder.text), "ligature_order"))
+    builder.apply(_stage_symbols(builder.text))
+    bracket_reps, unbalanced = _stage_brackets(builder.text)
+    builder.apply(bracket_reps)
+    counters = {kind: 0 for kind in EDIT_KINDS} | builder.counters | {"unbalanced_brackets": unbalanced}
+    return Normalized(builder.text, builder.edits(), counters)
