@@ -1,0 +1,249 @@
+"""GPU smoke benchmark for the router and one VLM engine, with random weights (nothing downloaded).
+
+    python bench/gpu_bench.py                      # cuda, real sizes, < 4 min on an H200
+    python bench/gpu_bench.py --device cpu --quick # tiny sizes: checks the script itself here
+    python bench/gpu_bench.py --json out.json      # also write the results as JSON
+
+1. Router: a SigLIP model of google/siglip2-base-patch16-224's size (FixRes: vision and text
+   towers 768 wide, 12 layers, 224 px, 16-px patches, 256k vocabulary), built from a hand-written
+   config. Pages/s of the forward pass (both prompts + a batch of images) at batch sizes 1…64:
+   warm-up, cuda synchronize, median of a few runs; plus the CPU cost of preprocessing one page.
+2. VLM: a LightOnOCR-2-1B-sized LightOnOcrForConditionalGeneration (Pixtral 24×1024 vision, Qwen3
+   28×1024 text, 151,936 vocabulary) with random weights and the byte-level test tokenizer, run
+   through the real `lightonocr` engine (processor, batching, stopping criteria) on rendered A4
+   pages; generate tokens/s and pages/s with max_new_tokens 256. Random weights decode garbage,
+   so the repetition stopper is idled (min_span huge) for the fixed-length runs and left on in
+   one extra run, whose tokens/s include its cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from workers.engines import tiny_models, vlm  # noqa: E402
+from workers.engines.base import PageImage, create  # noqa: E402
+
+ROUTER_BATCHES = (1, 2, 4, 8, 16, 32, 64)
+PROMPTS = ["this is a photo of English text.", "this is a photo of Arabic text."]
+
+
+def sync(device: str) -> None:
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def build_on(device: str, factory: Any) -> Any:
+    """Instantiate a model directly on `device` in its inference dtype (fast random init on the GPU)."""
+    import torch
+
+    dtype = vlm.torch_dtype(device)
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        with torch.device(device):
+            model = factory()
+    finally:
+        torch.set_default_dtype(previous)
+    return model.eval()
+
+
+def router_model(device: str, quick: bool) -> tuple[Any, Any, Any]:
+    from transformers import SiglipModel
+    from transformers.models.siglip.image_processing_pil_siglip import SiglipImageProcessorPil
+
+    tokenizer = tiny_models.siglip_tokenizer()
+    if quick:
+        sizes = {"hidden": 64, "layers": 2, "heads": 2, "intermediate": 128}
+        vocab = len(tokenizer)
+    else:
+        sizes = {"hidden": 768, "layers": 12, "heads": 12, "intermediate": 3072}
+        vocab = 256_000
+    config = tiny_models.siglip_config(
+        vocab, image_size=224, patch_size=16, pad_id=tokenizer.pad_token_id, eos_id=tokenizer.eos_token_id, **sizes
+    )
+    model = build_on(device, lambda: SiglipModel(config))
+    images = SiglipImageProcessorPil(size={"height": 224, "width": 224})
+    return model, tokenizer, images
+
+
+def median_seconds(run: Any, device: str, warmup: int, repeats: int) -> float:
+    for _ in range(warmup):
+        run()
+    sync(device)
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        run()
+        sync(device)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def bench_router(device: str, quick: bool, page: Any) -> dict[str, Any]:
+    import torch
+
+    model, tokenizer, images = router_model(device, quick)
+    params = sum(p.numel() for p in model.parameters())
+    text = tokenizer(PROMPTS, padding="max_length", max_length=64, truncation=True, return_tensors="pt").to(device)
+    prep = median_seconds(lambda: images(images=[page], return_tensors="pt"), "cpu", 1, 3)
+    pixel = images(images=[page], return_tensors="pt")["pixel_values"].to(device, vlm.torch_dtype(device))
+    rows = []
+    for batch in ROUTER_BATCHES[:3] if quick else ROUTER_BATCHES:
+        pixels = pixel.expand(batch, -1, -1, -1).contiguous()
+
+        def run() -> None:
+            with torch.inference_mode():
+                model(input_ids=text["input_ids"], pixel_values=pixels)
+
+        seconds = median_seconds(run, device, warmup=2, repeats=3 if quick else 5)
+        rows.append({"batch": batch, "seconds": seconds, "pages_per_s": batch / seconds})
+    return {"params": params, "preprocess_s_per_page": prep, "rows": rows}
+
+
+def vlm_loaded(device: str, quick: bool) -> vlm.LoadedModel:
+    from transformers import LightOnOcrForConditionalGeneration, LightOnOcrProcessor
+    from transformers.models.pixtral.image_processing_pil_pixtral import PixtralImageProcessorPil
+
+    tokenizer = tiny_models.lightonocr_tokenizer()
+    if quick:
+        sizes: dict[str, Any] = {"image_size": 224}
+    else:
+        sizes = {
+            "hidden": 1024, "layers": 28, "heads": 16, "kv_heads": 8, "intermediate": 3072, "head_dim": 128,
+            "vocab_size": 151_936, "vision_hidden": 1024, "vision_layers": 24, "vision_heads": 16,
+            "vision_intermediate": 4096, "image_size": 1540,
+        }
+    config = tiny_models.lightonocr_config(tokenizer, **sizes)
+    model = build_on(device, lambda: LightOnOcrForConditionalGeneration(config))
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    images = PixtralImageProcessorPil(size={"longest_edge": sizes["image_size"]}, patch_size=14)
+    processor = LightOnOcrProcessor(
+        image_processor=images, tokenizer=tokenizer, patch_size=14, spatial_merge_size=2,
+        chat_template=tiny_models.LIGHTON_TEMPLATE,
+    )
+    return vlm.LoadedModel(model, processor, device, type(model).__name__, "bench/lightonocr-random", 0.0)
+
+
+def bench_vlm(device: str, quick: bool, pages: list[PageImage]) -> dict[str, Any]:
+    loaded = vlm_loaded(device, quick)
+    params = sum(p.numel() for p in loaded.model.parameters())
+    vlm.cached_load(("LightOnOcrForConditionalGeneration", loaded.model_id, device), lambda: loaded)
+    max_new = 16 if quick else 256
+    runs = [(1, 10**9), (8, 10**9), (8, 64)] if not quick else [(1, 10**9), (2, 10**9), (2, 64)]
+    rows = []
+    for batch, min_span in runs:
+        engine = create(
+            "lightonocr", model=loaded.model_id, device=device, batch_size=batch, max_new_tokens=max_new,
+            min_span=min_span, max_pixels=1540 * 1540,
+        )
+        engine.max_new_tokens = 8
+        engine.read(pages[:batch], script="latin")  # warm-up: kernels, allocator, the vision tower
+        engine.max_new_tokens = max_new
+        sync(device)
+        started = time.perf_counter()
+        outputs = engine.read(pages[:batch], script="latin")
+        sync(device)
+        wall = time.perf_counter() - started
+        details = outputs[0].details
+        rows.append({
+            "batch": batch, "stopper": "idle" if min_span > 10**6 else "on",
+            "tokens": sum(o.details["tokens"] for o in outputs), "gen_tokens_per_s": details["tokens_per_s"],
+            "generate_s": details["generate_seconds"], "wall_s": wall, "pages_per_s": batch / wall,
+            "stopped_for_repetition": sum(o.details["repetition_stop"] for o in outputs),
+        })
+    return {"params": params, "max_new_tokens": max_new, "rows": rows}
+
+
+def render_pages(root: Path, count: int, quick: bool) -> list[PageImage]:
+    """A4 pages at 150 DPI (quick: a quarter of that) with lines of text."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    width, height = (310, 438) if quick else (1240, 1754)
+    font = ImageFont.load_default(size=max(10, width // 40))
+    pages = []
+    for number in range(1, count + 1):
+        image = Image.new("RGB", (width, height), "white")
+        draw = ImageDraw.Draw(image)
+        for line in range(0, height - 60, max(14, height // 40)):
+            words = f"Page {number}, line {line}: the quick brown fox 0123456789"
+            draw.text((width // 12, 40 + line), words, font=font, fill="black")
+        path = root / f"page-{number}.png"
+        image.save(path)
+        pages.append(PageImage(str(path), number, 150))
+    return pages
+
+
+def environment(device: str) -> dict[str, Any]:
+    import torch
+    import transformers
+
+    info = {"torch": torch.__version__, "transformers": transformers.__version__, "device": device}
+    if device.startswith("cuda"):
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info
+
+
+def print_report(results: dict[str, Any]) -> None:
+    router, engine = results["router"], results["vlm"]
+    print(f"environment: {results['environment']}")
+    print(f"\nrouter (SigLIP, {router['params'] / 1e6:.1f}M params); CPU preprocessing "
+          f"{router['preprocess_s_per_page'] * 1000:.1f} ms/page")
+    print(f"{'batch':>6} {'ms/batch':>10} {'pages/s':>10}")
+    for row in router["rows"]:
+        print(f"{row['batch']:>6} {row['seconds'] * 1000:>10.2f} {row['pages_per_s']:>10.1f}")
+    print(f"\nvlm (lightonocr engine, {engine['params'] / 1e6:.1f}M params, "
+          f"max_new_tokens {engine['max_new_tokens']})")
+    print(f"{'batch':>6} {'stopper':>8} {'tokens':>7} {'gen tok/s':>10} {'gen s':>7} {'wall s':>7} "
+          f"{'pages/s':>8} {'loops':>6}")
+    for row in engine["rows"]:
+        print(f"{row['batch']:>6} {row['stopper']:>8} {row['tokens']:>7} {row['gen_tokens_per_s']:>10.1f} "
+              f"{row['generate_s']:>7.2f} {row['wall_s']:>7.2f} {row['pages_per_s']:>8.2f} "
+              f"{row['stopped_for_repetition']:>6}")
+    print(f"\ntotal {results['seconds']:.1f}s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda", help="cuda (default) or cpu")
+    parser.add_argument("--quick", action="store_true", help="tiny model sizes (smoke-test the script on a CPU)")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args(argv)
+    import torch
+
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        print("no CUDA device: use --device cpu --quick", file=sys.stderr)
+        return 2
+    torch.manual_seed(0)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="pagefleet-bench-") as tmp:
+        pages = render_pages(Path(tmp), 8, args.quick)
+        from PIL import Image
+
+        with Image.open(pages[0].path) as first:
+            page = first.convert("RGB")
+        results: dict[str, Any] = {"environment": environment(args.device)}
+        results["router"] = bench_router(args.device, args.quick, page)
+        results["vlm"] = bench_vlm(args.device, args.quick, pages)
+    if args.device.startswith("cuda"):
+        results["environment"]["peak_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
+    results["seconds"] = time.perf_counter() - started
+    print_report(results)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

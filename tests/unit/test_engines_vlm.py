@@ -1,0 +1,270 @@
+"""VLM engines on tiny random checkpoints of the real architectures, built offline in tmp dirs.
+
+`dots` is tested on a Qwen2.5-VL-architecture stand-in with dots.ocr's tokens: the real dots.ocr
+ships its own modeling code (NaViT vision + Qwen2, trust_remote_code), which cannot be had offline.
+One test lays the stand-in out like the hub checkpoint (model_type `dots_ocr`, auto_map, modeling
+files in the directory) to exercise the trust_remote_code path.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from PIL import Image, ImageDraw, ImageFont  # noqa: E402
+
+from workers.engines import tiny_models, vlm  # noqa: E402
+from workers.engines.base import PageImage, create  # noqa: E402
+from workers.errors import EngineTimeout, EngineUnavailable  # noqa: E402
+from workers.settings import get_settings  # noqa: E402
+
+BUILDERS = {
+    "qwen": tiny_models.save_tiny_qwen2_5_vl,
+    "dots": tiny_models.save_tiny_dots,
+    "lightonocr": tiny_models.save_tiny_lightonocr,
+}
+EXPECTED_CLASS = {
+    "qwen": "Qwen2_5_VLForConditionalGeneration",
+    "dots": "AutoModelForImageTextToText[Qwen2_5_VLForConditionalGeneration]",
+    "lightonocr": "LightOnOcrForConditionalGeneration",
+}
+
+
+class ModelDirs:
+    """Tiny checkpoints, built on first use and shared by the module's tests."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.built: dict[tuple[str, bool], str] = {}
+
+    def __getitem__(self, key: tuple[str, bool]) -> str:
+        if key not in self.built:
+            name, looping = key
+            path = self.root / f"{name}-{'loop' if looping else 'plain'}"
+            self.built[key] = BUILDERS[name](str(path), looping=looping)
+        return self.built[key]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread() -> Iterator[None]:
+    """Tiny models gain nothing from threads; on a shared 2-core machine they only contend."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> ModelDirs:
+    return ModelDirs(tmp_path_factory.mktemp("vlm-models"))
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> list[PageImage]:
+    root = tmp_path_factory.mktemp("vlm-pages")
+    font = ImageFont.load_default(size=28)
+    result = []
+    for number, (size, words) in enumerate(
+        [((420, 300), "Invoice 2024"), ((300, 420), "Total amount"), ((360, 360), "Hello world")], start=1
+    ):
+        image = Image.new("RGB", size, "white")
+        ImageDraw.Draw(image).text((20, 40), words, font=font, fill="black")
+        path = root / f"page-{number}.png"
+        image.save(path)
+        result.append(PageImage(str(path), number, 150))
+    return result
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache() -> None:
+    vlm.clear_cache()
+
+
+# ---------------------------------------------------------------- repetition stopping, synthetic ids
+
+
+def test_repetition_period_finds_short_loops() -> None:
+    policy = vlm.RepetitionPolicy()
+    assert vlm.repetition_period([5] * 64, policy) == 1
+    assert vlm.repetition_period(list(range(100)) + [7, 8, 9] * 22, policy) == 3
+    unit = list(range(200, 232))  # a 32-token unit must repeat over 4 × 32 = 128 tokens
+    assert vlm.repetition_period(unit * 3, policy) is None
+    assert vlm.repetition_period(unit * 4, policy) == 32
+
+
+def test_repetition_period_ignores_real_text_short_tails_and_padding() -> None:
+    policy = vlm.RepetitionPolicy()
+    assert vlm.repetition_period(list(range(300)), policy) is None
+    assert vlm.repetition_period([5] * 63, policy) is None
+    assert vlm.repetition_period([1, 2] * 40, policy, ignore=[2]) is None
+    assert vlm.repetition_period([9] * 10 + [1, 2, 3, 4] * 16, policy) == 4
+    assert vlm.repetition_period([5] * 20, vlm.RepetitionPolicy(max_period=4, min_span=16, min_repeats=2)) == 1
+
+
+def test_stopping_criteria_flags_only_the_looping_rows() -> None:
+    prompt = [3, 4] * 50  # a repetitive prompt must not count
+    rows = [
+        prompt + [7, 8] * 40,  # loops with period 2
+        prompt + list(range(10, 90)),  # fresh text
+        prompt + [11] * 10 + [0] * 70,  # finished: padded with the pad id 0
+    ]
+    criteria = vlm.make_repetition_criteria(len(prompt), vlm.RepetitionPolicy(), ignore_ids=[0])
+    done = criteria(torch.tensor(rows), None)
+    assert done.tolist() == [True, False, False]
+    assert criteria.periods == {0: 2}
+    short = vlm.make_repetition_criteria(len(prompt), vlm.RepetitionPolicy(), ignore_ids=[0])
+    assert short(torch.tensor([r[: len(prompt) + 30] for r in rows]), None).tolist() == [False, False, False]
+
+
+def test_stopping_criteria_keeps_a_row_stopped() -> None:
+    criteria = vlm.make_repetition_criteria(0, vlm.RepetitionPolicy(max_period=2, min_span=8, min_repeats=2))
+    assert criteria(torch.tensor([[1] * 8]), None).tolist() == [True]
+    assert criteria(torch.tensor([[1] * 8 + [2]]), None).tolist() == [True]
+
+
+def test_looping_model_is_stopped_by_the_criteria(models: ModelDirs, pages: list[PageImage]) -> None:
+    engine = create("lightonocr", model=models[("lightonocr", True)], max_new_tokens=300, batch_size=3)
+    outputs = engine.read(pages, script="latin")
+    assert len(outputs) == 3
+    for out in outputs:
+        assert out.details["finish_reason"] == "repetition"
+        assert out.details["repetition_stop"] is True
+        assert out.details["repetition_period"] == 1
+        assert 64 <= out.details["tokens"] <= 66  # checked every 2 steps, far below 300
+        assert out.text and set(out.text) == {out.text[0]}
+
+
+# ---------------------------------------------------------------- batched generate per architecture
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_engine_reads_a_batch_of_pages(name: str, models: ModelDirs, pages: list[PageImage]) -> None:
+    engine = create(name, model=models[(name, False)], max_new_tokens=8, batch_size=2)
+    assert engine.health().available
+    outputs = engine.read(pages, script="he")
+    assert [out.engine for out in outputs] == [name] * 3
+    assert [out.details["batch_size"] for out in outputs] == [2, 2, 1]
+    for out in outputs:
+        assert isinstance(out.text, str)
+        assert 1 <= out.details["tokens"] <= 8
+        assert out.details["finish_reason"] in {"stop", "length"}
+        assert out.details["class"] == EXPECTED_CLASS[name]
+        assert out.details["device"] == "cpu"
+        assert out.details["tokens_per_s"] > 0
+        assert out.seconds > 0
+
+
+def test_batched_and_single_reads_agree(models: ModelDirs, pages: list[PageImage]) -> None:
+    """Left padding keeps batched greedy decoding equal to one page at a time."""
+    model = models[("qwen", False)]
+    batched = create("qwen", model=model, max_new_tokens=6, batch_size=3).read(pages, script="latin")
+    single = create("qwen", model=model, max_new_tokens=6, batch_size=1).read(pages, script="latin")
+    assert [o.text for o in batched] == [o.text for o in single]
+
+
+def test_prompts_follow_the_model_cards() -> None:
+    assert vlm.ocr_prompt("lightonocr", "he") is None  # LightOnOCR reads the image alone
+    assert vlm.ocr_prompt("dots", "ar") == "Extract the text content from this image."
+    assert vlm.ocr_prompt("qwen", "latin") == "Read all the text in the image."
+    assert "Hebrew" in (vlm.ocr_prompt("qwen", "he") or "")
+    assert "Arabic" in (vlm.ocr_prompt("qwen", "ar") or "")
+
+
+def test_model_ids_come_from_settings_variant_or_option() -> None:
+    settings = get_settings().vlm
+    assert create("lightonocr").model_id == settings.lightonocr_model
+    assert create("dots").model_id == settings.dots_model
+    assert create("qwen").model_id == settings.qwen_model
+    variant = create("qwen:Qwen/Qwen2.5-VL-3B-Instruct")
+    assert variant.model_id == "Qwen/Qwen2.5-VL-3B-Instruct" and variant.label == "qwen:Qwen/Qwen2.5-VL-3B-Instruct"
+    assert create("qwen", model="/models/q", max_new_tokens=32).max_new_tokens == 32
+
+
+# ---------------------------------------------------------------- load once, fail clearly
+
+
+def test_model_loads_once_per_process(
+    models: ModelDirs, pages: list[PageImage], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = []
+    real = vlm._load_model
+
+    def counting(*args: object, **kwargs: object) -> object:
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(vlm, "_load_model", counting)
+    first = create("qwen", model=models[("qwen", False)], max_new_tokens=2)
+    first.read(pages[:1], script="latin")
+    second = create("qwen", model=models[("qwen", False)], max_new_tokens=2)
+    second.read(pages[1:2], script="latin")
+    assert len(calls) == 1
+    assert first.load() is second.load()
+    assert vlm.loaded_keys() == [("Qwen2_5_VLForConditionalGeneration", models[("qwen", False)], "cpu")]
+
+
+def test_missing_local_checkpoint_is_unavailable(tmp_path: Path, pages: list[PageImage]) -> None:
+    engine = create("qwen", model=str(tmp_path / "no-such-model"))
+    health = engine.health()
+    assert not health.available and "neither a local directory nor a hub id" in health.detail
+    with pytest.raises(EngineUnavailable, match="cannot load"):
+        engine.read(pages[:1], script="latin")
+    assert vlm.loaded_keys() == []
+
+
+def test_uncached_hub_model_is_unavailable_and_never_downloaded(
+    tmp_path: Path, pages: list[PageImage], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path))
+    engine = create("lightonocr")  # lightonai/LightOnOCR-2-1B, not on this machine
+    health = engine.health()
+    assert not health.available and "not in the local Hugging Face cache" in health.detail
+    with pytest.raises(EngineUnavailable, match="LightOnOCR-2-1B"):
+        engine.read(pages[:1], script="latin")
+
+
+def test_directory_without_weights_is_unavailable(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{}")
+    health = create("dots", model=str(tmp_path)).health()
+    assert not health.available and "no weight files" in health.detail
+
+
+def test_unknown_architecture_needs_remote_code(tmp_path: Path, pages: list[PageImage]) -> None:
+    """The hub dots.ocr says model_type `dots_ocr`: only its own code (trust_remote_code) loads it."""
+    (tmp_path / "config.json").write_text('{"model_type": "dots_ocr", "architectures": ["DotsOCRForCausalLM"]}')
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    with pytest.raises(EngineUnavailable, match="trust_remote_code"):
+        create("dots", model=str(tmp_path), trust_remote_code=False).read(pages[:1], script="ar")
+    with pytest.raises(EngineUnavailable, match="cannot load"):  # no modeling code shipped in the dir
+        create("dots", model=str(tmp_path)).read(pages[:1], script="ar")
+
+
+def test_dots_hub_layout_loads_through_trust_remote_code(
+    tmp_path: Path, pages: list[PageImage], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Like rednote-hilab/dots.ocr: model_type `dots_ocr`, auto_map to modeling code in the checkpoint."""
+    import transformers.dynamic_module_utils as dynamic
+
+    monkeypatch.setattr(dynamic, "HF_MODULES_CACHE", str(tmp_path / "hf-modules"))  # not ~/.cache
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    path = tiny_models.save_tiny_dots(str(tmp_path / "dots-hub-layout"), remote_code=True)
+    with pytest.raises(EngineUnavailable, match="trust_remote_code"):
+        create("dots", model=path, trust_remote_code=False).read(pages[:1], script="ar")
+    outputs = create("dots", model=path, max_new_tokens=4, batch_size=2).read(pages, script="ar")
+    assert [o.details["class"] for o in outputs] == ["AutoModelForCausalLM[remote:DotsOCRForCausalLM]"] * 3
+    assert all(1 <= o.details["tokens"] <= 4 for o in outputs)
+
+
+def test_generation_past_its_time_budget_times_out(models: ModelDirs, pages: list[PageImage]) -> None:
+    engine = create(
+        "qwen", model=models[("qwen", True)], max_new_tokens=500, min_span=10_000, timeout_s=0.001
+    )
+    with pytest.raises(EngineTimeout, match="generation passed"):
+        engine.read(pages[:2], script="latin")

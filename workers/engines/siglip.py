@@ -1,0 +1,158 @@
+"""The SigLIP2 zero-shot visual router (seed 003): which script does a page image look like?
+
+Not an OCR engine: `SiglipRouter.classify(paths)` returns one `VisualVerdict` per image. Each image is
+scored against a prompt per label (defaults in `settings.router`: "this is a photo of English
+text." → `latin`, "this is a photo of Arabic text." → `ar`) with the model's sigmoid
+probabilities. margin = p(first label) − max p(other labels); margin > threshold → the first
+label, otherwise the most probable other label (seed 003: borderline pages go to the
+multilingual chain). With the seed's prompt pair the threshold is negative (−0.028).
+
+The default checkpoint google/siglip2-base-patch16-224 is a FixRes SigLIP2 model: its config
+says `siglip`, so AutoModel gives `SiglipModel`; NaFlex checkpoints (`siglip2-*-naflex`) load as
+`Siglip2Model`. Both go through AutoModel + AutoProcessor. Loaded lazily, once per process
+(cache keyed by class, model id, device); `EngineUnavailable` when the weights are not on disk.
+An image that cannot be opened gets `VisualVerdict(None, 0.0, {})`: the caller falls back to OSD or
+the default chain, the document goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from workers.engines.base import EngineHealth
+from workers.engines.vlm import (
+    LoadedModel, cached_load, missing_packages, pick_device, to_device, torch_dtype, weights_present,
+)
+from workers.errors import EngineCrashed, EngineUnavailable
+from workers.settings import get_settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class VisualVerdict:
+    script: str | None  # a label, or None when the image could not be classified
+    margin: float  # p(first label) − max p(other labels)
+    probs: dict[str, float] = field(default_factory=dict)  # sigmoid probability per label
+
+
+class SiglipRouter:
+    """Zero-shot script classification of page images with a SigLIP/SigLIP2 checkpoint."""
+
+    name = "siglip2"
+
+    def __init__(
+        self, *, model: str | None = None, prompts: list[str] | None = None, labels: list[str] | None = None,
+        threshold: float | None = None, batch_size: int | None = None, device: str | None = None,
+        local_files_only: bool | None = None,
+    ) -> None:
+        router = get_settings().router
+        self.model_id = model or router.siglip_model
+        self.prompts = list(prompts or router.siglip_prompts)
+        self.labels = list(labels or router.siglip_labels)
+        if len(self.prompts) != len(self.labels) or len(self.labels) < 2:
+            raise ValueError(f"need one prompt per label and at least two labels: {self.prompts} / {self.labels}")
+        self.threshold = router.siglip_threshold if threshold is None else float(threshold)
+        self.batch_size = max(1, int(batch_size or router.siglip_batch_size))
+        self.requested_device = device
+        # settings.router.local_files_only, once settings have it; until then offline by default
+        default_local = router.local_files_only
+        self.local_files_only = default_local if local_files_only is None else local_files_only
+
+    def health(self) -> EngineHealth:
+        """Installed, weights on disk? Never loads the model."""
+        missing = missing_packages("torch", "transformers")
+        if missing:
+            return EngineHealth(self.name, False, f"not installed: {', '.join(missing)}", "gpu")
+        present, detail = weights_present(self.model_id)
+        if not present and not self.local_files_only:
+            return EngineHealth(self.name, True, f"{detail}; will be downloaded on first use", "gpu")
+        return EngineHealth(self.name, present, detail, "gpu")
+
+    def load(self) -> LoadedModel:
+        missing = missing_packages("torch", "transformers")
+        if missing:
+            raise EngineUnavailable(f"{self.name}: not installed: {', '.join(missing)}")
+        device = pick_device(self.requested_device)
+        return cached_load(("AutoModel[siglip]", self.model_id, device), lambda: self._load(device))
+
+    def _load(self, device: str) -> LoadedModel:
+        import transformers
+
+        started = time.monotonic()
+        try:
+            local = self.local_files_only
+            processor = transformers.AutoProcessor.from_pretrained(self.model_id, local_files_only=local)
+            model = transformers.AutoModel.from_pretrained(
+                self.model_id, local_files_only=local, dtype=torch_dtype(device)
+            )
+            model.to(device).eval()
+        except (OSError, ValueError, ImportError, KeyError, RuntimeError) as e:
+            raise EngineUnavailable(f"{self.name}: cannot load {self.model_id} on {device}: {e}") from e
+        return LoadedModel(model, processor, device, type(model).__name__, self.model_id, time.monotonic() - started)
+
+    def classify(self, image_paths: list[str]) -> list[VisualVerdict]:
+        """One verdict per path, same order; images are scored `batch_size` at a time."""
+        if not image_paths:
+            return []
+        loaded = self.load()
+        verdicts: list[VisualVerdict] = []
+        for start in range(0, len(image_paths), self.batch_size):
+            verdicts.extend(self._classify_batch(loaded, image_paths[start : start + self.batch_size]))
+        return verdicts
+
+    def _classify_batch(self, loaded: LoadedModel, paths: list[str]) -> list[VisualVerdict]:
+        images: list[Any] = []
+        readable: list[int] = []
+        for i, path in enumerate(paths):
+            image = _open_rgb(path)
+            if image is not None:
+                images.append(image)
+                readable.append(i)
+        verdicts = [VisualVerdict(None, 0.0, {}) for _ in paths]
+        if not images:
+            return verdicts
+        for i, probs in zip(readable, self.probabilities(loaded, images)):
+            verdicts[i] = self.verdict(probs)
+        return verdicts
+
+    def probabilities(self, loaded: LoadedModel, images: list[Any]) -> list[list[float]]:
+        """Sigmoid probability of each prompt for each image (rows: images)."""
+        import torch
+
+        text_positions = getattr(loaded.model.config.text_config, "max_position_embeddings", 64)
+        try:
+            inputs = loaded.processor(
+                text=self.prompts, images=images, padding="max_length", max_length=text_positions,
+                truncation=True, return_tensors="pt",
+            )
+            moved = to_device(dict(inputs), loaded.device)
+            with torch.inference_mode():
+                logits = loaded.model(**moved).logits_per_image
+        except torch.cuda.OutOfMemoryError as e:
+            raise EngineCrashed(f"{self.name}: CUDA out of memory at batch {len(images)}") from e
+        except (RuntimeError, ValueError, KeyError, TypeError) as e:
+            raise EngineCrashed(f"{self.name}: classification failed: {e}") from e
+        return torch.sigmoid(logits.float()).cpu().tolist()
+
+    def verdict(self, probs: list[float]) -> VisualVerdict:
+        """Seed 003's rule: margin = p(first) − max p(others); margin > threshold → first label."""
+        by_label = dict(zip(self.labels, probs))
+        others = sorted(self.labels[1:], key=lambda label: by_label[label], reverse=True)
+        margin = by_label[self.labels[0]] - by_label[others[0]]
+        script = self.labels[0] if margin > self.threshold else others[0]
+        return VisualVerdict(script, float(margin), {k: float(v) for k, v in by_label.items()})
+
+
+def _open_rgb(path: str) -> Any:
+    from PIL import Image
+
+    try:
+        with Image.open(path) as raw:
+            return raw.convert("RGB")
+    except (OSError, ValueError) as e:
+        log.warning("siglip router: cannot open %s: %s", path, e)
+        return None
