@@ -75,9 +75,3 @@ def reads_script(engine_entry: str, script: str) -> bool:
     if name == "paddle":
         return script == "ar" and variant == "arabic"
     return engine_entry not in ENGLISH_ONLY
-
-
-def siglip_vote(margin: float, threshold: float, labels: Sequence[str]) -> VisualVote:
-    """Seed 003: margin > threshold → first label, else the second (the safer multilingual side)."""
-    script = labels[0] if margin > threshold else labels[1]
-    return VisualVote("siglip2", script, round(margin, 5), f"threshold={threshold}")

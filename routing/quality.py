@@ -135,7 +135,7 @@ def _arabic_reasons(text: str, t: GateThresholds, metrics: dict[str, float]) -> 
         arabic_presentation_forms=sig.presentation_forms,
         decomposed_lam_alef=sig.decomposed_lam_alef,
         tatweel=sig.tatweel_chars,
-        kashida_fffd=sig.kashida_fffd,
+        kashida_fffd=sig.kashida_fffd_chars,
         foreign_in_words=sig.foreign_letters_in_words,
         fragments=sig.isolated_letter_fragments,
     )
@@ -156,13 +156,9 @@ def _arabic_reasons(text: str, t: GateThresholds, metrics: dict[str, float]) -> 
     return reasons, warnings
 
 
-_KASHIDA_FFFD = re.compile("(?<=[\u0620-\u064a])\ufffd+(?=[\u0620-\u064a])")
-
-
-def _replacement_reason(text: str) -> bool:
-    """U+FFFD anywhere but inside an Arabic word (there: an unmapped kashida, repaired later)."""
-    inside = sum(len(m) for m in _KASHIDA_FFFD.findall(text))
-    return text.count("\ufffd") > inside
+def _replacement_reason(text: str, kashida_chars: int) -> bool:
+    """U+FFFD anywhere but as an unmapped kashida glued to Arabic letters (repaired later)."""
+    return text.count("\ufffd") > kashida_chars
 
 
 def repetition_loop(text: str, min_tokens: int = 40, min_repeats: int = 8, max_period: int = 16) -> bool:
@@ -239,7 +235,7 @@ def assess(gi: GateInput, t: GateThresholds = GateThresholds()) -> Verdict:
     ar_reasons, ar_warnings = _arabic_reasons(text, t, metrics)
     reasons += char_reasons + ar_reasons
     warnings += char_warnings + ar_warnings
-    if _replacement_reason(text):
+    if _replacement_reason(text, int(metrics.get("kashida_fffd", 0))):
         reasons.append("replacement_chars")
     order = page_order(text, gi.layer.get("line_geometry"), from_ocr=gi.origin == "ocr")
     metrics.update(visual_votes=order.page.visual_votes, logical_votes=order.page.logical_votes,
@@ -263,6 +259,24 @@ def assess(gi: GateInput, t: GateThresholds = GateThresholds()) -> Verdict:
     if readable < 20:
         warnings.append("short_text")
     return Verdict(not reasons, _dedupe(reasons), _dedupe(warnings), metrics, order)
+
+
+def canonical_violations(text: str) -> list[str]:
+    """What must never reach canonical output, checked on the repaired text of an accepted page."""
+    from routing.arabic import arabic_signals as _signals
+
+    found = []
+    if "\ufffd" in text:
+        found.append("replacement_chars")
+    if any(is_private_use(c) for c in text):
+        found.append("private_use_chars")
+    if any(0xFB50 <= ord(c) <= 0xFDFF or 0xFE70 <= ord(c) <= 0xFEFF for c in text):
+        found.append("presentation_forms")
+    if _signals(text).decomposed_lam_alef:
+        found.append("decomposed_lam_alef")
+    if any(unicodedata.category(c) == "Cc" and c not in "\t\n\r\f" for c in text):
+        found.append("control_chars")
+    return found
 
 
 def _dedupe(items: Sequence[str]) -> list[str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from workers import fallback, keys, pdfio
 from workers.engines.base import Engine, EngineHealth, PageImage, create
 from workers.errors import EngineError, SandboxError
 from workers.model import Attempt, JobSpec, PageRecord, PendingPage, RouterInfo
-from workers.pages import Candidate, accepted_record, failed_record, review_record
+from workers.pages import Candidate, CandidateRefused, accepted_record, failed_record, review_record
 from workers.settings import Settings
 from workers.sources import local_pdf
 from workers.storage import Storage, open_storage
@@ -131,12 +131,22 @@ def _try_fallback(work: PageWork, pdf: str) -> None:
                                      detail=exc.message))
         return
     verdict = assess(GateInput(text=text, origin="fallback_text", layer={"image_coverage": work.pending.layer.get("image_coverage", 0.0)}))
-    cand = Candidate(fallback.ENGINE, "fallback_text", text, verdict, seconds)
+    router = RouterInfo(source="text_layer", script=work.pending.hint_script or "unknown", margin=work.pending.hint_margin)
+    _consider(work, Candidate(fallback.ENGINE, "fallback_text", text, verdict, seconds), "fallback_text", router)
+
+
+def _consider(work: PageWork, cand: Candidate, route: str, router: RouterInfo) -> None:
+    """Record a candidate; accept it if the gate passed and its repaired text is canonical."""
     work.candidates.append(cand)
-    work.attempts.append(cand.attempt(verdict.ok))
-    if verdict.ok:
-        router = RouterInfo(source="text_layer", script=work.pending.hint_script or "unknown", margin=work.pending.hint_margin)
-        work.record = accepted_record(work.number, cand, router, work.attempts, route="fallback_text", layer=work.pending.layer)
+    if cand.verdict.ok:
+        work.attempts.append(cand.attempt(True))
+        try:
+            work.record = accepted_record(work.number, cand, router, work.attempts, route=route, layer=work.pending.layer)
+            return
+        except CandidateRefused as exc:
+            work.attempts.pop()
+            cand.verdict = replace(cand.verdict, ok=False, reasons=exc.reasons)
+    work.attempts.append(cand.attempt(False))
 
 
 def _route(works: list[PageWork], settings: Settings) -> None:
@@ -194,11 +204,7 @@ def _judge(w: PageWork, text: str, label: str, rung: str, seconds: float, confid
     expected = decision.script if decision and decision.source == "text_layer" else None
     verdict = assess(GateInput(text=text, origin="ocr", expected_script=expected, confidence=confidence,
                                reference_text=w.reference))
-    cand = Candidate(label, rung, text, verdict, seconds, confidence)
-    w.candidates.append(cand)
-    w.attempts.append(cand.attempt(verdict.ok))
-    if verdict.ok:
-        w.record = accepted_record(w.number, cand, w.router(), w.attempts, route="ocr", layer=w.pending.layer)
+    _consider(w, Candidate(label, rung, text, verdict, seconds, confidence), "ocr", w.router())
 
 
 def _give_up(w: PageWork) -> PageRecord:

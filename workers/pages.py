@@ -12,11 +12,19 @@ from typing import Any
 
 from routing.edits import verify_edits
 from routing.normalize import normalize
-from routing.quality import Verdict
+from routing.quality import Verdict, canonical_violations
 from routing.scripts import classify_text_layer, direction_of
 from workers.model import Attempt, EditMapInfo, PageRecord, Quality, ReviewPreview, RouterInfo
 
 COSMETIC_EDITS = frozenset({"whitespace", "line_ending"})
+
+
+class CandidateRefused(Exception):
+    """The repaired text of an accepted candidate still holds what canonical output must not."""
+
+    def __init__(self, reasons: list[str]) -> None:
+        super().__init__(", ".join(reasons))
+        self.reasons = reasons
 
 
 @dataclass
@@ -94,9 +102,13 @@ def accepted_record(
     layer: dict[str, Any],
     extra_warnings: list[str] | None = None,
 ) -> PageRecord:
-    """An accepted page; if its edit map does not replay, it is a failure, not a silent pass."""
+    """An accepted page; if its edit map does not replay, it is a failure, not a silent pass.
+    Raises CandidateRefused when the repaired text still breaks the canonical invariants."""
     from_ocr = candidate.rung in ("ocr", "gpu_ocr")
     fixed = repair(candidate.raw, candidate.verdict, from_ocr=from_ocr)
+    leftover = canonical_violations(fixed.text)
+    if leftover:
+        raise CandidateRefused([f"unrepaired_{r}" for r in leftover])
     warnings = list(candidate.verdict.warnings) + list(extra_warnings or [])
     script, _ = script_of(fixed.text)
     if not fixed.replay_ok:

@@ -53,16 +53,23 @@ class VlmSettings(BaseModel):
     http_model: str | None = None
     http_api_key: str | None = None
     http_timeout_s: float = Field(120.0, gt=0)
+    local_files_only: bool = True  # never fetch weights at run time; images bake them in
+    paddle_arabic_rec_model: str | None = None  # an Arabic PP-OCR recogniser (.onnx) for `paddle:arabic`
+    paddle_arabic_rec_keys: str | None = None
 
 
 class RouterSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     siglip_model: str = "google/siglip2-base-patch16-224"
-    siglip_prompts: list[str] = ["this is a photo of English text.", "this is a photo of Arabic text."]
-    siglip_labels: list[str] = ["latin", "ar"]
+    # seed 003's best pair (English vs Arabic) plus Hebrew; margin = p(first) - max p(others)
+    siglip_prompts: list[str] = [
+        "this is a photo of English text.", "this is a photo of Arabic text.", "this is a photo of Hebrew text.",
+    ]
+    siglip_labels: list[str] = ["latin", "ar", "he"]
     siglip_threshold: float = -0.028
     siglip_batch_size: int = Field(16, ge=1, le=256)
+    local_files_only: bool = True  # never fetch weights at run time
     osd_min_confidence: float = Field(1.0, ge=0)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from routing.quality import GateInput, assess
 from routing.scripts import classify_text_layer, direction_of
 from workers.model import PageRecord, PendingPage, Quality, RouterInfo
-from workers.pages import Candidate, accepted_record, repair
+from workers.pages import Candidate, CandidateRefused, accepted_record, repair
 
 ENGINE = "pymupdf"
 
@@ -63,22 +63,26 @@ def decide_page(page: dict[str, Any], *, ocr: str, gpu: bool) -> PageRecord | Pe
     candidate = Candidate(ENGINE, "text_layer", text, verdict, seconds=time.monotonic() - started)
     router = RouterInfo(source="text_layer", script=decision.observed(), margin=decision.margin)
 
-    if verdict.repairable and ocr != "force":
-        fixed = repair(text, verdict, from_ocr=False)
-        again = assess(GateInput(text=fixed.text, origin="text_layer", layer={"image_coverage": page.get("image_coverage")}))
-        if fixed.replay_ok and again.ok:
-            accepted = replace(candidate, verdict=replace(verdict, ok=True, reasons=[]))
-            return accepted_record(
-                number, accepted, router, [accepted.attempt(True)], route="text_layer_repaired",
-                layer=layer, extra_warnings=["visual_order_repaired"],
-            )
-    elif verdict.ok and ocr != "force":
-        return accepted_record(number, candidate, router, [candidate.attempt(True)], route="text_layer", layer=layer)
+    refused: list[str] = []
+    try:
+        if verdict.repairable and ocr != "force":
+            fixed = repair(text, verdict, from_ocr=False)
+            again = assess(GateInput(text=fixed.text, origin="text_layer", layer={"image_coverage": page.get("image_coverage")}))
+            if fixed.replay_ok and again.ok:
+                accepted = replace(candidate, verdict=replace(verdict, ok=True, reasons=[]))
+                return accepted_record(
+                    number, accepted, router, [accepted.attempt(True)], route="text_layer_repaired",
+                    layer=layer, extra_warnings=["visual_order_repaired"],
+                )
+        elif verdict.ok and ocr != "force":
+            return accepted_record(number, candidate, router, [candidate.attempt(True)], route="text_layer", layer=layer)
+    except CandidateRefused as exc:
+        refused, trustworthy = exc.reasons, False
 
     return PendingPage(
         number=number,
         text_layer=text,
-        reasons=verdict.reasons or (["ocr_forced"] if ocr == "force" else []),
+        reasons=refused or verdict.reasons or (["ocr_forced"] if ocr == "force" else []),
         warnings=verdict.warnings,
         layer={**layer, "gate_metrics": verdict.metrics, "seconds": round(time.monotonic() - started, 4)},
         hint_script=decision.script if trustworthy else None,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from routing.chains import VisualVote, siglip_vote
+from routing.chains import VisualVote
 from routing.scripts import classify_text_layer
 from workers.engines.base import PageImage
 from workers.engines.tesseract import TesseractEngine, detect_script
@@ -40,8 +40,13 @@ def siglip_votes(images: list[PageImage], settings: Settings) -> list[VisualVote
     except (EngineError, ModuleNotFoundError) as exc:
         detail = getattr(exc, "code", type(exc).__name__)
         return [VisualVote("siglip2", None, None, f"failed: {detail}") for _ in images]
-    cfg = settings.router
-    return [siglip_vote(v.margin, cfg.siglip_threshold, cfg.siglip_labels) for v in verdicts]
+    votes = []
+    for v in verdicts:
+        if v.script is None:  # the image could not be classified: undecided, never the first label
+            votes.append(VisualVote("siglip2", None, None, "unclassified"))
+        else:
+            votes.append(VisualVote("siglip2", v.script, round(v.margin, 5), f"threshold={router.threshold}"))
+    return votes
 
 
 def osd_vote(image: PageImage, settings: Settings) -> VisualVote:
