@@ -40,7 +40,6 @@ FINALS = "ךםןףץ"
 MEDIALS = "כמנפצ"
 ABBREVIATION_MARKS = "'\"\u05f3\u05f4"  # ' " geresh gershayim
 PREFIX_JOINERS = "-\u05be"  # hyphen, maqaf: כ-50, מ-2019
-MIRROR = {"(": ")", ")": "(", "[": "]", "]": "[", "{": "}", "}": "{", "<": ">", ">": "<"}
 NUMBER_SIGNS = "%\u066a\u2030\u20aa$\u20ac\u00a3\u00a5#\u00b0\u00b1"  # bidi ET: written onto a number
 RTL_MARK_RANGES = (
     (0x0591, 0x05C7), (0x0610, 0x061A), (0x064B, 0x065F), (0x0670, 0x0670), (0x06D6, 0x06ED), (0x08D3, 0x08FF)
@@ -157,22 +156,6 @@ def _levels(classes: list[str], direction: Direction) -> list[int]:
     return [table[c] for c in resolved]
 
 
-def _reorder(line: str, levels: list[int]) -> str:
-    order = list(range(len(line)))
-    for level in range(max(levels, default=0), 0, -1):
-        i = 0
-        while i < len(order):
-            if levels[order[i]] < level:
-                i += 1
-                continue
-            j = i
-            while j < len(order) and levels[order[j]] >= level:
-                j += 1
-            order[i:j] = order[i:j][::-1]
-            i = j
-    return "".join(MIRROR.get(line[k], line[k]) if levels[k] % 2 else line[k] for k in order)
-
-
 def nfc_rtl_clusters(text: str) -> list[tuple[int, int, str]]:
     """``(start, end, nfc)`` for each grapheme cluster (base + combining marks) that holds a
     Hebrew/Arabic mark and is not already NFC."""
@@ -203,40 +186,36 @@ def apply_nfc_rtl_clusters(text: str) -> str:
 
 
 def visual_line_replacements(line: str) -> list[tuple[int, int, str]]:
-    """Local replacements ``(start, end, text)`` turning one visual-order line into logical order:
-    one per reversed RTL run in an LTR paragraph, one trimmed span for an RTL paragraph."""
+    """Local replacements ``(start, end, text)`` turning one visual-order line into logical order.
+
+    A position-ordered extractor (MuPDF) reverses every RTL run of a line *in place* — it never
+    moves runs — so a producer that drew a logical string left to right comes out with each RTL
+    run mirrored and the runs in their drawn order. The inverse is the same: reverse each RTL run
+    (neutrals resolved against the paragraph direction, as the extractor did) where it stands,
+    code points and marks together, with no bracket mirroring (the extractor mirrored none).
+    Numbers, Latin runs, URLs and dates keep their order; never a whole-string reversal.
+    """
     if "\n" in line:
         raise ValueError("visual_line_replacements takes one line")
     classes = _classes(line)
     if "R" not in classes:
         return []
-    direction = paragraph_direction(line)
-    levels = _levels(classes, direction)
-    if direction == "ltr":
-        found = []
-        i = 0
-        while i < len(line):
-            if levels[i] != 1:
-                i += 1
-                continue
-            j = i
-            while j < len(line) and levels[j] == 1:
-                j += 1
-            new = apply_nfc_rtl_clusters(_reorder(line[i:j], levels[i:j]))
-            if new != line[i:j]:
-                found.append((i, j, new))
-            i = j
-        return found
-    new = apply_nfc_rtl_clusters(_reorder(line, levels))
-    if new == line:
-        return []
-    lead = 0
-    while lead < min(len(new), len(line)) and new[lead] == line[lead]:
-        lead += 1
-    tail = 0
-    while tail < min(len(new), len(line)) - lead and new[-1 - tail] == line[-1 - tail]:
-        tail += 1
-    return [(lead, len(line) - tail, new[lead : len(new) - tail])]
+    levels = _levels(classes, paragraph_direction(line))
+    found = []
+    i = 0
+    while i < len(line):
+        if levels[i] != 1:
+            i += 1
+            continue
+        j = i
+        while j < len(line) and levels[j] == 1:
+            j += 1
+        new = apply_nfc_rtl_clusters(line[i:j][::-1])
+        if new != line[i:j]:
+            found.append((i, j, new))
+        i = j
+    return found
+
 
 
 def visual_to_logical(line: str) -> str:

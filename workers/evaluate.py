@@ -29,6 +29,7 @@ from rich.console import Console
 from rich.table import Table
 
 from routing.order import page_order
+from routing.rtl_order import visual_to_logical
 from workers.settings import Options
 
 TEXT_OK = {"good", "needs_normalization", "bidi_scrambled"}
@@ -54,8 +55,9 @@ def judge_page(label: str, route: str, reasons_seen: list[str]) -> tuple[str, bo
 
 def mirror_line(line: str) -> str:
     """How an unshaped producer's line comes out of a position-ordered extractor: every RTL run
-    reversed in place (numbers and Latin keep their order)."""
-    return _RTL_RUN.sub(lambda m: m.group()[::-1], line)
+    reversed in place (numbers and Latin keep their order). The in-place run reversal is its own
+    inverse, so the repair's own function mirrors a logical line."""
+    return visual_to_logical(line)
 
 
 def fold(text: str) -> str:
