@@ -133,3 +133,37 @@ def s3_bucket(service_env: dict[str, str]):
     name = f"t-{uuid.uuid4().hex[:12]}"
     client.make_bucket(name)
     return name, client
+
+
+class PrivateFleet:
+    """A fleet of its own for tests that change settings or kill things: Redis + workers."""
+
+    def __init__(self, tmp: Path, env_extra: dict[str, str], queues: tuple[tuple[str, int], ...]) -> None:
+        from workers.embedded import RedisServer, WorkerProcess
+
+        self.redis = RedisServer(tmp)
+        self.url = self.redis.start()
+        self.env = dict(os.environ, PAGEFLEET_BROKER_URL=self.url, PAGEFLEET_RESULT_BACKEND=self.url,
+                        PAGEFLEET_CACHE_DIR=str(tmp / "cache"), **env_extra)
+        self.workers = [WorkerProcess(q, c, self.env, tmp) for q, c in queues]
+
+    def __enter__(self) -> "PrivateFleet":
+        from workers.app import use_broker
+
+        self.previous = os.environ.get("PAGEFLEET_BROKER_URL")
+        use_broker(self.url)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from workers.app import use_broker
+        from workers.settings import get_settings
+
+        for w in self.workers:
+            w.stop()
+        self.redis.stop()
+        if self.previous:
+            use_broker(self.previous)
+        else:
+            for key in ("PAGEFLEET_BROKER_URL", "PAGEFLEET_RESULT_BACKEND"):
+                os.environ.pop(key, None)
+            get_settings.cache_clear()

@@ -201,7 +201,9 @@ def _read_group(entry: str, group: list[PageWork]) -> None:
 
 def _judge(w: PageWork, text: str, label: str, rung: str, seconds: float, confidence: float | None) -> None:
     decision = w.decision
-    expected = decision.script if decision and decision.source == "text_layer" else None
+    # the routed script is expected in the output unless no router could decide (the safe default):
+    # a VLM hallucinating Latin on a page routed as Hebrew is rejected, not accepted
+    expected = decision.script if decision and decision.source != "default" else None
     verdict = assess(GateInput(text=text, origin="ocr", expected_script=expected, confidence=confidence,
                                reference_text=w.reference))
     _consider(w, Candidate(label, rung, text, verdict, seconds, confidence), "ocr", w.router())

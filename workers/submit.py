@@ -76,7 +76,7 @@ def enqueue(spec: JobSpec, *, broker_url: str | None = None) -> str:
         with app.connection_for_write(broker_url) as conn:
             app.send_task(
                 "pagefleet.split", args=[payload], task_id=f"{spec.job_id}-split", queue="split",
-                connection=conn, retry=True,
+                connection=conn, retry=True, ignore_result=True,
                 retry_policy={"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 1.0},
             )
     except (OperationalError, OSError) as exc:

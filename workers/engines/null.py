@@ -6,6 +6,8 @@ be exercised without any model: a chain `crash → tesseract` must fall through 
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 
 from workers.engines.base import Engine, EngineHealth, EngineOutput, PageImage, register
@@ -49,3 +51,18 @@ class EchoEngine(Engine):
             EngineOutput(text=self.variant or "", engine=self.label, seconds=time.monotonic() - started)
             for _ in images
         ]
+
+
+@register("die")
+class DieEngine(Engine):
+    """Kills its own process, as a PDF that segfaults MuPDF or Tesseract would. For drills of the
+    redelivery cap: the page must end `failed` and dead-lettered, not be redelivered forever."""
+
+    name = "die"
+
+    def health(self) -> EngineHealth:
+        return EngineHealth(self.name, True, "kills its process (drills)")
+
+    def read(self, images: list[PageImage], *, script: str) -> list[EngineOutput]:
+        os.kill(os.getpid(), signal.SIGKILL)
+        raise EngineCrashed("unreachable")  # pragma: no cover

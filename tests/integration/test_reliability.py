@@ -1,0 +1,99 @@
+"""Failure drills from docs/RELIABILITY.md, each on a private fleet (its own Redis and workers):
+an engine that crashes, a page that kills its worker every time, a pool child SIGKILLed mid-page."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PrivateFleet, wait_for_job
+from workers import jobs
+from workers.settings import Options
+from workers.storage import LocalStorage
+from workers.submit import enqueue, spec_for_path
+
+pytestmark = pytest.mark.integration
+
+
+def _submit(pdf: Path, out: Path, stem: str = "doc") -> str:
+    spec = spec_for_path(str(pdf), LocalStorage(out).url, stem, Options())
+    return enqueue(spec)
+
+
+def test_crashing_engine_falls_through_the_chain(fixtures_dir: Path, tmp_path: Path) -> None:
+    env = {"PAGEFLEET_CHAINS__CPU_HE": '["crash", "tesseract:heb+eng"]',
+           "PAGEFLEET_CHAINS__CPU_DEFAULT": '["crash", "tesseract:heb+ara+eng"]'}
+    with PrivateFleet(tmp_path, env, (("split,collect", 1), ("cpu", 1))):
+        job = _submit(fixtures_dir / "image_only_hebrew_scan.pdf", tmp_path / "out")
+        info = wait_for_job(job)
+    assert info["status"] == "accepted"
+    page = json.loads((tmp_path / "out" / "doc" / "document.json").read_text())["pages"][0]
+    assert page["engine"] == "tesseract:heb+eng" and "שלום עולם" in page["text"]
+    crash = page["attempts"][0]
+    assert crash["engine"] == "crash" and crash["reasons"] == ["engine_crashed"] and not crash["accepted"]
+    report = json.loads((tmp_path / "out" / "doc" / "report.json").read_text())
+    assert report["engine_health"]["crash"]["errors"] == 1
+
+
+def test_page_that_kills_its_worker_is_capped_and_dead_lettered(fixtures_dir: Path, tmp_path: Path) -> None:
+    env = {"PAGEFLEET_CHAINS__CPU_HE": '["die"]', "PAGEFLEET_CHAINS__CPU_DEFAULT": '["die"]',
+           "PAGEFLEET_MAX_PAGE_ATTEMPTS": "2"}
+    with PrivateFleet(tmp_path, env, (("split,collect", 1), ("cpu", 1))) as fleet:
+        job = _submit(fixtures_dir / "mixed_multipage_document.pdf", tmp_path / "out")
+        info = wait_for_job(job, timeout_s=240)
+        dead = jobs.dead_letters()
+        assert fleet.workers[1].alive(), "the worker main process must survive its children dying"
+    assert info["state"] == "done" and info["status"] == "needs_review"
+    doc = json.loads((tmp_path / "out" / "doc" / "document.json").read_text())
+    routes = {p["number"]: p["route"] for p in doc["pages"]}
+    assert routes[5] == routes[6] == "failed"  # the Hebrew scan pages (OSD → he chain → die)
+    assert routes[1] == "text_layer" and routes[7] == "text_layer"  # the rest of the document completed
+    failed = doc["pages"][5]
+    assert failed["quality"]["reasons"] == ["attempts_exhausted"]
+    assert {(d["job_id"], d["page"]) for d in dead} >= {(job, 5), (job, 6)}
+
+
+def _pool_children(main_pid: int) -> list[int]:
+    kids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == main_pid:
+                kids.append(int(entry))
+    return kids
+
+
+def _busy_child(main_pid: int) -> int | None:
+    """The pool child that has a tesseract (or sandbox) process of its own running."""
+    for child in _pool_children(main_pid):
+        if _pool_children(child):
+            return child
+    return None
+
+
+def test_sigkill_pool_child_mid_page_requeues_once(fixtures_dir: Path, tmp_path: Path) -> None:
+    with PrivateFleet(tmp_path, {}, (("split,collect", 1), ("cpu", 1))) as fleet:
+        job = _submit(fixtures_dir / "image_only_hebrew_scan.pdf", tmp_path / "out")
+        cpu_main = fleet.workers[1].proc.pid
+        deadline, victim = time.monotonic() + 60, None
+        while victim is None and time.monotonic() < deadline:
+            victim = _busy_child(cpu_main)
+            time.sleep(0.05)
+        assert victim is not None, "never saw the page being worked on"
+        os.kill(victim, signal.SIGKILL)
+        info = wait_for_job(job, timeout_s=180)
+        deliveries = jobs.client().hgetall(f"pagefleet:attempts:{job}")
+    assert info["status"] == "accepted"
+    assert deliveries == {"1": "2"}  # delivered twice: the killed run and the redelivery
+    out = tmp_path / "out" / "doc"
+    page = json.loads((out / "document.json").read_text())["pages"][0]
+    assert page["route"] == "ocr" and "שלום עולם" in page["text"]
+    assert sorted(p.name for p in out.iterdir()) == ["document.json", "document.md", "report.json", "text.txt"]
