@@ -17,6 +17,8 @@ text-layer candidate: the caller reverses the flagged lines and gates the result
     hebrew_letter_soup          Hebrew final forms in mid-word: neither logical nor visual order
     broken_tounicode            one glyph mapped to a whole word (letters sharing one position)
     foreign_letters_in_words    Latin-Extended/IPA/Greek/PUA letters inside Arabic words
+    mixed_script_words          words mixing Hebrew, Arabic, CJK, Greek or Cyrillic letters (a VLM
+                                writing Arabic letters into Hebrew words, dots.ocr #225)
     letter_fragmentation        runs of single-letter Arabic "words"
     visual_order_rtl            RTL lines stored in visual order (repairable on a text layer)
     text_below_visible          an image covers the page but the text layer holds almost nothing
@@ -48,6 +50,7 @@ REPAIRABLE = frozenset({"visual_order_rtl"})
 _CP1252_SPECIALS = set("€‚ƒ„…†‡ˆ‰Š‹ŒŽ‘’“”•–—˜™š›œžŸ")
 _UTF8_MOJIBAKE = re.compile("[ÃÂ×ØÙÚÛ][\u0080-\u00bf\u0152\u0153\u0160\u0161\u0178\u017d\u017e\u0192\u02c6\u02dc\u2013-\u2022\u2026\u2030\u2039\u203a\u20ac\u2122]")
 _WORD = re.compile(r"\w+", re.UNICODE)
+_TOKEN = re.compile(r"[^\s\-\u05be/.,;:!?()\[\]{}\"'״׳«»]+")
 
 
 @dataclass(frozen=True)
@@ -156,6 +159,31 @@ def _arabic_reasons(text: str, t: GateThresholds, metrics: dict[str, float]) -> 
     return reasons, warnings
 
 
+def _letter_family(ch: str) -> str | None:
+    cp = ord(ch)
+    if is_hebrew(ch):
+        return "he"
+    if is_arabic(ch):
+        return "ar"
+    if 0x370 <= cp <= 0x3FF:
+        return "greek"
+    if 0x400 <= cp <= 0x4FF:
+        return "cyrillic"
+    if 0x3040 <= cp <= 0x9FFF or 0xAC00 <= cp <= 0xD7AF:
+        return "cjk"
+    return None  # Latin mixes legitimately (glued runs, acronyms) and is not counted
+
+
+def mixed_script_words(text: str) -> tuple[int, int]:
+    """(words mixing two of Hebrew/Arabic/Greek/Cyrillic/CJK letters, words)."""
+    mixed = words = 0
+    for token in _TOKEN.findall(text):
+        families = {f for c in token if unicodedata.category(c).startswith("L") and (f := _letter_family(c))}
+        words += 1
+        mixed += len(families) >= 2
+    return mixed, words
+
+
 def _replacement_reason(text: str, kashida_chars: int) -> bool:
     """U+FFFD anywhere but as an unmapped kashida glued to Arabic letters (repaired later)."""
     return text.count("\ufffd") > kashida_chars
@@ -237,6 +265,10 @@ def assess(gi: GateInput, t: GateThresholds = GateThresholds()) -> Verdict:
     warnings += char_warnings + ar_warnings
     if _replacement_reason(text, int(metrics.get("kashida_fffd", 0))):
         reasons.append("replacement_chars")
+    mixed, words = mixed_script_words(text)
+    metrics["mixed_script_words"] = mixed
+    if mixed >= 2 or (mixed and mixed / max(words, 1) > 0.02):
+        reasons.append("mixed_script_words")
     order = page_order(text, gi.layer.get("line_geometry"), from_ocr=gi.origin == "ocr")
     metrics.update(visual_votes=order.page.visual_votes, logical_votes=order.page.logical_votes,
                    visual_lines=order.visual_lines)

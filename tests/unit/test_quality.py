@@ -137,3 +137,11 @@ def test_cross_engine_disagreement() -> None:
 )
 def test_short_good_hebrew_from_the_corpus_passes(text: str) -> None:
     assert gate(text)[0]
+
+
+def test_foreign_script_letters_inside_hebrew_words() -> None:
+    # a VLM writing Arabic letters into Hebrew words (dots.ocr #225)
+    ok, reasons, _ = gate("המערכת צרيכה לקרוא את הטקסט ולא להמציא מילים חדشות", origin="ocr")
+    assert not ok and "mixed_script_words" in reasons
+    # Hebrew next to Latin or numbers is ordinary
+    assert gate("ההכנסות של Google עלו ב-12% בשנת 2024, אמר ה-CEO", origin="ocr")[0]
