@@ -145,7 +145,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _optional_commands(sub: argparse._SubParsersAction) -> None:
-    for module in ("workers.events_cli", "workers.evaluate", "workers.routes_table"):
+    for module in ("workers.events_cli", "workers.evaluate", "workers.routes_table", "workers.watchdog"):
         try:
             mod = __import__(module, fromlist=["register"])
         except ModuleNotFoundError as exc:

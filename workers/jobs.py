@@ -70,7 +70,14 @@ def get(job_id: str, r: redis.Redis | None = None) -> dict[str, str]:
 
 @_wrap
 def page_done(job_id: str, count: int = 1, r: redis.Redis | None = None) -> int:
-    return int((r or client()).hincrby(_key(job_id), "pages_done", count))
+    """Count finished pages; progress also moves the job's last-update time (the watchdog's clock)."""
+    r = r or client()
+    now = time.time()
+    pipe = r.pipeline()
+    pipe.hincrby(_key(job_id), "pages_done", count)
+    pipe.hset(_key(job_id), "updated", now)
+    pipe.zadd("pagefleet:jobs", {job_id: now})
+    return int(pipe.execute()[0])
 
 
 @_wrap

@@ -72,7 +72,8 @@ def enqueue(spec: JobSpec, *, broker_url: str | None = None) -> str:
 
     payload: dict[str, Any] = spec.model_dump(mode="json")
     try:
-        jobs.update(spec.job_id, state="queued", filename=spec.filename, storage=spec.storage, source=spec.source)
+        jobs.update(spec.job_id, state="queued", filename=spec.filename, storage=spec.storage, source=spec.source,
+                    spec=payload)
         with app.connection_for_write(broker_url) as conn:
             app.send_task(
                 "pagefleet.split", args=[payload], task_id=f"{spec.job_id}-split", queue="split",

@@ -97,3 +97,23 @@ def test_sigkill_pool_child_mid_page_requeues_once(fixtures_dir: Path, tmp_path:
     page = json.loads((out / "document.json").read_text())["pages"][0]
     assert page["route"] == "ocr" and "שלום עולם" in page["text"]
     assert sorted(p.name for p in out.iterdir()) == ["document.json", "document.md", "report.json", "text.txt"]
+
+
+def test_watchdog_finishes_a_job_whose_chord_never_fires(fixtures_dir: Path, tmp_path: Path) -> None:
+    from workers.watchdog import sweep
+
+    # no cpu worker: the OCR pages wait forever, as if their messages were lost
+    with PrivateFleet(tmp_path, {}, (("split,collect", 1),)):
+        job = _submit(fixtures_dir / "mixed_multipage_document.pdf", tmp_path / "out")
+        deadline = time.monotonic() + 60
+        while jobs.get(job).get("state") != "ocr" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert sweep(deadline_s=3600) == []  # not stalled yet
+        assert sweep(deadline_s=0, now=time.time() + 1) == [job]
+        info = wait_for_job(job, timeout_s=120)
+        dead = jobs.dead_letters()
+    assert info["status"] == "needs_review"
+    doc = json.loads((tmp_path / "out" / "doc" / "document.json").read_text())
+    missing = [p["number"] for p in doc["pages"] if p["quality"]["reasons"] == ["page_missing"]]
+    assert missing == [2, 5, 6] and doc["pages"][0]["route"] == "text_layer"
+    assert any(d["job_id"] == job and d["reason"] == "deadline" for d in dead)
