@@ -9,11 +9,13 @@ unacknowledged work returns to the queue on scale-down.
 from __future__ import annotations
 
 import os
+from typing import Any
 
-from celery import Celery
-from celery.signals import worker_process_init
+from celery import Celery, bootsteps
+from celery.signals import celeryd_init, worker_process_init, worker_ready, worker_shutting_down
 from kombu import Queue
 
+from workers import heartbeat, observability
 from workers.settings import get_settings
 
 QUEUES = ("split", "cpu", "gpu", "collect")
@@ -73,6 +75,18 @@ def _process_init(**_: object) -> None:
     os.environ["OMP_THREAD_LIMIT"] = str(get_settings().omp_thread_limit)
 
 
+def send(name: str, args: list[Any], *, queue: str, task_id: str | None = None, label: str = "") -> None:
+    """Send one task by name on a fresh connection to the broker configured *now* (producers switch
+    brokers with `use_broker`; the app's cached producer pool would still point at the old one).
+    Results are ignored (job state lives in the registry) and arguments are hidden from task events."""
+    with app.connection_for_write(get_settings().broker_url) as conn:
+        app.send_task(
+            name, args=args, task_id=task_id, queue=queue, connection=conn, ignore_result=True,
+            argsrepr=label or "(hidden)", kwargsrepr="{}", retry=True,
+            retry_policy={"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 1.0},
+        )
+
+
 def use_broker(url: str) -> None:
     """Point this process (a producer: the CLI, the event receiver) at another broker."""
     os.environ["PAGEFLEET_BROKER_URL"] = url
@@ -80,3 +94,52 @@ def use_broker(url: str) -> None:
     get_settings.cache_clear()
     app.conf.broker_url = url
     app.conf.result_backend = url
+
+
+# --- probes and error reporting: heartbeat bootstep, Sentry init -----------------------------------
+_heartbeat = heartbeat.Heartbeat()
+
+
+class HeartbeatStep(bootsteps.StartStopStep):
+    """Touches the liveness file on the worker's event-loop timer (see workers/heartbeat.py)."""
+
+    requires = {"celery.worker.components:Timer"}
+
+    def __init__(self, worker: Any, **kwargs: Any) -> None:
+        super().__init__(worker, **kwargs)
+        self.tref: Any = None
+
+    def start(self, worker: Any) -> None:
+        if _heartbeat.enabled:
+            _heartbeat.start()
+            self.tref = worker.timer.call_repeatedly(_heartbeat.settings.interval_s, _heartbeat.beat, priority=10)
+
+    def stop(self, worker: Any) -> None:
+        if self.tref is not None:
+            self.tref.cancel()
+            self.tref = None
+
+
+app.steps["worker"].add(HeartbeatStep)
+
+
+@celeryd_init.connect
+def _sentry_main(**_: object) -> None:
+    observability.init_sentry(component="worker")
+
+
+@worker_process_init.connect
+def _sentry_child(**_: object) -> None:
+    observability.init_sentry(component="worker")  # idempotent: inherited from the parent
+
+
+@worker_ready.connect
+def _ready(**_: object) -> None:
+    if _heartbeat.enabled:
+        _heartbeat.mark_ready()
+
+
+@worker_shutting_down.connect
+def _stopping(**_: object) -> None:
+    if _heartbeat.enabled:
+        _heartbeat.mark_stopping()

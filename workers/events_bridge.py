@@ -1,0 +1,126 @@
+"""Bridge for MinIO's Redis notification target (`format=access`).
+
+MinIO RPUSHes one JSON array per event onto a list (the target's `key`):
+
+    [{"Event": [<S3 event record>], "EventTime": "2024-01-01T00:00:00.000Z"}]
+
+The bridge moves each element atomically into a processing list (`BLMOVE src proc LEFT RIGHT`,
+so FIFO), turns it into jobs through the same `Intake` as the HTTP receiver (same parser, same
+deduplication), and only then removes it from the processing list. A crash between the two
+leaves the element in the processing list; the next start replays it, and the deduplication
+makes the replay harmless. An element that is not JSON goes to a dead-letter list; a broker or
+object-store outage is retried in place, forever, with a pause.
+
+Run a single bridge per list (the processing list is shared; two bridges would replay each
+other's in-flight elements at start-up — harmless, but wasteful).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+
+import redis
+
+from workers.errors import BrokerUnavailable, StorageError
+from workers.events import EventParseError, Intake, parse_json
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class BridgeStats:
+    elements: int = 0
+    enqueued: int = 0
+    duplicates: int = 0
+    dead: int = 0
+
+
+class RedisBridge:
+    def __init__(self, client: redis.Redis, list_name: str, intake: Intake, *, block_s: float = 1.0,
+                 retry_s: float = 2.0, stop: threading.Event | None = None) -> None:
+        self.client = client
+        self.list_name = list_name
+        self.processing = f"{list_name}:pagefleet-processing"
+        self.dead = f"{list_name}:pagefleet-dead"
+        self.intake = intake
+        self.block_s = block_s
+        self.retry_s = retry_s
+        self.stop_event = stop or threading.Event()
+        self.stats = BridgeStats()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+    def recover(self) -> int:
+        """Replay what a previous run moved to the processing list but never acknowledged."""
+        leftovers = self.client.lrange(self.processing, 0, -1)
+        for item in leftovers:
+            if self.stop_event.is_set():
+                break
+            self._handle(item)
+        if leftovers:
+            log.info("redis bridge: replayed %d unacknowledged element(s) from %s", len(leftovers), self.processing)
+        return len(leftovers)
+
+    def step(self) -> bool:
+        """Take at most one element (waiting up to block_s). True when one was handled."""
+        item = self.client.blmove(self.list_name, self.processing, self.block_s, "LEFT", "RIGHT")
+        if item is None:
+            return False
+        self._handle(item)
+        return True
+
+    def _ack(self, item: bytes) -> None:
+        self.client.lrem(self.processing, 1, item)
+
+    def _handle(self, item: bytes) -> None:
+        while not self.stop_event.is_set():
+            try:
+                result = self.intake.submit_payload(parse_json(item, "redis list element"))
+            except EventParseError as exc:
+                log.warning("redis bridge: dead-lettering an element of %s: %s", self.list_name, exc.message)
+                pipe = self.client.pipeline()
+                pipe.rpush(self.dead, item)
+                pipe.lrem(self.processing, 1, item)
+                pipe.execute()
+                self.stats.dead += 1
+                return
+            except (BrokerUnavailable, StorageError) as exc:
+                log.warning("redis bridge: will retry in %.1fs: %s", self.retry_s, exc.message)
+                self.stop_event.wait(self.retry_s)
+                continue
+            if result.retry_later:
+                self.stop_event.wait(self.retry_s)
+                continue
+            self._ack(item)
+            self.stats.elements += 1
+            self.stats.enqueued += len(result.enqueued)
+            self.stats.duplicates += len(result.duplicates)
+            return
+
+    def run(self) -> None:
+        """Until `stop()`: recover, then drain the list. Redis outages are waited out."""
+        recovered = False
+        while not self.stop_event.is_set():
+            try:
+                if not recovered:
+                    self.recover()
+                    recovered = True
+                self.step()
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                log.warning("redis bridge: %s unreachable, retrying in %.1fs: %s", self.list_name, self.retry_s, exc)
+                recovered = False  # an element may be stranded in the processing list: replay it
+                self.stop_event.wait(self.retry_s)
+
+
+def bridge_client(url: str, block_s: float = 1.0) -> redis.Redis:
+    """A bytes client whose socket timeout outlasts the blocking BLMOVE."""
+    return redis.Redis.from_url(url, socket_timeout=block_s + 10, socket_connect_timeout=5)
+
+
+def start_bridge(bridge: RedisBridge) -> threading.Thread:
+    thread = threading.Thread(target=bridge.run, name="pagefleet-redis-bridge", daemon=True)
+    thread.start()
+    return thread

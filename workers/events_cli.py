@@ -1,0 +1,135 @@
+"""`pagefleet events`: the bucket-event receiver (MinIO webhook target, AWS-shaped events), and
+optionally the bridge for MinIO's Redis target. Registered by `workers.cli` when importable.
+
+    pagefleet events --output s3://results/prefix --token-env EVENTS_TOKEN \\
+        [--host 0.0.0.0] [--port 8080] [--suffix-filter .pdf] [--prefix-filter incoming/] \\
+        [--bucket NAME] [--callback-url URL] [--ocr auto|off|force] [--broker URL] \\
+        [--redis-bridge-list bucketevents [--redis-bridge-url redis://...]]
+
+Command-line values override `PAGEFLEET_EVENTS_*` settings. SIGTERM/SIGINT stop accepting new
+requests and wait for the ones in flight.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pydantic
+import redis
+
+from workers.events import EventConfigError
+from workers.events_settings import EventSettings
+
+log = logging.getLogger(__name__)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("events", help="receive bucket events (MinIO webhook / AWS S3) and enqueue jobs")
+    p.add_argument("--host", help="bind address (default 127.0.0.1; 0.0.0.0 in containers)")
+    p.add_argument("--port", type=int, help="port (default 8080; 0 picks a free one)")
+    p.add_argument("--token", help="bearer token (prefer --token-env: arguments are visible in ps)")
+    p.add_argument("--token-env", metavar="NAME", help="read the bearer token from this environment variable")
+    p.add_argument("--output", help="artifact storage: s3://bucket/prefix")
+    p.add_argument("--prefix-template", help="artifact prefix inside the output (default artifacts/{sha256})")
+    p.add_argument("--prefix-filter", action="append", metavar="PREFIX", help="only keys starting with it (repeatable)")
+    p.add_argument("--suffix-filter", action="append", metavar="SUFFIX", help="only keys ending with it, e.g. .pdf (repeatable)")
+    p.add_argument("--bucket", action="append", metavar="NAME", help="only events from this bucket (repeatable)")
+    p.add_argument("--callback-url", help="POST a completion notice for each job here")
+    p.add_argument("--ocr", choices=("auto", "off", "force"), help="OCR option for the jobs (part of the job id)")
+    p.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER_URL)")
+    p.add_argument("--redis-bridge-list", metavar="NAME", help="also drain MinIO's Redis target list (format=access)")
+    p.add_argument("--redis-bridge-url", metavar="URL", help="Redis holding that list (default: the broker)")
+    p.set_defaults(handler=cmd_events)
+
+
+def event_settings(args: argparse.Namespace) -> EventSettings:
+    """`PAGEFLEET_EVENTS_*` settings with the command line on top; invalid values → typed error."""
+    overrides: dict[str, Any] = {}
+    for name in ("host", "port", "output", "prefix_template", "callback_url", "redis_bridge_list", "redis_bridge_url"):
+        value = getattr(args, name, None)
+        if value is not None:
+            overrides[name] = value
+    for arg, name in (("prefix_filter", "prefix_filters"), ("suffix_filter", "suffix_filters"), ("bucket", "buckets")):
+        if getattr(args, arg, None):
+            overrides[name] = list(getattr(args, arg))
+    try:
+        settings = EventSettings(**overrides)
+        if getattr(args, "ocr", None):
+            settings.options = settings.options.model_copy(update={"ocr": args.ocr})
+    except pydantic.ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise EventConfigError(f"invalid events settings: {problems}") from exc
+    if not settings.output:
+        raise EventConfigError("no output: pass --output s3://bucket/prefix or set PAGEFLEET_EVENTS_OUTPUT")
+    return settings
+
+
+def resolve_token(args: argparse.Namespace, settings: EventSettings) -> str:
+    if getattr(args, "token_env", None):
+        token = os.environ.get(args.token_env, "")
+        if not token:
+            raise EventConfigError(f"--token-env {args.token_env}: that environment variable is empty or unset")
+        return token
+    if getattr(args, "token", None):
+        return str(args.token)
+    if settings.token is not None and settings.token.get_secret_value():
+        return settings.token.get_secret_value()
+    raise EventConfigError("no bearer token: pass --token-env NAME (or set PAGEFLEET_EVENTS_TOKEN)")
+
+
+def _pinger(client: redis.Redis) -> Callable[[], bool]:
+    def ready() -> bool:
+        try:
+            return bool(client.ping())
+        except redis.RedisError:
+            return False
+
+    return ready
+
+
+def cmd_events(args: argparse.Namespace, console: Any) -> int:
+    from workers import jobs
+    from workers.app import use_broker
+    from workers.events import build_intake
+    from workers.events_bridge import RedisBridge, bridge_client, start_bridge
+    from workers.events_http import BearerAuth, EventServer
+    from workers.observability import init_sentry
+    from workers.settings import get_settings
+
+    settings = event_settings(args)
+    auth = BearerAuth(resolve_token(args, settings))
+    if args.broker:
+        use_broker(args.broker)
+    init_sentry(component="events")
+    broker = get_settings().broker_url
+    client = jobs.client(broker)
+    server = EventServer((settings.host, settings.port), build_intake(settings, client), auth,
+                         max_body_bytes=settings.max_body_bytes, ready=_pinger(client))
+    bridge = None
+    if settings.redis_bridge_list:
+        bridge = RedisBridge(bridge_client(settings.redis_bridge_url or broker), settings.redis_bridge_list,
+                             server.intake)
+        start_bridge(bridge)
+
+    def stop(signum: int, _frame: Any) -> None:
+        log.warning("pagefleet events: signal %d, finishing requests in flight", signum)
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    console.print(f"pagefleet events: listening on {server.url} → {settings.output}"
+                  + (f" (and draining redis list {settings.redis_bridge_list})" if bridge else ""),
+                  markup=False, soft_wrap=True)
+    try:
+        server.serve_forever(poll_interval=0.5)
+    finally:
+        if bridge is not None:
+            bridge.stop()
+        server.server_close()
+    return 0
