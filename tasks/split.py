@@ -50,12 +50,13 @@ def dispatch(spec: dict, outcome: SplitOutcome, gpu_batch: int) -> None:
     from tasks.ocr import ocr_cpu, ocr_gpu
 
     job_id = outcome.job_id
-    header = [ocr_cpu.si(spec, [n]).set(task_id=f"{job_id}-p{n}") for n in outcome.pending.get("cpu", [])]
+    hidden = {"argsrepr": f"(job {job_id})", "kwargsrepr": "{}"}  # task events and Flower never show file names
+    header = [ocr_cpu.si(spec, [n]).set(task_id=f"{job_id}-p{n}", **hidden) for n in outcome.pending.get("cpu", [])]
     gpu_pages = outcome.pending.get("gpu", [])
     for i in range(0, len(gpu_pages), gpu_batch):
         batch = gpu_pages[i:i + gpu_batch]
-        header.append(ocr_gpu.si(spec, batch).set(task_id=f"{job_id}-g{batch[0]}"))
-    body = collect.si(spec).set(task_id=f"{job_id}-collect").on_error(collect_after_error.si(spec))
+        header.append(ocr_gpu.si(spec, batch).set(task_id=f"{job_id}-g{batch[0]}", **hidden))
+    body = collect.si(spec).set(task_id=f"{job_id}-collect", **hidden).on_error(collect_after_error.si(spec).set(**hidden))
     if header:
         chord(header)(body)
     else:

@@ -66,20 +66,15 @@ def spec_for_object(
     )
 
 
-def enqueue(spec: JobSpec, *, broker_url: str | None = None) -> str:
+def enqueue(spec: JobSpec) -> str:
     """Durably enqueue the split task (the message is in Redis when this returns)."""
-    from workers.app import app
+    from workers.app import send
 
     payload: dict[str, Any] = spec.model_dump(mode="json")
     try:
         jobs.update(spec.job_id, state="queued", filename=spec.filename, storage=spec.storage, source=spec.source,
                     spec=payload)
-        with app.connection_for_write(broker_url) as conn:
-            app.send_task(
-                "pagefleet.split", args=[payload], task_id=f"{spec.job_id}-split", queue="split",
-                connection=conn, retry=True, ignore_result=True,
-                retry_policy={"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 1.0},
-            )
+        send("pagefleet.split", [payload], queue="split", task_id=f"{spec.job_id}-split", label=f"(job {spec.job_id})")
     except (OperationalError, OSError) as exc:
         raise BrokerUnavailable(f"cannot enqueue job {spec.job_id}: broker unavailable ({exc})") from exc
     return spec.job_id

@@ -34,7 +34,7 @@ def stalled(deadline_s: float, now: float | None = None) -> list[str]:
 
 
 def sweep(deadline_s: float, now: float | None = None) -> list[str]:
-    from workers.app import app
+    from workers.app import send
 
     swept = []
     for job_id in stalled(deadline_s, now):
@@ -44,7 +44,7 @@ def sweep(deadline_s: float, now: float | None = None) -> list[str]:
             continue
         jobs.dead_letter({"job_id": job_id, "page": None, "reason": "deadline", "state": info.get("state"),
                           "filename": spec.get("filename"), "storage": spec.get("storage")})
-        app.send_task("pagefleet.collect_after_error", args=[spec], queue="collect", ignore_result=True)
+        send("pagefleet.collect_after_error", [spec], queue="collect", label=f"(job {job_id})")
         jobs.update(job_id, state="collecting", watchdog=time.time())
         log.warning("job %s stalled in %s for > %.0fs: finishing it with what it has", job_id, info.get("state"), deadline_s)
         swept.append(job_id)
