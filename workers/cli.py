@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=os.environ.get("PAGEFLEET_LOGLEVEL", "WARNING"),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args = parser().parse_args(argv)
-    console = Console(stderr=True)
+    console = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
     handler = COMMANDS.get(args.command) or getattr(args, "handler", None)
     try:
         return int(handler(args, console))

@@ -167,8 +167,8 @@ def _routes(routes: dict[str, int]) -> str:
 
 def _print_summary(tracked: list[Tracked], wall: float, console: Console) -> None:
     table = Table(title=f"pagefleet run: {len(tracked)} documents in {wall:.1f}s")
-    for col in ("file", "pages", "status", "routes", "seconds"):
-        table.add_column(col)
+    for col in ("file", "pages", "status", "routes", "done after s"):
+        table.add_column(col, overflow="fold")
     totals: Counter[str] = Counter()
     for t in tracked:
         totals.update(t.routes)

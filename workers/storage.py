@@ -11,11 +11,13 @@ rename locally; a single PUT on S3). Transient S3 failures raise `StorageError` 
 from __future__ import annotations
 
 import abc
+import contextlib
 import io
 import json
 import os
 import shutil
 import urllib.parse
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -108,54 +110,41 @@ class S3Storage(Storage):
         """Keys are verbatim on S3 (no path traversal exists there); only the prefix is joined."""
         return f"{self.prefix}/{key}" if self.prefix else key
 
-    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
-        from minio.error import MinioException
+    @contextlib.contextmanager
+    def _translate(self, op: str, key: str) -> Iterator[None]:
+        """minio/urllib3 errors → KeyError (no such object) or StorageError (retryable)."""
+        from minio.error import MinioException, S3Error
 
+        where = f"s3://{self.bucket}/{self._key(key)}"
         try:
-            self.client.put_object(self.bucket, self._key(key), io.BytesIO(data), len(data), content_type=content_type)
+            yield
+        except S3Error as exc:
+            if exc.code in ("NoSuchKey", "NoSuchObject"):
+                raise KeyError(key) from exc
+            raise StorageError(f"{op} {where} failed: {exc.code}") from exc
         except (MinioException, OSError) as exc:
-            raise StorageError(f"put s3://{self.bucket}/{self._key(key)} failed: {exc}") from exc
+            raise StorageError(f"{op} {where} failed: {exc}") from exc
+
+    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+        with self._translate("put", key):
+            self.client.put_object(self.bucket, self._key(key), io.BytesIO(data), len(data), content_type=content_type)
 
     def get_bytes(self, key: str) -> bytes:
-        from minio.error import MinioException, S3Error
-
-        try:
+        with self._translate("get", key):
             response = self.client.get_object(self.bucket, self._key(key))
-        except S3Error as exc:
-            if exc.code in ("NoSuchKey", "NoSuchObject"):
-                raise KeyError(key) from exc
-            raise StorageError(f"get s3://{self.bucket}/{self._key(key)} failed: {exc.code}") from exc
-        except (MinioException, OSError) as exc:
-            raise StorageError(f"get s3://{self.bucket}/{self._key(key)} failed: {exc}") from exc
-        try:
-            return response.read()
-        finally:
-            response.close()
-            response.release_conn()
+            try:
+                return response.read()
+            finally:
+                response.close()
+                response.release_conn()
 
     def download(self, key: str, path: str) -> None:
-        from minio.error import MinioException, S3Error
-
-        try:
+        with self._translate("download", key):
             self.client.fget_object(self.bucket, self._key(key), path)
-        except S3Error as exc:
-            if exc.code in ("NoSuchKey", "NoSuchObject"):
-                raise KeyError(key) from exc
-            raise StorageError(f"download s3://{self.bucket}/{self._key(key)} failed: {exc.code}") from exc
-        except (MinioException, OSError) as exc:
-            raise StorageError(f"download s3://{self.bucket}/{self._key(key)} failed: {exc}") from exc
 
     def stat_size(self, key: str) -> int:
-        from minio.error import MinioException, S3Error
-
-        try:
+        with self._translate("stat", key):
             return int(self.client.stat_object(self.bucket, self._key(key)).size)
-        except S3Error as exc:
-            if exc.code in ("NoSuchKey", "NoSuchObject"):
-                raise KeyError(key) from exc
-            raise StorageError(f"stat s3://{self.bucket}/{self._key(key)} failed: {exc.code}") from exc
-        except (MinioException, OSError) as exc:
-            raise StorageError(f"stat s3://{self.bucket}/{self._key(key)} failed: {exc}") from exc
 
     def exists(self, key: str) -> bool:
         try:
@@ -166,23 +155,15 @@ class S3Storage(Storage):
 
     def delete_prefix(self, prefix: str) -> None:
         from minio.deleteobjects import DeleteObject
-        from minio.error import MinioException
 
-        try:
-            objects = [DeleteObject(o.object_name) for o in self.client.list_objects(self.bucket, self._key(prefix) + "/", recursive=True)]
-            for error in self.client.remove_objects(self.bucket, objects):
+        with self._translate("delete", prefix):
+            names = self.client.list_objects(self.bucket, self._key(prefix) + "/", recursive=True)
+            for error in self.client.remove_objects(self.bucket, [DeleteObject(o.object_name) for o in names]):
                 raise StorageError(f"delete {error.name} failed: {error.code}")
-        except (MinioException, OSError) as exc:
-            raise StorageError(f"delete s3://{self.bucket}/{self._key(prefix)} failed: {exc}") from exc
 
     def list_keys(self, prefix: str) -> list[str]:
-        from minio.error import MinioException
-
-        base = self._key(prefix) + "/"
-        try:
-            names = [o.object_name for o in self.client.list_objects(self.bucket, base, recursive=True)]
-        except (MinioException, OSError) as exc:
-            raise StorageError(f"list s3://{self.bucket}/{base} failed: {exc}") from exc
+        with self._translate("list", prefix):
+            names = [o.object_name for o in self.client.list_objects(self.bucket, self._key(prefix) + "/", recursive=True)]
         strip = len(self.prefix) + 1 if self.prefix else 0
         return sorted(n[strip:] for n in names)
 
