@@ -11,6 +11,8 @@
    300 DPI; reference = the page's accepted text layer (NFKC + repairs), whitespace folded. The
    fleet reads them (routing, engine chain, gate, repair) side by side with plain `tesseract` on the
    same images (`-l eng`, Tesseract's default, and `-l heb+ara+eng`, a peer that knows every script).
+   Besides CER (order-sensitive: a table read row by row differs from a layer stored column by
+   column), the "bag" column gives 1 − F1 of word multisets (fleet / eng / heb+ara+eng).
 """
 
 from __future__ import annotations
@@ -69,6 +71,18 @@ def cer(hypothesis: str, reference: str) -> float:
 
     ref = fold(reference)
     return Levenshtein.distance(fold(hypothesis), ref) / max(len(ref), 1)
+
+
+def bag_error(hypothesis: str, reference: str) -> float:
+    """1 − F1 of the word multisets: an order-free view (tables are read in different orders)."""
+    from collections import Counter as Bag
+
+    hyp, ref = Bag(fold(hypothesis).split()), Bag(fold(reference).split())
+    common = sum((hyp & ref).values())
+    if not common:
+        return 1.0
+    precision, recall = common / sum(hyp.values()), common / sum(ref.values())
+    return 1 - 2 * precision * recall / (precision + recall)
 
 
 def _run_fleet(inputs: list[Path], out: Path, console: Console, workers: int) -> None:
@@ -183,10 +197,12 @@ def cer_section(corpus: Path, picks: list[tuple[str, int, str]], work: Path, con
         document = json.loads((out / item["stem"] / "document.json").read_text(encoding="utf-8"))
         fleet_page = document["pages"][0]
         text = fleet_page["text"] if fleet_page["route"] == "ocr" else ""
+        plain_eng, plain_all = _plain_tesseract(item["png"], "eng"), _plain_tesseract(item["png"], "heb+ara+eng")
+        ref = item["reference"]
         item.update(engine=fleet_page.get("engine"), route=fleet_page["route"],
-                    fleet=cer(text, item["reference"]),
-                    plain_eng=cer(_plain_tesseract(item["png"], "eng"), item["reference"]),
-                    plain_all=cer(_plain_tesseract(item["png"], "heb+ara+eng"), item["reference"]))
+                    fleet=cer(text, ref), plain_eng=cer(plain_eng, ref), plain_all=cer(plain_all, ref),
+                    fleet_bag=bag_error(text, ref), plain_eng_bag=bag_error(plain_eng, ref),
+                    plain_all_bag=bag_error(plain_all, ref))
     return items
 
 
@@ -225,11 +241,13 @@ def _print(console: Console, rows: list[list[str]], tally: Counter[str], reversa
     table.add_section()
     for item in cers:
         table.add_row(f"CER {item['file']}", str(item["page"]), f"fleet {item['fleet']:.3f} ({item['engine']})",
-                      f"plain eng {item['plain_eng']:.3f} / heb+ara+eng {item['plain_all']:.3f}", "")
+                      f"plain eng {item['plain_eng']:.3f} / heb+ara+eng {item['plain_all']:.3f}",
+                      f"bag {item['fleet_bag']:.2f}/{item['plain_eng_bag']:.2f}/{item['plain_all_bag']:.2f}")
     if cers:
         table.add_row("mean CER", "", f"fleet {_mean([c['fleet'] for c in cers]):.3f}",
                       f"plain eng {_mean([c['plain_eng'] for c in cers]):.3f} / heb+ara+eng "
-                      f"{_mean([c['plain_all'] for c in cers]):.3f}", "")
+                      f"{_mean([c['plain_all'] for c in cers]):.3f}",
+                      "bag " + "/".join(f"{_mean([c[k] for c in cers]):.3f}" for k in ("fleet_bag", "plain_eng_bag", "plain_all_bag")))
     console.print(table)
 
 
