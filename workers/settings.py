@@ -71,6 +71,12 @@ class RouterSettings(BaseModel):
     siglip_batch_size: int = Field(16, ge=1, le=256)
     local_files_only: bool = True  # never fetch weights at run time
     osd_min_confidence: float = Field(1.0, ge=0)
+    # OSD says "Latin" for Hebrew tables at ~0.8: a Latin verdict must be surer before an
+    # English-only chain reads the page; below it the recognition probe decides
+    osd_min_confidence_latin: float = Field(4.0, ge=0)
+    # before a SigLIP2 "latin" verdict sends a page to English-only engines, OSD (+ probe) must not
+    # see Hebrew or Arabic on it: no RTL page is read by an English-only engine
+    confirm_latin: bool = True
 
 
 class Settings(BaseSettings):

@@ -56,7 +56,8 @@ def osd_vote(image: PageImage, settings: Settings) -> VisualVote:
         result = detect_script(image.path, timeout_s=settings.tesseract_timeout_s)
     except EngineError as exc:
         return probe_vote(image, settings, f"osd failed: {exc.code}")
-    if result.script is None or result.confidence < settings.router.osd_min_confidence:
+    floor = settings.router.osd_min_confidence_latin if result.script == "latin" else settings.router.osd_min_confidence
+    if result.script is None or result.confidence < floor:
         return probe_vote(image, settings, f"osd script={result.raw_script} conf={result.confidence:.2f}")
     return VisualVote("osd", result.script, round(result.confidence, 3), f"script={result.raw_script}")
 
@@ -91,6 +92,10 @@ def visual_votes(images: list[PageImage], *, gpu: bool, settings: Settings) -> l
     if gpu:
         for i, vote in enumerate(siglip_votes(images, settings)):
             votes[i].append(vote)
+            if vote.script == "latin" and settings.router.confirm_latin:
+                check = osd_vote(images[i], settings)
+                if check.script in ("he", "ar"):  # the CPU router sees RTL: it decides, SigLIP2 is overruled
+                    votes[i].insert(0, check)
     for i, image in enumerate(images):
         if not any(v.script for v in votes[i]):
             votes[i].append(osd_vote(image, settings))
