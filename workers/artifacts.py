@@ -77,6 +77,18 @@ def plain_text(document: DocumentRecord) -> str:
     return "\f".join(pages)
 
 
+def final_rung(page: PageRecord) -> str:
+    """The ladder rung that decided the page (5 = review: no rung got through)."""
+    if page.route in ("text_layer", "text_layer_repaired"):
+        return "1_text_layer"
+    if page.route == "fallback_text":
+        return "2_fallback_text"
+    if page.route == "ocr":
+        accepted = next((a for a in page.attempts if a.accepted), None)
+        return RUNG_OF.get(accepted.rung, "3_cpu_ocr") if accepted else "3_cpu_ocr"
+    return "5_review"
+
+
 def report(document: DocumentRecord, manifest: dict[str, Any]) -> dict[str, Any]:
     pages = document.pages
     n = max(len(pages), 1)
@@ -113,6 +125,7 @@ def report(document: DocumentRecord, manifest: dict[str, Any]) -> dict[str, Any]
             "route": {k: round(v / n, 4) for k, v in routes.items()},
             "router_source": {k: round(v / n, 4) for k, v in sources.items()},
             "engine": {k: round(v / n, 4) for k, v in engines.items()},
+            "rung": {k: round(v / n, 4) for k, v in sorted(Counter(final_rung(p) for p in pages).items())},
         },
         "rungs": {k: {"attempts": rung_pages[k], "seconds": round(rung_seconds[k], 3)}
                   for k in sorted(set(rung_pages) | set(rung_seconds))},

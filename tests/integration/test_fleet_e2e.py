@@ -58,6 +58,9 @@ def test_mixed_document_local_storage(fleet, fixtures_dir: Path, tmp_path: Path)
     assert text.count("\f") == 7
     report = json.loads((tmp_path / "mixed" / "report.json").read_text(encoding="utf-8"))
     assert report["routes"] == {"text_layer": 3, "text_layer_repaired": 2, "ocr": 3}
+    assert report["share"]["rung"] == {"1_text_layer": 0.625, "3_cpu_ocr": 0.375}
+    assert report["share"]["router_source"] == {"text_layer": 0.625, "osd": 0.375}
+    assert report["rungs"]["3_cpu_ocr"]["seconds"] > 0
     assert not (tmp_path / ".pagefleet" / "work" / spec.job_id).exists(), "work state left behind"
 
 

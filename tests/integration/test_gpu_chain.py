@@ -52,3 +52,4 @@ def test_gpu_queue_siglip_router_and_vlm_chain(fixtures_dir: Path, tmp_path: Pat
     assert report["engine_health"]["dots"]["unavailable"] == 1
     assert report["share"]["router_source"] == {"siglip2": 1.0}
     assert {"4_gpu_ocr", "3_cpu_ocr"} <= set(report["rungs"])
+    assert report["share"]["rung"] == {"3_cpu_ocr": 1.0}  # decided by Tesseract after both VLMs
