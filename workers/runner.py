@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -98,19 +99,44 @@ def run(paths: list[str], out: str, options: Options, *, workers: int, broker: s
     tracked = [Tracked(spec_for_path(str(f), storage.url, stem, options, force=force), stem)
                for f, stem in zip(files, unique_stems(files))]
     todo = [t for t in tracked if not _cached(outdir, t)]
+    first: dict[str, Tracked] = {}
+    copies: list[tuple[Tracked, Tracked]] = []
+    for t in todo:
+        original = first.setdefault(t.spec.job_id, t)
+        if original is not t:
+            copies.append((t, original))
+    unique = list(first.values())
     started = time.monotonic()
-    if todo:
+    if unique:
         from workers.app import use_broker
 
         with EmbeddedFleet(broker_url=broker, cpu_workers=workers, gpu=gpu, logdir=outdir / ".pagefleet" / "logs") as fleet:
             use_broker(fleet.broker_url or "")
-            for t in todo:
+            for t in unique:
                 (outdir / t.stem / "error.json").unlink(missing_ok=True)
                 enqueue(t.spec)
-            _wait(todo, fleet, storage, console)
+            _wait(unique, fleet, storage, console)
+    for duplicate, original in copies:  # the same bytes twice in one run: one job, two output folders
+        _copy_result(outdir, original, duplicate)
     wall = time.monotonic() - started
     _print_summary(tracked, wall, console)
     return _exit_code(tracked)
+
+
+def _copy_result(outdir: Path, original: Tracked, duplicate: Tracked) -> None:
+    target = outdir / duplicate.stem
+    if target.exists():
+        shutil.rmtree(target)
+    if (outdir / original.stem).exists():
+        shutil.copytree(outdir / original.stem, target)
+        for name in ("document.json", "report.json"):  # same bytes, but this copy's own file name
+            path = target / name
+            if path.exists():
+                data = json.loads(path.read_text(encoding="utf-8"))
+                data["source"]["filename"] = duplicate.spec.filename
+                path.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    for name in ("state", "pages", "done", "status", "routes", "seconds"):
+        setattr(duplicate, name, getattr(original, name))
 
 
 def _wait(todo: list[Tracked], fleet: EmbeddedFleet, storage: LocalStorage, console: Console) -> None:
