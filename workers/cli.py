@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=os.environ.get("PAGEFLEET_LOGLEVEL", "WARNING"),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args = parser().parse_args(argv)
-    console = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
+    console = Console(stderr=True, markup=False, width=None if sys.stderr.isatty() else 140)
     handler = COMMANDS.get(args.command) or getattr(args, "handler", None)
     try:
         return int(handler(args, console))
@@ -173,6 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         console.print("pagefleet: interrupted")
         return 130
+    except Exception as exc:  # noqa: BLE001 - the one boundary: a line, never a traceback
+        logging.getLogger("pagefleet").debug("unhandled", exc_info=True)
+        console.print(f"pagefleet: internal error: {type(exc).__name__}: {exc}", markup=False)
+        return 1
 
 
 if __name__ == "__main__":

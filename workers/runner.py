@@ -17,6 +17,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from workers import jobs
 from workers.embedded import EmbeddedFleet
@@ -85,10 +86,10 @@ def _cached(out: Path, t: Tracked) -> bool:
 
 def run(paths: list[str], out: str, options: Options, *, workers: int, broker: str | None, force: bool,
         gpu: bool = False, console: Console | None = None) -> int:
-    console = console or Console(stderr=True)
+    console = console or Console(stderr=True, markup=False)
     files, missing = expand_inputs(paths)
     if missing:
-        console.print(f"pagefleet: error: no such file or directory: {', '.join(missing)}")
+        console.print(f"pagefleet: error: no such file or directory: {', '.join(missing)}", markup=False)
         return 1
     if not files:
         console.print("pagefleet: error: no PDF files given")
@@ -174,12 +175,12 @@ def _poll(t: Tracked, console: Console) -> None:
         t.status = info.get("status", "") if t.state == "done" else f"error: {info.get('error_code', '?')}"
         t.routes = json.loads(info.get("routes", "{}") or "{}")
         t.done = t.pages
-        mark = "[green]✓" if t.status == "accepted" else ("[yellow]![/yellow]" if t.state == "done" else "[red]✗")
-        console.print(f"{mark}[/] {t.spec.filename}: {t.status} {_routes(t.routes)} ({t.seconds:.1f}s)")
+        mark = ("✓", "green") if t.status == "accepted" else (("!", "yellow") if t.state == "done" else ("✗", "red"))
+        console.print(Text.assemble(mark, f" {t.spec.filename}: {t.status} {_routes(t.routes)} ({t.seconds:.1f}s)"))
 
 
 def _abort(todo: list[Tracked], storage: LocalStorage, why: str, console: Console) -> None:
-    console.print(f"pagefleet: error: {why}")
+    console.print(f"pagefleet: error: {why}", markup=False)
     for t in todo:
         if t.state not in jobs.TERMINAL:
             record = error_record(AbortedError(f"aborted: {why.splitlines()[0]}"))
