@@ -21,7 +21,7 @@ from typing import Any
 
 from routing import chains as routing_chains
 from routing.quality import GateInput, assess
-from workers import fallback, keys, pdfio
+from workers import fallback, keys, pdfio, visual
 from workers.engines.base import Engine, EngineHealth, PageImage, create
 from workers.errors import EngineError, SandboxError
 from workers.model import Attempt, JobSpec, PageRecord, PendingPage, RouterInfo
@@ -29,7 +29,6 @@ from workers.pages import Candidate, CandidateRefused, accepted_record, failed_r
 from workers.settings import Settings
 from workers.sources import local_pdf
 from workers.storage import Storage, open_storage
-from workers.visual import visual_votes
 
 log = logging.getLogger(__name__)
 _ENGINES: dict[str, Engine] = {}
@@ -113,9 +112,17 @@ def _prepare(job: JobSpec, storage: Storage, number: int, pdf: str, render_dir: 
         work.attempts.append(Attempt(engine="ocr", accepted=False, reasons=["ocr_disabled"], rung="ocr"))
         return work
     png = render_dir / f"{number:05d}.png"
+    dpi = int(options.get("dpi", 300))
     try:
-        info = pdfio.render_page(pdf, number, int(options.get("dpi", 300)), str(png), settings)
+        info = pdfio.render_page(pdf, number, dpi, str(png), settings)
         work.image = PageImage(path=str(png), page=number, dpi=int(info["dpi"]))
+        if pending.hint_script is None:  # no trustworthy text layer: the page may be a turned scan
+            turn = visual.orientation(work.image, settings)
+            if turn:
+                visual.forget(work.image)
+                info = pdfio.render_page(pdf, number, dpi, str(png), settings, rotate=turn)
+                work.image = PageImage(path=str(png), page=number, dpi=int(info["dpi"]))
+                work.pending.layer["rotated"] = turn
     except SandboxError as exc:
         log.warning("job %s page %d: render failed: %s", job.job_id, number, exc.message)
         work.attempts.append(Attempt(engine="render", accepted=False, reasons=["render_failed"], rung="ocr",
@@ -152,7 +159,7 @@ def _consider(work: PageWork, cand: Candidate, route: str, router: RouterInfo) -
 def _route(works: list[PageWork], settings: Settings) -> None:
     chains = settings.chains.model_dump()
     needs_votes = [w for w in works if w.image is not None and w.pending.hint_script is None]
-    votes = visual_votes([w.image for w in needs_votes if w.image], gpu=any(w.gpu for w in needs_votes), settings=settings)
+    votes = visual.visual_votes([w.image for w in needs_votes if w.image], gpu=any(w.gpu for w in needs_votes), settings=settings)
     by_page = dict(zip((w.number for w in needs_votes), votes))
     for w in works:
         w.decision = routing_chains.decide(

@@ -145,12 +145,12 @@ def _unreadable(number: int, why: str) -> dict[str, Any]:
             "images": 0, "image_coverage": 0.0, "drawings": 0, "width": 0, "height": 0, "error": why[:300]}
 
 
-def render_page(pdf: str, page: int, dpi: int, png: str, settings: Settings) -> dict[str, Any]:
+def render_page(pdf: str, page: int, dpi: int, png: str, settings: Settings, rotate: int = 0) -> dict[str, Any]:
     """Render one page (grayscale PNG), capped at 100 megapixels against huge MediaBoxes."""
     return run_child(
         "render",
         pdf,
-        {"page": page, "dpi": dpi, "png": png, "max_pixels": 100_000_000},
+        {"page": page, "dpi": dpi, "png": png, "max_pixels": 100_000_000, "rotate": rotate},
         timeout_s=settings.sandbox_timeout_s,
         memory_mb=settings.sandbox_memory_mb,
     )

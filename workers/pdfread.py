@@ -124,8 +124,9 @@ def _shared_position_runs(chars: list[dict[str, Any]]) -> int:
     return runs
 
 
-def render(pdf: str, page: int, dpi: int, png: str, max_pixels: int = 0) -> dict[str, Any]:
-    """Render one page to grayscale PNG; lower the resolution if it would exceed max_pixels."""
+def render(pdf: str, page: int, dpi: int, png: str, max_pixels: int = 0, rotate: int = 0) -> dict[str, Any]:
+    """Render one page to grayscale PNG, turned by `rotate` degrees (Tesseract OSD's "Rotate");
+    lower the resolution if it would exceed max_pixels."""
     doc = pymupdf.open(pdf, filetype="pdf")
     try:
         p = doc.load_page(page - 1)
@@ -133,8 +134,9 @@ def render(pdf: str, page: int, dpi: int, png: str, max_pixels: int = 0) -> dict
         width, height = p.rect.width * zoom, p.rect.height * zoom
         if max_pixels and width * height > max_pixels:
             zoom *= (max_pixels / (width * height)) ** 0.5
-        pix = p.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csGRAY, alpha=False, annots=True)
+        matrix = pymupdf.Matrix(zoom, zoom).prerotate(rotate)
+        pix = p.get_pixmap(matrix=matrix, colorspace=pymupdf.csGRAY, alpha=False, annots=True)
         pix.save(png)
-        return {"png": png, "dpi": round(zoom * 72), "width": pix.width, "height": pix.height}
+        return {"png": png, "dpi": round(zoom * 72), "width": pix.width, "height": pix.height, "rotate": rotate}
     finally:
         doc.close()

@@ -77,6 +77,8 @@ class RouterSettings(BaseModel):
     # before a SigLIP2 "latin" verdict sends a page to English-only engines, OSD (+ probe) must not
     # see Hebrew or Arabic on it: no RTL page is read by an English-only engine
     confirm_latin: bool = True
+    # a scan with no trustworthy text layer is turned upright first when OSD is this sure
+    min_orientation_confidence: float = Field(2.0, ge=0)
 
 
 class Settings(BaseSettings):

@@ -10,9 +10,9 @@ import logging
 from pathlib import Path
 
 from routing.chains import VisualVote
-from routing.scripts import classify_text_layer
+from routing.scripts import ScriptStats, classify_text_layer
 from workers.engines.base import PageImage
-from workers.engines.tesseract import TesseractEngine, detect_script
+from workers.engines.tesseract import OsdResult, TesseractEngine, detect_script
 from workers.errors import EngineError
 from workers.settings import Settings
 
@@ -49,11 +49,38 @@ def siglip_votes(images: list[PageImage], settings: Settings) -> list[VisualVote
     return votes
 
 
+_OSD_CACHE: dict[str, OsdResult] = {}
+
+
+def _osd(image: PageImage, settings: Settings) -> OsdResult:
+    """OSD once per rendered image (orientation and script come from the same pass)."""
+    if image.path not in _OSD_CACHE:
+        if len(_OSD_CACHE) > 256:
+            _OSD_CACHE.clear()
+        _OSD_CACHE[image.path] = detect_script(image.path, timeout_s=settings.tesseract_timeout_s)
+    return _OSD_CACHE[image.path]
+
+
+def orientation(image: PageImage, settings: Settings) -> int:
+    """Degrees to turn a scan upright (0 when upright or unsure)."""
+    try:
+        result = _osd(image, settings)
+    except EngineError:
+        return 0
+    if result.rotate and result.orientation_confidence >= settings.router.min_orientation_confidence:
+        return result.rotate
+    return 0
+
+
+def forget(image: PageImage) -> None:
+    _OSD_CACHE.pop(image.path, None)
+
+
 def osd_vote(image: PageImage, settings: Settings) -> VisualVote:
     """Tesseract OSD; where OSD gives up (it often says "too few characters" on a full Hebrew
     page), a half-resolution recognition probe in every script, classified by Unicode ranges."""
     try:
-        result = detect_script(image.path, timeout_s=settings.tesseract_timeout_s)
+        result = _osd(image, settings)
     except EngineError as exc:
         return probe_vote(image, settings, f"osd failed: {exc.code}")
     floor = settings.router.osd_min_confidence_latin if result.script == "latin" else settings.router.osd_min_confidence
@@ -79,9 +106,19 @@ def probe_vote(image: PageImage, settings: Settings, why: str) -> VisualVote:
     finally:
         Path(probe_png).unlink(missing_ok=True)
     decision = classify_text_layer(text)
-    if decision.script is None:
+    script = decision.script or _mixed_rtl(decision.stats)
+    if script is None:
         return VisualVote("osd", None, decision.margin, f"{why}; probe undecided")
-    return VisualVote("osd", decision.script, decision.margin, f"{why}; probe script={decision.script}")
+    return VisualVote("osd", script, decision.margin, f"{why}; probe script={script}")
+
+
+def _mixed_rtl(stats: ScriptStats) -> str | None:
+    """A mixed Hebrew+Latin (or Arabic+Latin) page: the RTL script's chain reads its Latin too
+    (heb+eng, ara+eng), the three-language default would mix Arabic into Hebrew and back."""
+    for rtl, other in (("he", "ar"), ("ar", "he")):
+        if stats.share(rtl) >= 0.15 and getattr(stats, other) <= 0.2 * getattr(stats, rtl):
+            return rtl
+    return None
 
 
 def visual_votes(images: list[PageImage], *, gpu: bool, settings: Settings) -> list[list[VisualVote]]:

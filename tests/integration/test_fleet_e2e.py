@@ -111,3 +111,17 @@ def test_bad_input_from_s3(fleet, fixtures_dir: Path, s3_bucket) -> None:
     assert info["error_code"] == "encrypted_pdf"
     keys = S3Storage(bucket, "out").list_keys("artifacts")
     assert len(keys) == 1 and keys[0].endswith("/error.json")
+
+
+@pytest.mark.parametrize(
+    "name, engine, phrase",
+    [("image_only_english_scan_turned_90.pdf", "tesseract:eng", "This is a scanned page"),
+     ("image_only_hebrew_scan_turned_90.pdf", "tesseract:heb+eng", "המערכת צריכה לקרוא אותו")],
+)
+def test_sideways_scans_are_turned_upright(fleet, fixtures_dir: Path, tmp_path: Path, name: str, engine: str,
+                                           phrase: str) -> None:
+    spec = spec_for_path(str(fixtures_dir / name), LocalStorage(tmp_path).url, "turned", Options())
+    enqueue(spec)
+    assert wait_for_job(spec.job_id)["status"] == "accepted"
+    page = json.loads((tmp_path / "turned" / "document.json").read_text())["pages"][0]
+    assert page["layer"]["rotated"] == 90 and page["engine"] == engine and phrase in page["text"]

@@ -25,10 +25,13 @@ def _png(pdf: Path, out: Path) -> PageImage:
 @pytest.fixture(scope="module")
 def scans(fixtures_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, PageImage]:
     tmp = tmp_path_factory.mktemp("scans")
-    return {s: _png(fixtures_dir / f"image_only_{s}_scan.pdf", tmp / f"{s}.png") for s in ("hebrew", "arabic", "english")}
+    names = ("hebrew", "arabic", "english", "mixed_hebrew_english")
+    return {s: _png(fixtures_dir / f"image_only_{s}_scan.pdf", tmp / f"{s}.png") for s in names}
 
 
-@pytest.mark.parametrize("name, script", [("hebrew", "he"), ("arabic", "ar"), ("english", "latin")])
+@pytest.mark.parametrize(
+    "name, script", [("hebrew", "he"), ("arabic", "ar"), ("english", "latin"), ("mixed_hebrew_english", "he")]
+)
 def test_cpu_router_finds_the_script(scans: dict[str, PageImage], name: str, script: str) -> None:
     vote = visual.osd_vote(scans[name], get_settings())
     assert vote.source == "osd" and vote.script == script, vote

@@ -129,6 +129,7 @@ class OsdResult:
     raw_script: str
     confidence: float
     rotate: int
+    orientation_confidence: float = 0.0
 
 
 def detect_script(png: str, *, timeout_s: float = 60.0) -> OsdResult:
@@ -148,4 +149,5 @@ def detect_script(png: str, *, timeout_s: float = 60.0) -> OsdResult:
         raw_script=raw,
         confidence=float(fields.get("Script confidence", 0.0)),
         rotate=int(float(fields.get("Rotate", 0))),
+        orientation_confidence=float(fields.get("Orientation confidence", 0.0)),
     )
