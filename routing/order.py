@@ -2,7 +2,8 @@
 
 1. Letters: Hebrew final forms (ך ם ן ף ץ) only end words and their medial counterparts (כ מ נ פ צ)
    don't; words that begin with a final form or end with a medial one are mirrored text. The
-   Arabic analogue: teh marbuta (ة) and alef maksura (ى) only end words.
+   Arabic analogue: teh marbuta (ة) and alef maksura (ى) only end words, and a presentation-form
+   word that starts with a final form or ends with an initial form is mirrored.
 2. Geometry: inside an RTL run, letters whose x-positions increase in extraction order were stored
    visually (pdf-inspector's test). MuPDF already orders RTL runs by position, so on its output this
    fires only where an extractor kept content order; it never fires on OCR text.
@@ -14,6 +15,7 @@ Pure functions, no I/O.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -21,6 +23,7 @@ from routing.rtl_order import hebrew_order_evidence
 
 _ARABIC_WORD = re.compile(r"[\u0620-\u064A\u0671-\u06D3\u06FA-\u06FF]+")
 _ARABIC_FINAL_ONLY = "\u0629\u0649"  # ة ى
+_ARABIC_SHAPED = re.compile(r"[\u0621-\u064A\uFB50-\uFDFF\uFE70-\uFEFF]+")
 
 
 @dataclass(frozen=True)
@@ -47,14 +50,29 @@ class LineEvidence:
         return self.geometry_visual >= 2 and self.geometry_visual > 2 * self.geometry_logical
 
 
+def _form(ch: str) -> str:
+    """The positional form of an Arabic presentation-form character: initial/medial/final/isolated."""
+    tag = unicodedata.decomposition(ch)
+    return tag[1:tag.index(">")] if tag.startswith("<") else ""
+
+
 def arabic_order_votes(text: str) -> tuple[int, int]:
-    """(visual, logical): words starting vs. ending with a letter that only ends Arabic words."""
+    """(visual, logical) votes from Arabic words: letters that only end words (ة ى) at a word's
+    start or end; and for presentation forms, the shape itself — a word whose first shaped glyph
+    is a *final* form or whose last is an *initial* form was written mirrored."""
     visual = logical = 0
     for word in _ARABIC_WORD.findall(text):
-        if len(word) < 2:
+        if len(word) >= 2:
+            visual += word[0] in _ARABIC_FINAL_ONLY
+            logical += word[-1] in _ARABIC_FINAL_ONLY
+    for word in _ARABIC_SHAPED.findall(text):
+        forms = [f for f in map(_form, word) if f in ("initial", "medial", "final")]
+        if len(forms) < 2:
             continue
-        visual += word[0] in _ARABIC_FINAL_ONLY
-        logical += word[-1] in _ARABIC_FINAL_ONLY
+        if forms[0] == "final" or forms[-1] == "initial":
+            visual += 1
+        elif forms[0] == "initial" or forms[-1] == "final":
+            logical += 1
     return visual, logical
 
 

@@ -145,3 +145,14 @@ def test_foreign_script_letters_inside_hebrew_words() -> None:
     assert not ok and "mixed_script_words" in reasons
     # Hebrew next to Latin or numbers is ordinary
     assert gate("ההכנסות של Google עלו ב-12% בשנת 2024, אמר ה-CEO", origin="ocr")[0]
+
+
+def test_mirrored_arabic_presentation_forms_are_detected_and_repaired() -> None:
+    from routing.normalize import normalize
+
+    mirrored = "ﺔﻴﺑﺮﻌﻟا ﻁﻮﻄﺨﻟا"  # "الخطوط العربية" stored in visual order, shaped glyphs
+    v = assess(GateInput(text=mirrored, origin="text_layer"))
+    assert v.reasons == ["visual_order_rtl"] and v.repairable
+    assert normalize(mirrored, line_visual=v.order.line_visual).text == "الخطوط العربية"
+    # the same words in logical order carry no such evidence
+    assert gate("اﻟﺨﻄﻮﻁ اﻟﻌﺮﺑﻴﺔ")[0]
