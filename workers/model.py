@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 Route = Literal["text_layer", "text_layer_repaired", "fallback_text", "ocr", "review_required", "failed"]
 RouterSource = Literal["text_layer", "siglip2", "osd", "default"]

@@ -9,7 +9,6 @@ files in the directory) to exercise the trust_remote_code path.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -52,12 +51,8 @@ class ModelDirs:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def one_thread() -> Iterator[None]:
-    """Tiny models gain nothing from threads; on a shared 2-core machine they only contend."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def one_thread(torch_one_thread: None) -> None:
+    """Every test here runs torch on one thread (see tests/conftest.py)."""
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@ and Siglip2 (NaFlex) checkpoints built offline."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,11 +19,8 @@ from workers.settings import get_settings  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)
-def one_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def one_thread(torch_one_thread: None) -> None:
+    """Every test here runs torch on one thread (see tests/conftest.py)."""
 
 
 @pytest.fixture(scope="module")
