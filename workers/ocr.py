@@ -96,7 +96,8 @@ def _prepare(job: JobSpec, storage: Storage, number: int, pdf: str, render_dir: 
     work = PageWork(pending=pending, gpu=pending.queue == "gpu")
     text_layer = pending.text_layer
     if text_layer.strip():
-        verdict = assess(GateInput(text=text_layer, origin="text_layer", layer={}))
+        # the split's verdict stands (it saw the geometry); only the metrics are recomputed here
+        verdict = replace(assess(GateInput(text=text_layer, origin="text_layer")), ok=False, reasons=list(pending.reasons))
         cand = Candidate("pymupdf", "text_layer", text_layer, verdict, float(pending.layer.get("seconds", 0.0)))
         work.candidates.append(cand)
         work.attempts.append(Attempt(engine="pymupdf", accepted=False, reasons=pending.reasons, rung="text_layer",

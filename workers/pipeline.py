@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from workers import artifacts, keys, pdfio
@@ -116,7 +116,8 @@ def _unread(pending: PendingPage) -> PageRecord:
     if pending.text_layer.strip():
         from routing.quality import GateInput, assess
 
-        verdict = assess(GateInput(text=pending.text_layer, origin="text_layer", layer={}))
+        verdict = replace(assess(GateInput(text=pending.text_layer, origin="text_layer")), ok=False,
+                          reasons=list(pending.reasons))
         best = Candidate("pymupdf", "text_layer", pending.text_layer, verdict)
         return review_record(pending.number, best, router, attempts, layer=pending.layer)
     return failed_record(pending.number, router, attempts, ["no_text", "ocr_disabled"], layer=pending.layer)

@@ -125,3 +125,22 @@ def test_sideways_scans_are_turned_upright(fleet, fixtures_dir: Path, tmp_path: 
     assert wait_for_job(spec.job_id)["status"] == "accepted"
     page = json.loads((tmp_path / "turned" / "document.json").read_text())["pages"][0]
     assert page["layer"]["rotated"] == 90 and page["engine"] == engine and phrase in page["text"]
+
+
+def test_refused_page_is_quarantined(fleet, fixtures_dir: Path, tmp_path: Path) -> None:
+    """No rung gets through (OCR off): the garbage layer lives only in document.json's preview."""
+    spec = spec_for_path(str(fixtures_dir / "broken_text_layer_legacy_hebrew_mojibake.pdf"), LocalStorage(tmp_path).url,
+                         "q", Options(ocr="off"))
+    enqueue(spec)
+    assert wait_for_job(spec.job_id)["status"] == "needs_review"
+    doc = json.loads((tmp_path / "q" / "document.json").read_text())
+    page = doc["pages"][0]
+    assert page["route"] == "review_required" and page["needs_review"] and page["text"] == ""
+    assert "latin1_mojibake" in page["quality"]["reasons"]
+    preview = page["review_preview"]["text"]
+    assert "ùìåí" in preview and page["edit_map"] == {"target": "review_preview", "complete": False, "gap": "page_refused"}
+    for name in ("document.md", "text.txt"):
+        body = (tmp_path / "q" / name).read_text()
+        assert "ùìåí" not in body and "page 1" in body
+    report = json.loads((tmp_path / "q" / "report.json").read_text())
+    assert report["needs_review"] == [1] and "latin1_mojibake" in report["review_reasons"]["1"]
