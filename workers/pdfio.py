@@ -106,10 +106,15 @@ def inspect(source: SourceFile, options: Options, settings: Settings) -> dict[st
     if source.bytes > options.max_bytes:
         raise PdfTooLargeError(f"{source.filename} is {source.bytes} bytes; the limit is {options.max_bytes}")
     sniff(source.path)
-    try:
-        info = run_child("probe", source.path, {}, timeout_s=settings.sandbox_timeout_s, memory_mb=settings.sandbox_memory_mb)
-    except SandboxError as exc:
-        raise InvalidPdfError(f"MuPDF cannot open {source.filename}: {exc.message}") from exc
+    limits = {"timeout_s": settings.sandbox_timeout_s, "memory_mb": settings.sandbox_memory_mb}
+    try:  # probe + the first batch of rung 1 in one child ...
+        info = run_child("probe", source.path, {"extract_upto": settings.split_batch_pages,
+                                                 "max_pages": options.max_pages}, **limits)
+    except SandboxError:
+        try:  # ... and if that child died, the probe alone decides whether the file opens at all
+            info = run_child("probe", source.path, {}, **limits)
+        except SandboxError as exc:
+            raise InvalidPdfError(f"MuPDF cannot open {source.filename}: {exc.message}") from exc
     if info["needs_pass"]:
         raise EncryptedPdfError(f"{source.filename} is encrypted and needs a user password")
     if info["page_count"] == 0:
@@ -119,11 +124,14 @@ def inspect(source: SourceFile, options: Options, settings: Settings) -> dict[st
     return info
 
 
-def extract_pages(source: SourceFile, page_count: int, settings: Settings) -> list[dict[str, Any]]:
-    """Rung 1 for every page, in page-range batches (one sandbox child per batch)."""
-    pages: list[dict[str, Any]] = []
+def extract_pages(
+    source: SourceFile, page_count: int, settings: Settings, already: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """Rung 1 for every page, in page-range batches (one sandbox child per batch); `already` holds
+    the first pages when `inspect` extracted them."""
+    pages: list[dict[str, Any]] = list(already or [])
     batch = settings.split_batch_pages
-    for first in range(1, page_count + 1, batch):
+    for first in range(len(pages) + 1, page_count + 1, batch):
         last = min(first + batch - 1, page_count)
         try:
             result = run_child(

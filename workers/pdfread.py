@@ -21,7 +21,9 @@ _TEXT_FLAGS = (
 )
 
 
-def probe(pdf: str) -> dict[str, Any]:
+def probe(pdf: str, extract_upto: int = 0, max_pages: int = 0) -> dict[str, Any]:
+    """Page count, encryption, producer; with `extract_upto`, also rung 1 for the first pages of a
+    document that passes the checks, in the same child (one process start per small document)."""
     doc = pymupdf.open(pdf, filetype="pdf")
     try:
         meta = doc.metadata or {}
@@ -34,6 +36,9 @@ def probe(pdf: str) -> dict[str, Any]:
         }
         if not doc.needs_pass and doc.page_count:
             doc.load_page(0)  # a recursive or broken page tree fails here, not later in a worker
+        count = info["page_count"]
+        if extract_upto and 0 < count <= (max_pages or count):
+            info["pages"] = [_extract_page(doc, n) for n in range(1, min(extract_upto, count) + 1)]
         return info
     finally:
         doc.close()

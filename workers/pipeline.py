@@ -81,7 +81,7 @@ def split_document(job: JobSpec, settings: Settings) -> SplitOutcome:
         outcome.error = write_error(job, storage, exc, source.sha256 if source else None)
         return outcome
     outcome.page_count = info["page_count"]
-    pages = pdfio.extract_pages(source, outcome.page_count, settings)
+    pages = pdfio.extract_pages(source, outcome.page_count, settings, already=info.pop("pages", None))
     manifest = {
         "job": job.model_dump(mode="json"),
         "source": {"filename": job.filename, "bytes": source.bytes, "sha256": source.sha256, "uri": job.source},
