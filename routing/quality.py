@@ -295,8 +295,6 @@ def assess(gi: GateInput, t: GateThresholds = GateThresholds()) -> Verdict:
 
 def canonical_violations(text: str) -> list[str]:
     """What must never reach canonical output, checked on the repaired text of an accepted page."""
-    from routing.arabic import arabic_signals as _signals
-
     found = []
     if "\ufffd" in text:
         found.append("replacement_chars")
@@ -304,7 +302,7 @@ def canonical_violations(text: str) -> list[str]:
         found.append("private_use_chars")
     if any(0xFB50 <= ord(c) <= 0xFDFF or 0xFE70 <= ord(c) <= 0xFEFF for c in text):
         found.append("presentation_forms")
-    if _signals(text).decomposed_lam_alef:
+    if arabic_signals(text).decomposed_lam_alef:
         found.append("decomposed_lam_alef")
     if any(unicodedata.category(c) == "Cc" and c not in "\t\n\r\f" for c in text):
         found.append("control_chars")

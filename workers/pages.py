@@ -87,9 +87,9 @@ def _escape_line(line: str) -> str:
     return line
 
 
-def script_of(text: str) -> tuple[str, float | None]:
-    decision = classify_text_layer(text)
-    return decision.observed(), decision.margin
+def script_of(text: str) -> str:
+    """The script a page's final text is in (recorded on the page; routing used its own decision)."""
+    return classify_text_layer(text).observed()
 
 
 def accepted_record(
@@ -110,7 +110,7 @@ def accepted_record(
     if leftover:
         raise CandidateRefused([f"unrepaired_{r}" for r in leftover])
     warnings = list(candidate.verdict.warnings) + list(extra_warnings or [])
-    script, _ = script_of(fixed.text)
+    script = script_of(fixed.text)
     if not fixed.replay_ok:
         return failed_record(number, router, attempts, ["edit_map_replay_failed"], layer=layer)
     if route == "text_layer" and fixed.changed:
@@ -140,7 +140,7 @@ def review_record(
     fixed = repair(best.raw, best.verdict, from_ocr=best.rung in ("ocr", "gpu_ocr"))
     preview_text = fixed.text if fixed.replay_ok else best.raw
     edits = fixed.edits if fixed.replay_ok else []
-    script, _ = script_of(preview_text)
+    script = script_of(preview_text)
     return PageRecord(
         number=number,
         script=script,
