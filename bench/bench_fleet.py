@@ -37,6 +37,8 @@ from rich.table import Table  # noqa: E402
 
 from routing.order import page_order  # noqa: E402
 from routing.quality import canonical_violations  # noqa: E402
+from workers.artifacts import ACCEPTED_ROUTES  # noqa: E402
+from workers.evaluate import plain_tesseract  # noqa: E402
 
 Pages = dict[str, list[str | None]]  # file -> page texts (None: not emitted / refused)
 
@@ -58,8 +60,7 @@ def run_pagefleet(files: list[Path], workers: int) -> tuple[Pages, float]:
         doc = out / f.stem / "document.json"
         if doc.exists():
             data = json.loads(doc.read_text(encoding="utf-8"))
-            accepted = ("text_layer", "text_layer_repaired", "fallback_text", "ocr")
-            pages[f.name] = [p["text"] if p["route"] in accepted else None for p in data["pages"]]
+            pages[f.name] = [p["text"] if p["route"] in ACCEPTED_ROUTES else None for p in data["pages"]]
     return pages, wall
 
 
@@ -93,9 +94,7 @@ def _ocr_page(pdf: Path, number: int) -> str:
     with tempfile.TemporaryDirectory() as tmp, pymupdf.open(pdf) as doc:
         png = f"{tmp}/p.png"
         doc[number].get_pixmap(dpi=300, colorspace=pymupdf.csGRAY).save(png)
-        proc = subprocess.run(["tesseract", png, "-", "-l", "heb+ara+eng"], capture_output=True, timeout=600,
-                              env={"OMP_THREAD_LIMIT": "1", "PATH": "/usr/bin:/bin"})
-        return proc.stdout.decode("utf-8", "replace")
+        return plain_tesseract(png, "heb+ara+eng")
 
 
 def run_tesseract_all(files: list[Path], workers: int) -> tuple[Pages, float]:

@@ -19,7 +19,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from routing.rtl_order import hebrew_order_evidence
+from routing.rtl_order import FINALS, hebrew_order_evidence
 
 _ARABIC_WORD = re.compile(r"[\u0620-\u064A\u0671-\u06D3\u06FA-\u06FF]+")
 _ARABIC_FINAL_ONLY = "\u0629\u0649"  # ة ى
@@ -91,14 +91,13 @@ def line_evidence(line: str, geometry: Sequence[int] | None = None) -> LineEvide
 
 
 _HEBREW_WORD = re.compile(r"[\u05D0-\u05EA\u0591-\u05C7]+")
-_FINALS = set("ךםןףץ")
 
 
 def _final_mid_word(text: str) -> int:
     count = 0
     for word in _HEBREW_WORD.findall(text):
         letters = [c for c in word if "\u05D0" <= c <= "\u05EA"]
-        count += any(c in _FINALS for c in letters[1:-1])
+        count += any(c in FINALS for c in letters[1:-1])
     return count
 
 

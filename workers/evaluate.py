@@ -32,12 +32,12 @@ from rich.table import Table
 
 from routing.order import page_order
 from routing.rtl_order import visual_to_logical
+from workers.artifacts import TEXT_LAYER_ROUTES as FROM_LAYER
 from workers.settings import Options
 
 TEXT_OK = {"good", "needs_normalization", "bidi_scrambled"}
 REVERSED = {"reversed", "partly_reversed"}
-NEVER_FROM_LAYER = {"garbage", "none"}
-FROM_LAYER = {"text_layer", "text_layer_repaired", "fallback_text"}
+
 _RTL_RUN = re.compile(r"[\u0590-\u05ff\u0600-\u06ff\ufb1d-\ufdff\ufe70-\ufeff][\u0590-\u05ff\u0600-\u06ff\ufb1d-\ufdff\ufe70-\ufeff\s]*")
 
 
@@ -168,7 +168,8 @@ def _pick_scan_pages(labels: dict[str, Any], docs: dict[str, dict[str, Any]], pe
     return picks
 
 
-def _plain_tesseract(png: str, lang: str) -> str:
+def plain_tesseract(png: str, lang: str) -> str:
+    """A peer: Tesseract's CLI with nothing around it (no routing, gate or repair)."""
     proc = subprocess.run(["tesseract", png, "-", "-l", lang], capture_output=True, timeout=300,
                           env={"OMP_THREAD_LIMIT": "1", "PATH": "/usr/bin:/bin:/usr/local/bin"}, check=False)
     return proc.stdout.decode("utf-8", "replace")
@@ -197,7 +198,7 @@ def cer_section(corpus: Path, picks: list[tuple[str, int, str]], work: Path, con
         document = json.loads((out / item["stem"] / "document.json").read_text(encoding="utf-8"))
         fleet_page = document["pages"][0]
         text = fleet_page["text"] if fleet_page["route"] == "ocr" else ""
-        plain_eng, plain_all = _plain_tesseract(item["png"], "eng"), _plain_tesseract(item["png"], "heb+ara+eng")
+        plain_eng, plain_all = plain_tesseract(item["png"], "eng"), plain_tesseract(item["png"], "heb+ara+eng")
         ref = item["reference"]
         item.update(engine=fleet_page.get("engine"), route=fleet_page["route"],
                     fleet=cer(text, ref), plain_eng=cer(plain_eng, ref), plain_all=cer(plain_all, ref),

@@ -25,7 +25,9 @@ from workers import fallback, keys, pdfio, visual
 from workers.engines.base import Engine, EngineHealth, PageImage, create
 from workers.errors import EngineError, SandboxError
 from workers.model import Attempt, JobSpec, PageRecord, PendingPage, RouterInfo
-from workers.pages import Candidate, CandidateRefused, accepted_record, failed_record, review_record
+from workers.pages import (
+    Candidate, CandidateRefused, accepted_record, failed_record, layer_candidate, review_record,
+)
 from workers.settings import Settings
 from workers.sources import local_pdf
 from workers.storage import Storage, open_storage
@@ -96,9 +98,7 @@ def _prepare(job: JobSpec, storage: Storage, number: int, pdf: str, render_dir: 
     work = PageWork(pending=pending, gpu=pending.queue == "gpu")
     text_layer = pending.text_layer
     if text_layer.strip():
-        # the split's verdict stands (it saw the geometry); only the metrics are recomputed here
-        verdict = replace(assess(GateInput(text=text_layer, origin="text_layer")), ok=False, reasons=list(pending.reasons))
-        cand = Candidate("pymupdf", "text_layer", text_layer, verdict, float(pending.layer.get("seconds", 0.0)))
+        cand = layer_candidate(pending)
         work.candidates.append(cand)
         work.attempts.append(Attempt(engine="pymupdf", accepted=False, reasons=pending.reasons, rung="text_layer",
                                      seconds=cand.seconds))

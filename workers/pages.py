@@ -7,16 +7,24 @@ that the map replays before anything is kept.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from routing.edits import verify_edits
 from routing.normalize import normalize
-from routing.quality import Verdict, canonical_violations
+from routing.quality import GateInput, Verdict, assess, canonical_violations
 from routing.scripts import classify_text_layer, direction_of
-from workers.model import Attempt, EditMapInfo, PageRecord, Quality, ReviewPreview, RouterInfo
+from workers.model import Attempt, EditMapInfo, PageRecord, PendingPage, Quality, ReviewPreview, RouterInfo
 
 COSMETIC_EDITS = frozenset({"whitespace", "line_ending"})
+
+
+def layer_candidate(pending: PendingPage) -> Candidate:
+    """A text layer the split refused, as a candidate for the review preview. The split's reasons
+    stand (it saw the glyph geometry); only the metrics are recomputed from the text."""
+    verdict = replace(assess(GateInput(text=pending.text_layer, origin="text_layer")), ok=False,
+                      reasons=list(pending.reasons))
+    return Candidate("pymupdf", "text_layer", pending.text_layer, verdict, float(pending.layer.get("seconds", 0.0)))
 
 
 class CandidateRefused(Exception):
@@ -101,11 +109,12 @@ def accepted_record(
     route: str,
     layer: dict[str, Any],
     extra_warnings: list[str] | None = None,
+    fixed: Repaired | None = None,
 ) -> PageRecord:
     """An accepted page; if its edit map does not replay, it is a failure, not a silent pass.
     Raises CandidateRefused when the repaired text still breaks the canonical invariants."""
     from_ocr = candidate.rung in ("ocr", "gpu_ocr")
-    fixed = repair(candidate.raw, candidate.verdict, from_ocr=from_ocr)
+    fixed = fixed or repair(candidate.raw, candidate.verdict, from_ocr=from_ocr)
     leftover = canonical_violations(fixed.text)
     if leftover:
         raise CandidateRefused([f"unrepaired_{r}" for r in leftover])

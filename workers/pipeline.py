@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from workers import artifacts, keys, pdfio
 from workers.errors import InputError, InvalidOptionsError, PagefleetError, error_record
 from workers.model import Attempt, DocumentRecord, JobSpec, PageRecord, PendingPage, RouterInfo, SourceInfo
-from workers.pages import Candidate, failed_record, review_record
+from workers.pages import failed_record, layer_candidate, review_record
 from workers.settings import PIPELINE_VERSION, Options, Settings
 from workers.sources import local_pdf
 from workers.storage import Storage, open_storage
@@ -114,12 +114,7 @@ def _unread(pending: PendingPage) -> PageRecord:
     attempts = [Attempt(engine="pymupdf", accepted=False, reasons=pending.reasons, rung="text_layer"),
                 Attempt(engine="ocr", accepted=False, reasons=["ocr_disabled"], rung="ocr")]
     if pending.text_layer.strip():
-        from routing.quality import GateInput, assess
-
-        verdict = replace(assess(GateInput(text=pending.text_layer, origin="text_layer")), ok=False,
-                          reasons=list(pending.reasons))
-        best = Candidate("pymupdf", "text_layer", pending.text_layer, verdict)
-        return review_record(pending.number, best, router, attempts, layer=pending.layer)
+        return review_record(pending.number, layer_candidate(pending), router, attempts, layer=pending.layer)
     return failed_record(pending.number, router, attempts, ["no_text", "ocr_disabled"], layer=pending.layer)
 
 

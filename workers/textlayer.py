@@ -72,7 +72,7 @@ def decide_page(page: dict[str, Any], *, ocr: str, gpu: bool) -> PageRecord | Pe
                 accepted = replace(candidate, verdict=replace(verdict, ok=True, reasons=[]))
                 return accepted_record(
                     number, accepted, router, [accepted.attempt(True)], route="text_layer_repaired",
-                    layer=layer, extra_warnings=["visual_order_repaired"],
+                    layer=layer, extra_warnings=["visual_order_repaired"], fixed=fixed,
                 )
         elif verdict.ok and ocr != "force":
             return accepted_record(number, candidate, router, [candidate.attempt(True)], route="text_layer", layer=layer)
