@@ -29,7 +29,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from workers.engines import tiny_models, vlm  # noqa: E402
+from tests.support import tiny_models
+from workers.engines import vlm  # noqa: E402
 from workers.engines.base import PageImage, create  # noqa: E402
 
 ROUTER_BATCHES = (1, 2, 4, 8, 16, 32, 64)

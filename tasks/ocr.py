@@ -14,7 +14,7 @@ from workers import jobs
 from workers.app import app
 from workers.errors import BrokerUnavailable, StorageError
 from workers.model import JobSpec
-from workers.ocr import failed_page, ocr_pages, summary
+from workers.ladder.ocr import failed_page, ocr_pages, summary
 from workers.settings import get_settings
 
 log = logging.getLogger(__name__)

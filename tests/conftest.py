@@ -46,7 +46,7 @@ def free_port() -> int:
 
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from workers.embedded import RedisServer
+    from workers.cli.embedded import RedisServer
 
     server = RedisServer(tmp_path_factory.mktemp("redis"))
     url = server.start()
@@ -109,7 +109,7 @@ def service_env(redis_server: str, s3_server: str) -> Iterator[dict[str, str]]:
 @pytest.fixture(scope="session")
 def fleet(service_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[list]:
     """Real Celery workers: split+collect and cpu queues, prefork, against the test Redis."""
-    from workers.embedded import WorkerProcess
+    from workers.cli.embedded import WorkerProcess
 
     logdir = tmp_path_factory.mktemp("worker-logs")
     env = dict(os.environ, **service_env, PAGEFLEET_CACHE_DIR=str(logdir / "cache"))
@@ -149,7 +149,7 @@ class PrivateFleet:
     """A fleet of its own for tests that change settings or kill things: Redis + workers."""
 
     def __init__(self, tmp: Path, env_extra: dict[str, str], queues: tuple[tuple[str, int], ...]) -> None:
-        from workers.embedded import RedisServer, WorkerProcess
+        from workers.cli.embedded import RedisServer, WorkerProcess
 
         self.redis = RedisServer(tmp)
         self.url = self.redis.start()

@@ -15,8 +15,8 @@
     │   ├── EngineUnavailable           engine_unavailable
     │   ├── EngineTimeout               engine_timeout   yes
     │   └── EngineCrashed               engine_crashed
-    ├── EventParseError                 invalid_event    (workers.events: a bucket-event body we cannot read)
-    ├── EventConfigError                invalid_config   (workers.events: receiver misconfigured)
+    ├── EventParseError                 invalid_event    (workers.intake.events: a bucket-event body we cannot read)
+    ├── EventConfigError                invalid_config   (workers.intake.events: receiver misconfigured)
     ├── SandboxError                    sandbox_failed   (a child parsing an untrusted PDF died)
     ├── StorageError                    storage_error    yes
     ├── BrokerUnavailable               broker_unavailable yes

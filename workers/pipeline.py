@@ -13,14 +13,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from workers import artifacts, keys, pdfio
+from workers import artifacts, keys
+from workers.pdf import source as pdf
 from workers.errors import InputError, InvalidOptionsError, PagefleetError, error_record
 from workers.model import Attempt, DocumentRecord, JobSpec, PageRecord, PendingPage, RouterInfo, SourceInfo
-from workers.pages import failed_record, layer_candidate, review_record
+from workers.ladder.accept import failed_record, layer_candidate, review_record
 from workers.settings import PIPELINE_VERSION, Options, Settings
-from workers.sources import local_pdf
+from workers.pdf.fetch import local_pdf
 from workers.storage import Storage, open_storage
-from workers.textlayer import decide_page
+from workers.ladder.textlayer import decide_page
 
 log = logging.getLogger(__name__)
 
@@ -50,10 +51,10 @@ def parse_options(raw: dict[str, Any]) -> Options:
         raise InvalidOptionsError(f"invalid option {where}: {first['msg']}") from exc
 
 
-def _source(job: JobSpec, options: Options, settings: Settings) -> pdfio.SourceFile:
+def _source(job: JobSpec, options: Options, settings: Settings) -> pdf.SourceFile:
     path = local_pdf(job, settings)
-    src = pdfio.local_source(path, options)
-    return pdfio.SourceFile(path=src.path, filename=job.filename, bytes=src.bytes, sha256=src.sha256)
+    src = pdf.local_source(path, options)
+    return pdf.SourceFile(path=src.path, filename=job.filename, bytes=src.bytes, sha256=src.sha256)
 
 
 def resolve_prefix(template: str, sha256: str | None, job_id: str) -> str:
@@ -72,16 +73,16 @@ def split_document(job: JobSpec, settings: Settings) -> SplitOutcome:
     started = time.monotonic()
     storage = open_storage(job.storage, settings)
     outcome = SplitOutcome(job.job_id)
-    source: pdfio.SourceFile | None = None
+    source: pdf.SourceFile | None = None
     try:
         options = parse_options(job.options)
         source = _source(job, options, settings)
-        info = pdfio.inspect(source, options, settings)
+        info = pdf.inspect(source, options, settings)
     except InputError as exc:
         outcome.error = write_error(job, storage, exc, source.sha256 if source else None)
         return outcome
     outcome.page_count = info["page_count"]
-    pages = pdfio.extract_pages(source, outcome.page_count, settings, already=info.pop("pages", None))
+    pages = pdf.extract_pages(source, outcome.page_count, settings, already=info.pop("pages", None))
     manifest = {
         "job": job.model_dump(mode="json"),
         "source": {"filename": job.filename, "bytes": source.bytes, "sha256": source.sha256, "uri": job.source},

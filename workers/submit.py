@@ -18,7 +18,7 @@ from kombu.exceptions import OperationalError
 from workers import jobs, keys
 from workers.errors import BrokerUnavailable
 from workers.model import JobSpec
-from workers.pdfio import sha256_file
+from workers.pdf.source import sha256_file
 from workers.settings import Options
 
 

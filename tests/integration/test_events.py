@@ -31,9 +31,9 @@ import redis
 from tests.conftest import ROOT, free_port, wait_for_job
 from tests.unit.test_event_parser import aws_record, minio_record, minio_webhook_body
 from workers.errors import BrokerUnavailable
-from workers.events import EventDedup, Outcome, build_intake
-from workers.events_http import BearerAuth, EventServer, serve_in_thread
-from workers.events_settings import EventSettings
+from workers.intake.events import EventDedup, Outcome, build_intake
+from workers.intake.receiver import BearerAuth, EventServer, serve_in_thread
+from workers.intake.settings import EventSettings
 from workers.storage import S3Storage
 
 pytestmark = pytest.mark.integration
@@ -309,7 +309,7 @@ def test_broker_outage_gives_503_then_200(service_env, tmp_path: Path) -> None:
     env = dict(os.environ, **service_env, EVENTS_TOKEN=TOKEN, PAGEFLEET_LOGLEVEL="INFO")
     log_path = tmp_path / "events.log"
     receiver = subprocess.Popen(
-        [sys.executable, "-m", "workers.cli", "events", "--host", "127.0.0.1", "--port", str(http_port),
+        [sys.executable, "-m", "workers.cli.main", "events", "--host", "127.0.0.1", "--port", str(http_port),
          "--token-env", "EVENTS_TOKEN", "--output", "s3://results/out", "--broker", broker,
          "--redis-bridge-list", "bucketevents"],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=open(log_path, "wb"), start_new_session=True)

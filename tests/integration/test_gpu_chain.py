@@ -16,7 +16,7 @@ from workers.storage import LocalStorage
 from workers.submit import enqueue, spec_for_path
 
 pytestmark = pytest.mark.integration
-tiny = pytest.importorskip("workers.engines.tiny_models")
+tiny = pytest.importorskip("tests.support.tiny_models")
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 

@@ -18,7 +18,8 @@ pytest.importorskip("transformers")
 
 from PIL import Image, ImageDraw, ImageFont  # noqa: E402
 
-from workers.engines import tiny_models, vlm  # noqa: E402
+from tests.support import tiny_models
+from workers.engines import vlm  # noqa: E402
 from workers.engines.base import PageImage, create  # noqa: E402
 from workers.errors import EngineTimeout, EngineUnavailable  # noqa: E402
 from workers.settings import get_settings  # noqa: E402

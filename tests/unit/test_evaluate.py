@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workers.evaluate import bag_error, cer, judge_page, mirror_line
+from workers.cli.evaluate import bag_error, cer, judge_page, mirror_line
 
 
 def test_cer_folds_whitespace_and_nfkc() -> None:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workers.events import (
+from workers.intake.events import (
     EventFilter,
     EventParseError,
     ObjectCreated,
@@ -20,7 +20,7 @@ from workers.events import (
     parse_event_body,
     parse_event_payload,
 )
-from workers.events_http import BearerAuth
+from workers.intake.receiver import BearerAuth
 
 
 def minio_record(key: str = "incoming/report.pdf", bucket: str = "uploads", name: str = "s3:ObjectCreated:Put",
@@ -214,9 +214,9 @@ def test_bearer_auth() -> None:
 
 
 def test_cli_settings_and_their_errors(monkeypatch: pytest.MonkeyPatch) -> None:
-    from workers.cli import parser
-    from workers.events import EventConfigError
-    from workers.events_cli import event_settings, resolve_token
+    from workers.cli.main import parser
+    from workers.intake.events import EventConfigError
+    from workers.cli.events import event_settings, resolve_token
 
     for name in ("PAGEFLEET_EVENTS_OUTPUT", "PAGEFLEET_EVENTS_TOKEN"):
         monkeypatch.delenv(name, raising=False)

@@ -300,7 +300,7 @@ def _argv(command: list[str] | None, args: list[str] | None, image: str) -> list
 
 
 def _check_pagefleet(argv: list[str], env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
-    from workers.cli import parser
+    from workers.cli.main import parser
 
     try:
         args = parser().parse_args(argv)
@@ -309,7 +309,7 @@ def _check_pagefleet(argv: list[str], env: dict[str, str], monkeypatch: pytest.M
     if args.command == "worker":
         assert set(args.queues.split(",")) <= set(QUEUES), argv
     if args.command == "events":
-        from workers.events_cli import event_settings
+        from workers.cli.events import event_settings
 
         for key, value in env.items():
             monkeypatch.setenv(key, value)

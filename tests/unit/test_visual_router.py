@@ -9,7 +9,7 @@ import pymupdf
 import pytest
 
 from routing.chains import VisualVote, decide
-from workers import visual
+from workers.ladder import visual
 from workers.engines.base import PageImage
 from workers.settings import get_settings
 

@@ -36,7 +36,7 @@ def _options(args: argparse.Namespace) -> Options:
 
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
     from workers.engines.tesseract import require_tesseract
-    from workers.runner import run
+    from workers.cli.run import run
 
     options = _options(args)
     if options.ocr != "off":
@@ -145,7 +145,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _optional_commands(sub: argparse._SubParsersAction) -> None:
-    for module in ("workers.events_cli", "workers.evaluate", "workers.routes_table", "workers.watchdog"):
+    for module in ("workers.cli.events", "workers.cli.evaluate", "workers.cli.routes", "workers.watchdog"):
         try:
             mod = __import__(module, fromlist=["register"])
         except ModuleNotFoundError as exc:

@@ -1,5 +1,5 @@
 """`pagefleet events`: the bucket-event receiver (MinIO webhook target, AWS-shaped events), and
-optionally the bridge for MinIO's Redis target. Registered by `workers.cli` when importable.
+optionally the bridge for MinIO's Redis target. Registered by `workers.cli.main` when importable.
 
     pagefleet events --output s3://results/prefix --token-env EVENTS_TOKEN \\
         [--host 0.0.0.0] [--port 8080] [--suffix-filter .pdf] [--prefix-filter incoming/] \\
@@ -23,8 +23,8 @@ from typing import Any
 import pydantic
 import redis
 
-from workers.events import EventConfigError
-from workers.events_settings import EventSettings
+from workers.intake.events import EventConfigError
+from workers.intake.settings import EventSettings
 
 log = logging.getLogger(__name__)
 
@@ -96,9 +96,9 @@ def _pinger(client: redis.Redis) -> Callable[[], bool]:
 def cmd_events(args: argparse.Namespace, console: Any) -> int:
     from workers import jobs
     from workers.app import use_broker
-    from workers.events import build_intake
-    from workers.events_bridge import RedisBridge, bridge_client, start_bridge
-    from workers.events_http import BearerAuth, EventServer
+    from workers.intake.events import build_intake
+    from workers.intake.bridge import RedisBridge, bridge_client, start_bridge
+    from workers.intake.receiver import BearerAuth, EventServer
     from workers.observability import init_sentry
     from workers.settings import get_settings
 

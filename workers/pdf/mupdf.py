@@ -1,4 +1,4 @@
-"""PyMuPDF reading: runs inside the sandbox child only (see `workers.sandbox`).
+"""PyMuPDF reading: runs inside the sandbox child only (see `workers.pdf.sandbox`).
 
 `extract_range` returns, per page, the text layer built from MuPDF's raw characters together with
 the evidence the quality gate needs and a plain string cannot carry: per-line glyph geometry of

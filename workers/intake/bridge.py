@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import redis
 
 from workers.errors import BrokerUnavailable, StorageError
-from workers.events import EventParseError, Intake, parse_json
+from workers.intake.events import EventParseError, Intake, parse_json
 
 log = logging.getLogger(__name__)
 

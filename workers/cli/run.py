@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from workers import jobs
-from workers.embedded import EmbeddedFleet
+from workers.cli.embedded import EmbeddedFleet
 from workers.errors import AbortedError, PagefleetError, error_record
 from workers.model import JobSpec
 from workers.settings import Options, get_settings

@@ -32,7 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
 from workers.errors import BrokerUnavailable, PagefleetError, StorageError
-from workers.events import EventParseError, Intake
+from workers.intake.events import EventParseError, Intake
 
 log = logging.getLogger(__name__)
 

@@ -2,10 +2,10 @@
 
 A soft time limit cannot interrupt C code inside MuPDF, and a malformed PDF can make MuPDF eat
 memory or crash. So every open/extract/render of a source PDF runs here, in a fresh child
-(`python -m workers.sandbox CMD ...`) with RLIMIT_AS / RLIMIT_CPU set, and hands its result back
+(`python -m workers.pdf.sandbox CMD ...`) with RLIMIT_AS / RLIMIT_CPU set, and hands its result back
 through a file. The parent (`run_child`) translates every way the child can die into a typed error.
 
-Commands (child side), each `python -m workers.sandbox CMD PDF OUT.json PARAMS_JSON`:
+Commands (child side), each `python -m workers.pdf.sandbox CMD PDF OUT.json PARAMS_JSON`:
     probe     page count, encryption, metadata
     extract   text layer + geometry per page, params {first, last} (1-based, inclusive)
     render    one page to a grayscale PNG, params {page, dpi, png, max_pixels}
@@ -44,7 +44,7 @@ def run_child(
     """Run one sandbox command on `pdf`; return its JSON result. Raise SandboxError."""
     with tempfile.TemporaryDirectory(prefix="pagefleet-sbx-") as tmp:
         out = Path(tmp) / "result.json"
-        argv = [sys.executable, "-m", "workers.sandbox", command, pdf, str(out), json.dumps(params)]
+        argv = [sys.executable, "-m", "workers.pdf.sandbox", command, pdf, str(out), json.dumps(params)]
         env = dict(os.environ, OMP_THREAD_LIMIT="1", PYTHONDONTWRITEBYTECODE="1")
         try:
             proc = subprocess.run(
@@ -79,10 +79,10 @@ def _death_reason(returncode: int, stderr: str) -> str:
 
 
 def _main(argv: list[str]) -> int:  # pragma: no cover - exercised through run_child
-    from workers import pdfread
+    from workers.pdf import mupdf
 
     command, pdf, out, params = argv[0], argv[1], Path(argv[2]), json.loads(argv[3])
-    handlers = {"probe": pdfread.probe, "extract": pdfread.extract_range, "render": pdfread.render}
+    handlers = {"probe": mupdf.probe, "extract": mupdf.extract_range, "render": mupdf.render}
     if command not in handlers:
         raise SystemExit(f"unknown sandbox command {command}")
     result = handlers[command](pdf, **params)

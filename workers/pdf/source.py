@@ -27,7 +27,7 @@ from workers.errors import (
     UnsupportedTypeError,
     ZeroPagesError,
 )
-from workers.sandbox import run_child
+from workers.pdf.sandbox import run_child
 from workers.settings import Options, Settings
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ PROBE_LANGS = ("heb", "ara", "eng")
 def _siglip(settings: Settings):
     global _SIGLIP
     if _SIGLIP is None:
-        from workers.engines.siglip import SiglipRouter
+        from workers.ladder.siglip import SiglipRouter
 
         _SIGLIP = SiglipRouter()
     return _SIGLIP

@@ -21,15 +21,17 @@ from typing import Any
 
 from routing import chains as routing_chains
 from routing.quality import GateInput, assess
-from workers import fallback, keys, pdfio, visual
+from workers import keys
+from workers.ladder import fallback, visual
+from workers.pdf.source import render_page
 from workers.engines.base import Engine, EngineHealth, PageImage, create
 from workers.errors import EngineError, SandboxError
 from workers.model import Attempt, JobSpec, PageRecord, PendingPage, RouterInfo
-from workers.pages import (
+from workers.ladder.accept import (
     Candidate, CandidateRefused, accepted_record, failed_record, layer_candidate, review_record,
 )
 from workers.settings import Settings
-from workers.sources import local_pdf
+from workers.pdf.fetch import local_pdf
 from workers.storage import Storage, open_storage
 
 log = logging.getLogger(__name__)
@@ -115,13 +117,13 @@ def _prepare(job: JobSpec, storage: Storage, number: int, pdf: str, render_dir: 
     png = render_dir / f"{number:05d}.png"
     dpi = int(options.get("dpi", 300))
     try:
-        info = pdfio.render_page(pdf, number, dpi, str(png), settings)
+        info = render_page(pdf, number, dpi, str(png), settings)
         work.image = PageImage(path=str(png), page=number, dpi=int(info["dpi"]))
         if pending.hint_script is None:  # no trustworthy text layer: the page may be a turned scan
             turn = visual.orientation(work.image, settings)
             if turn:
                 visual.forget(work.image)
-                info = pdfio.render_page(pdf, number, dpi, str(png), settings, rotate=turn)
+                info = render_page(pdf, number, dpi, str(png), settings, rotate=turn)
                 work.image = PageImage(path=str(png), page=number, dpi=int(info["dpi"]))
                 work.pending.layer["rotated"] = turn
     except SandboxError as exc:

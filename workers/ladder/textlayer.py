@@ -20,7 +20,7 @@ from typing import Any
 from routing.quality import GateInput, assess
 from routing.scripts import classify_text_layer, direction_of
 from workers.model import PageRecord, PendingPage, Quality, RouterInfo
-from workers.pages import Candidate, CandidateRefused, accepted_record, repair
+from workers.ladder.accept import Candidate, CandidateRefused, accepted_record, repair
 
 ENGINE = "pymupdf"
 

@@ -86,7 +86,7 @@ def bag_error(hypothesis: str, reference: str) -> float:
 
 
 def _run_fleet(inputs: list[Path], out: Path, console: Console, workers: int) -> None:
-    from workers.runner import run
+    from workers.cli.run import run
 
     run([str(p) for p in inputs], str(out), Options(), workers=workers, broker=None, force=True, console=console)
 
