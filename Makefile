@@ -24,10 +24,10 @@ system:
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml requirements-gpu.txt
+$(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[dev]" -r requirements-gpu.txt
+	$(BIN)/pip install -q -e ".[dev,gpu]"
 	touch $@
 
 fixtures: venv

@@ -289,7 +289,19 @@ def test_dockerfile_essentials() -> None:
         assert text.count(package) == 2, f"{package} in both runtime images"
     assert re.search(r"ARG CUDA_IMAGE=nvidia/cuda:\S+-runtime-\S+", text)
     assert text.count('ENTRYPOINT ["tini", "--", "pagefleet"]') == 2 and text.count("USER 10001") == 2
-    assert (ROOT / "requirements-gpu.txt").exists() and "requirements-gpu.txt" in text
+    assert not (ROOT / "requirements-gpu.txt").exists(), "the gpu extra replaces the side requirements file"
+    assert '[ops,gpu]' in text and "libgl1" in text, "the gpu image installs pagefleet[gpu] and the libraries its engines link"
+    assert "COPY pyproject.toml README.md LICENSE" in text
+
+
+def test_licence_is_compatible_with_pymupdf() -> None:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["license"] == "AGPL-3.0-or-later", "PyMuPDF is AGPL-3.0: a weaker licence is not compatible"
+    assert "GNU AFFERO GENERAL PUBLIC LICENSE" in (ROOT / "LICENSE").read_text(encoding="utf-8")[:200]
+    gpu = " ".join(project["optional-dependencies"]["gpu"])
+    assert "torch==" in gpu and "transformers==" in gpu
 
 
 def _argv(command: list[str] | None, args: list[str] | None, image: str) -> list[str]:
