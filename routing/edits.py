@@ -165,6 +165,18 @@ def verify_edits(raw: str, edits: Sequence[Edit | Mapping[str, Any]], display: s
     return EditCheck(False, at, reason)
 
 
+def splice(text: str, replacements: Iterable[Sequence[Any]]) -> str:
+    """`text` with each ``(start, end, new, ...)`` replacement spliced in (ordered, non-overlapping,
+    offsets against `text`). The one splice loop of the routing package."""
+    parts: list[str] = []
+    pos = 0
+    for start, end, new, *_ in replacements:
+        parts += [text[pos:start], new]
+        pos = end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
 class Replacement(NamedTuple):
     """A stage's local change: current text ``[start, end)`` becomes ``text``."""
 
@@ -234,7 +246,7 @@ class EditMapBuilder:
         self._validate(reps)
         if not reps:
             return 0
-        expected = self._replay_local(reps)
+        expected = splice(self._text, reps)
         segs = self._split([p for r in reps for p in (r.start, r.end)])
         starts, ends = _bounds(segs)
         new_segs: list[_Seg] = []
@@ -288,14 +300,6 @@ class EditMapBuilder:
             if not isinstance(rep.text, str) or not rep.kind:
                 raise EditMapError(f"replacement {i} needs a text and a kind", index=i)
             prev_end = rep.end
-
-    def _replay_local(self, reps: list[Replacement]) -> str:
-        parts, pos = [], 0
-        for rep in reps:
-            parts += [self._text[pos : rep.start], rep.text]
-            pos = rep.end
-        parts.append(self._text[pos:])
-        return "".join(parts)
 
     def _split(self, points: list[int]) -> list[_Seg]:
         """Split unchanged segments at each current-text offset in `points` that falls inside one."""

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
+from routing.edits import splice
 from routing.scripts import in_ranges, is_arabic, is_hebrew, is_private_use, is_rtl_letter
 
 FINALS = "ךםןףץ"
@@ -178,11 +179,7 @@ def nfc_rtl_clusters(text: str) -> list[tuple[int, int, str]]:
 
 
 def apply_nfc_rtl_clusters(text: str) -> str:
-    parts, pos = [], 0
-    for start, end, nfc in nfc_rtl_clusters(text):
-        parts += [text[pos:start], nfc]
-        pos = end
-    return "".join(parts) + text[pos:]
+    return splice(text, nfc_rtl_clusters(text))
 
 
 def visual_line_replacements(line: str) -> list[tuple[int, int, str]]:
@@ -217,11 +214,6 @@ def visual_line_replacements(line: str) -> list[tuple[int, int, str]]:
     return found
 
 
-
 def visual_to_logical(line: str) -> str:
     """One visual-order line in logical order (see `visual_line_replacements`)."""
-    parts, pos = [], 0
-    for start, end, text in visual_line_replacements(line):
-        parts += [line[pos:start], text]
-        pos = end
-    return "".join(parts) + line[pos:]
+    return splice(line, visual_line_replacements(line))
