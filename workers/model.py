@@ -6,9 +6,20 @@ A page is a typed record that each stage adds to: the split task fills it from t
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
+
+
+class Rung(StrEnum):
+    """Where a reading of a page came from (an attempt's `rung`)."""
+
+    TEXT_LAYER = "text_layer"
+    FALLBACK_TEXT = "fallback_text"
+    OCR = "ocr"
+    GPU_OCR = "gpu_ocr"
+
 
 Route = Literal["text_layer", "text_layer_repaired", "fallback_text", "ocr", "review_required", "failed"]
 RouterSource = Literal["text_layer", "siglip2", "osd", "default"]
@@ -26,7 +37,7 @@ class Attempt(BaseModel):
     accepted: bool
     reasons: list[str] = []
     seconds: float = 0.0
-    rung: str = "ocr"  # text_layer | fallback_text | ocr | gpu_ocr
+    rung: Rung = Rung.OCR
     detail: str | None = None  # why an engine was skipped or crashed (health, error message)
 
 

@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workers import artifacts, keys
-from workers.pdf import source as pdf
 from workers.errors import InputError, InvalidOptionsError, PagefleetError, error_record
-from workers.model import Attempt, DocumentRecord, JobSpec, PageRecord, PendingPage, RouterInfo, SourceInfo
 from workers.ladder.accept import failed_record, layer_candidate, review_record
-from workers.settings import PIPELINE_VERSION, Options, Settings
-from workers.pdf.fetch import local_pdf
-from workers.storage import Storage, open_storage
 from workers.ladder.textlayer import decide_page
+from workers.model import Attempt, DocumentRecord, JobSpec, PageRecord, PendingPage, RouterInfo, Rung, SourceInfo
+from workers.pdf import source as pdf
+from workers.pdf.fetch import local_pdf
+from workers.settings import PIPELINE_VERSION, Options, Settings
+from workers.storage import Storage, open_storage
 
 log = logging.getLogger(__name__)
 
@@ -112,10 +112,10 @@ def split_document(job: JobSpec, settings: Settings) -> SplitOutcome:
 def _unread(pending: PendingPage) -> PageRecord:
     """OCR is off: a page that failed rung 1 is quarantined as it is."""
     router = RouterInfo(source="text_layer", script=pending.hint_script or "unknown", margin=pending.hint_margin)
-    attempts = [Attempt(engine="pymupdf", accepted=False, reasons=pending.reasons, rung="text_layer"),
-                Attempt(engine="ocr", accepted=False, reasons=["ocr_disabled"], rung="ocr")]
+    layer = layer_candidate(pending)
+    attempts = [layer.attempt(False), Attempt(engine="ocr", accepted=False, reasons=["ocr_disabled"], rung=Rung.OCR)]
     if pending.text_layer.strip():
-        return review_record(pending.number, layer_candidate(pending), router, attempts, layer=pending.layer)
+        return review_record(pending.number, layer, router, attempts, layer=pending.layer)
     return failed_record(pending.number, router, attempts, ["no_text", "ocr_disabled"], layer=pending.layer)
 
 

@@ -91,6 +91,14 @@ def parse_entry(entry: str) -> tuple[str, str | None]:
     return name.strip(), (variant.strip() or None)
 
 
+def device_of(entry: str) -> str:
+    """Where an engine runs, known before (or without) creating it: for recording a failed start."""
+    from workers.engines import load_builtin
+
+    load_builtin()
+    return str(getattr(_REGISTRY.get(parse_entry(entry)[0]), "device", "cpu"))
+
+
 def create(entry: str, **options: Any) -> Engine:
     from workers.engines import load_builtin  # registers the built-in engines on first use
 

@@ -1,22 +1,28 @@
-"""Building page records from gated candidates: acceptance with repair, and quarantine.
+"""The one place a page is accepted or refused, for every rung, and the page records it builds.
 
-Repair happens only after acceptance (or inside a quarantined preview): `repair` runs the
-normalizer, which records every change as an edit against the candidate's raw text, and checks
-that the map replays before anything is kept.
+    candidate ─gate ok─────────────────────► repair ─canonical?─► accepted_record (route)
+              ─repairable order (rung 1)──► repair ─gate again ok─┘      └─ no ─► refused (unrepaired_*)
+              ─anything else─────────────► refused attempt; the caller climbs or quarantines
+
+`consider` serves rung 1 (the split task) and rungs 2–4 (the OCR stage) alike. Repair happens only
+after acceptance (or inside a quarantined preview): `repair` runs the normalizer, which records
+every change as an edit against the candidate's raw text, and checks that the map replays before
+anything is kept.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from routing.edits import verify_edits
 from routing.normalize import normalize
 from routing.quality import GateInput, Verdict, assess, canonical_violations
 from routing.scripts import classify_text_layer, direction_of
-from workers.model import Attempt, EditMapInfo, PageRecord, PendingPage, Quality, ReviewPreview, RouterInfo
+from workers.model import Attempt, EditMapInfo, PageRecord, PendingPage, Quality, ReviewPreview, RouterInfo, Rung
 
 COSMETIC_EDITS = frozenset({"whitespace", "line_ending"})
+LAYER_ENGINE = "pymupdf"
 
 
 def layer_candidate(pending: PendingPage) -> Candidate:
@@ -24,7 +30,7 @@ def layer_candidate(pending: PendingPage) -> Candidate:
     stand (it saw the glyph geometry); only the metrics are recomputed from the text."""
     verdict = replace(assess(GateInput(text=pending.text_layer, origin="text_layer")), ok=False,
                       reasons=list(pending.reasons))
-    return Candidate("pymupdf", "text_layer", pending.text_layer, verdict, float(pending.layer.get("seconds", 0.0)))
+    return Candidate(LAYER_ENGINE, Rung.TEXT_LAYER, pending.text_layer, verdict, float(pending.layer.get("seconds", 0.0)))
 
 
 class CandidateRefused(Exception):
@@ -40,11 +46,16 @@ class Candidate:
     """One reading of a page: where it came from, what it says, and the gate's verdict on it."""
 
     engine: str
-    rung: str  # text_layer | fallback_text | ocr | gpu_ocr
+    rung: Rung
     raw: str
     verdict: Verdict
     seconds: float = 0.0
     confidence: float | None = None
+    unrepaired: list[str] = field(default_factory=list)  # set when accepted text failed the invariants
+
+    @property
+    def from_ocr(self) -> bool:
+        return self.rung in (Rung.OCR, Rung.GPU_OCR)
 
     def attempt(self, accepted: bool) -> Attempt:
         reasons = [] if accepted else list(self.verdict.reasons)
@@ -74,6 +85,37 @@ def repair(raw: str, verdict: Verdict, *, from_ocr: bool) -> Repaired:
     edits = [e.to_dict() for e in result.edits]
     check = verify_edits(raw, result.edits, result.text)
     return Repaired(result.text, edits, dict(result.counters), check.ok)
+
+
+@dataclass(frozen=True)
+class PageContext:
+    """What a page record needs besides the candidate: its number, how it was routed, its layer."""
+
+    number: int
+    router: RouterInfo
+    layer: dict[str, Any]
+
+
+def consider(cand: Candidate, attempts: list[Attempt], page: PageContext, *, route: str) -> PageRecord | None:
+    """Accept `cand` if the gate passed (or, on rung 1, its order was repairable and the repaired
+    text passes) and its repaired text is canonical; otherwise record a refused attempt. Appends
+    the attempt to `attempts` either way; returns the accepted record or None."""
+    fixed, warnings = None, []
+    if cand.verdict.repairable and cand.rung == Rung.TEXT_LAYER:
+        fixed = repair(cand.raw, cand.verdict, from_ocr=False)
+        again = assess(GateInput(text=fixed.text, origin="text_layer", layer={"image_coverage": page.layer.get("image_coverage")}))
+        if fixed.replay_ok and again.ok:
+            cand.verdict = replace(cand.verdict, ok=True, reasons=[])
+            route, warnings = "text_layer_repaired", ["visual_order_repaired"]
+    if cand.verdict.ok:
+        try:
+            return accepted_record(page.number, cand, page.router, [*attempts, cand.attempt(True)], route=route,
+                                   layer=page.layer, extra_warnings=warnings, fixed=fixed)
+        except CandidateRefused as exc:
+            cand.unrepaired = exc.reasons
+            cand.verdict = replace(cand.verdict, ok=False, reasons=exc.reasons)
+    attempts.append(cand.attempt(False))
+    return None
 
 
 def markdown_for(text: str) -> str:
@@ -113,8 +155,7 @@ def accepted_record(
 ) -> PageRecord:
     """An accepted page; if its edit map does not replay, it is a failure, not a silent pass.
     Raises CandidateRefused when the repaired text still breaks the canonical invariants."""
-    from_ocr = candidate.rung in ("ocr", "gpu_ocr")
-    fixed = fixed or repair(candidate.raw, candidate.verdict, from_ocr=from_ocr)
+    fixed = fixed or repair(candidate.raw, candidate.verdict, from_ocr=candidate.from_ocr)
     leftover = canonical_violations(fixed.text)
     if leftover:
         raise CandidateRefused([f"unrepaired_{r}" for r in leftover])
@@ -146,7 +187,7 @@ def review_record(
     number: int, best: Candidate, router: RouterInfo, attempts: list[Attempt], *, layer: dict[str, Any]
 ) -> PageRecord:
     """No rung got through the gate: quarantine the best rejected candidate as a preview."""
-    fixed = repair(best.raw, best.verdict, from_ocr=best.rung in ("ocr", "gpu_ocr"))
+    fixed = repair(best.raw, best.verdict, from_ocr=best.from_ocr)
     preview_text = fixed.text if fixed.replay_ok else best.raw
     edits = fixed.edits if fixed.replay_ok else []
     script = script_of(preview_text)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +24,10 @@ from routing.quality import GateInput, assess
 from workers import keys
 from workers.ladder import fallback, visual
 from workers.pdf.source import render_page
-from workers.engines.base import Engine, EngineHealth, PageImage, create
+from workers.engines.base import Engine, EngineHealth, PageImage, create, device_of
 from workers.errors import EngineError, SandboxError
-from workers.model import Attempt, JobSpec, PageRecord, PendingPage, RouterInfo
-from workers.ladder.accept import (
-    Candidate, CandidateRefused, accepted_record, failed_record, layer_candidate, review_record,
-)
+from workers.ladder.accept import Candidate, PageContext, consider, failed_record, layer_candidate, review_record
+from workers.model import Attempt, JobSpec, PageRecord, PendingPage, RouterInfo, Rung
 from workers.settings import Settings
 from workers.pdf.fetch import local_pdf
 from workers.storage import Storage, open_storage
@@ -102,8 +100,7 @@ def _prepare(job: JobSpec, storage: Storage, number: int, pdf: str, render_dir: 
     if text_layer.strip():
         cand = layer_candidate(pending)
         work.candidates.append(cand)
-        work.attempts.append(Attempt(engine="pymupdf", accepted=False, reasons=pending.reasons, rung="text_layer",
-                                     seconds=cand.seconds))
+        work.attempts.append(cand.attempt(False))
         if pending.reasons == ["ocr_forced"]:
             work.reference = text_layer
     if set(pending.reasons) & fallback.WORTH_TRYING and fallback.available():
@@ -112,7 +109,7 @@ def _prepare(job: JobSpec, storage: Storage, number: int, pdf: str, render_dir: 
             return work
     options = job.options or {}
     if options.get("ocr") == "off":
-        work.attempts.append(Attempt(engine="ocr", accepted=False, reasons=["ocr_disabled"], rung="ocr"))
+        work.attempts.append(Attempt(engine="ocr", accepted=False, reasons=["ocr_disabled"], rung=Rung.OCR))
         return work
     png = render_dir / f"{number:05d}.png"
     dpi = int(options.get("dpi", 300))
@@ -128,7 +125,7 @@ def _prepare(job: JobSpec, storage: Storage, number: int, pdf: str, render_dir: 
                 work.pending.layer["rotated"] = turn
     except SandboxError as exc:
         log.warning("job %s page %d: render failed: %s", job.job_id, number, exc.message)
-        work.attempts.append(Attempt(engine="render", accepted=False, reasons=["render_failed"], rung="ocr",
+        work.attempts.append(Attempt(engine="render", accepted=False, reasons=["render_failed"], rung=Rung.OCR,
                                      detail=exc.message))
     return work
 
@@ -137,26 +134,17 @@ def _try_fallback(work: PageWork, pdf: str) -> None:
     try:
         text, seconds = fallback.extract_page(pdf, work.number)
     except EngineError as exc:
-        work.attempts.append(Attempt(engine=fallback.ENGINE, accepted=False, reasons=[exc.code], rung="fallback_text",
-                                     detail=exc.message))
+        work.attempts.append(Attempt(engine=fallback.ENGINE, accepted=False, reasons=[exc.code],
+                                     rung=Rung.FALLBACK_TEXT, detail=exc.message))
         return
     verdict = assess(GateInput(text=text, origin="fallback_text", layer={"image_coverage": work.pending.layer.get("image_coverage", 0.0)}))
     router = RouterInfo(source="text_layer", script=work.pending.hint_script or "unknown", margin=work.pending.hint_margin)
-    _consider(work, Candidate(fallback.ENGINE, "fallback_text", text, verdict, seconds), "fallback_text", router)
+    _consider(work, Candidate(fallback.ENGINE, Rung.FALLBACK_TEXT, text, verdict, seconds), "fallback_text", router)
 
 
 def _consider(work: PageWork, cand: Candidate, route: str, router: RouterInfo) -> None:
-    """Record a candidate; accept it if the gate passed and its repaired text is canonical."""
     work.candidates.append(cand)
-    if cand.verdict.ok:
-        work.attempts.append(cand.attempt(True))
-        try:
-            work.record = accepted_record(work.number, cand, router, work.attempts, route=route, layer=work.pending.layer)
-            return
-        except CandidateRefused as exc:
-            work.attempts.pop()
-            cand.verdict = replace(cand.verdict, ok=False, reasons=exc.reasons)
-    work.attempts.append(cand.attempt(False))
+    work.record = consider(cand, work.attempts, PageContext(work.number, router, work.pending.layer), route=route)
 
 
 def _route(works: list[PageWork], settings: Settings) -> None:
@@ -188,10 +176,11 @@ def _read_group(entry: str, group: list[PageWork]) -> None:
     try:
         eng, health = engine(entry)
     except EngineError as exc:
+        rung = Rung.GPU_OCR if device_of(entry) == "gpu" else Rung.OCR
         for w in group:
-            w.attempts.append(Attempt(engine=entry, accepted=False, reasons=[exc.code], detail=exc.message))
+            w.attempts.append(Attempt(engine=entry, accepted=False, reasons=[exc.code], rung=rung, detail=exc.message))
         return
-    rung = "gpu_ocr" if eng.device == "gpu" else "ocr"
+    rung = Rung.GPU_OCR if eng.device == "gpu" else Rung.OCR
     if not health.available:
         for w in group:
             w.attempts.append(Attempt(engine=eng.label, accepted=False, reasons=["engine_unavailable"], rung=rung,
@@ -209,7 +198,7 @@ def _read_group(entry: str, group: list[PageWork]) -> None:
         _judge(w, out.text, out.engine, rung, out.seconds, out.confidence)
 
 
-def _judge(w: PageWork, text: str, label: str, rung: str, seconds: float, confidence: float | None) -> None:
+def _judge(w: PageWork, text: str, label: str, rung: Rung, seconds: float, confidence: float | None) -> None:
     decision = w.decision
     # the routed script is expected in the output unless no router could decide (the safe default):
     # a VLM hallucinating Latin on a page routed as Hebrew is rejected, not accepted
@@ -231,7 +220,7 @@ def _give_up(w: PageWork) -> PageRecord:
 def failed_page(job: JobSpec, number: int, reasons: list[str], settings: Settings, detail: str = "") -> PageRecord:
     """The redelivery cap was hit (or the page killed its worker): finish it as failed."""
     storage = open_storage(job.storage, settings)
-    attempt = Attempt(engine="worker", accepted=False, reasons=reasons, rung="ocr", detail=detail or None)
+    attempt = Attempt(engine="worker", accepted=False, reasons=reasons, rung=Rung.OCR, detail=detail or None)
     record = failed_record(number, RouterInfo(source="default", script="unknown"), [attempt], reasons, layer={})
     storage.put_json(keys.page(job.job_id, number), record.model_dump(mode="json"))
     return record
