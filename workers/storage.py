@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import http.client
 import io
 import json
 import os
@@ -21,8 +22,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import urllib3.exceptions
+
 from workers.errors import StorageError
 from workers.settings import Settings, get_settings
+
+# Everything the network can throw at an S3 call (urllib3's errors are not OSErrors).
+TRANSIENT_NETWORK_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)
 
 
 class Storage(abc.ABC):
@@ -112,7 +118,11 @@ class S3Storage(Storage):
 
     @contextlib.contextmanager
     def _translate(self, op: str, key: str) -> Iterator[None]:
-        """minio/urllib3 errors → KeyError (no such object) or StorageError (retryable)."""
+        """minio/urllib3/network errors → KeyError (no such object) or StorageError (retryable).
+
+        An unreachable endpoint surfaces from minio as urllib3's `MaxRetryError`/`ProtocolError`
+        (neither an `OSError` nor a `MinioException`), a dropped body as `http.client`'s
+        `IncompleteRead`: all of them are transient, so all of them become `StorageError`."""
         from minio.error import MinioException, S3Error
 
         where = f"s3://{self.bucket}/{self._key(key)}"
@@ -122,8 +132,10 @@ class S3Storage(Storage):
             if exc.code in ("NoSuchKey", "NoSuchObject"):
                 raise KeyError(key) from exc
             raise StorageError(f"{op} {where} failed: {exc.code}") from exc
-        except (MinioException, OSError) as exc:
-            raise StorageError(f"{op} {where} failed: {exc}") from exc
+        except TRANSIENT_NETWORK_ERRORS as exc:
+            raise StorageError(f"{op} {where} failed: {type(exc).__name__}: {exc}"[:500]) from exc
+        except MinioException as exc:
+            raise StorageError(f"{op} {where} failed: {exc}"[:500]) from exc
 
     def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
         with self._translate("put", key):
@@ -162,8 +174,10 @@ class S3Storage(Storage):
                 raise StorageError(f"delete {error.name} failed: {error.code}")
 
     def list_keys(self, prefix: str) -> list[str]:
+        base = self._key(prefix).strip("/")  # an empty prefix lists everything under the root
         with self._translate("list", prefix):
-            names = [o.object_name for o in self.client.list_objects(self.bucket, self._key(prefix) + "/", recursive=True)]
+            names = [o.object_name for o in self.client.list_objects(self.bucket, f"{base}/" if base else None,
+                                                                     recursive=True)]
         strip = len(self.prefix) + 1 if self.prefix else 0
         return sorted(n[strip:] for n in names)
 
