@@ -54,15 +54,17 @@ def review_marker(record: PageRecord) -> str:
     return f"<!-- pagefleet: page {record.number} {record.route}; reasons={reasons}; text withheld -->"
 
 
+def rtl_wrapped(body: str, direction: str) -> str:
+    """A page's Markdown; an RTL page's inside `<div dir="rtl">` so a renderer keeps its direction."""
+    return f'<div dir="rtl">\n\n{body}\n\n</div>' if direction == "rtl" and body else body
+
+
 def markdown(document: DocumentRecord) -> str:
     parts = []
     for page in document.pages:
         parts.append(f"<!-- page {page.number} -->")
         if page.route in ACCEPTED_ROUTES:
-            body = page.markdown
-            if page.direction == "rtl" and body:
-                body = f'<div dir="rtl">\n\n{body}\n\n</div>'
-            parts.append(body)
+            parts.append(rtl_wrapped(page.markdown, page.direction))
         else:
             parts.append(review_marker(page))
     return "\n\n".join(p for p in parts if p) + "\n"
