@@ -10,15 +10,22 @@ What never leaves the process (`scrub_event`, used as `before_send` and
 - request bodies, cookies, headers and query strings (only the method is kept);
 - local variables of stack frames (`include_local_variables=False`, and `vars` removed anyway);
 - Celery task args/kwargs (they hold job specs: file names and object keys), `sys.argv`;
-- any mapping value under a key such as text/raw_text/markdown/filename/source/key/edits;
+- any mapping value under a key such as text/raw_text/markdown/filename/source/key/edits, by
+  sentry-sdk's own `EventScrubber` (its default deny lists plus ours, recursive, and also over
+  `contexts` and `tags`);
 - in every remaining string: quoted or bare file names with a document/image extension,
-  `s3://` and `file://` URIs, and runs of Hebrew/Arabic script (document text — our own messages
-  are in English); log-record parameters are dropped and the formatted message scrubbed.
+  `s3://` and `file://` URIs, and runs of letters of any script but ASCII Latin (Hebrew and Arabic
+  by the ranges of `routing.scripts`) — document text; our own messages are in English;
+- exception messages, where document text of any script (Latin included) ends up: quoted or
+  repr'd values are filtered, only the first line is kept, and only the part before the first
+  `": "` (the message's own English prefix) survives, unless what follows is a bare error code or
+  number; log records keep their template only (parameters and the formatted message dropped).
 Exception types, stack frames (code, not data) and our error codes survive, so events still group.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from typing import Any
@@ -26,6 +33,7 @@ from typing import Any
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from routing.scripts import ARABIC_RANGES, HEBREW_RANGES
 from workers.settings import PIPELINE_VERSION
 
 log = logging.getLogger(__name__)
@@ -41,8 +49,12 @@ _EXT = r"(?:pdf|png|jpe?g|tiff?|gif|bmp|webp|docx?|txt|md|json)"
 _QUOTED_FILE = re.compile(r"""(['"])[^'"\n]{0,300}?\.""" + _EXT + r"""\1""", re.IGNORECASE)
 _BARE_FILE = re.compile(r"""[^\s'"()<>\[\]{},;]+\.""" + _EXT + r"""\b""", re.IGNORECASE)
 _URI = re.compile(r"""\b(s3|file)://[^\s'"]*""", re.IGNORECASE)
-_RTL_LETTER = "\u0590-\u05ff\ufb1d-\ufb4f\u0600-\u06ff\u0750-\u077f\u08a0-\u08ff\ufb50-\ufdff\ufe70-\ufeff"
-_RTL_RUN = re.compile(f"[{_RTL_LETTER}](?:[{_RTL_LETTER}\\s\\d.,:;!?'\"()\\-–]*[{_RTL_LETTER}])?")
+_RTL_LETTER = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in (*HEBREW_RANGES, *ARABIC_RANGES))
+# a letter of any script but ASCII Latin: the RTL ranges (marks included) or a non-ASCII word char
+_LETTER = f"(?:[{_RTL_LETTER}]|[^\\W\\d_a-zA-Z])"
+_FOREIGN_RUN = re.compile(f"{_LETTER}(?:(?:{_LETTER}|[\\s\\d.,:;!?'\"()\\-–])*{_LETTER})?")
+_QUOTED = re.compile(r"""(['"])(?:(?!\1).){1,2000}?\1""", re.DOTALL)
+_SAFE_TAIL = re.compile(r"^[\w.\-]{0,64}$", re.ASCII)
 MAX_STRING = 500
 
 
@@ -61,17 +73,54 @@ def scrub_text(value: str) -> str:
     text = _URI.sub(lambda m: f"{m.group(1)}://{FILTERED}", value)
     text = _QUOTED_FILE.sub(lambda m: f"{m.group(1)}[file]{m.group(1)}", text)
     text = _BARE_FILE.sub("[file]", text)
-    text = _RTL_RUN.sub("[text]", text)
+    text = _FOREIGN_RUN.sub("[text]", text)
     return text if len(text) <= MAX_STRING else text[:MAX_STRING] + "…"
 
 
+def scrub_message(value: str) -> str:
+    """An exception message: document text of any script may be anywhere after our own prefix.
+    `cannot repair 'x' (a.pdf): The quick brown fox` → `cannot repair '[text]' ([file]): [text]`."""
+    text = _URI.sub(lambda m: f"{m.group(1)}://{FILTERED}", value)
+    text = _QUOTED.sub(lambda m: f"{m.group(1)}[text]{m.group(1)}", text)
+    first, _, rest = text.partition("\n")
+    head, sep, tail = first.partition(": ")
+    if sep and not _SAFE_TAIL.match(tail.strip()):
+        first = f"{head}: [text]"
+    return scrub_text(first + (" […]" if rest.strip() else ""))
+
+
+@functools.lru_cache(maxsize=1)
+def key_scrubber() -> Any:
+    """sentry-sdk's `EventScrubber` with its default deny lists plus ours, recursive, extended to
+    `contexts` and `tags` (which it leaves alone). It also runs inside `before_send`, i.e. after the
+    SDK serialized the event, so a denied value becomes the plain string "[Filtered]"."""
+    from sentry_sdk.scrubber import DEFAULT_DENYLIST, EventScrubber
+
+    class KeyScrubber(EventScrubber):
+        def scrub_dict(self, d: object) -> None:
+            if not isinstance(d, dict):
+                return
+            for k, v in d.items():
+                if isinstance(k, str) and k.lower() in self.denylist:
+                    d[k] = FILTERED
+                elif self.recursive:
+                    self.scrub_dict(v)
+                    self.scrub_list(v)
+
+        def scrub_event(self, event: Any) -> None:
+            super().scrub_event(event)
+            for name in ("contexts", "tags"):
+                self.scrub_dict(event.get(name))
+
+    return KeyScrubber(denylist=[*DEFAULT_DENYLIST, *sorted(SENSITIVE_KEYS)], recursive=True)
+
+
 def scrub_value(value: Any, depth: int = 0) -> Any:
-    """Recursively: sensitive keys → "[Filtered]", strings → `scrub_text`."""
+    """Recursively: every string → `scrub_text` (keys are the `key_scrubber`'s business)."""
     if depth > 12:
         return FILTERED
     if isinstance(value, dict):
-        return {k: FILTERED if str(k).lower() in SENSITIVE_KEYS else scrub_value(v, depth + 1)
-                for k, v in value.items()}
+        return {k: scrub_value(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [scrub_value(v, depth + 1) for v in value]
     if isinstance(value, str):
@@ -82,7 +131,7 @@ def scrub_value(value: Any, depth: int = 0) -> Any:
 def _scrub_frames(container: dict[str, Any] | None) -> None:
     for item in (container or {}).get("values") or []:
         if isinstance(item.get("value"), str):
-            item["value"] = scrub_text(item["value"])
+            item["value"] = scrub_message(item["value"])
         for frame in (item.get("stacktrace") or {}).get("frames") or []:
             frame.pop("vars", None)
 
@@ -90,7 +139,8 @@ def _scrub_frames(container: dict[str, Any] | None) -> None:
 def _scrub_logentry(event: dict[str, Any]) -> None:
     entry = event.get("logentry")
     if isinstance(entry, dict):
-        entry.pop("params", None)
+        if entry.pop("params", None):
+            entry.pop("formatted", None)  # the template stays; the values that filled it go
         for name in ("message", "formatted"):
             if isinstance(entry.get(name), str):
                 entry[name] = scrub_text(entry[name])
@@ -102,6 +152,7 @@ def scrub_breadcrumb(crumb: dict[str, Any], hint: Any = None) -> dict[str, Any] 
     if isinstance(crumb.get("message"), str):
         crumb["message"] = scrub_text(crumb["message"])
     if "data" in crumb:
+        key_scrubber().scrub_dict(crumb["data"])
         crumb["data"] = scrub_value(crumb["data"])
     return crumb
 
@@ -109,6 +160,7 @@ def scrub_breadcrumb(crumb: dict[str, Any], hint: Any = None) -> dict[str, Any] 
 def scrub_event(event: dict[str, Any], hint: Any = None) -> dict[str, Any] | None:
     """`before_send`: see the module docstring. Never raises (a scrubber that fails must drop)."""
     try:
+        key_scrubber().scrub_event(event)
         request = event.get("request")
         if isinstance(request, dict):
             event["request"] = {"method": request.get("method")}
@@ -145,11 +197,11 @@ def _privacy_options(sentry_sdk: Any) -> dict[str, Any]:
     where the SDK has it (it supersedes the deprecated `send_default_pii`), else the old flags."""
     from sentry_sdk.consts import DEFAULT_OPTIONS
 
-    if "data_collection" in DEFAULT_OPTIONS:
+    if "data_collection" in DEFAULT_OPTIONS:  # the SDK then ignores `event_scrubber`: `scrub_event` runs it
         return {"data_collection": {"user_info": False, "http_bodies": [], "queues": False,
                                     "database_query_data": False, "stack_frame_variables": False},
                 "include_local_variables": False}
-    return {"send_default_pii": False, "include_local_variables": False}
+    return {"send_default_pii": False, "include_local_variables": False, "event_scrubber": key_scrubber()}
 
 
 def init_sentry(component: str = "worker", dsn: str | None = None) -> bool:

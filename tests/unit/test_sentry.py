@@ -160,3 +160,37 @@ def test_no_dsn_means_no_sentry(monkeypatch) -> None:
     monkeypatch.delenv("PAGEFLEET_SENTRY_DSN", raising=False)
     assert init_sentry() is False
     assert not sentry_sdk.get_client().is_active()
+
+
+@pytest.mark.parametrize(
+    "message, secret",
+    [
+        ("cannot repair page: The quarterly revenue grew by nine percent", "quarterly revenue"),
+        ("invalid literal for int() with base 10: 'Chapter One begins here'", "Chapter One"),
+        ("KeyError: 'Introduction to the annual report'", "Introduction"),
+        ("bad line\nThe second line of the page text", "second line"),
+        ("Глава первая: начало", "Глава"),
+        ("第一章 开始", "第一章"),
+        ("déjà vu encountered", "déjà"),
+    ],
+)
+def test_exception_messages_lose_document_text_of_any_script(message: str, secret: str) -> None:
+    event = {"exception": {"values": [{"type": "ValueError", "value": message}]}}
+    out = scrub_event(event)
+    value = out["exception"]["values"][0]["value"]
+    assert secret not in value and out["exception"]["values"][0]["type"] == "ValueError"
+
+
+def test_exception_messages_keep_our_prefix_and_codes() -> None:
+    from workers.observability import scrub_message
+
+    assert scrub_message("storage_error: timeout") == "storage_error: timeout"
+    assert scrub_message("cannot repair 'a.pdf' (b.pdf): The fox") == "cannot repair '[text]' ([file]): [text]"
+
+
+def test_script_ranges_come_from_routing() -> None:
+    from routing.scripts import ARABIC_RANGES, HEBREW_RANGES
+    from workers import observability
+
+    for lo, hi in (*HEBREW_RANGES, *ARABIC_RANGES):
+        assert f"{chr(lo)}-{chr(hi)}" in observability._RTL_LETTER

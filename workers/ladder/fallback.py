@@ -13,6 +13,8 @@ import subprocess
 import time
 
 from workers.errors import EngineCrashed, EngineTimeout, EngineUnavailable
+from workers.pdf.sandbox import run_tool
+from workers.settings import get_settings
 
 log = logging.getLogger(__name__)
 ENGINE = "pdftotext"
@@ -25,21 +27,21 @@ def available() -> bool:
     return shutil.which("pdftotext") is not None
 
 
-def extract_page(pdf: str, page: int, *, timeout_s: float = 30.0) -> tuple[str, float]:
+def extract_page(pdf: str, page: int, *, timeout_s: float = 30.0, memory_mb: int | None = None) -> tuple[str, float]:
+    """pdftotext on one page, sandboxed like every other parser of an untrusted PDF (memory and CPU
+    limits, timeout); a run killed by a limit is an `engine_crashed` attempt, never a dead worker."""
     if not available():
         raise EngineUnavailable(f"pdftotext is not installed; {INSTALL_HINT}")
+    memory_mb = memory_mb or get_settings().sandbox_memory_mb
     started = time.monotonic()
+    argv = ["pdftotext", "-f", str(page), "-l", str(page), "-enc", "UTF-8", "-q", pdf, "-"]
     try:
-        proc = subprocess.run(
-            ["pdftotext", "-f", str(page), "-l", str(page), "-enc", "UTF-8", "-q", pdf, "-"],
-            capture_output=True,
-            timeout=timeout_s,
-            check=False,
-        )
+        proc = run_tool(argv, timeout_s=timeout_s, memory_mb=memory_mb)
     except subprocess.TimeoutExpired as exc:
         raise EngineTimeout(f"pdftotext timed out after {timeout_s:.0f}s") from exc
     if proc.returncode != 0:
         err = proc.stderr.decode("utf-8", "replace").strip()
-        raise EngineCrashed(f"pdftotext exit {proc.returncode}: {err[-200:]}")
+        why = f"killed by signal {-proc.returncode} (memory or CPU limit?)" if proc.returncode < 0 else err[-200:]
+        raise EngineCrashed(f"pdftotext exit {proc.returncode}: {why}")
     text = proc.stdout.decode("utf-8", "replace").replace("\f", "")
     return text, time.monotonic() - started
