@@ -1,8 +1,14 @@
 """The embedded default: a private redis-server on a free loopback port and Celery worker processes
-for every queue, started for one `pagefleet run` and stopped when it ends, whatever happens."""
+for every queue, started for one `pagefleet run` and stopped when it ends, whatever happens:
+a normal end, an error, SIGINT or SIGTERM (`signals_as_interrupt`), and — through the kernel's
+parent-death signal — even a SIGKILL of the run itself. `out_lock` serializes two runs over one
+output folder."""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import fcntl
 import os
 import shutil
 import signal
@@ -12,13 +18,66 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import redis
 
-from workers.errors import SetupError
+from workers.errors import PagefleetError, SetupError
 
 REDIS_HINT = "install it: apt-get install redis-server"
+_PR_SET_PDEATHSIG = 1
+
+
+class RunLocked(PagefleetError):
+    code = "run_locked"
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    """Linux: the child gets SIGTERM when the process that started it dies (even by SIGKILL)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+@contextlib.contextmanager
+def out_lock(outdir: Path, wait_s: float, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
+    """One `pagefleet run` at a time per output folder: a second one waits (up to `wait_s`) for
+    the first to finish — then its documents are found done — or is refused (`RunLocked`)."""
+    path = outdir / ".pagefleet" / "run.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(path, "a+")
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if on_wait is not None:
+                    on_wait()
+                    on_wait = None
+                if time.monotonic() > deadline:
+                    raise RunLocked(f"another pagefleet run is writing to {outdir}") from None
+                time.sleep(0.2)
+        handle.truncate(0)
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        yield
+    finally:
+        handle.close()  # closing releases the lock
+
+
+@contextlib.contextmanager
+def signals_as_interrupt() -> Iterator[None]:
+    """SIGTERM behaves like Ctrl-C (KeyboardInterrupt), so `with` blocks stop what they started."""
+    def interrupt(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def free_port() -> int:
@@ -48,7 +107,8 @@ class RedisServer:
             args = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                     "--dir", str(self.workdir), "--maxmemory-policy", "noeviction", "--protected-mode", "yes"]
             log = open(self.workdir / f"redis-{self.port}.log", "wb")
-            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                         preexec_fn=_die_with_parent)
             if self._wait_ready():
                 return self.url
             self.stop()
@@ -88,7 +148,7 @@ class WorkerProcess:
                 "-n", f"{self.name}@%h", "--without-mingle", "--without-gossip", "-l", loglevel,
                 "--logfile", str(self.logfile), "-E"]
         self.proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=open(self.logfile.with_suffix(".err"), "wb"),
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=_die_with_parent)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -101,13 +161,17 @@ class WorkerProcess:
         return "\n".join(text.splitlines()[-lines:])
 
     def stop(self, timeout_s: float = 20.0) -> None:
-        if self.proc.poll() is not None:
-            return
-        os.killpg(self.proc.pid, signal.SIGTERM)  # warm shutdown of the main process and its pool
-        try:
-            self.proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)  # warm shutdown of the main process and its pool
+            try:
+                self.proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                pass
+        # whatever is left of its process group (pool children of a main process that died, their
+        # Tesseract or sandbox children) goes too: nothing it started outlives the run
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
 
 
@@ -142,6 +206,9 @@ class EmbeddedFleet:
 
     def dead_worker(self) -> WorkerProcess | None:
         return next((w for w in self.workers if not w.alive()), None)
+
+    def redis_died(self) -> bool:
+        return self.redis is not None and (self.redis.proc is None or self.redis.proc.poll() is not None)
 
     def __exit__(self, *exc: object) -> None:
         for worker in self.workers:

@@ -2,6 +2,11 @@
 
 Exit status: 0 every page of every document accepted; 2 artifacts written but some page needs
 review; 1 a fatal error (an input that gave error.json, a dead worker, a deadline).
+
+Whatever ends the run early — a dead worker, its Redis dying or unreachable, the deadline, SIGINT
+or SIGTERM — everything it started is stopped first, then every document that has no complete
+artifacts gets an `aborted` error.json: no document is left with nothing. Two runs over one
+`--out` are serialized by a lock file (the second finds the first one's documents done).
 """
 
 from __future__ import annotations
@@ -14,14 +19,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import redis
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
 from workers import jobs
-from workers.cli.embedded import EmbeddedFleet
-from workers.errors import AbortedError, PagefleetError, error_record
+from workers.cli.embedded import EmbeddedFleet, out_lock, signals_as_interrupt
+from workers.errors import AbortedError, BrokerUnavailable, PagefleetError, error_record
 from workers.model import JobSpec
 from workers.settings import Options, get_settings
 from workers.storage import LocalStorage
@@ -97,8 +103,19 @@ def run(paths: list[str], out: str, options: Options, *, workers: int, broker: s
     outdir = Path(out).resolve()
     outdir.mkdir(parents=True, exist_ok=True)
     storage = LocalStorage(outdir)
-    tracked = [Tracked(spec_for_path(str(f), storage.url, stem, options, force=force), stem)
-               for f, stem in zip(files, unique_stems(files))]
+    started = time.monotonic()
+    waiting = lambda: console.print(f"pagefleet: waiting for another run writing to {outdir}")  # noqa: E731
+    with out_lock(outdir, get_settings().job_deadline_s, waiting):
+        tracked = [Tracked(spec_for_path(str(f), storage.url, stem, options, force=force), stem)
+                   for f, stem in zip(files, unique_stems(files))]
+        _run_locked(tracked, outdir, storage, broker=broker, workers=workers, gpu=gpu, console=console)
+    wall = time.monotonic() - started
+    _print_summary(tracked, wall, console)
+    return _exit_code(tracked)
+
+
+def _run_locked(tracked: list[Tracked], outdir: Path, storage: LocalStorage, *, broker: str | None,
+                workers: int, gpu: bool, console: Console) -> None:
     todo = [t for t in tracked if not _cached(outdir, t)]
     first: dict[str, Tracked] = {}
     copies: list[tuple[Tracked, Tracked]] = []
@@ -107,21 +124,33 @@ def run(paths: list[str], out: str, options: Options, *, workers: int, broker: s
         if original is not t:
             copies.append((t, original))
     unique = list(first.values())
-    started = time.monotonic()
     if unique:
-        from workers.app import use_broker
+        _process(unique, outdir, storage, broker=broker, workers=workers, gpu=gpu, console=console)
+    for duplicate, original in copies:  # the same bytes twice in one run: one job, two output folders
+        _copy_result(outdir, original, duplicate)
 
-        with EmbeddedFleet(broker_url=broker, cpu_workers=workers, gpu=gpu, logdir=outdir / ".pagefleet" / "logs") as fleet:
+
+def _process(unique: list[Tracked], outdir: Path, storage: LocalStorage, *, broker: str | None, workers: int,
+             gpu: bool, console: Console) -> None:
+    """Start the fleet, enqueue, wait; on any early end stop the fleet, then abort what is unfinished."""
+    from workers.app import use_broker
+
+    why: str | None = None
+    try:
+        with signals_as_interrupt(), EmbeddedFleet(broker_url=broker, cpu_workers=workers, gpu=gpu,
+                                                   logdir=outdir / ".pagefleet" / "logs") as fleet:
             use_broker(fleet.broker_url or "")
             for t in unique:
                 (outdir / t.stem / "error.json").unlink(missing_ok=True)
                 enqueue(t.spec)
-            _wait(unique, fleet, storage, console)
-    for duplicate, original in copies:  # the same bytes twice in one run: one job, two output folders
-        _copy_result(outdir, original, duplicate)
-    wall = time.monotonic() - started
-    _print_summary(tracked, wall, console)
-    return _exit_code(tracked)
+            why = _wait(unique, fleet, console)
+    except KeyboardInterrupt:
+        _abort(unique, outdir, storage, "interrupted", console)
+        raise
+    except (PagefleetError, redis.RedisError) as exc:
+        why = f"{type(exc).__name__}: {exc}"
+    if why is not None:
+        _abort(unique, outdir, storage, why, console)
 
 
 def _copy_result(outdir: Path, original: Tracked, duplicate: Tracked) -> None:
@@ -140,26 +169,30 @@ def _copy_result(outdir: Path, original: Tracked, duplicate: Tracked) -> None:
         setattr(duplicate, name, getattr(original, name))
 
 
-def _wait(todo: list[Tracked], fleet: EmbeddedFleet, storage: LocalStorage, console: Console) -> None:
+def _wait(todo: list[Tracked], fleet: EmbeddedFleet, console: Console) -> str | None:
+    """None when every document finished; else why the run must end early."""
     deadline = time.monotonic() + get_settings().job_deadline_s
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("pages"),
                TextColumn("{task.fields[docs]}"), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as progress:
         bar = progress.add_task("pagefleet", total=None, docs="")
         while True:
-            for t in todo:
-                _poll(t, console)
+            try:
+                for t in todo:
+                    _poll(t, console)
+            except BrokerUnavailable as exc:
+                return f"the broker is unreachable: {exc}"
             finished = sum(t.state in jobs.TERMINAL for t in todo)
             total = sum(t.pages for t in todo)
             progress.update(bar, total=total or None, completed=sum(t.done for t in todo),
                             docs=f"{finished}/{len(todo)} documents")
             if finished == len(todo):
-                return
+                return None
+            if fleet.redis_died():
+                return "the embedded redis-server died"
             dead = fleet.dead_worker()
             if dead is not None or time.monotonic() > deadline:
-                why = f"worker {dead.name} died:\n{dead.tail()}" if dead else "the run deadline passed"
-                _abort(todo, storage, why, console)
-                return
+                return f"worker {dead.name} died:\n{dead.tail()}" if dead else "the run deadline passed"
             time.sleep(0.25)
 
 
@@ -179,10 +212,12 @@ def _poll(t: Tracked, console: Console) -> None:
         console.print(Text.assemble(mark, f" {t.spec.filename}: {t.status} {_routes(t.routes)} ({t.seconds:.1f}s)"))
 
 
-def _abort(todo: list[Tracked], storage: LocalStorage, why: str, console: Console) -> None:
+def _abort(todo: list[Tracked], outdir: Path, storage: LocalStorage, why: str, console: Console) -> None:
+    """After the fleet stopped: a document with complete artifacts is done, any other unfinished one
+    gets `aborted`."""
     console.print(f"pagefleet: error: {why}", markup=False)
     for t in todo:
-        if t.state not in jobs.TERMINAL:
+        if t.state not in jobs.TERMINAL and not _cached(outdir, t):
             record = error_record(AbortedError(f"aborted: {why.splitlines()[0]}"))
             storage.put_json(f"{t.stem}/error.json", record)
             t.state, t.status = "error", "error: aborted"
