@@ -11,20 +11,17 @@ import logging
 from celery.exceptions import SoftTimeLimitExceeded
 
 from workers import jobs
-from workers.app import app
-from workers.errors import BrokerUnavailable, StorageError
+from workers.app import task
+from workers.jobs import JobState
 from workers.model import JobSpec
 from workers.ladder.ocr import failed_page, ocr_pages, summary
 from workers.settings import get_settings
 
 log = logging.getLogger(__name__)
-TRANSIENT = (StorageError, BrokerUnavailable, ConnectionError)
-
-
 def _run(spec: dict, pages: list[int]) -> dict:
     job = JobSpec.model_validate(spec)
     settings = get_settings()
-    if jobs.get(job.job_id).get("state") == "done":
+    if jobs.get(job.job_id).get("state") == JobState.DONE:
         return {"job_id": job.job_id, "skipped": "already done"}
     todo, capped = [], []
     for number in pages:
@@ -45,11 +42,11 @@ def _run(spec: dict, pages: list[int]) -> dict:
     return {"job_id": job.job_id, "pages": summary(records + capped)}
 
 
-@app.task(name="pagefleet.ocr_cpu", autoretry_for=TRANSIENT, retry_backoff=True, retry_jitter=True, max_retries=5)
+@task("pagefleet.ocr_cpu")
 def ocr_cpu(spec: dict, pages: list[int]) -> dict:
     return _run(spec, pages)
 
 
-@app.task(name="pagefleet.ocr_gpu", autoretry_for=TRANSIENT, retry_backoff=True, retry_jitter=True, max_retries=5)
+@task("pagefleet.ocr_gpu")
 def ocr_gpu(spec: dict, pages: list[int]) -> dict:
     return _run(spec, pages)

@@ -7,41 +7,38 @@ import logging
 from celery import chord
 
 from workers import jobs
-from workers.app import app
-from workers.errors import BrokerUnavailable, StorageError
+from workers.app import task
+from workers.jobs import JobState
 from workers.model import JobSpec
 from workers.pipeline import SplitOutcome, split_document
 from workers.settings import get_settings
 
 log = logging.getLogger(__name__)
-TRANSIENT = (StorageError, BrokerUnavailable, ConnectionError)
-
-
-@app.task(name="pagefleet.split", bind=True, autoretry_for=TRANSIENT, retry_backoff=True,
-          retry_jitter=True, max_retries=5)
+@task("pagefleet.split", bind=True)
 def split(self, spec: dict) -> dict:
     job = JobSpec.model_validate(spec)
     settings = get_settings()
-    if jobs.get(job.job_id).get("state") == "done" and not job.force:
+    if jobs.get(job.job_id).get("state") == JobState.DONE and not job.force:
         return {"job_id": job.job_id, "skipped": "already done"}
-    if not jobs.acquire(f"split:{job.job_id}", settings.task_time_limit + 60):
+    lock = jobs.acquire(f"split:{job.job_id}", settings.task_time_limit + 60)
+    if lock is None:
         return {"job_id": job.job_id, "skipped": "already splitting"}
     try:
-        jobs.update(job.job_id, state="splitting", filename=job.filename, storage=job.storage)
+        jobs.update(job.job_id, state=JobState.SPLITTING, filename=job.filename, storage=job.storage)
         outcome = split_document(job, settings)
         log.info("job %s %s: %d pages, %d accepted from the text layer, pending %s",
                  job.job_id, job.filename, outcome.page_count, outcome.accepted, outcome.pending)
         if outcome.error:
-            jobs.update(job.job_id, state="error", status="error", error_code=outcome.error["code"],
+            jobs.update(job.job_id, state=JobState.ERROR, status="error", error_code=outcome.error["code"],
                         error_message=outcome.error["message"])
             jobs.announce({"job_id": job.job_id, "status": "error", "error": outcome.error, "storage": job.storage})
             return outcome.as_dict()
-        jobs.update(job.job_id, state="ocr" if outcome.pending else "collecting",
+        jobs.update(job.job_id, state=JobState.OCR if outcome.pending else JobState.COLLECTING,
                     pages=outcome.page_count, pages_done=outcome.accepted)
         dispatch(spec, outcome, settings.vlm.batch_size)
         return outcome.as_dict()
     finally:
-        jobs.release(f"split:{job.job_id}")
+        jobs.release(lock)
 
 
 def dispatch(spec: dict, outcome: SplitOutcome, gpu_batch: int) -> None:

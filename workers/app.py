@@ -16,9 +16,13 @@ from celery.signals import celeryd_init, worker_process_init, worker_ready, work
 from kombu import Queue
 
 from workers import heartbeat, observability
-from workers.settings import get_settings
+from workers.errors import BrokerUnavailable, StorageError
+from workers.settings import QUEUES, get_settings
 
-QUEUES = ("split", "cpu", "gpu", "collect")
+# The one retry policy of the tasks: an explicit tuple of transient errors, backoff with jitter.
+TRANSIENT = (StorageError, BrokerUnavailable, ConnectionError)
+RETRY_POLICY: dict[str, Any] = {"autoretry_for": TRANSIENT, "retry_backoff": True, "retry_jitter": True,
+                                "max_retries": 5}
 TASK_ROUTES = {
     "pagefleet.split": {"queue": "split"},
     "pagefleet.ocr_cpu": {"queue": "cpu"},
@@ -67,6 +71,11 @@ def make_app() -> Celery:
 
 
 app = make_app()
+
+
+def task(name: str, **overrides: Any) -> Any:
+    """`@task("pagefleet.x")`: a Celery task under the one retry policy (overrides for the odd one)."""
+    return app.task(name=name, **{**RETRY_POLICY, **overrides})
 
 
 @worker_process_init.connect

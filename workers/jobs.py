@@ -3,11 +3,11 @@
     pagefleet:job:<id>          hash: state, filename, pages, pages_done, status, error_code, ...
     pagefleet:jobs              sorted set of job ids by last update
     pagefleet:attempts:<id>     hash: page -> deliveries (the redelivery cap)
-    pagefleet:lock:<name>       SET NX lock with a TTL above the hard time limit
+    pagefleet:lock:<name>       redis-py Lock (owner token, TTL above the hard time limit)
     pagefleet:deadletter        list of JSON records (job, page, reason, at)
     pagefleet:done              pub/sub channel: one JSON notice per finished job
 
-States: queued → splitting → ocr → collecting → done | error.
+States (`JobState`): queued → splitting → ocr → collecting → done | error.
 """
 
 from __future__ import annotations
@@ -15,16 +15,30 @@ from __future__ import annotations
 import functools
 import json
 import time
+from enum import StrEnum
 from typing import Any
 
 import redis
+from redis.exceptions import LockError
+from redis.lock import Lock
 
 from workers.errors import BrokerUnavailable
 from workers.settings import get_settings
 
 DONE_CHANNEL = "pagefleet:done"
 DEADLETTER = "pagefleet:deadletter"
-TERMINAL = ("done", "error")
+
+
+class JobState(StrEnum):
+    QUEUED = "queued"
+    SPLITTING = "splitting"
+    OCR = "ocr"
+    COLLECTING = "collecting"
+    DONE = "done"
+    ERROR = "error"
+
+
+TERMINAL = (JobState.DONE, JobState.ERROR)
 
 
 @functools.lru_cache(maxsize=4)
@@ -91,13 +105,19 @@ def count_delivery(job_id: str, page: int, r: redis.Redis | None = None) -> int:
 
 
 @_wrap
-def acquire(name: str, ttl_s: int, r: redis.Redis | None = None) -> bool:
-    return bool((r or client()).set(f"pagefleet:lock:{name}", str(time.time()), nx=True, ex=ttl_s))
+def acquire(name: str, ttl_s: int, r: redis.Redis | None = None) -> Lock | None:
+    """An owned lock (redis-py `Lock`: a token only its owner can release), or None if taken."""
+    lock = (r or client()).lock(f"pagefleet:lock:{name}", timeout=ttl_s, blocking=False)
+    return lock if lock.acquire() else None
 
 
 @_wrap
-def release(name: str, r: redis.Redis | None = None) -> None:
-    (r or client()).delete(f"pagefleet:lock:{name}")
+def release(lock: Lock) -> None:
+    """Release a lock we hold; one that expired or was taken over is not ours to release."""
+    try:
+        lock.release()
+    except LockError:
+        pass
 
 
 @_wrap

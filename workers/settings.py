@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PIPELINE_VERSION = "0.1.0"
+QUEUES = ("split", "cpu", "gpu", "collect")  # the Celery queues, one Deployment/ScaledObject each
 
 
 class Options(BaseModel):

@@ -17,9 +17,16 @@ from kombu.exceptions import OperationalError
 
 from workers import jobs, keys
 from workers.errors import BrokerUnavailable
+from workers.jobs import JobState
 from workers.model import JobSpec
 from workers.pdf.source import sha256_file
 from workers.settings import Options
+
+
+def _spec(identity: str, options: Options, **fields: Any) -> JobSpec:
+    """A job spec: the id is the source's identity + pipeline version + options (see `keys`)."""
+    opts = options.model_dump(mode="json")
+    return JobSpec(job_id=keys.job_id_for(identity, opts), options=opts, **fields)
 
 
 def spec_for_path(
@@ -28,21 +35,11 @@ def spec_for_path(
 ) -> JobSpec:
     p = Path(path).resolve()
     size = p.stat().st_size
-    opts = options.model_dump(mode="json")
     sha = sha256_file(p) if 0 < size <= options.max_bytes else None
     identity = sha or hashlib.sha256(f"{p}:{size}:{p.stat().st_mtime_ns}".encode()).hexdigest()
-    return JobSpec(
-        job_id=keys.job_id_for(identity, opts),
-        source=str(p),
-        filename=p.name,
-        sha256=sha if size else hashlib.sha256(b"").hexdigest(),
-        bytes=size,
-        storage=storage,
-        artifact_prefix=artifact_prefix,
-        options=opts,
-        force=force,
-        callback_url=callback_url,
-    )
+    return _spec(identity, options, source=str(p), filename=p.name, bytes=size, storage=storage,
+                 sha256=sha if size else hashlib.sha256(b"").hexdigest(), artifact_prefix=artifact_prefix,
+                 force=force, callback_url=callback_url)
 
 
 def spec_for_object(
@@ -50,20 +47,10 @@ def spec_for_object(
     version_id: str | None = None, size: int | None = None, prefix_template: str = "artifacts/{sha256}",
     force: bool = False, callback_url: str | None = None,
 ) -> JobSpec:
-    opts = options.model_dump(mode="json")
     identity = hashlib.sha256(f"s3:{bucket}/{key}:{etag or ''}:{version_id or ''}".encode()).hexdigest()
-    return JobSpec(
-        job_id=keys.job_id_for(identity, opts),
-        source=f"s3://{bucket}/{key}",
-        filename=os.path.basename(key) or key,
-        bytes=size,
-        storage=storage,
-        artifact_prefix=prefix_template,
-        options=opts,
-        etag=etag,
-        force=force,
-        callback_url=callback_url,
-    )
+    return _spec(identity, options, source=f"s3://{bucket}/{key}", filename=os.path.basename(key) or key,
+                 bytes=size, storage=storage, artifact_prefix=prefix_template, etag=etag, force=force,
+                 callback_url=callback_url)
 
 
 def enqueue(spec: JobSpec) -> str:
@@ -72,7 +59,7 @@ def enqueue(spec: JobSpec) -> str:
 
     payload: dict[str, Any] = spec.model_dump(mode="json")
     try:
-        jobs.update(spec.job_id, state="queued", filename=spec.filename, storage=spec.storage, source=spec.source,
+        jobs.update(spec.job_id, state=JobState.QUEUED, filename=spec.filename, storage=spec.storage, source=spec.source,
                     spec=payload)
         send("pagefleet.split", [payload], queue="split", task_id=f"{spec.job_id}-split", label=f"(job {spec.job_id})")
     except (OperationalError, OSError) as exc:

@@ -20,9 +20,7 @@ import sys
 from rich.console import Console
 
 from workers.errors import PagefleetError
-from workers.settings import Options
-
-QUEUE_NAMES = ("split", "cpu", "gpu", "collect")
+from workers.settings import QUEUES, Options
 
 
 def _options(args: argparse.Namespace) -> Options:
@@ -47,9 +45,9 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_worker(args: argparse.Namespace, console: Console) -> int:
     queues = [q.strip() for q in args.queues.split(",") if q.strip()]
-    bad = [q for q in queues if q not in QUEUE_NAMES]
+    bad = [q for q in queues if q not in QUEUES]
     if bad or not queues:
-        console.print(f"pagefleet: error: unknown queue(s) {bad or queues}; choose from {', '.join(QUEUE_NAMES)}")
+        console.print(f"pagefleet: error: unknown queue(s) {bad or queues}; choose from {', '.join(QUEUES)}")
         return 1
     argv = [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "-Q", ",".join(queues),
             "-c", str(args.concurrency), "-l", args.loglevel, "-E", "-n", f"{'-'.join(queues)}@%h"]
