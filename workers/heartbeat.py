@@ -23,23 +23,14 @@ import sys
 import time
 from pathlib import Path
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
-
-
-class HeartbeatSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="PAGEFLEET_HEARTBEAT_", extra="ignore")
-
-    dir: str | None = Field(None, description="where the files live; unset disables the heartbeat")
-    interval_s: float = Field(10.0, gt=0, le=300)
-    max_age_s: float = Field(120.0, gt=0, description="liveness fails when `alive` is older")
+from workers.settings import HeartbeatSettings, get_settings
 
 
 class Heartbeat:
     """The writer side, used by the worker bootstep and signal handlers."""
 
     def __init__(self, settings: HeartbeatSettings | None = None) -> None:
-        self.settings = settings or HeartbeatSettings()
+        self.settings = settings or get_settings().heartbeat
         base = Path(self.settings.dir) if self.settings.dir else None
         self.enabled = base is not None
         self.alive = base / "alive" if base else None
@@ -86,7 +77,7 @@ def _age(path: Path) -> float | None:
 
 def check(kind: str, settings: HeartbeatSettings | None = None) -> tuple[bool, str]:
     """(ok, reason) for `live` or `ready`."""
-    settings = settings or HeartbeatSettings()
+    settings = settings or get_settings().heartbeat
     if not settings.dir:
         return False, "PAGEFLEET_HEARTBEAT_DIR is not set"
     base = Path(settings.dir)
@@ -111,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("kind", choices=("live", "ready"))
     parser.add_argument("--max-age", type=float, help="seconds (default PAGEFLEET_HEARTBEAT_MAX_AGE_S or 120)")
     args = parser.parse_args(argv)
-    settings = HeartbeatSettings()
+    settings = get_settings().heartbeat
     if args.max_age is not None:
         settings = settings.model_copy(update={"max_age_s": args.max_age})
     ok, reason = check(args.kind, settings)

@@ -30,11 +30,8 @@ import logging
 import re
 from typing import Any
 
-from pydantic import AliasChoices, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
-
 from routing.scripts import ARABIC_RANGES, HEBREW_RANGES
-from workers.settings import PIPELINE_VERSION
+from workers.settings import PIPELINE_VERSION, SentrySettings, get_settings  # noqa: F401 - SentrySettings re-exported
 
 log = logging.getLogger(__name__)
 
@@ -56,16 +53,6 @@ _FOREIGN_RUN = re.compile(f"{_LETTER}(?:(?:{_LETTER}|[\\s\\d.,:;!?'\"()\\-–])*
 _QUOTED = re.compile(r"""(['"])(?:(?!\1).){1,2000}?\1""", re.DOTALL)
 _SAFE_TAIL = re.compile(r"^[\w.\-]{0,64}$", re.ASCII)
 MAX_STRING = 500
-
-
-class SentrySettings(BaseSettings):
-    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
-
-    dsn: str | None = Field(None, validation_alias=AliasChoices("PAGEFLEET_SENTRY_DSN", "SENTRY_DSN"))
-    environment: str | None = Field(None, validation_alias=AliasChoices("PAGEFLEET_SENTRY_ENVIRONMENT",
-                                                                           "SENTRY_ENVIRONMENT"))
-    traces_sample_rate: float = Field(0.0, ge=0.0, le=1.0,
-                                      validation_alias=AliasChoices("PAGEFLEET_SENTRY_TRACES_SAMPLE_RATE"))
 
 
 def scrub_text(value: str) -> str:
@@ -206,7 +193,7 @@ def _privacy_options(sentry_sdk: Any) -> dict[str, Any]:
 
 def init_sentry(component: str = "worker", dsn: str | None = None) -> bool:
     """Initialise sentry-sdk once per process. False (and nothing done) without a DSN."""
-    settings = SentrySettings()
+    settings = get_settings().sentry
     dsn = dsn or settings.dsn
     if not dsn:
         return False

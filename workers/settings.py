@@ -1,7 +1,15 @@
-"""All configuration in one pydantic-settings class (env prefix `PAGEFLEET_`).
+"""All configuration in one settings tree, `get_settings()` (env prefix `PAGEFLEET_`).
 
-Nested values use `__` (e.g. `PAGEFLEET_CHAINS__HE='["dots","tesseract:heb+eng"]'`). Nothing else
-in the code reads environment variables for configuration.
+    Settings                    PAGEFLEET_*            broker, storage, limits, loglevel
+      .options (per job)        Options                what `run/submit` accept; part of the job id
+      .chains .vlm .router      PAGEFLEET_CHAINS__HE='["dots","tesseract:heb+eng"]', …
+      .events                   PAGEFLEET_EVENTS_*     the bucket-event receiver (`pagefleet events`)
+      .heartbeat                PAGEFLEET_HEARTBEAT_*  probe files for containers
+      .sentry                   PAGEFLEET_SENTRY_* / SENTRY_*  error reporting
+
+Sections that a separate process owns (the receiver, probes, Sentry) keep their own env prefix and
+are read when the tree is built. Nothing else in the code reads environment variables for
+configuration.
 """
 
 from __future__ import annotations
@@ -9,7 +17,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PIPELINE_VERSION = "0.1.0"
@@ -82,6 +90,56 @@ class RouterSettings(BaseModel):
     min_orientation_confidence: float = Field(2.0, ge=0)
 
 
+# --- sections with their own env prefix ---------------------------------------------------------
+
+class EventSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="PAGEFLEET_EVENTS_", env_nested_delimiter="__", extra="ignore")
+
+    host: str = Field("127.0.0.1", description="address to bind; 0.0.0.0 inside a container")
+    port: int = Field(8080, ge=0, le=65535, description="0 picks a free port")
+    token: SecretStr | None = Field(None, description="the bearer token MinIO/clients must send")
+    output: str | None = Field(None, description="artifact storage: s3://bucket/prefix (or file:///dir)")
+    prefix_template: str = Field("artifacts/{sha256}", description="artifact prefix inside the output")
+    prefix_filters: list[str] = Field(default_factory=list, description="object key must start with one")
+    suffix_filters: list[str] = Field(default_factory=list, description="object key must end with one")
+    buckets: list[str] = Field(default_factory=list, description="only these source buckets (empty: any)")
+    callback_url: str | None = Field(None, description="HTTP callback for completion notices")
+    options: Options = Field(default_factory=Options)
+    dedup_ttl_s: int = Field(7 * 86400, ge=60, description="how long an enqueued upload is remembered")
+    claim_ttl_s: int = Field(120, ge=5, le=3600, description="how long an in-flight enqueue holds its claim")
+    max_body_bytes: int = Field(1024 * 1024, ge=1024, le=64 * 1024 * 1024)
+    stat_missing_etag: bool = Field(True, description="HEAD the object when an event carries no ETag")
+    redis_bridge_list: str | None = Field(None, description="MinIO Redis target key (format=access)")
+    redis_bridge_url: str | None = Field(None, description="Redis holding that list (default: broker)")
+
+    @field_validator("output")
+    @classmethod
+    def _storage_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("s3://", "file://")):
+            raise ValueError("output must be s3://bucket/prefix or file:///dir")
+        if value is not None and value.startswith("s3://") and not value[len("s3://"):].split("/", 1)[0]:
+            raise ValueError("output needs a bucket: s3://bucket/prefix")
+        return value.rstrip("/") if value else value
+
+
+class HeartbeatSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="PAGEFLEET_HEARTBEAT_", extra="ignore")
+
+    dir: str | None = Field(None, description="where the files live; unset disables the heartbeat")
+    interval_s: float = Field(10.0, gt=0, le=300)
+    max_age_s: float = Field(120.0, gt=0, description="liveness fails when `alive` is older")
+
+
+class SentrySettings(BaseSettings):
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
+
+    dsn: str | None = Field(None, validation_alias=AliasChoices("PAGEFLEET_SENTRY_DSN", "SENTRY_DSN"))
+    environment: str | None = Field(None, validation_alias=AliasChoices("PAGEFLEET_SENTRY_ENVIRONMENT",
+                                                                           "SENTRY_ENVIRONMENT"))
+    traces_sample_rate: float = Field(0.0, ge=0.0, le=1.0,
+                                      validation_alias=AliasChoices("PAGEFLEET_SENTRY_TRACES_SAMPLE_RATE"))
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="PAGEFLEET_", env_nested_delimiter="__", extra="ignore")
 
@@ -107,9 +165,14 @@ class Settings(BaseSettings):
     max_page_attempts: int = Field(3, ge=1)
     job_deadline_s: int = Field(3600, ge=60)
 
+    loglevel: str = Field("WARNING", description="log level of the CLI (workers take --loglevel)")
+
     chains: Chains = Chains()
     vlm: VlmSettings = VlmSettings()
     router: RouterSettings = RouterSettings()
+    events: EventSettings = Field(default_factory=EventSettings)
+    heartbeat: HeartbeatSettings = Field(default_factory=HeartbeatSettings)
+    sentry: SentrySettings = Field(default_factory=SentrySettings)
 
 
 @lru_cache(maxsize=1)

@@ -33,7 +33,7 @@ from tests.unit.test_event_parser import aws_record, minio_record, minio_webhook
 from workers.errors import BrokerUnavailable
 from workers.intake.events import EventDedup, Outcome, build_intake
 from workers.intake.receiver import BearerAuth, EventServer, serve_in_thread
-from workers.intake.settings import EventSettings
+from workers.settings import EventSettings
 from workers.storage import S3Storage
 
 pytestmark = pytest.mark.integration

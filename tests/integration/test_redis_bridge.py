@@ -17,7 +17,7 @@ from tests.conftest import wait_for_job
 from tests.unit.test_event_parser import minio_record
 from workers.intake.events import build_intake, parse_event_payload
 from workers.intake.bridge import RedisBridge, bridge_client, start_bridge
-from workers.intake.settings import EventSettings
+from workers.settings import EventSettings
 from workers.storage import S3Storage
 
 pytestmark = pytest.mark.integration

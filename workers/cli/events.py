@@ -24,7 +24,7 @@ import pydantic
 import redis
 
 from workers.intake.events import EventConfigError
-from workers.intake.settings import EventSettings
+from workers.settings import EventSettings
 
 log = logging.getLogger(__name__)
 

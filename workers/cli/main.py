@@ -20,7 +20,7 @@ import sys
 from rich.console import Console
 
 from workers.errors import PagefleetError
-from workers.settings import QUEUES, Options
+from workers.settings import QUEUES, Options, get_settings
 
 
 def _options(args: argparse.Namespace) -> Options:
@@ -158,7 +158,7 @@ COMMANDS = {"run": cmd_run, "worker": cmd_worker, "submit": cmd_submit, "status"
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=os.environ.get("PAGEFLEET_LOGLEVEL", "WARNING"),
+    logging.basicConfig(level=get_settings().loglevel.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args = parser().parse_args(argv)
     console = Console(stderr=True, markup=False, width=None if sys.stderr.isatty() else 140)

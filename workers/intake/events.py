@@ -43,7 +43,7 @@ from typing import Any
 import redis
 
 from workers.errors import BrokerUnavailable, PagefleetError, StorageError
-from workers.intake.settings import EventSettings
+from workers.settings import EventSettings
 from workers.model import JobSpec
 from workers.settings import Options
 
