@@ -1,6 +1,6 @@
 """The Celery application: Redis broker and result backend, JSON only, four queues.
 
-Settings follow docs/RELIABILITY.md: late acks with prefetch 1 (KEDA sees waiting work), redelivery
+Settings follow ../shared/docs/RELIABILITY.md: late acks with prefetch 1 (KEDA sees waiting work), redelivery
 on a lost worker *with* a per-page delivery cap (counted in the OCR task), soft limit below hard
 limit, a visibility timeout above the hard limit, prefork only, task events on, soft shutdown so
 unacknowledged work returns to the queue on scale-down.

@@ -1,4 +1,4 @@
-"""Failure drills from docs/RELIABILITY.md, each on a private fleet (its own Redis and workers):
+"""Failure drills from ../shared/docs/RELIABILITY.md, each on a private fleet (its own Redis and workers):
 an engine that crashes, a page that kills its worker every time, a pool child SIGKILLed mid-page."""
 
 from __future__ import annotations
