@@ -30,7 +30,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.support import tiny_models
-from workers.engines import vlm  # noqa: E402
+from workers.engines import hf  # noqa: E402
 from workers.engines.base import PageImage, create  # noqa: E402
 
 ROUTER_BATCHES = (1, 2, 4, 8, 16, 32, 64)
@@ -48,7 +48,7 @@ def build_on(device: str, factory: Any) -> Any:
     """Instantiate a model directly on `device` in its inference dtype (fast random init on the GPU)."""
     import torch
 
-    dtype = vlm.torch_dtype(device)
+    dtype = hf.torch_dtype(device)
     previous = torch.get_default_dtype()
     torch.set_default_dtype(dtype)
     try:
@@ -98,7 +98,7 @@ def bench_router(device: str, quick: bool, page: Any) -> dict[str, Any]:
     params = sum(p.numel() for p in model.parameters())
     text = tokenizer(PROMPTS, padding="max_length", max_length=64, truncation=True, return_tensors="pt").to(device)
     prep = median_seconds(lambda: images(images=[page], return_tensors="pt"), "cpu", 1, 3)
-    pixel = images(images=[page], return_tensors="pt")["pixel_values"].to(device, vlm.torch_dtype(device))
+    pixel = images(images=[page], return_tensors="pt")["pixel_values"].to(device, hf.torch_dtype(device))
     rows = []
     for batch in ROUTER_BATCHES[:3] if quick else ROUTER_BATCHES:
         pixels = pixel.expand(batch, -1, -1, -1).contiguous()
@@ -112,7 +112,7 @@ def bench_router(device: str, quick: bool, page: Any) -> dict[str, Any]:
     return {"params": params, "preprocess_s_per_page": prep, "rows": rows}
 
 
-def vlm_loaded(device: str, quick: bool) -> vlm.LoadedModel:
+def vlm_loaded(device: str, quick: bool) -> hf.LoadedModel:
     from transformers import LightOnOcrForConditionalGeneration, LightOnOcrProcessor
     from transformers.models.pixtral.image_processing_pil_pixtral import PixtralImageProcessorPil
 
@@ -134,13 +134,13 @@ def vlm_loaded(device: str, quick: bool) -> vlm.LoadedModel:
         image_processor=images, tokenizer=tokenizer, patch_size=14, spatial_merge_size=2,
         chat_template=tiny_models.LIGHTON_TEMPLATE,
     )
-    return vlm.LoadedModel(model, processor, device, type(model).__name__, "bench/lightonocr-random", 0.0)
+    return hf.LoadedModel(model, processor, device, type(model).__name__, "bench/lightonocr-random", 0.0)
 
 
 def bench_vlm(device: str, quick: bool, pages: list[PageImage]) -> dict[str, Any]:
     loaded = vlm_loaded(device, quick)
     params = sum(p.numel() for p in loaded.model.parameters())
-    vlm.cached_load(("LightOnOcrForConditionalGeneration", loaded.model_id, device), lambda: loaded)
+    hf.cached_load(("LightOnOcrForConditionalGeneration", loaded.model_id, device), lambda: loaded)
     max_new = 16 if quick else 256
     runs = [(1, 10**9), (8, 10**9), (8, 64)] if not quick else [(1, 10**9), (2, 10**9), (2, 64)]
     rows = []

@@ -19,7 +19,7 @@ pytest.importorskip("transformers")
 from PIL import Image, ImageDraw, ImageFont  # noqa: E402
 
 from tests.support import tiny_models
-from workers.engines import vlm  # noqa: E402
+from workers.engines import hf, repetition, vlm, vlm_load  # noqa: E402
 from workers.engines.base import PageImage, create  # noqa: E402
 from workers.errors import EngineTimeout, EngineUnavailable  # noqa: E402
 from workers.settings import get_settings  # noqa: E402
@@ -79,28 +79,28 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> list[PageImage]:
 
 @pytest.fixture(autouse=True)
 def fresh_cache() -> None:
-    vlm.clear_cache()
+    hf.clear_cache()
 
 
 # ---------------------------------------------------------------- repetition stopping, synthetic ids
 
 
 def test_repetition_period_finds_short_loops() -> None:
-    policy = vlm.RepetitionPolicy()
-    assert vlm.repetition_period([5] * 64, policy) == 1
-    assert vlm.repetition_period(list(range(100)) + [7, 8, 9] * 22, policy) == 3
+    policy = repetition.RepetitionPolicy()
+    assert repetition.repetition_period([5] * 64, policy) == 1
+    assert repetition.repetition_period(list(range(100)) + [7, 8, 9] * 22, policy) == 3
     unit = list(range(200, 232))  # a 32-token unit must repeat over 4 × 32 = 128 tokens
-    assert vlm.repetition_period(unit * 3, policy) is None
-    assert vlm.repetition_period(unit * 4, policy) == 32
+    assert repetition.repetition_period(unit * 3, policy) is None
+    assert repetition.repetition_period(unit * 4, policy) == 32
 
 
 def test_repetition_period_ignores_real_text_short_tails_and_padding() -> None:
-    policy = vlm.RepetitionPolicy()
-    assert vlm.repetition_period(list(range(300)), policy) is None
-    assert vlm.repetition_period([5] * 63, policy) is None
-    assert vlm.repetition_period([1, 2] * 40, policy, ignore=[2]) is None
-    assert vlm.repetition_period([9] * 10 + [1, 2, 3, 4] * 16, policy) == 4
-    assert vlm.repetition_period([5] * 20, vlm.RepetitionPolicy(max_period=4, min_span=16, min_repeats=2)) == 1
+    policy = repetition.RepetitionPolicy()
+    assert repetition.repetition_period(list(range(300)), policy) is None
+    assert repetition.repetition_period([5] * 63, policy) is None
+    assert repetition.repetition_period([1, 2] * 40, policy, ignore=[2]) is None
+    assert repetition.repetition_period([9] * 10 + [1, 2, 3, 4] * 16, policy) == 4
+    assert repetition.repetition_period([5] * 20, repetition.RepetitionPolicy(max_period=4, min_span=16, min_repeats=2)) == 1
 
 
 def test_stopping_criteria_flags_only_the_looping_rows() -> None:
@@ -110,16 +110,16 @@ def test_stopping_criteria_flags_only_the_looping_rows() -> None:
         prompt + list(range(10, 90)),  # fresh text
         prompt + [11] * 10 + [0] * 70,  # finished: padded with the pad id 0
     ]
-    criteria = vlm.make_repetition_criteria(len(prompt), vlm.RepetitionPolicy(), ignore_ids=[0])
+    criteria = repetition.make_repetition_criteria(len(prompt), repetition.RepetitionPolicy(), ignore_ids=[0])
     done = criteria(torch.tensor(rows), None)
     assert done.tolist() == [True, False, False]
     assert criteria.periods == {0: 2}
-    short = vlm.make_repetition_criteria(len(prompt), vlm.RepetitionPolicy(), ignore_ids=[0])
+    short = repetition.make_repetition_criteria(len(prompt), repetition.RepetitionPolicy(), ignore_ids=[0])
     assert short(torch.tensor([r[: len(prompt) + 30] for r in rows]), None).tolist() == [False, False, False]
 
 
 def test_stopping_criteria_keeps_a_row_stopped() -> None:
-    criteria = vlm.make_repetition_criteria(0, vlm.RepetitionPolicy(max_period=2, min_span=8, min_repeats=2))
+    criteria = repetition.make_repetition_criteria(0, repetition.RepetitionPolicy(max_period=2, min_span=8, min_repeats=2))
     assert criteria(torch.tensor([[1] * 8]), None).tolist() == [True]
     assert criteria(torch.tensor([[1] * 8 + [2]]), None).tolist() == [True]
 
@@ -189,20 +189,20 @@ def test_model_loads_once_per_process(
     models: ModelDirs, pages: list[PageImage], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls = []
-    real = vlm._load_model
+    real = vlm_load.load_model
 
     def counting(*args: object, **kwargs: object) -> object:
         calls.append(args)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(vlm, "_load_model", counting)
+    monkeypatch.setattr(vlm, "load_model", counting)
     first = create("qwen", model=models[("qwen", False)], max_new_tokens=2)
     first.read(pages[:1], script="latin")
     second = create("qwen", model=models[("qwen", False)], max_new_tokens=2)
     second.read(pages[1:2], script="latin")
     assert len(calls) == 1
     assert first.load() is second.load()
-    assert vlm.loaded_keys() == [("Qwen2_5_VLForConditionalGeneration", models[("qwen", False)], "cpu")]
+    assert hf.loaded_keys() == [("Qwen2_5_VLForConditionalGeneration", models[("qwen", False)], "cpu")]
 
 
 def test_missing_local_checkpoint_is_unavailable(tmp_path: Path, pages: list[PageImage]) -> None:
@@ -211,7 +211,7 @@ def test_missing_local_checkpoint_is_unavailable(tmp_path: Path, pages: list[Pag
     assert not health.available and "neither a local directory nor a hub id" in health.detail
     with pytest.raises(EngineUnavailable, match="cannot load"):
         engine.read(pages[:1], script="latin")
-    assert vlm.loaded_keys() == []
+    assert hf.loaded_keys() == []
 
 
 def test_uncached_hub_model_is_unavailable_and_never_downloaded(

@@ -13,7 +13,7 @@ pytest.importorskip("transformers")
 from PIL import Image, ImageDraw, ImageFont  # noqa: E402
 
 from tests.support import tiny_models
-from workers.engines import vlm  # noqa: E402
+from workers.engines import hf  # noqa: E402
 from workers.ladder.siglip import SiglipRouter, VisualVerdict  # noqa: E402
 from workers.errors import EngineUnavailable  # noqa: E402
 from workers.settings import get_settings  # noqa: E402
@@ -52,7 +52,7 @@ def images(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
 
 @pytest.fixture(autouse=True)
 def fresh_cache() -> None:
-    vlm.clear_cache()
+    hf.clear_cache()
 
 
 @pytest.mark.parametrize("architecture", ["SiglipModel", "Siglip2Model"])
@@ -131,7 +131,7 @@ def test_loads_once_per_process(checkpoints: dict[str, str], images: list[str]) 
     first.classify(images[:1])
     second = SiglipRouter(model=checkpoints["SiglipModel"], batch_size=3)
     assert second.load() is first.load()
-    assert vlm.loaded_keys() == [("AutoModel[siglip]", checkpoints["SiglipModel"], "cpu")]
+    assert hf.loaded_keys() == [("AutoModel[siglip]", checkpoints["SiglipModel"], "cpu")]
 
 
 def test_missing_weights_are_unavailable(tmp_path: Path, images: list[str], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,11 +12,23 @@ their models lazily, once per process.
 from __future__ import annotations
 
 import abc
+import functools
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from workers.errors import EngineUnavailable
+from workers.errors import EngineCrashed, EngineError, EngineUnavailable
+
+log = logging.getLogger(__name__)
+# What third-party engine code raises besides our own errors. An import that fails (a missing or
+# broken library: paddle, OpenCV without libGL) makes the engine unavailable; the rest crash this
+# engine's attempt on these pages. Translated at the engine's boundary, so neither can fail a task
+# (Celery's SoftTimeLimitExceeded is none of these and passes through).
+IMPORT_ERRORS: tuple[type[BaseException], ...] = (ImportError,)
+RUNTIME_ERRORS: tuple[type[BaseException], ...] = (
+    OSError, RuntimeError, ValueError, TypeError, KeyError, IndexError, AttributeError, ArithmeticError,
+)
 
 
 @dataclass(frozen=True)
@@ -26,6 +38,7 @@ class PageImage:
     path: str
     page: int
     dpi: int = 300
+    pdf: str | None = None  # the source PDF on local disk, for engines that read it themselves (`command`)
 
 
 @dataclass
@@ -55,6 +68,14 @@ class Engine(abc.ABC):
         self.variant = variant
         self.options = options
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every engine's own `read` and `health` get the error boundary (`_guard_read`/`_guard_health`)."""
+        super().__init_subclass__(**kwargs)
+        if "read" in cls.__dict__:
+            cls.read = _guard_read(cls.__dict__["read"])  # type: ignore[method-assign]
+        if "health" in cls.__dict__:
+            cls.health = _guard_health(cls.__dict__["health"])  # type: ignore[method-assign]
+
     @property
     def label(self) -> str:
         """What a page records as its `engine`: `name` or `name:variant`."""
@@ -67,6 +88,33 @@ class Engine(abc.ABC):
     @abc.abstractmethod
     def read(self, images: list[PageImage], *, script: str) -> list[EngineOutput]:
         """Read every image (batched where the engine can); one output per image, same order."""
+
+
+def _guard_read(read: Callable[..., list[EngineOutput]]) -> Callable[..., list[EngineOutput]]:
+    @functools.wraps(read)
+    def guarded(self: Engine, images: list[PageImage], *, script: str) -> list[EngineOutput]:
+        try:
+            return read(self, images, script=script)
+        except EngineError:
+            raise
+        except IMPORT_ERRORS as e:
+            raise EngineUnavailable(f"{self.label}: cannot import what it needs: {type(e).__name__}: {e}") from e
+        except RUNTIME_ERRORS as e:
+            raise EngineCrashed(f"{self.label}: {type(e).__name__}: {e}") from e
+
+    return guarded
+
+
+def _guard_health(health: Callable[..., EngineHealth]) -> Callable[..., EngineHealth]:
+    @functools.wraps(health)
+    def guarded(self: Engine) -> EngineHealth:
+        try:
+            return health(self)
+        except (EngineError, *IMPORT_ERRORS, *RUNTIME_ERRORS) as e:
+            log.warning("engine %s: health check failed: %s", self.label, e)
+            return EngineHealth(self.label, False, f"health check failed: {type(e).__name__}: {e}", self.device)
+
+    return guarded
 
 
 EngineFactory = Callable[..., Engine]
@@ -106,5 +154,14 @@ def create(entry: str, **options: Any) -> Engine:
     name, variant = parse_entry(entry)
     factory = _REGISTRY.get(name)
     if factory is None:
-        raise EngineUnavailable(f"no engine named {name!r} (known: {', '.join(registered())})")
-    return factory(variant=variant, **options)
+        from workers.engines import import_failures
+
+        broken = "; ".join(f"{m}: {why}" for m, why in import_failures().items())
+        raise EngineUnavailable(f"no engine named {name!r} (known: {', '.join(registered())})"
+                                + (f"; modules that failed to import: {broken}" if broken else ""))
+    try:
+        return factory(variant=variant, **options)
+    except EngineError:
+        raise
+    except (*IMPORT_ERRORS, *RUNTIME_ERRORS) as e:
+        raise EngineUnavailable(f"{entry}: cannot start: {type(e).__name__}: {e}") from e

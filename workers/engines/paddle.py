@@ -26,7 +26,7 @@ import time
 from typing import Any
 
 from workers.engines.base import Engine, EngineHealth, EngineOutput, PageImage, register
-from workers.engines.vlm import missing_packages
+from workers.engines.hf import missing_packages
 from workers.errors import EngineCrashed, EngineUnavailable
 from workers.settings import get_settings
 
@@ -119,13 +119,13 @@ class PaddleEngine(Engine):
         return pipeline
 
     def _build(self) -> Any:
-        from rapidocr_onnxruntime import RapidOCR
-
         kwargs: dict[str, Any] = {"intra_op_num_threads": self.threads, "inter_op_num_threads": 1}
         if self.rec_model_path:
             kwargs.update(rec_model_path=self.rec_model_path, rec_keys_path=self.rec_keys_path)
         started = time.monotonic()
-        try:
+        try:  # the import too: OpenCV without libGL, onnxruntime without its libraries fail here
+            from rapidocr_onnxruntime import RapidOCR
+
             pipeline = RapidOCR(**kwargs)
         except Exception as e:  # onnxruntime / yaml / file errors, whatever their class
             raise EngineUnavailable(f"{self.label}: cannot build the ONNX pipeline: {e}") from e

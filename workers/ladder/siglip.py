@@ -10,7 +10,8 @@ multilingual chain). With the seed's prompt pair the threshold is negative (−0
 The default checkpoint google/siglip2-base-patch16-224 is a FixRes SigLIP2 model: its config
 says `siglip`, so AutoModel gives `SiglipModel`; NaFlex checkpoints (`siglip2-*-naflex`) load as
 `Siglip2Model`. Both go through AutoModel + AutoProcessor. Loaded lazily, once per process
-(cache keyed by class, model id, device); `EngineUnavailable` when the weights are not on disk.
+(cache keyed by class, model id, device); `EngineUnavailable` when the weights are not on disk. Loading is shared with the VLM
+engines (`workers.engines.hf`).
 An image that cannot be opened gets `VisualVerdict(None, 0.0, {})`: the caller falls back to OSD or
 the default chain, the document goes on.
 """
@@ -23,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workers.engines.base import EngineHealth
-from workers.engines.vlm import (
-    LoadedModel, cached_load, missing_packages, pick_device, to_device, torch_dtype, weights_present,
+from workers.engines.hf import (
+    LoadedModel, cached_load, load_kwargs, loading, missing_packages, pick_device, resolve, to_device, weights_present,
 )
 from workers.errors import EngineCrashed, EngineUnavailable
 from workers.settings import get_settings
@@ -83,15 +84,14 @@ class SiglipRouter:
         import transformers
 
         started = time.monotonic()
-        try:
-            local = self.local_files_only
-            processor = transformers.AutoProcessor.from_pretrained(self.model_id, local_files_only=local)
-            model = transformers.AutoModel.from_pretrained(
-                self.model_id, local_files_only=local, dtype=torch_dtype(device)
-            )
-            model.to(device).eval()
-        except (OSError, ValueError, ImportError, KeyError, RuntimeError) as e:
-            raise EngineUnavailable(f"{self.name}: cannot load {self.model_id} on {device}: {e}") from e
+        path = resolve(self.model_id)
+        with loading(self.name, self.model_id, device):
+            present, detail = weights_present(self.model_id)
+            if not present and self.local_files_only:
+                raise EngineUnavailable(f"{self.name}: cannot load {self.model_id} on {device}: {detail}")
+            processor = transformers.AutoProcessor.from_pretrained(path, local_files_only=self.local_files_only)
+            model = transformers.AutoModel.from_pretrained(path, **load_kwargs(device, self.local_files_only))
+            model.eval()
         return LoadedModel(model, processor, device, type(model).__name__, self.model_id, time.monotonic() - started)
 
     def classify(self, image_paths: list[str]) -> list[VisualVerdict]:

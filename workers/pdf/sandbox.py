@@ -66,13 +66,15 @@ def run_child(
         return json.loads(out.read_text(encoding="utf-8"))
 
 
-def run_tool(argv: list[str], *, timeout_s: float, memory_mb: int) -> subprocess.CompletedProcess[bytes]:
-    """An external tool reading an untrusted PDF (pdftotext), under the same limits as a sandbox
-    child: RLIMIT_AS/RLIMIT_CPU/no core, one OpenMP thread, a wall-clock timeout
-    (`subprocess.TimeoutExpired` passes through for the caller to translate)."""
-    env = dict(os.environ, OMP_THREAD_LIMIT="1")
-    return subprocess.run(argv, capture_output=True, timeout=timeout_s, env=env, check=False,
-                          preexec_fn=_limits(memory_mb, int(timeout_s) + 1))
+def run_tool(argv: list[str], *, timeout_s: float, memory_mb: int, env: dict[str, str] | None = None,
+             cwd: str | None = None) -> subprocess.CompletedProcess[bytes]:
+    """An external tool reading an untrusted PDF (pdftotext, a site's OCR command), under the same
+    limits as a sandbox child: RLIMIT_AS/RLIMIT_CPU/no core, one OpenMP thread, a wall-clock timeout
+    (`subprocess.TimeoutExpired` passes through for the caller to translate). `env` replaces the
+    inherited environment (a plug-in command must not see the broker's or S3's secrets)."""
+    env = dict(os.environ if env is None else env, OMP_THREAD_LIMIT="1")
+    return subprocess.run(argv, capture_output=True, timeout=timeout_s, env=env, check=False, cwd=cwd,
+                          stdin=subprocess.DEVNULL, preexec_fn=_limits(memory_mb, int(timeout_s) + 1))
 
 
 def _death_reason(returncode: int, stderr: str) -> str:
