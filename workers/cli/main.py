@@ -143,7 +143,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _optional_commands(sub: argparse._SubParsersAction) -> None:
-    for module in ("workers.cli.events", "workers.cli.evaluate", "workers.cli.routes", "workers.watchdog"):
+    for module in ("workers.cli.events", "workers.cli.evaluate", "workers.cli.routes", "workers.watchdog",
+                   "workers.cli.review"):
         try:
             mod = __import__(module, fromlist=["register"])
         except ModuleNotFoundError as exc:
