@@ -6,6 +6,8 @@
       .events                   PAGEFLEET_EVENTS_*     the bucket-event receiver (`pagefleet events`)
       .heartbeat                PAGEFLEET_HEARTBEAT_*  probe files for containers
       .sentry                   PAGEFLEET_SENTRY_* / SENTRY_*  error reporting
+      .reliability              PAGEFLEET_RELIABILITY__*  deadlines, re-dispatch, state TTLs, callbacks
+      .studio                   PAGEFLEET_STUDIO_*     the review studio (`pagefleet review`)
 
 Sections that a separate process owns (the receiver, probes, Sentry) keep their own env prefix and
 are read when the tree is built. Nothing else in the code reads environment variables for
@@ -19,6 +21,8 @@ from typing import Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from workers.reliability import ReliabilitySettings
 
 PIPELINE_VERSION = "0.1.0"
 QUEUES = ("split", "cpu", "gpu", "collect")  # the Celery queues, one Deployment/ScaledObject each
@@ -140,6 +144,20 @@ class SentrySettings(BaseSettings):
                                       validation_alias=AliasChoices("PAGEFLEET_SENTRY_TRACES_SAMPLE_RATE"))
 
 
+class StudioSettings(BaseSettings):
+    """The review studio (`pagefleet review`); command-line values override these."""
+
+    model_config = SettingsConfigDict(env_prefix="PAGEFLEET_STUDIO_", env_nested_delimiter="__", extra="ignore")
+
+    host: str = Field("127.0.0.1", description="address to bind; anything but loopback needs a token")
+    port: int = Field(4173, ge=0, le=65535, description="0 picks a free port")
+    token: SecretStr | None = Field(None, description="required on every request when set")
+    max_upload_bytes: int = Field(50 * 1024 * 1024, ge=1024, le=4 * 1024**3, description="upload size cap")
+    low_confidence: float = Field(75.0, ge=0, le=100, description="OCR confidence below this is risky")
+    image_dpi: int = Field(110, ge=36, le=300, description="resolution of the source page images")
+    options: Options = Field(default_factory=Options, description="job options for uploaded PDFs")
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="PAGEFLEET_", env_nested_delimiter="__", extra="ignore")
 
@@ -160,10 +178,13 @@ class Settings(BaseSettings):
     sandbox_memory_mb: int = Field(3072, ge=256)
     split_batch_pages: int = Field(200, ge=1)
 
-    task_soft_time_limit: int = 600
-    task_time_limit: int = 660
+    # bounded, so the visibility timeout (hard limit + reliability.visibility_margin_s = 9 min) can be
+    # short: a dead worker's unacked pages come back in minutes (issue 9)
+    task_soft_time_limit: int = 420
+    task_time_limit: int = 480
     max_page_attempts: int = Field(3, ge=1)
-    job_deadline_s: int = Field(3600, ge=60)
+    job_deadline_s: int = Field(3600, ge=1, description="`pagefleet run` gives up waiting after this")
+    reliability: ReliabilitySettings = Field(default_factory=ReliabilitySettings)
 
     loglevel: str = Field("WARNING", description="log level of the CLI (workers take --loglevel)")
 
@@ -173,6 +194,7 @@ class Settings(BaseSettings):
     events: EventSettings = Field(default_factory=EventSettings)
     heartbeat: HeartbeatSettings = Field(default_factory=HeartbeatSettings)
     sentry: SentrySettings = Field(default_factory=SentrySettings)
+    studio: StudioSettings = Field(default_factory=StudioSettings)
 
 
 @lru_cache(maxsize=1)
