@@ -7,7 +7,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 OUT    ?= out
 APT_PACKAGES = tesseract-ocr tesseract-ocr-eng tesseract-ocr-heb tesseract-ocr-ara tesseract-ocr-osd \
-               poppler-utils redis-server fonts-dejavu-core
+               poppler-utils redis-server fonts-dejavu-core chromium
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: setup system venv fixtures run test test-fast bench eval clean
