@@ -42,15 +42,21 @@ from typing import Any, Literal
 from routing.arabic import arabic_signals
 from routing.normalize import SYMBOL_PUA_MAP
 from routing.order import PageOrder, page_order
-from routing.scripts import is_arabic, is_hebrew, is_latin, is_private_use, script_stats
+from routing.scripts import ScriptStats, script_stats
+from routing.charclass import FAMILY_TABLE
 
 Origin = Literal["text_layer", "fallback_text", "ocr"]
 REPAIRABLE = frozenset({"visual_order_rtl"})
 
-_CP1252_SPECIALS = set("€‚ƒ„…†‡ˆ‰Š‹ŒŽ‘’“”•–—˜™š›œžŸ")
 _UTF8_MOJIBAKE = re.compile("[ÃÂ×ØÙÚÛ][\u0080-\u00bf\u0152\u0153\u0160\u0161\u0178\u017d\u017e\u0192\u02c6\u02dc\u2013-\u2022\u2026\u2030\u2039\u203a\u20ac\u2122]")
 _WORD = re.compile(r"\w+", re.UNICODE)
 _TOKEN = re.compile(r"[^\s\-\u05be/.,;:!?()\[\]{}\"'״׳«»]+")
+_BIDI_CONTROL = re.compile("[\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_PRIVATE_USE = re.compile("[^\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd]+")  # all but Private Use
+_SYMBOL_PUA_DELETE = dict.fromkeys(map(ord, SYMBOL_PUA_MAP))  # str.translate: drop the explained glyphs
+_ANY_PRIVATE_USE = re.compile("[\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd]")
+_PRESENTATION_FORM = re.compile("[\ufb50-\ufdff\ufe70-\ufeff]")
+_CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")  # Cc but tab, newline, form feed, return
 
 
 @dataclass(frozen=True)
@@ -93,37 +99,30 @@ class Verdict:
         return bool(self.reasons) and set(self.reasons) <= REPAIRABLE
 
 
-def _european_letter(ch: str) -> bool:
-    cp = ord(ch)
-    return 0xC0 <= cp <= 0x24F or 0x370 <= cp <= 0x4FF or 0x1E00 <= cp <= 0x1EFF
-
-
-def _character_reasons(text: str, t: GateThresholds, metrics: dict[str, float]) -> tuple[list[str], list[str]]:
+def _character_reasons(text: str, stats: ScriptStats, t: GateThresholds,
+                       metrics: dict[str, float]) -> tuple[list[str], list[str]]:
+    """Counts come from the page's one statistics pass (`script_stats`), not from per-character loops."""
     reasons: list[str] = []
     warnings: list[str] = []
-    controls = sum(1 for c in text if unicodedata.category(c) == "Cc" and c not in "\t\n\r\f")
-    pua = [c for c in text if is_private_use(c)]
-    unmapped_pua = sum(1 for c in pua if c not in SYMBOL_PUA_MAP)
-    letters = [c for c in text if unicodedata.category(c).startswith("L")]
-    known = sum(1 for c in letters if is_latin(c) or is_hebrew(c) or is_arabic(c) or _european_letter(c))
-    unexpected = len(letters) - known + len(pua)
-    latin = sum(1 for c in letters if is_latin(c))
-    moji = sum(1 for c in text if 0xC0 <= ord(c) <= 0xFF or c in _CP1252_SPECIALS)
-    rtl = sum(1 for c in letters if is_hebrew(c) or is_arabic(c))
-    metrics.update(control_chars=controls, private_use=len(pua), unexpected_letters=unexpected, mojibake_chars=moji)
+    controls, pua, moji = stats.controls, stats.pua, stats.mojibake
+    unmapped_pua = len(_PRIVATE_USE.sub("", text.translate(_SYMBOL_PUA_DELETE))) if pua else 0
+    letters = stats.all_letters
+    unexpected = letters - stats.known_letters + pua
+    latin, rtl = stats.latin, stats.he + stats.ar
+    metrics.update(control_chars=controls, private_use=pua, unexpected_letters=unexpected, mojibake_chars=moji)
     if controls:
         reasons.append("control_chars")
     if unmapped_pua:
         reasons.append("private_use_chars")
     elif pua:
         warnings.append("symbol_glyphs")
-    if unexpected >= 3 and unexpected / max(len(letters) + len(pua), 1) > t.max_unexpected_share:
+    if unexpected >= 3 and unexpected / max(letters + pua, 1) > t.max_unexpected_share:
         reasons.append("unexpected_script_letters")
     if moji >= 5 and moji / max(moji + latin + rtl, 1) >= t.mojibake_share:
         reasons.append("latin1_mojibake")
     if len(_UTF8_MOJIBAKE.findall(text)) >= 3:
         reasons.append("utf8_mojibake")
-    if "\u200e" in text or "\u200f" in text or any("\u202a" <= c <= "\u202e" or "\u2066" <= c <= "\u2069" for c in text):
+    if _BIDI_CONTROL.search(text):
         warnings.append("bidi_controls")
     return reasons, warnings
 
@@ -159,29 +158,12 @@ def _arabic_reasons(text: str, t: GateThresholds, metrics: dict[str, float]) -> 
     return reasons, warnings
 
 
-def _letter_family(ch: str) -> str | None:
-    cp = ord(ch)
-    if is_hebrew(ch):
-        return "he"
-    if is_arabic(ch):
-        return "ar"
-    if 0x370 <= cp <= 0x3FF:
-        return "greek"
-    if 0x400 <= cp <= 0x4FF:
-        return "cyrillic"
-    if 0x3040 <= cp <= 0x9FFF or 0xAC00 <= cp <= 0xD7AF:
-        return "cjk"
-    return None  # Latin mixes legitimately (glued runs, acronyms) and is not counted
-
-
 def mixed_script_words(text: str) -> tuple[int, int]:
-    """(words mixing two of Hebrew/Arabic/Greek/Cyrillic/CJK letters, words)."""
-    mixed = words = 0
-    for token in _TOKEN.findall(text):
-        families = {f for c in token if unicodedata.category(c).startswith("L") and (f := _letter_family(c))}
-        words += 1
-        mixed += len(families) >= 2
-    return mixed, words
+    """(words mixing two of Hebrew/Arabic/Greek/Cyrillic/CJK letters, words). One translation
+    keeps, per token, only its letters' family codes (Latin mixes legitimately and is dropped)."""
+    families = text.translate(FAMILY_TABLE).split()
+    mixed = sum(1 for token in families if len(token) > 1 and len(set(token)) > 1)
+    return mixed, len(_TOKEN.findall(text))
 
 
 def _replacement_reason(text: str, kashida_chars: int) -> bool:
@@ -259,7 +241,7 @@ def assess(gi: GateInput, t: GateThresholds = GateThresholds()) -> Verdict:
         reasons.append("too_little_text")
     if stats.non_space >= 3 and readable / stats.non_space < t.min_readable_share:
         reasons.append("glyph_soup")
-    char_reasons, char_warnings = _character_reasons(text, t, metrics)
+    char_reasons, char_warnings = _character_reasons(text, stats, t, metrics)
     ar_reasons, ar_warnings = _arabic_reasons(text, t, metrics)
     reasons += char_reasons + ar_reasons
     warnings += char_warnings + ar_warnings
@@ -298,13 +280,13 @@ def canonical_violations(text: str) -> list[str]:
     found = []
     if "\ufffd" in text:
         found.append("replacement_chars")
-    if any(is_private_use(c) for c in text):
+    if _ANY_PRIVATE_USE.search(text):
         found.append("private_use_chars")
-    if any(0xFB50 <= ord(c) <= 0xFDFF or 0xFE70 <= ord(c) <= 0xFEFF for c in text):
+    if _PRESENTATION_FORM.search(text):
         found.append("presentation_forms")
     if arabic_signals(text).decomposed_lam_alef:
         found.append("decomposed_lam_alef")
-    if any(unicodedata.category(c) == "Cc" and c not in "\t\n\r\f" for c in text):
+    if _CONTROL.search(text):
         found.append("control_chars")
     return found
 

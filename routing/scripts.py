@@ -8,61 +8,28 @@ Pure functions, no I/O.
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
+from routing.charclass import (  # noqa: F401 - re-exported: the per-character predicates live there
+    ARABIC_PRESENTATION_RANGES,
+    ARABIC_RANGES,
+    CJK_RANGES,
+    HEBREW_PRESENTATION_RANGES,
+    HEBREW_RANGES,
+    PRIVATE_USE_RANGES,
+    classes,
+    in_ranges,
+    is_arabic,
+    is_hebrew,
+    is_latin,
+    is_private_use,
+    is_rtl_letter,
+    letter_script,
+)
+
 Script = Literal["he", "ar", "latin", "mixed", "unknown"]
-
-HEBREW_RANGES = ((0x0590, 0x05FF), (0xFB1D, 0xFB4F))
-ARABIC_RANGES = ((0x0600, 0x06FF), (0x0750, 0x077F), (0x08A0, 0x08FF), (0xFB50, 0xFDFF), (0xFE70, 0xFEFF))
-ARABIC_PRESENTATION_RANGES = ((0xFB50, 0xFDFF), (0xFE70, 0xFEFF))
-HEBREW_PRESENTATION_RANGES = ((0xFB1D, 0xFB4F),)
-PRIVATE_USE_RANGES = ((0xE000, 0xF8FF), (0xF0000, 0xFFFFD), (0x100000, 0x10FFFD))
-CJK_RANGES = ((0x3040, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xAC00, 0xD7AF), (0xF900, 0xFAFF))
-
-
-def in_ranges(ch: str, ranges: tuple[tuple[int, int], ...]) -> bool:
-    cp = ord(ch)
-    return any(lo <= cp <= hi for lo, hi in ranges)
-
-
-def is_latin(ch: str) -> bool:
-    return ("A" <= ch <= "Z") or ("a" <= ch <= "z")
-
-
-def is_hebrew(ch: str) -> bool:
-    return in_ranges(ch, HEBREW_RANGES)
-
-
-def is_arabic(ch: str) -> bool:
-    return in_ranges(ch, ARABIC_RANGES)
-
-
-def is_rtl_letter(ch: str) -> bool:
-    """A Hebrew or Arabic letter (not a mark, digit or punctuation of those blocks)."""
-    return (is_hebrew(ch) or is_arabic(ch)) and unicodedata.category(ch).startswith("L")
-
-
-def is_private_use(ch: str) -> bool:
-    return in_ranges(ch, PRIVATE_USE_RANGES)
-
-
-def letter_script(ch: str) -> str:
-    """The script bucket of one character: latin, he, ar, pua, cjk, other_letter or none."""
-    if is_latin(ch):
-        return "latin"
-    if is_hebrew(ch):
-        return "he" if unicodedata.category(ch).startswith("L") else "none"
-    if is_arabic(ch):
-        return "ar" if unicodedata.category(ch).startswith("L") else "none"
-    if is_private_use(ch):
-        return "pua"
-    if in_ranges(ch, CJK_RANGES):
-        return "cjk"
-    if unicodedata.category(ch).startswith("L"):
-        return "other_letter"
-    return "none"
 
 
 @dataclass(frozen=True)
@@ -78,6 +45,11 @@ class ScriptStats:
     digits: int = 0
     chars: int = 0
     non_space: int = 0
+    # what the quality gate reads from the same pass
+    controls: int = 0  # C0/C1 controls other than tab, newline, return, form feed
+    cjk_letters: int = 0  # the letters among `cjk` (that bucket counts the whole CJK ranges)
+    european: int = 0  # letters of Latin-1..Latin Ext-B, Greek, Cyrillic (inside other_letter)
+    mojibake: int = 0  # U+00C0..U+00FF and the cp1252 specials (letters or not)
 
     @property
     def scored(self) -> int:
@@ -88,24 +60,36 @@ class ScriptStats:
     def letters(self) -> int:
         return self.latin + self.he + self.ar + self.cjk + self.other_letter
 
+    @property
+    def all_letters(self) -> int:
+        """Every character of a Unicode letter category (what the gate calls letters)."""
+        return self.latin + self.he + self.ar + self.cjk_letters + self.other_letter
+
+    @property
+    def known_letters(self) -> int:
+        """Letters of the scripts the gate expects: Latin A-Z, Hebrew, Arabic, European."""
+        return self.latin + self.he + self.ar + self.european
+
     def share(self, script: str) -> float:
         return getattr(self, script) / self.scored if self.scored else 0.0
 
 
+@lru_cache(maxsize=64)
 def script_stats(text: str) -> ScriptStats:
-    counts = {"latin": 0, "he": 0, "ar": 0, "pua": 0, "cjk": 0, "other_letter": 0}
-    digits = non_space = 0
-    for ch in text:
-        if ch.isspace():
-            continue
-        non_space += 1
-        if ch.isdigit():
-            digits += 1
-            continue
-        bucket = letter_script(ch)
-        if bucket != "none":
-            counts[bucket] += 1
-    return ScriptStats(digits=digits, chars=len(text), non_space=non_space, **counts)
+    """One pass over `text` (a translation to class codes, then C-level counts); cached per text,
+    so the gate and the classifier looking at the same page share it."""
+    codes = classes(text)
+    n = codes.count
+    spaces, space_controls = n(" "), n("X")
+    european, european_moji, other, other_moji = n("e"), n("E"), n("o"), n("O")
+    cjk_letters = n("c")
+    return ScriptStats(
+        latin=n("a"), he=n("h"), ar=n("r"), pua=n("p"), cjk=cjk_letters + n("k"),
+        other_letter=european + european_moji + other + other_moji, digits=n("d"), chars=len(text),
+        non_space=len(text) - spaces - space_controls, controls=space_controls + n("x"),
+        cjk_letters=cjk_letters, european=european + european_moji,
+        mojibake=european_moji + other_moji + n("m"),
+    )
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,171 @@
+"""What one character is (by explicit Unicode ranges, never by bidi class), and translation tables
+that let a whole text be classified in one C-level pass.
+
+    text.translate(CLASS_TABLE)   one class code per character (see CLASS_CODES); counting codes
+                                  with str.count gives every per-script count the classifier and
+                                  the quality gate need, without a Python call per character
+    text.translate(FAMILY_TABLE)  letter families for mixed-script words (separators → space)
+
+The tables are filled lazily, one entry per distinct code point ever seen (dict `__missing__`), so
+a page costs one dict lookup in C per character. Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Callable
+
+HEBREW_RANGES = ((0x0590, 0x05FF), (0xFB1D, 0xFB4F))
+ARABIC_RANGES = ((0x0600, 0x06FF), (0x0750, 0x077F), (0x08A0, 0x08FF), (0xFB50, 0xFDFF), (0xFE70, 0xFEFF))
+ARABIC_PRESENTATION_RANGES = ((0xFB50, 0xFDFF), (0xFE70, 0xFEFF))
+HEBREW_PRESENTATION_RANGES = ((0xFB1D, 0xFB4F),)
+PRIVATE_USE_RANGES = ((0xE000, 0xF8FF), (0xF0000, 0xFFFFD), (0x100000, 0x10FFFD))
+CJK_RANGES = ((0x3040, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xAC00, 0xD7AF), (0xF900, 0xFAFF))
+EUROPEAN_RANGES = ((0xC0, 0x24F), (0x370, 0x4FF), (0x1E00, 0x1EFF))  # Latin-1..Ext-B, Greek, Cyrillic
+CP1252_SPECIALS = frozenset("€‚ƒ„…†‡ˆ‰Š‹ŒŽ‘’“”•–—˜™š›œžŸ")
+TABLE_CAP = 200_000  # distinct code points kept per table (a hostile text cannot grow it further)
+
+
+def _chars(ranges: tuple[tuple[int, int], ...]) -> frozenset[str]:
+    return frozenset(chr(cp) for lo, hi in ranges for cp in range(lo, hi + 1))
+
+
+_HEBREW = _chars(HEBREW_RANGES)
+_ARABIC = _chars(ARABIC_RANGES)
+
+
+def in_ranges(ch: str, ranges: tuple[tuple[int, int], ...]) -> bool:
+    cp = ord(ch)
+    return any(lo <= cp <= hi for lo, hi in ranges)
+
+
+def is_latin(ch: str) -> bool:
+    return ("A" <= ch <= "Z") or ("a" <= ch <= "z")
+
+
+def is_hebrew(ch: str) -> bool:
+    return ch in _HEBREW
+
+
+def is_arabic(ch: str) -> bool:
+    return ch in _ARABIC
+
+
+def is_private_use(ch: str) -> bool:
+    return ("\ue000" <= ch <= "\uf8ff") or ("\U000f0000" <= ch <= "\U000ffffd") or ("\U00100000" <= ch <= "\U0010fffd")
+
+
+def is_letter(ch: str) -> bool:
+    return unicodedata.category(ch)[0] == "L"
+
+
+def is_rtl_letter(ch: str) -> bool:
+    """A Hebrew or Arabic letter (not a mark, digit or punctuation of those blocks)."""
+    return (ch in _HEBREW or ch in _ARABIC) and is_letter(ch)
+
+
+def letter_script(ch: str) -> str:
+    """The script bucket of one character: latin, he, ar, pua, cjk, other_letter or none."""
+    if is_latin(ch):
+        return "latin"
+    if ch in _HEBREW:
+        return "he" if is_letter(ch) else "none"
+    if ch in _ARABIC:
+        return "ar" if is_letter(ch) else "none"
+    if is_private_use(ch):
+        return "pua"
+    if in_ranges(ch, CJK_RANGES):
+        return "cjk"
+    if is_letter(ch):
+        return "other_letter"
+    return "none"
+
+
+# One code per character; every count below is a sum of code counts.
+CLASS_CODES = {
+    " ": "whitespace",
+    "X": "whitespace that is also a control character (VT, FS..US, NEL)",
+    "x": "control character (Cc other than tab/newline/return/form feed)",
+    "d": "digit (str.isdigit)",
+    "a": "Latin letter A-Z a-z",
+    "h": "Hebrew letter", "r": "Arabic letter (presentation forms included)",
+    "p": "Private Use", "c": "CJK letter", "k": "CJK-range non-letter",
+    "e": "European letter (Latin-1..Ext-B, Greek, Cyrillic, Latin Ext. Additional)",
+    "E": "European letter that is also a Latin-1/cp1252 mojibake character",
+    "o": "other letter", "O": "other letter that is also a cp1252 special (ˆ)",
+    "m": "Latin-1/cp1252 mojibake character that is not a letter",
+    "n": "anything else (punctuation, symbols, marks, RTL-block non-letters)",
+}
+
+
+def char_class(ch: str) -> str:
+    control = unicodedata.category(ch) == "Cc" and ch not in "\t\n\r\f"
+    if ch.isspace():
+        return "X" if control else " "
+    if control:
+        return "x"
+    if ch.isdigit():
+        return "d"
+    bucket = letter_script(ch)
+    if bucket in ("latin", "he", "ar", "pua"):
+        return {"latin": "a", "he": "h", "ar": "r", "pua": "p"}[bucket]
+    letter = is_letter(ch)
+    if bucket == "cjk":
+        return "c" if letter else "k"
+    moji = 0xC0 <= ord(ch) <= 0xFF or ch in CP1252_SPECIALS
+    if letter:
+        european = in_ranges(ch, EUROPEAN_RANGES)
+        return ("E" if moji else "e") if european else ("O" if moji else "o")
+    return "m" if moji else "n"
+
+
+def letter_family(ch: str) -> str | None:
+    """The family of a letter for mixed-script words; Latin mixes legitimately and is not counted."""
+    if not is_letter(ch):
+        return None
+    cp = ord(ch)
+    if ch in _HEBREW:
+        return "h"
+    if ch in _ARABIC:
+        return "a"
+    if 0x370 <= cp <= 0x3FF:
+        return "g"
+    if 0x400 <= cp <= 0x4FF:
+        return "y"
+    if 0x3040 <= cp <= 0x9FFF or 0xAC00 <= cp <= 0xD7AF:
+        return "k"
+    return None
+
+
+TOKEN_SEPARATORS = frozenset("-\u05be/.,;:!?()[]{}\"'״׳«»")
+
+
+def family_code(ch: str) -> str | None:
+    """For FAMILY_TABLE: separators of mixed-script tokens → space, family letters → a code,
+    everything else deleted."""
+    if ch.isspace() or ch in TOKEN_SEPARATORS:
+        return " "
+    return letter_family(ch)
+
+
+class LazyTable(dict):  # type: ignore[type-arg]
+    """A str.translate table computed per code point on first sight; later lookups stay in C."""
+
+    def __init__(self, fn: Callable[[str], str | None]) -> None:
+        super().__init__()
+        self._fn = fn
+
+    def __missing__(self, cp: int) -> str | None:
+        value = self._fn(chr(cp))
+        if len(self) < TABLE_CAP:
+            self[cp] = value
+        return value
+
+
+CLASS_TABLE = LazyTable(char_class)
+FAMILY_TABLE = LazyTable(family_code)
+
+
+def classes(text: str) -> str:
+    """`text` with every character replaced by its class code (same length)."""
+    return text.translate(CLASS_TABLE)

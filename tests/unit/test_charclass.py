@@ -1,0 +1,133 @@
+"""The one-pass character statistics count exactly what per-character definitions count.
+
+The reference below is the definition written out character by character (the way the classifier
+and the gate counted before the translation tables); the fast pass must agree with it on every
+code point of the BMP, a sample of the other planes, and random mixed texts.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from routing.normalize import SYMBOL_PUA_MAP
+from routing.quality import GateInput, assess, canonical_violations, mixed_script_words
+from routing.scripts import script_stats
+
+HE = ((0x0590, 0x05FF), (0xFB1D, 0xFB4F))
+AR = ((0x0600, 0x06FF), (0x0750, 0x077F), (0x08A0, 0x08FF), (0xFB50, 0xFDFF), (0xFE70, 0xFEFF))
+PUA = ((0xE000, 0xF8FF), (0xF0000, 0xFFFFD), (0x100000, 0x10FFFD))
+CJK = ((0x3040, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xAC00, 0xD7AF), (0xF900, 0xFAFF))
+CP1252 = set("€‚ƒ„…†‡ˆ‰Š‹ŒŽ‘’“”•–—˜™š›œžŸ")
+
+
+def _in(ch: str, ranges) -> bool:
+    return any(lo <= ord(ch) <= hi for lo, hi in ranges)
+
+
+def _letter(ch: str) -> bool:
+    return unicodedata.category(ch).startswith("L")
+
+
+def _latin(ch: str) -> bool:
+    return "A" <= ch <= "Z" or "a" <= ch <= "z"
+
+
+def _bucket(ch: str) -> str:
+    if _latin(ch):
+        return "latin"
+    if _in(ch, HE):
+        return "he" if _letter(ch) else "none"
+    if _in(ch, AR):
+        return "ar" if _letter(ch) else "none"
+    if _in(ch, PUA):
+        return "pua"
+    if _in(ch, CJK):
+        return "cjk"
+    return "other_letter" if _letter(ch) else "none"
+
+
+def reference(text: str) -> dict[str, int]:
+    counts = dict.fromkeys(("latin", "he", "ar", "pua", "cjk", "other_letter"), 0)
+    digits = non_space = 0
+    for ch in text:
+        if ch.isspace():
+            continue
+        non_space += 1
+        if ch.isdigit():
+            digits += 1
+            continue
+        if (b := _bucket(ch)) != "none":
+            counts[b] += 1
+    letters = [c for c in text if _letter(c)]
+    european = ((0xC0, 0x24F), (0x370, 0x4FF), (0x1E00, 0x1EFF))
+    return {
+        **counts, "digits": digits, "non_space": non_space, "chars": len(text),
+        "controls": sum(1 for c in text if unicodedata.category(c) == "Cc" and c not in "\t\n\r\f"),
+        "all_letters": len(letters),
+        "known_letters": sum(1 for c in letters if _latin(c) or _in(c, HE) or _in(c, AR) or _in(c, european)),
+        "mojibake": sum(1 for c in text if 0xC0 <= ord(c) <= 0xFF or c in CP1252),
+    }
+
+
+def fast(text: str) -> dict[str, int]:
+    s = script_stats(text)
+    fields = ("latin", "he", "ar", "pua", "cjk", "other_letter", "digits", "non_space", "chars", "controls",
+              "all_letters", "known_letters", "mojibake")
+    return {f: getattr(s, f) for f in fields}
+
+
+def test_every_bmp_code_point_is_counted_as_defined() -> None:
+    for start in range(0, 0x10000, 0x100):
+        block = "".join(chr(cp) for cp in range(start, start + 0x100) if not 0xD800 <= cp <= 0xDFFF)
+        assert fast(block) == reference(block), hex(start)
+        for ch in block[::7]:  # and single characters, so no two errors cancel inside a block
+            assert fast(ch) == reference(ch), hex(ord(ch))
+
+
+def test_other_planes_sampled() -> None:
+    for start in range(0x10000, 0x110000, 0x1000):
+        block = "".join(chr(cp) for cp in range(start, start + 0x1000, 13))
+        assert fast(block) == reference(block), hex(start)
+
+
+def _mixed_reference(text: str) -> tuple[int, int]:
+    import re
+
+    def family(c: str) -> str | None:
+        cp = ord(c)
+        for name, ok in (("he", _in(c, HE)), ("ar", _in(c, AR)), ("gr", 0x370 <= cp <= 0x3FF),
+                         ("cy", 0x400 <= cp <= 0x4FF), ("cjk", 0x3040 <= cp <= 0x9FFF or 0xAC00 <= cp <= 0xD7AF)):
+            if ok:
+                return name
+        return None
+
+    mixed = words = 0
+    for token in re.findall(r"[^\s\-\u05be/.,;:!?()\[\]{}\"'״׳«»]+", text):
+        words += 1
+        mixed += len({f for c in token if _letter(c) and (f := family(c))}) >= 2
+    return mixed, words
+
+
+ALPHABET = st.sampled_from(list("abc XYZ é ß Ω Ж שלום ך מרحبا ﻻ ﺍ ٣ 7 ² \t\n\x0b\x1c\x85\x07 ‰ € ˆ × 中 ー ・ ") +
+                           ["\ue000", "\uf061", "\uf020", "\U000f0001", "\u200f", "\u202b", "\ufffd", "-", "/", "״"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(ALPHABET, max_size=80).map("".join))
+def test_random_mixed_texts(text: str) -> None:
+    assert fast(text) == reference(text)
+    assert mixed_script_words(text) == _mixed_reference(text)
+    pua = [c for c in text if _in(c, PUA)]
+    metrics = assess(GateInput(text=text, origin="text_layer")).metrics
+    if reference(text)["non_space"]:
+        assert metrics.get("private_use", 0) == len(pua)
+    violations = canonical_violations(text)
+    assert ("private_use_chars" in violations) == bool(pua)
+    assert ("control_chars" in violations) == any(unicodedata.category(c) == "Cc" and c not in "\t\n\r\f" for c in text)
+    unmapped = [c for c in pua if c not in SYMBOL_PUA_MAP]
+    reasons = assess(GateInput(text=text, origin="text_layer")).reasons
+    if unmapped:
+        assert "private_use_chars" in reasons
