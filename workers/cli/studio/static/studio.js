@@ -1,0 +1,88 @@
+// pagefleet review studio: tabs, keys, scroll sync, upload with live progress. No framework, no build.
+(function () {
+  "use strict";
+  document.documentElement.classList.add("js");
+  const $ = (sel, root) => (root || document).querySelector(sel);
+  const csrf = () => document.body.dataset.csrf || "";
+
+  function tabs() {
+    const buttons = document.querySelectorAll(".tab[data-tab]");
+    const show = (name) => {
+      buttons.forEach((b) => b.classList.toggle("active", b.dataset.tab === name));
+      document.querySelectorAll(".tabpane[data-pane]").forEach((p) => { p.hidden = p.dataset.pane !== name; });
+    };
+    buttons.forEach((b) => b.addEventListener("click", () => show(b.dataset.tab)));
+    if (buttons.length) show(buttons[0].dataset.tab);
+    return (i) => buttons[i] && show(buttons[i].dataset.tab);
+  }
+
+  function keys(showTab) {
+    document.addEventListener("keydown", (e) => {
+      const t = e.target;
+      if (e.ctrlKey || e.metaKey || e.altKey || (t && (t.tagName === "TEXTAREA" || t.tagName === "INPUT"))) return;
+      const click = (id) => { const el = document.getElementById(id); if (el) { el.click(); e.preventDefault(); } };
+      if (e.key === "n") click("next-flagged");
+      else if (e.key === "p") click("prev-flagged");
+      else if (e.key === "a") click("approve");
+      else if (e.key === "f") click("flag");
+      else if (e.key === "ArrowRight") click("next-page");
+      else if (e.key === "ArrowLeft") click("prev-page");
+      else if (["1", "2", "3"].includes(e.key)) showTab(Number(e.key) - 1);
+    });
+  }
+
+  function syncScroll() {  // the source image and the result move together
+    const a = $("#source-pane"), b = $("#result-pane");
+    if (!a || !b) return;
+    let busy = false;
+    const follow = (from, to) => () => {
+      if (busy) return;
+      busy = true;
+      const span = from.scrollHeight - from.clientHeight;
+      to.scrollTop = span > 0 ? (from.scrollTop / span) * (to.scrollHeight - to.clientHeight) : 0;
+      requestAnimationFrame(() => { busy = false; });
+    };
+    a.addEventListener("scroll", follow(a, b));
+    b.addEventListener("scroll", follow(b, a));
+  }
+
+  function text(el, value, cls) { el.textContent = value; if (cls) el.className = cls; return el; }
+
+  function progress(status, url) {
+    const line = text(document.createElement("div"), "queued…");
+    const bar = document.createElement("div"); bar.className = "bar";
+    const fill = document.createElement("i"); bar.appendChild(fill);
+    status.replaceChildren(line, bar);
+    const tick = async () => {
+      const r = await fetch(url, { headers: { Accept: "application/json" } });
+      if (!r.ok) { text(line, "lost track of the upload (" + r.status + ")", "err"); return; }
+      const s = await r.json();
+      const pct = s.pages ? Math.round((100 * s.pages_done) / s.pages) : 0;
+      fill.style.width = (s.done ? 100 : pct) + "%";
+      text(line, s.filename + ": " + s.state + (s.pages ? " — " + s.pages_done + "/" + s.pages + " pages" : "") +
+        (s.status ? " — " + s.status : "") + (s.error_code ? " — error " + s.error_code : "") + " (" + s.seconds + " s)");
+      if (!s.done) { setTimeout(tick, 800); return; }
+      if (s.url) { const a = document.createElement("a"); a.href = s.url; a.id = "upload-result"; a.textContent = "open the document →"; status.appendChild(a); }
+    };
+    tick();
+  }
+
+  function upload() {
+    const form = $("#upload-form"), input = $("#upload-file"), status = $("#upload-status");
+    if (!form) return;
+    form.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const file = input.files && input.files[0];
+      if (!file) return;
+      if (file.size > Number(form.dataset.cap)) { text(status, "too large: the limit is " + form.dataset.cap + " bytes", "err"); return; }
+      text(status, "uploading " + file.name + "…", "");
+      const r = await fetch("/upload?name=" + encodeURIComponent(file.name), {
+        method: "POST", body: file, headers: { "X-CSRF-Token": csrf(), "Content-Type": "application/pdf" } });
+      const body = await r.json().catch(() => ({ code: "http_" + r.status, message: r.statusText }));
+      if (!r.ok) { text(status, "refused: " + body.code + " — " + body.message, "err"); return; }
+      progress(status, body.progress);
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", () => { keys(tabs()); syncScroll(); upload(); });
+})();
