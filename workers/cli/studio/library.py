@@ -13,7 +13,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from workers.errors import StorageError
@@ -42,10 +42,10 @@ def safe_relative(key: str) -> str:
     """A storage key that cannot leave its root: no `..`, no absolute path, no backslash or NUL."""
     if not key or "\x00" in key or "\\" in key or key.startswith("/"):
         raise NotFound(key)
-    parts = PurePosixPath(key).parts
-    if any(p in ("..", ".") for p in parts):
+    parts = key.split("/")
+    if any(p in ("..", ".", "") for p in parts):
         raise NotFound(key)
-    return "/".join(parts)
+    return key
 
 
 def safe_local_path(root: Path, key: str) -> Path:

@@ -15,8 +15,10 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-_ALNUM = r"A-Za-z0-9\u00C0-\u024F\u0660-\u0669\u06F0-\u06F9"
-LTR_RUN = re.compile(rf"[{_ALNUM}](?:[{_ALNUM} .,:;/%@&'’_+#=\-]*[{_ALNUM}%])?")
+_LATIN = r"A-Za-z0-9\u00C0-\u024F"
+_INDIC = r"\u0660-\u0669\u06F0-\u06F9"  # Arabic-Indic and Extended Arabic-Indic digits
+LTR_RUN = re.compile(rf"[{_LATIN}](?:[{_LATIN} .,:;/%@&'’_+#=\-]*[{_LATIN}%])?"
+                     rf"|[{_INDIC}](?:[{_INDIC}.,\u066B\u066C]*[{_INDIC}])?%?")
 DIRECTIONS = ("rtl", "ltr")
 BLOCK_CLASSES = {"figure", "caption", "footnote", "header", "footer", "paragraph"}
 

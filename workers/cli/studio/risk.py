@@ -2,7 +2,8 @@
 
 Risk ranks: 0 refused (route `review_required`/`failed`, or `needs_review`), 1 warnings (repairs,
 blank pages, …), 2 low OCR confidence, 3 nothing to see. Within a rank the least confident and
-then the lowest page number come first. A page is *unresolved* while it is risky (rank < 3) and
+then the lowest page number come first (pages with nothing
+to see in page order). A page is *unresolved* while it is risky (rank < 3) and
 holds no reviewer decision. *Next flagged* is the next refused page in page order, wrapping round.
 """
 
@@ -32,8 +33,8 @@ def rank(page: dict[str, Any], low_confidence: float) -> int:
 
 def risk_order(pages: list[dict[str, Any]], low_confidence: float) -> list[dict[str, Any]]:
     def key(page: dict[str, Any]) -> tuple[int, float, int]:
-        confidence = page.get("ocr_confidence")
-        return rank(page, low_confidence), 101.0 if confidence is None else float(confidence), int(page["number"])
+        confidence, r = page.get("ocr_confidence"), rank(page, low_confidence)
+        return r, 101.0 if confidence is None or r == 3 else float(confidence), int(page["number"])
 
     return sorted(pages, key=key)
 
@@ -57,7 +58,7 @@ def next_flagged(pages: list[dict[str, Any]], current: int | None, step: int = 1
 
 def page_stats(pages: list[dict[str, Any]], decisions: dict[str, Any], low_confidence: float) -> dict[str, Any]:
     ranks = Counter(RANK_NAMES[rank(p, low_confidence)] for p in pages)
-    verdicts = Counter(str(d.get("decision")) for d in decisions.values())
+    verdicts = Counter(str(d["decision"] if isinstance(d, dict) else d.decision) for d in decisions.values())
     confidences = [float(p["ocr_confidence"]) for p in pages if p.get("ocr_confidence") is not None]
     return {
         "pages": len(pages),
