@@ -1,5 +1,10 @@
 """pagefleet.collect: the chord body. Checks every page is present, writes the artifacts, marks the
-job done and announces it. `collect_after_error` runs it anyway when the chord errored."""
+job done and announces it. `collect_after_error` (the chord's error callback) tries the same.
+
+Neither ever finalizes a document with missing pages: a page may still be redelivered or running.
+While pages are missing they retry for a while, then leave the job to the watchdog, which
+re-dispatches what is missing and only then finishes it (`pagefleet.collect_final`). One collect
+runs per job at a time (an owned lock); a collect of a job that is already done is a no-op."""
 
 from __future__ import annotations
 
@@ -16,8 +21,23 @@ from workers.settings import get_settings
 log = logging.getLogger(__name__)
 def _finish(spec: dict, *, final_attempt: bool) -> dict:
     job = JobSpec.model_validate(spec)
+    settings = get_settings()
+    if jobs.get(job.job_id).get("state") == JobState.DONE:
+        return {"job_id": job.job_id, "skipped": "already done"}
+    lock = jobs.acquire(f"collect:{job.job_id}", settings.task_time_limit + 60)
+    if lock is None:
+        return {"job_id": job.job_id, "skipped": "already collecting"}
+    try:
+        return _collect(job, settings, final_attempt)
+    finally:
+        jobs.release(lock)
+
+
+def _collect(job: JobSpec, settings, final_attempt: bool) -> dict:
+    if jobs.get(job.job_id).get("state") == JobState.DONE:  # finished while we waited for the lock
+        return {"job_id": job.job_id, "skipped": "already done"}
     jobs.update(job.job_id, state=JobState.COLLECTING)
-    result = collect_document(job, get_settings(), final_attempt=final_attempt)
+    result = collect_document(job, settings, final_attempt=final_attempt)
     jobs.update(job.job_id, state=JobState.DONE, status=result["status"], routes=result["routes"],
                 artifact_prefix=result["artifact_prefix"])
     notify(job, result)
@@ -25,14 +45,23 @@ def _finish(spec: dict, *, final_attempt: bool) -> dict:
     return result
 
 
+def _collect_or_wait(request_task, spec: dict) -> dict:
+    """Collect if every page is there; else retry with backoff, then leave it to the watchdog."""
+    try:
+        return _finish(spec, final_attempt=False)
+    except PagesMissing as exc:
+        retries = request_task.request.retries
+        if retries < request_task.max_retries:
+            raise request_task.retry(exc=exc, countdown=min(2 ** retries, 30)) from exc
+        log.warning("job %s: %s; the watchdog takes over", spec.get("job_id"), exc.message)
+        return {"job_id": spec.get("job_id"), "waiting": exc.message}
+
+
 @task("pagefleet.collect", bind=True, max_retries=6)
 def collect(self, spec: dict) -> dict:
-    try:
-        return _finish(spec, final_attempt=self.request.retries >= self.max_retries)
-    except PagesMissing as exc:
-        raise self.retry(exc=exc, countdown=min(2 ** self.request.retries, 30)) from exc
+    return _collect_or_wait(self, spec)
 
 
-@task("pagefleet.collect_after_error")
-def collect_after_error(spec: dict) -> dict:
-    return _finish(spec, final_attempt=True)
+@task("pagefleet.collect_after_error", bind=True, max_retries=6)
+def collect_after_error(self, spec: dict) -> dict:
+    return _collect_or_wait(self, spec)

@@ -18,14 +18,14 @@ from workers.ladder.ocr import failed_page, ocr_pages, summary
 from workers.settings import get_settings
 
 log = logging.getLogger(__name__)
-def _run(spec: dict, pages: list[int]) -> dict:
+def _run(spec: dict, pages: list[int], retries: int = 0) -> dict:
     job = JobSpec.model_validate(spec)
     settings = get_settings()
     if jobs.get(job.job_id).get("state") == JobState.DONE:
         return {"job_id": job.job_id, "skipped": "already done"}
     todo, capped = [], []
     for number in pages:
-        if jobs.count_delivery(job.job_id, number) > settings.max_page_attempts:
+        if jobs.count_delivery(job.job_id, number, retries) > settings.max_page_attempts:
             capped.append(failed_page(job, number, ["attempts_exhausted"], settings,
                                       f"delivered more than {settings.max_page_attempts} times"))
             jobs.dead_letter({"job_id": job.job_id, "page": number, "reason": "attempts_exhausted",
@@ -42,11 +42,11 @@ def _run(spec: dict, pages: list[int]) -> dict:
     return {"job_id": job.job_id, "pages": summary(records + capped)}
 
 
-@task("pagefleet.ocr_cpu")
-def ocr_cpu(spec: dict, pages: list[int]) -> dict:
-    return _run(spec, pages)
+@task("pagefleet.ocr_cpu", bind=True)
+def ocr_cpu(self, spec: dict, pages: list[int]) -> dict:
+    return _run(spec, pages, self.request.retries)
 
 
-@task("pagefleet.ocr_gpu")
-def ocr_gpu(spec: dict, pages: list[int]) -> dict:
-    return _run(spec, pages)
+@task("pagefleet.ocr_gpu", bind=True)
+def ocr_gpu(self, spec: dict, pages: list[int]) -> dict:
+    return _run(spec, pages, self.request.retries)

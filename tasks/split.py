@@ -18,8 +18,9 @@ log = logging.getLogger(__name__)
 def split(self, spec: dict) -> dict:
     job = JobSpec.model_validate(spec)
     settings = get_settings()
-    if jobs.get(job.job_id).get("state") == JobState.DONE and not job.force:
-        return {"job_id": job.job_id, "skipped": "already done"}
+    state = jobs.get(job.job_id).get("state")
+    if state in (JobState.OCR, JobState.COLLECTING, *jobs.TERMINAL):  # a redelivery or a duplicate
+        return {"job_id": job.job_id, "skipped": f"already {state}"}
     lock = jobs.acquire(f"split:{job.job_id}", settings.task_time_limit + 60)
     if lock is None:
         return {"job_id": job.job_id, "skipped": "already splitting"}

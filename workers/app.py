@@ -29,13 +29,20 @@ TASK_ROUTES = {
     "pagefleet.ocr_gpu": {"queue": "gpu"},
     "pagefleet.collect": {"queue": "collect"},
     "pagefleet.collect_after_error": {"queue": "collect"},
+    "pagefleet.collect_final": {"queue": "collect"},
+    "pagefleet.redispatch": {"queue": "collect"},
+    "pagefleet.watchdog": {"queue": "collect"},
+    "pagefleet.callback": {"queue": "collect"},
 }
 
 
 def make_app() -> Celery:
     s = get_settings()
-    visibility = 2 * s.task_time_limit + 60
-    celery = Celery("pagefleet", include=["tasks.split", "tasks.ocr", "tasks.collect"])
+    # longer than the longest task (its hard limit), short enough that a dead worker's unacked
+    # pages come back in minutes; the watchdog's deadline (reliability) covers what never comes back
+    visibility = s.reliability.visibility_for(s.task_time_limit)
+    celery = Celery("pagefleet", include=["tasks.split", "tasks.ocr", "tasks.collect", "tasks.watchdog",
+                                          "tasks.notify"])
     celery.conf.update(
         broker_url=s.broker_url,
         result_backend=s.result_backend or s.broker_url,
@@ -66,6 +73,10 @@ def make_app() -> Celery:
         broker_connection_retry_on_startup=True,
         result_expires=86400,
         worker_hijack_root_logger=False,
+        # `celery -A workers.app beat` runs the deadline watchdog (workers/watchdog.py)
+        beat_schedule={"pagefleet-watchdog": {"task": "pagefleet.watchdog",
+                                              "schedule": s.reliability.watchdog_interval_s,
+                                              "options": {"queue": "collect", "expires": s.reliability.watchdog_interval_s}}},
     )
     return celery
 

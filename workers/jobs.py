@@ -1,8 +1,10 @@
 """Job state, attempt counters, locks and dead letters in Redis (the broker's Redis).
 
     pagefleet:job:<id>          hash: state, filename, pages, pages_done, status, error_code, ...
-    pagefleet:jobs              sorted set of job ids by last update
-    pagefleet:attempts:<id>     hash: page -> deliveries (the redelivery cap)
+    pagefleet:jobs              sorted set of job ids by last update (trimmed: age and count)
+    pagefleet:active            sorted set of jobs in a non-final state (what the watchdog sweeps)
+    pagefleet:attempts:<id>     hash: page -> deliveries of its current message (the redelivery
+                                cap), page:retry -> which retry that message is; reset per run
     pagefleet:lock:<name>       redis-py Lock (owner token, TTL above the hard time limit)
     pagefleet:deadletter        list of JSON records (job, page, reason, at)
     pagefleet:done              pub/sub channel: one JSON notice per finished job
@@ -15,6 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import time
+import uuid
 from enum import StrEnum
 from typing import Any
 
@@ -39,6 +42,7 @@ class JobState(StrEnum):
 
 
 TERMINAL = (JobState.DONE, JobState.ERROR)
+NONFINAL = (JobState.QUEUED, JobState.SPLITTING, JobState.OCR, JobState.COLLECTING)
 
 
 @functools.lru_cache(maxsize=4)
@@ -65,16 +69,65 @@ def _wrap(fn):  # translate redis errors where they enter
     return inner
 
 
+ACTIVE = "pagefleet:active"
+
+
 @_wrap
 def update(job_id: str, r: redis.Redis | None = None, **fields: Any) -> None:
+    """Set fields (and `updated`). A final state starts the record's TTL and trims the index."""
     r = r or client()
     now = time.time()
     mapping = {k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in fields.items() if v is not None}
     mapping["updated"] = now
     pipe = r.pipeline()
     pipe.hset(_key(job_id), mapping=mapping)
+    pipe.persist(_key(job_id))
     pipe.zadd("pagefleet:jobs", {job_id: now})
+    state = fields.get("state")
+    if state in TERMINAL:
+        _finished(pipe, job_id, now)
+    elif state is not None:
+        pipe.zadd(ACTIVE, {job_id: now})
     pipe.execute()
+
+
+def _finished(pipe: Any, job_id: str, now: float) -> None:
+    """Bounded state: a finished job's records expire; the index drops old and surplus ids."""
+    from workers.reliability import current
+
+    rel = current()
+    pipe.expire(_key(job_id), rel.job_record_ttl_s)
+    pipe.expire(f"pagefleet:attempts:{job_id}", rel.job_record_ttl_s)
+    pipe.zrem(ACTIVE, job_id)
+    pipe.zremrangebyscore("pagefleet:jobs", 0, now - rel.job_record_ttl_s)
+    pipe.zremrangebyrank("pagefleet:jobs", 0, -rel.jobs_index_max - 1)
+
+
+@_wrap
+def start_run(spec: dict[str, Any], *, force: bool, stale_after_s: float, r: redis.Redis | None = None) -> str:
+    """Atomically begin a run of a job, unless one is under way or it is done (and not forced):
+    "started" (a new run: delivery counters reset), "running" (share it) or "done"."""
+    r = r or client()
+    job_id = spec["job_id"]
+
+    def attempt(pipe: Any) -> str:
+        info = pipe.hgetall(_key(job_id))
+        state, updated = info.get("state"), float(info.get("updated") or 0)
+        if state == JobState.DONE and not force:
+            return "done"
+        if state in NONFINAL and time.time() - updated < stale_after_s:
+            return "running"
+        pipe.multi()
+        pipe.delete(_key(job_id), f"pagefleet:attempts:{job_id}")
+        pipe.hset(_key(job_id), mapping={"state": JobState.QUEUED, "filename": spec.get("filename") or "",
+                                         "storage": spec.get("storage") or "", "source": spec.get("source") or "",
+                                         "spec": json.dumps(spec), "run": uuid.uuid4().hex[:12],
+                                         "updated": time.time()})
+        pipe.zadd("pagefleet:jobs", {job_id: time.time()})
+        pipe.zadd(ACTIVE, {job_id: time.time()})
+        return "started"
+
+    return r.transaction(attempt, _key(job_id), value_from_callable=True)
 
 
 @_wrap
@@ -91,17 +144,34 @@ def page_done(job_id: str, count: int = 1, r: redis.Redis | None = None) -> int:
     pipe.hincrby(_key(job_id), "pages_done", count)
     pipe.hset(_key(job_id), "updated", now)
     pipe.zadd("pagefleet:jobs", {job_id: now})
+    pipe.zadd(ACTIVE, {job_id: now}, xx=True)
     return int(pipe.execute()[0])
 
 
+_COUNT_DELIVERY = """
+local last = redis.call('HGET', KEYS[1], ARGV[1] .. ':retry')
+local n
+if last ~= ARGV[2] then
+  redis.call('HSET', KEYS[1], ARGV[1] .. ':retry', ARGV[2], ARGV[1], 1)
+  n = 1
+else
+  n = redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
+end
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return n
+"""
+
+
 @_wrap
-def count_delivery(job_id: str, page: int, r: redis.Redis | None = None) -> int:
-    """How many times this (job, page) has been delivered, this one included."""
+def count_delivery(job_id: str, page: int, retries: int = 0, r: redis.Redis | None = None) -> int:
+    """How many times the current message of this (job, page) has been delivered, this one
+    included: a redelivery (worker lost) counts, a retry (a new message) starts again at 1. The
+    counters belong to one run of the job (`start_run` resets them)."""
+    from workers.reliability import current
+
     r = r or client()
-    key = f"pagefleet:attempts:{job_id}"
-    n = int(r.hincrby(key, str(page), 1))
-    r.expire(key, 7 * 86400)
-    return n
+    ttl = current().job_record_ttl_s
+    return int(r.eval(_COUNT_DELIVERY, 1, f"pagefleet:attempts:{job_id}", str(page), str(retries), str(ttl)))
 
 
 @_wrap
@@ -121,8 +191,20 @@ def release(lock: Lock) -> None:
 
 
 @_wrap
+def break_lock(name: str, r: redis.Redis | None = None) -> None:
+    """Remove a lock whose owner is known to be dead (only the watchdog, past the deadline)."""
+    (r or client()).delete(f"pagefleet:lock:{name}")
+
+
+@_wrap
 def dead_letter(record: dict[str, Any], r: redis.Redis | None = None) -> None:
-    (r or client()).rpush(DEADLETTER, json.dumps({**record, "at": time.time()}, ensure_ascii=False))
+    """Append a record; the list keeps the newest `reliability.deadletter_max`."""
+    from workers.reliability import current
+
+    pipe = (r or client()).pipeline()
+    pipe.rpush(DEADLETTER, json.dumps({**record, "at": time.time()}, ensure_ascii=False))
+    pipe.ltrim(DEADLETTER, -current().deadletter_max, -1)
+    pipe.execute()
 
 
 @_wrap

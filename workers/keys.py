@@ -13,9 +13,14 @@ WORK = ".pagefleet/work"
 ARTIFACTS = ("document.json", "document.md", "text.txt", "report.json")
 
 
-def job_id_for(sha256: str, options: dict[str, Any]) -> str:
-    """sha256 of the source bytes + pipeline version + options: a re-upload is the same job."""
-    blob = json.dumps({"sha256": sha256, "version": PIPELINE_VERSION, "options": options}, sort_keys=True)
+def job_id_for(sha256: str, options: dict[str, Any], target: str = "") -> str:
+    """sha256 of the source bytes + pipeline version + options + output target (storage URL and
+    artifact prefix): a re-upload to the same place is the same job; the same bytes sent to two
+    places are two jobs (never one work folder and one set of artifacts for both)."""
+    identity: dict[str, Any] = {"sha256": sha256, "version": PIPELINE_VERSION, "options": options}
+    if target:
+        identity["target"] = target
+    blob = json.dumps(identity, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 

@@ -17,16 +17,17 @@ from kombu.exceptions import OperationalError
 
 from workers import jobs, keys
 from workers.errors import BrokerUnavailable
-from workers.jobs import JobState
 from workers.model import JobSpec
 from workers.pdf.source import sha256_file
+from workers.reliability import current
 from workers.settings import Options
 
 
 def _spec(identity: str, options: Options, **fields: Any) -> JobSpec:
-    """A job spec: the id is the source's identity + pipeline version + options (see `keys`)."""
+    """A job spec: the id is the source's identity + pipeline version + options + output target."""
     opts = options.model_dump(mode="json")
-    return JobSpec(job_id=keys.job_id_for(identity, opts), options=opts, **fields)
+    target = f"{fields.get('storage', '')}|{fields.get('artifact_prefix', '')}"
+    return JobSpec(job_id=keys.job_id_for(identity, opts, target), options=opts, **fields)
 
 
 def spec_for_path(
@@ -59,9 +60,11 @@ def enqueue(spec: JobSpec) -> str:
 
     payload: dict[str, Any] = spec.model_dump(mode="json")
     try:
-        jobs.update(spec.job_id, state=JobState.QUEUED, filename=spec.filename, storage=spec.storage, source=spec.source,
-                    spec=payload)
-        send("pagefleet.split", [payload], queue="split", task_id=f"{spec.job_id}-split", label=f"(job {spec.job_id})")
+        # a finished job is not redone unless forced; a run under way is shared, not doubled
+        started = jobs.start_run(payload, force=spec.force, stale_after_s=current().deadline_s)
+        if started == "started":
+            send("pagefleet.split", [payload], queue="split", task_id=f"{spec.job_id}-split",
+                 label=f"(job {spec.job_id})")
     except (OperationalError, OSError) as exc:
         raise BrokerUnavailable(f"cannot enqueue job {spec.job_id}: broker unavailable ({exc})") from exc
     return spec.job_id

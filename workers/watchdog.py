@@ -1,8 +1,17 @@
-"""The per-document deadline watchdog: a lost chord header message means the collector never runs,
-so a job that has made no progress for `job_deadline_s` is finished anyway — the collector runs
-with whatever pages exist (missing ones become `failed` pages) — and dead-lettered for replay.
+"""The per-job deadline watchdog: no job stays in a non-final state forever.
 
-    pagefleet watchdog [--once] [--interval S] [--deadline S]
+A job in any non-final state (`queued`, `splitting`, `ocr`, `collecting`) whose last progress is
+older than the deadline (`reliability.job_deadline_minutes`) is stalled: a lost split message, a
+split killed mid-way, a lost chord header, a chord that never fired, a collect that gave up while
+S3 was down. The watchdog first re-dispatches what is missing — the split, the OCR of pages that
+have no record (as a new chord whose body is the collector), or the collect — up to
+`reliability.max_redispatch` times. Only then is the job finished: the collector runs with what
+exists (missing pages become `failed` pages), or a job that never got through its split gets an
+`aborted` error.json, and a dead-letter record is written either way (`pagefleet deadletter`).
+
+Runs as a Celery beat schedule (`pagefleet.watchdog`, see workers/app.py) and by hand:
+
+    pagefleet watchdog [--once] [--interval S] [--deadline-minutes M]
 """
 
 from __future__ import annotations
@@ -11,51 +20,124 @@ import argparse
 import json
 import logging
 import time
+from typing import Any
 
 from rich.console import Console
 
-from workers import jobs
-from workers.settings import get_settings
+from workers import jobs, keys
+from workers.errors import AbortedError, BrokerUnavailable, StorageError
+from workers.jobs import JobState
+from workers.model import JobSpec, PendingPage
+from workers.reliability import ReliabilitySettings, current
+from workers.settings import Settings, get_settings
+from workers.storage import open_storage
 
 log = logging.getLogger(__name__)
-STALLABLE = ("ocr", "collecting")
+NONFINAL = (JobState.QUEUED, JobState.SPLITTING, JobState.OCR, JobState.COLLECTING)
+SPLIT_STATES = (JobState.QUEUED, JobState.SPLITTING)
 
 
 def stalled(deadline_s: float, now: float | None = None) -> list[str]:
-    """Jobs past the OCR split whose last update is older than the deadline."""
+    """Jobs in a non-final state whose last update is older than the deadline."""
     now = time.time() if now is None else now
     r = jobs.client()
     found = []
-    for job_id in r.zrangebyscore("pagefleet:jobs", 0, now - deadline_s):
+    for job_id in r.zrangebyscore(jobs.ACTIVE, 0, now - deadline_s):
         info = jobs.get(job_id, r)
-        if info.get("state") in STALLABLE and info.get("spec"):
+        if info.get("state") in NONFINAL and info.get("spec"):
             found.append(job_id)
     return found
 
 
-def sweep(deadline_s: float, now: float | None = None) -> list[str]:
+def missing_pages(job: JobSpec, info: dict[str, str], settings: Settings) -> dict[str, list[int]]:
+    """Pages without a record, by the queue their pending record names."""
+    storage = open_storage(job.storage, settings)
+    missing: dict[str, list[int]] = {}
+    for number in range(1, int(info.get("pages") or 0) + 1):
+        if storage.exists(keys.page(job.job_id, number)):
+            continue
+        try:
+            queue = PendingPage.model_validate(storage.get_json(keys.pending(job.job_id, number))).queue
+        except KeyError:
+            queue = "gpu" if settings.gpu else "cpu"
+        missing.setdefault(queue, []).append(number)
+    return missing
+
+
+def sweep(deadline_s: float | None = None, now: float | None = None) -> list[tuple[str, str]]:
+    """One pass: (job id, what was done) for every stalled job."""
+    settings = get_settings()
+    rel = current(settings)
+    if deadline_s is None:  # never shorter than the visibility timeout: no task of the job can still run
+        deadline_s = max(rel.deadline_s, rel.visibility_for(settings.task_time_limit))
+    done = []
+    for job_id in stalled(deadline_s, now):
+        lock = jobs.acquire(f"watchdog:{job_id}", max(60, int(deadline_s)))
+        if lock is None:
+            continue
+        try:
+            info = jobs.get(job_id)
+            if info.get("state") not in NONFINAL:
+                continue
+            action = _act(job_id, info, settings, rel)
+        except (StorageError, BrokerUnavailable) as exc:
+            log.warning("watchdog: job %s left for the next sweep: %s", job_id, exc)
+            continue
+        finally:
+            jobs.release(lock)
+        log.warning("watchdog: job %s stalled in %s for > %.0fs: %s", job_id, info.get("state"), deadline_s, action)
+        done.append((job_id, action))
+    return done
+
+
+def _act(job_id: str, info: dict[str, str], settings: Settings, rel: ReliabilitySettings) -> str:
     from workers.app import send
 
-    swept = []
-    for job_id in stalled(deadline_s, now):
-        info = jobs.get(job_id)
-        spec = json.loads(info["spec"])
-        if not jobs.acquire(f"watchdog:{job_id}", 3600):
-            continue
-        jobs.dead_letter({"job_id": job_id, "page": None, "reason": "deadline", "state": info.get("state"),
-                          "filename": spec.get("filename"), "storage": spec.get("storage")})
-        send("pagefleet.collect_after_error", [spec], queue="collect", label=f"(job {job_id})")
-        jobs.update(job_id, state="collecting", watchdog=time.time())
-        log.warning("job %s stalled in %s for > %.0fs: finishing it with what it has", job_id, info.get("state"), deadline_s)
-        swept.append(job_id)
-    return swept
+    spec: dict[str, Any] = json.loads(info["spec"])
+    job = JobSpec.model_validate(spec)
+    tries = int(info.get("redispatched") or 0)
+    label = f"(job {job_id})"
+    if info.get("state") in SPLIT_STATES:
+        if tries < rel.max_redispatch:
+            jobs.update(job_id, state=JobState.QUEUED, redispatched=tries + 1)
+            jobs.break_lock(f"split:{job_id}")  # its owner is dead: no task outlives the deadline
+            send("pagefleet.split", [spec], queue="split", task_id=f"{job_id}-split-w{tries + 1}", label=label)
+            return "split re-dispatched"
+        _abandon(job, info, settings)
+        return "abandoned: aborted error.json, dead-lettered"
+    missing = missing_pages(job, info, settings)
+    if tries < rel.max_redispatch:
+        jobs.update(job_id, redispatched=tries + 1)
+        if missing:
+            send("pagefleet.redispatch", [spec, missing], queue="collect", label=label)
+            return f"pages re-dispatched: {missing}"
+        send("pagefleet.collect", [spec], queue="collect", task_id=f"{job_id}-collect-w{tries + 1}", label=label)
+        return "collect re-dispatched"
+    jobs.dead_letter({"job_id": job_id, "page": None, "reason": "deadline", "state": info.get("state"),
+                      "missing": missing, "spec": spec})
+    jobs.update(job_id, state=JobState.COLLECTING, watchdog=time.time())
+    send("pagefleet.collect_final", [spec], queue="collect", label=label)
+    return f"finished with missing pages {missing}, dead-lettered"
+
+
+def _abandon(job: JobSpec, info: dict[str, str], settings: Settings) -> None:
+    """A job that never got through its split: `aborted` error.json, a dead letter, state error."""
+    from workers.pipeline import write_error
+
+    record = write_error(job, open_storage(job.storage, settings),
+                         AbortedError("aborted: the split did not finish within the deadline"))
+    jobs.dead_letter({"job_id": job.job_id, "page": None, "reason": "deadline", "state": info.get("state"),
+                      "spec": job.model_dump(mode="json")})
+    jobs.update(job.job_id, state=JobState.ERROR, status="error", error_code=record["code"],
+                error_message=record["message"])
+    jobs.announce({"job_id": job.job_id, "status": "error", "error": record, "storage": job.storage})
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("watchdog", help="finish jobs that made no progress within the deadline")
+    p = sub.add_parser("watchdog", help="re-dispatch, then finish, jobs that made no progress within the deadline")
     p.add_argument("--once", action="store_true")
-    p.add_argument("--interval", type=float, default=60.0)
-    p.add_argument("--deadline", type=float, help="seconds without progress (default: settings.job_deadline_s)")
+    p.add_argument("--interval", type=float, help="seconds between sweeps (default: reliability.watchdog_interval_s)")
+    p.add_argument("--deadline-minutes", type=float, help="default: reliability.job_deadline_minutes")
     p.add_argument("--broker")
     p.set_defaults(handler=_handler)
 
@@ -65,10 +147,11 @@ def _handler(args: argparse.Namespace, console: Console) -> int:
 
     if args.broker:
         use_broker(args.broker)
-    deadline = args.deadline if args.deadline is not None else get_settings().job_deadline_s
+    rel = current()
+    deadline_s = args.deadline_minutes * 60 if args.deadline_minutes is not None else rel.deadline_s
     while True:
-        for job_id in sweep(deadline):
-            console.print(f"pagefleet watchdog: finished stalled job {job_id}")
+        for job_id, action in sweep(deadline_s):
+            console.print(f"pagefleet watchdog: job {job_id}: {action}")
         if args.once:
             return 0
-        time.sleep(args.interval)
+        time.sleep(args.interval or rel.watchdog_interval_s)

@@ -4,7 +4,7 @@
     pagefleet worker --queues cpu,gpu [--concurrency N] [--loglevel LEVEL]
     pagefleet submit PATH|s3://bucket/key --storage URL [--prefix P] [--ocr ...] [--force]
     pagefleet status JOB
-    pagefleet deadletter [--clear]
+    pagefleet deadletter list|replay|clear [--job ID]   (workers/cli/deadletter.py)
     pagefleet events ...            (bucket-event receiver, see `pagefleet events --help`)
     pagefleet eval CORPUS --labels LABELS.json
 """
@@ -91,19 +91,6 @@ def cmd_status(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def cmd_deadletter(args: argparse.Namespace, console: Console) -> int:
-    from workers import jobs
-    from workers.app import use_broker
-
-    if args.broker:
-        use_broker(args.broker)
-    for record in jobs.dead_letters():
-        print(json.dumps(record, ensure_ascii=False))
-    if args.clear:
-        jobs.client().delete(jobs.DEADLETTER)
-    return 0
-
-
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pagefleet", description="PDFs to trustworthy text, RTL first, at fleet scale")
     sub = p.add_subparsers(dest="command", required=True)
@@ -135,16 +122,13 @@ def parser() -> argparse.ArgumentParser:
     status.add_argument("job")
     status.add_argument("--broker")
 
-    dead = sub.add_parser("deadletter", help="list (and optionally clear) dead-lettered pages")
-    dead.add_argument("--clear", action="store_true")
-    dead.add_argument("--broker")
     _optional_commands(sub)
     return p
 
 
 def _optional_commands(sub: argparse._SubParsersAction) -> None:
     for module in ("workers.cli.events", "workers.cli.evaluate", "workers.cli.routes", "workers.watchdog",
-                   "workers.cli.review"):
+                   "workers.cli.review", "workers.cli.deadletter", "workers.cli.metrics", "workers.cli.models"):
         try:
             mod = __import__(module, fromlist=["register"])
         except ModuleNotFoundError as exc:
@@ -154,8 +138,7 @@ def _optional_commands(sub: argparse._SubParsersAction) -> None:
         mod.register(sub)
 
 
-COMMANDS = {"run": cmd_run, "worker": cmd_worker, "submit": cmd_submit, "status": cmd_status,
-            "deadletter": cmd_deadletter}
+COMMANDS = {"run": cmd_run, "worker": cmd_worker, "submit": cmd_submit, "status": cmd_status}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -119,8 +119,9 @@ def _run_locked(tracked: list[Tracked], outdir: Path, storage: LocalStorage, *, 
     todo = [t for t in tracked if not _cached(outdir, t)]
     first: dict[str, Tracked] = {}
     copies: list[tuple[Tracked, Tracked]] = []
-    for t in todo:
-        original = first.setdefault(t.spec.job_id, t)
+    for t in todo:  # the same bytes and options twice: one job (ids differ only by output folder)
+        same = f"{t.spec.sha256}:{json.dumps(t.spec.options, sort_keys=True)}" if t.spec.sha256 else t.spec.job_id
+        original = first.setdefault(same, t)
         if original is not t:
             copies.append((t, original))
     unique = list(first.values())
@@ -164,6 +165,7 @@ def _copy_result(outdir: Path, original: Tracked, duplicate: Tracked) -> None:
             if path.exists():
                 data = json.loads(path.read_text(encoding="utf-8"))
                 data["source"]["filename"] = duplicate.spec.filename
+                data["job_id"] = duplicate.spec.job_id
                 path.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
     for name in ("state", "pages", "done", "status", "routes", "seconds"):
         setattr(duplicate, name, getattr(original, name))

@@ -1,0 +1,35 @@
+"""pagefleet.watchdog (the beat schedule's sweep), pagefleet.redispatch (a new chord for the pages
+a stalled job is missing) and pagefleet.collect_final (the watchdog's last word: collect with what
+exists, missing pages `failed`). See workers/watchdog.py."""
+
+from __future__ import annotations
+
+import logging
+
+from workers import watchdog as wd
+from workers.app import task
+from workers.pipeline import SplitOutcome
+from workers.settings import get_settings
+
+log = logging.getLogger(__name__)
+
+
+@task("pagefleet.watchdog", max_retries=0)
+def watchdog() -> list[list[str]]:
+    return [list(x) for x in wd.sweep()]
+
+
+@task("pagefleet.redispatch")
+def redispatch(spec: dict, pending: dict[str, list[int]]) -> dict:
+    from tasks.split import dispatch
+
+    outcome = SplitOutcome(spec["job_id"], pending={q: [int(n) for n in ns] for q, ns in pending.items()})
+    dispatch(spec, outcome, get_settings().vlm.batch_size)
+    return {"job_id": spec["job_id"], "redispatched": outcome.pending}
+
+
+@task("pagefleet.collect_final")
+def collect_final(spec: dict) -> dict:
+    from tasks.collect import _finish
+
+    return _finish(spec, final_attempt=True)

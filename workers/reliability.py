@@ -1,0 +1,50 @@
+"""The reliability section of the settings tree (`Settings().reliability`, env
+`PAGEFLEET_RELIABILITY__*`): how long a job may go without progress, how often the watchdog looks,
+how many times lost work is re-dispatched, how long finished state stays in Redis, how callbacks
+are retried.
+
+    job_deadline_minutes   a job whose last progress is older is stalled; the watchdog re-dispatches
+                           what is missing (up to `max_redispatch` times), then finishes it: missing
+                           pages `failed`, a dead-letter record. Must exceed the visibility timeout
+                           (a worker's unacked pages come back first).
+    visibility_timeout_s   unacked messages of a dead worker return after this; it exceeds the hard
+                           task time limit (`visibility_for`), so a running task is never redelivered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ReliabilitySettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    job_deadline_minutes: float = Field(15.0, gt=0, description="minutes without progress before a job is stalled")
+    watchdog_interval_s: float = Field(60.0, gt=0, description="how often the beat schedule sweeps")
+    max_redispatch: int = Field(2, ge=0, description="re-dispatches of a stalled job before it is finished")
+    job_record_ttl_s: int = Field(7 * 86400, ge=60, description="a finished job's Redis records expire after")
+    jobs_index_max: int = Field(100_000, ge=100, description="the jobs index keeps at most this many ids")
+    deadletter_max: int = Field(100_000, ge=100, description="the dead-letter list keeps the newest")
+    visibility_margin_s: int = Field(60, ge=5, description="visibility timeout = hard time limit + this")
+    callback_timeout_s: float = Field(10.0, gt=0)
+    callback_max_retries: int = Field(8, ge=0)
+    callback_backoff_max_s: int = Field(600, ge=1)
+
+    @property
+    def deadline_s(self) -> float:
+        return self.job_deadline_minutes * 60.0
+
+    def visibility_for(self, task_time_limit: int) -> int:
+        """Longer than the longest task (its hard limit), so only a dead worker's work comes back."""
+        return int(task_time_limit) + self.visibility_margin_s
+
+
+def current(settings: Any = None) -> ReliabilitySettings:
+    """`settings.reliability` (of `get_settings()` by default)."""
+    if settings is None:
+        from workers.settings import get_settings  # lazy: workers.settings imports this module
+
+        settings = get_settings()
+    return getattr(settings, "reliability", None) or ReliabilitySettings()
