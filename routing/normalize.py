@@ -4,6 +4,8 @@
         ─► 2 punctuation displaced across an RTL embedding edge (rtl_punctuation_repair),
              then bidi controls removed (bidi_control_removed)
         ─► 3 visual-order lines → logical order, per run (visual_order_reversal)   [never from OCR]
+             then swapped lam ligature glyph clusters put back in order (lam_alef_order,
+             ligature_order; only with the text layer's glyph clusters, `routing.lam`)
         ─► 4 NFKC of presentation/shape variants only; NFC of clusters with Hebrew/Arabic marks (nfkc)
         ─► 5 Arabic: tatweel, U+FFFD kashida, lam-alef order, other lam ligatures (with evidence)
         ─► 6 Symbol/Wingdings Private Use glyphs → Unicode (symbol_glyph_mapped)
@@ -38,6 +40,7 @@ from dataclasses import dataclass, field
 
 from routing.arabic import elongation_repairs, lam_alef_positions, ligature_order_positions
 from routing.edits import EDIT_KINDS, Edit, EditMapBuilder, Replacement
+from routing.lam import current_spans, is_lam_alef, swapped_clusters
 from routing.rtl_order import (
     OrderEvidence,
     hebrew_order_evidence,
@@ -236,6 +239,17 @@ def _swap_after(text: str, positions: list[int], kind: str) -> list[Replacement]
     return [Replacement(p + 1, p + 3, text[p + 2] + text[p + 1], kind) for p in positions]
 
 
+def _stage_lam_clusters(raw: str, builder: EditMapBuilder, clusters: Sequence[Sequence[int]]) -> list[Replacement]:
+    """Swapped lam ligature clusters (raw spans of code points from one glyph) put back in order:
+    `lam_alef_order` for a lam-alef, `ligature_order` for the other lam ligatures."""
+    spans = current_spans(raw, builder.text, builder.edits(), clusters)
+    reps = []
+    for start, end, new in swapped_clusters(builder.text, spans):
+        kind = "lam_alef_order" if is_lam_alef(new) else "ligature_order"
+        reps.append(Replacement(start, end, new, kind))
+    return reps
+
+
 def _stage_symbols(text: str) -> list[Replacement]:
     return _per_char(text, _SYMBOL_PUA, "symbol_glyph_mapped", SYMBOL_PUA_MAP.get)
 
@@ -278,6 +292,7 @@ def normalize(
     line_visual: Sequence[bool] | None = None,
     from_ocr: bool = False,
     ligature_evidence: bool | None = None,
+    glyph_clusters: Sequence[Sequence[int]] | None = None,
 ) -> Normalized:
     """Run the stages of the module docstring over `raw`.
 
@@ -285,6 +300,8 @@ def normalize(
     (ValueError on a length mismatch); None decides per line from Hebrew final-form evidence.
     `from_ocr`: OCR output is logical already, nothing is ever reversed. `ligature_evidence`: True
     when the page shows a lam-alef decomposition; None computes it from this text.
+    `glyph_clusters`: ``(start, end)`` spans of `raw` whose code points come from one glyph (the
+    text layer's geometry); a swapped lam ligature among them is put back in order.
     """
     flags = _expand_line_flags(raw, line_visual)
     builder = EditMapBuilder(raw)
@@ -294,6 +311,8 @@ def normalize(
     builder.apply(_stage_bidi_controls(builder.text))
     if not from_ocr:
         builder.apply(_stage_visual_order(builder.text, flags))
+    if glyph_clusters:
+        builder.apply(_stage_lam_clusters(raw, builder, glyph_clusters))
     builder.apply(_stage_nfkc(builder.text))
     builder.apply(_stage_nfc_clusters(builder.text))
     builder.apply(_stage_elongation(builder.text))

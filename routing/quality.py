@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from routing.arabic import arabic_signals
+from routing.lam import lam_signals, lam_violations
 from routing.normalize import SYMBOL_PUA_MAP
 from routing.order import PageOrder, page_order
 from routing.scripts import ScriptStats, script_stats
@@ -93,6 +94,7 @@ class Verdict:
     warnings: list[str]
     metrics: dict[str, float]
     order: PageOrder | None = None
+    glyph_clusters: list[list[int]] | None = None  # text-layer spans from one glyph, for repair
 
     @property
     def repairable(self) -> bool:
@@ -272,7 +274,19 @@ def assess(gi: GateInput, t: GateThresholds = GateThresholds()) -> Verdict:
             reasons.append("engine_disagreement")
     if readable < 20:
         warnings.append("short_text")
-    return Verdict(not reasons, _dedupe(reasons), _dedupe(warnings), metrics, order)
+    warnings += _lam_warnings(gi, metrics)
+    clusters = gi.layer.get("glyph_clusters") if gi.origin != "ocr" else None
+    return Verdict(not reasons, _dedupe(reasons), _dedupe(warnings), metrics, order, clusters)
+
+
+def _lam_warnings(gi: GateInput, metrics: dict[str, float]) -> list[str]:
+    """Swapped lam ligatures (`routing.lam`): clusters the glyph geometry proves are repaired;
+    what only the words show stays, and the canonical invariant refuses it after repair."""
+    sig = lam_signals(gi.text, gi.layer.get("glyph_clusters") if gi.origin != "ocr" else None)
+    if not sig.arabic_words:
+        return []
+    metrics.update(swapped_lam_clusters=sig.swapped_clusters, lone_al=sig.lone_al)
+    return (["swapped_lam_ligature"] if sig.swapped else []) + (["lone_al"] if sig.lone_al else [])
 
 
 def canonical_violations(text: str) -> list[str]:
@@ -288,7 +302,7 @@ def canonical_violations(text: str) -> list[str]:
         found.append("decomposed_lam_alef")
     if _CONTROL.search(text):
         found.append("control_chars")
-    return found
+    return found + lam_violations(text)
 
 
 def _dedupe(items: Sequence[str]) -> list[str]:

@@ -16,6 +16,7 @@ import pymupdf
 
 from routing.scripts import is_rtl_letter
 
+_ZERO = 0.01  # a box narrower than this (points) has no width
 _TEXT_FLAGS = (
     pymupdf.TEXT_PRESERVE_LIGATURES | pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
 )
@@ -58,7 +59,8 @@ def _extract_page(doc: pymupdf.Document, number: int) -> dict[str, Any]:
     raw = page.get_text("rawdict", flags=_TEXT_FLAGS)
     lines: list[str] = []
     geometry: list[list[int]] = []
-    glyphs = shared_runs = 0
+    clusters: list[list[int]] = []
+    glyphs = shared_runs = offset = 0
     for block in raw.get("blocks", []):
         for line in block.get("lines", []):
             chars = [c for span in line["spans"] for c in span["chars"]]
@@ -66,6 +68,8 @@ def _extract_page(doc: pymupdf.Document, number: int) -> dict[str, Any]:
             lines.append("".join(c["c"] for c in chars))
             geometry.append(_rtl_order(chars))
             shared_runs += _shared_position_runs(chars)
+            clusters += [[offset + a, offset + b] for a, b in glyph_clusters(chars)]
+            offset += len(lines[-1]) + 1
     area = abs(page.rect) or 1.0
     covered = 0.0
     for info in page.get_image_info():
@@ -75,6 +79,7 @@ def _extract_page(doc: pymupdf.Document, number: int) -> dict[str, Any]:
         "number": number,
         "text": "\n".join(lines),
         "line_geometry": geometry,
+        "glyph_clusters": clusters,
         "glyphs": glyphs,
         "shared_position_runs": shared_runs,
         "images": len(page.get_images(full=False)),
@@ -107,6 +112,52 @@ def _rtl_order(chars: list[dict[str, Any]]) -> list[int]:
                 dec += 1
         prev = centre
     return [inc, dec]
+
+
+def _is_base(ch: str) -> bool:
+    return not ch.isspace() and not unicodedata.category(ch).startswith("M")
+
+
+def _zero_width_partner(chars: list[dict[str, Any]], i: int) -> int | None:
+    """The neighbour a zero-width base character came from: the one whose box's right edge it
+    sits on (a ligature glyph's extra code point; MuPDF puts it before or after the glyph's box
+    depending on the drawing order)."""
+    x = chars[i]["bbox"][0]
+    best: tuple[float, int] | None = None
+    for j in (i + 1, i - 1):  # the next one first: ties go to it
+        if 0 <= j < len(chars) and _is_base(chars[j]["c"]) and chars[j]["bbox"][2] - chars[j]["bbox"][0] > _ZERO:
+            distance = abs(chars[j]["bbox"][2] - x)
+            if distance < 1.0 and (best is None or distance < best[0]):
+                best = (distance, j)
+    return best[1] if best else None
+
+
+def glyph_clusters(chars: list[dict[str, Any]]) -> list[tuple[int, int]]:
+    """``(start, end)`` char offsets of code points that come from one glyph and hold an RTL
+    letter: a zero-width base character with the neighbour whose box it sits on, or neighbours
+    sharing one box. Combining marks (zero-width by nature) never start a cluster."""
+    joined = [False] * len(chars)  # joined[k]: chars[k] and chars[k + 1] are one glyph
+    for i, c in enumerate(chars):
+        if not _is_base(c["c"]):
+            continue
+        x0, y0, x1, y1 = c["bbox"]
+        if x1 - x0 <= _ZERO:
+            partner = _zero_width_partner(chars, i)
+            if partner is not None:
+                joined[min(i, partner)] = True
+        elif i + 1 < len(chars) and _is_base(chars[i + 1]["c"]):
+            if all(abs(a - b) <= _ZERO for a, b in zip(c["bbox"], chars[i + 1]["bbox"])):
+                joined[i] = True
+    found: list[tuple[int, int]] = []
+    i = 0
+    while i < len(chars):
+        j = i
+        while j < len(joined) and joined[j]:
+            j += 1
+        if j > i and any(is_rtl_letter(ch["c"]) for ch in chars[i : j + 1]):
+            found.append((i, j + 1))
+        i = j + 1
+    return found
 
 
 def _shared_position_runs(chars: list[dict[str, Any]]) -> int:

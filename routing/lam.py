@@ -1,0 +1,208 @@
+"""Lam ligatures whose code points come out in the wrong order (issue 12).
+
+A lam ligature is one glyph (ﻻ ﻷ ﻹ ﻵ, and ﳉ ﳊ ﳋ ﳌ … in Naskh fonts) that stands for two or three
+letters, lam first. Many PDFs give such a glyph its code points in the wrong order: a ToUnicode
+map written alef-first, or a line drawn left to right (InDesign) that the extractor reorders code
+point by code point, putting the glyph's zero-width second code point first. `لا يجوز` ("must
+not") then reads `ال يجوز`: the negation is gone.
+
+    geometry (text layer)  code points of one glyph (zero-width or shared boxes, see
+                           workers.pdf.mupdf.glyph_clusters) form a cluster; a cluster whose
+                           letters, reversed, are a lam ligature and which does not start with
+                           lam is swapped → signal `swapped_lam_ligature`, repaired by restoring
+                           the cluster's order (edit kind `lam_ligature_order`)
+    lexical (OCR, pdftotext, a layer without geometry)
+                           a lone `ال` (the article never stands alone) → `lone_al`; swapped
+                           words (`خالل` `ثالث` `آالف` `إال`) on a page that never shows lam
+                           before alef → `swapped_lam_ligature`. Never repaired from the text
+                           alone: a page that still holds either after repair is refused.
+
+Hebrew, Latin and correct Arabic text hold none of these: nothing here changes them.
+
+Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from routing.edits import Edit
+from routing.arabic import ALEF_FORMS, LAM, PREFIXES, fold_presentation_forms, is_arabic_letter, is_arabic_mark
+
+SWAPPED_WORDS = frozenset({"خالل", "ثالث", "آالف", "إال"})  # خلال ثلاث آلاف إلا, stored alef-first
+_PRESENTATION_FORM = re.compile("[\ufb50-\ufdff\ufe70-\ufefe]")
+MIN_WORDS_FOR_ABSENCE = 20  # "the page never shows lam before alef" means something from here on
+
+
+@lru_cache(maxsize=1)
+def lam_ligatures() -> frozenset[str]:
+    """The letter sequences of Unicode's lam ligature presentation forms (لا لأ لج لمح …)."""
+    found = set()
+    for cp in [*range(0xFB50, 0xFE00), *range(0xFE70, 0xFEFF)]:
+        letters = unicodedata.normalize("NFKC", chr(cp))
+        if 2 <= len(letters) <= 3 and letters[0] == LAM and all(is_arabic_letter(c) for c in letters):
+            found.add(letters)
+    return frozenset(found)
+
+
+def _units(cluster: str) -> list[str]:
+    """Base letters, each with the combining marks that follow it."""
+    units: list[str] = []
+    for ch in cluster:
+        if units and unicodedata.combining(ch):
+            units[-1] += ch
+        else:
+            units.append(ch)
+    return units
+
+
+def _letters(text: str) -> str:
+    return "".join(c for c in fold_presentation_forms(text) if not unicodedata.combining(c))
+
+
+def restored_cluster(cluster: str) -> str | None:
+    """The cluster in its right order if it is a swapped lam ligature, else None.
+
+    `ال` → `لا`, `أل` → `لأ`, `جل` → `لج`, `حمل` → `لمح`; `لا` (right already), `كل` (kaf-lam,
+    a ligature that starts with kaf) and anything else → None."""
+    if _letters(cluster)[:1] == LAM:
+        return None
+    restored = "".join(reversed(_units(cluster)))
+    return restored if _letters(restored) in lam_ligatures() else None
+
+
+def is_lam_alef(cluster: str) -> bool:
+    """Is `cluster` (in the right order) a lam-alef, not another lam ligature?"""
+    return _letters(cluster)[1:2] in tuple(ALEF_FORMS)
+
+
+def swapped_clusters(text: str, spans: Iterable[Sequence[int]]) -> list[tuple[int, int, str]]:
+    """``(start, end, restored)`` for each cluster span of `text` that is a swapped lam ligature."""
+    found = []
+    for start, end in spans:
+        new = restored_cluster(text[start:end])
+        if new is not None:
+            found.append((start, end, new))
+    return found
+
+
+def _attached(ch: str) -> bool:
+    return is_arabic_letter(ch) or is_arabic_mark(ch) or ch == "\u0640"
+
+
+def lone_al_positions(text: str) -> list[int]:
+    """Offsets of each `ال` that stands alone (no Arabic letter, mark or tatweel on either side)."""
+    found = []
+    pos = text.find("ال")
+    while pos >= 0:
+        before = text[pos - 1] if pos else ""
+        after = text[pos + 2] if pos + 2 < len(text) else ""
+        if not (before and _attached(before)) and not (after and _attached(after)):
+            found.append(pos)
+        pos = text.find("ال", pos + 1)
+    return found
+
+
+def lam_before_alef(text: str) -> int:
+    """How often lam is followed by an alef form that no lam follows (the right order of a
+    lam-alef; `ولإلجراءات` is the prefix lam before a swapped `إل`, not a lam-alef)."""
+    folded = fold_presentation_forms(text) + " "
+    return sum(
+        1 for i, c in enumerate(folded[:-2]) if c == LAM and folded[i + 1] in ALEF_FORMS and folded[i + 2] != LAM
+    )
+
+
+def _word_tokens(text: str) -> list[str]:
+    """Arabic words of an already folded text (marks skipped)."""
+    tokens, current = [], []
+    for ch in text:
+        if is_arabic_letter(ch):
+            current.append(ch)
+        elif not is_arabic_mark(ch):
+            if current:
+                tokens.append("".join(current))
+            current = []
+    if current:
+        tokens.append("".join(current))
+    return tokens
+
+
+def _is_swapped_word(word: str) -> bool:
+    return word in SWAPPED_WORDS or (word[:1] in PREFIXES and word[1:] in SWAPPED_WORDS)
+
+
+@dataclass(frozen=True)
+class LamSignals:
+    """Counts over one page; `swapped` is the verdict the gate and the invariant use."""
+
+    swapped_clusters: int = 0  # geometry: clusters in the wrong order
+    lone_al: int = 0
+    lam_before_alef: int = 0
+    swapped_words: int = 0
+    arabic_words: int = 0
+
+    @property
+    def lexical_swap(self) -> bool:
+        """Swapped words on a page long enough to show lam before alef, which never does."""
+        return self.swapped_words > 0 and self.lam_before_alef == 0 and self.arabic_words >= MIN_WORDS_FOR_ABSENCE
+
+    @property
+    def swapped(self) -> bool:
+        return self.swapped_clusters > 0 or self.lexical_swap
+
+
+def lam_signals(text: str, clusters: Iterable[Sequence[int]] | None = None) -> LamSignals:
+    """Count the evidence of swapped lam ligatures in `text` (clusters: spans into `text`)."""
+    if LAM not in text and not _PRESENTATION_FORM.search(text):
+        return LamSignals()  # Hebrew, Latin: one scan in C
+    folded = fold_presentation_forms(text)
+    if LAM not in folded:
+        return LamSignals()
+    words = _word_tokens(folded)
+    return LamSignals(
+        swapped_clusters=len(swapped_clusters(text, clusters or ())),
+        lone_al=len(lone_al_positions(folded)),
+        lam_before_alef=lam_before_alef(folded),
+        swapped_words=sum(1 for w in words if _is_swapped_word(w)),
+        arabic_words=len(words),
+    )
+
+
+def lam_violations(text: str) -> list[str]:
+    """What an accepted page's repaired text must not hold (the canonical invariant)."""
+    sig = lam_signals(text)
+    found = []
+    if sig.lone_al:
+        found.append("lone_al")
+    if sig.lexical_swap:
+        found.append("swapped_lam_ligature")
+    return found
+
+
+def current_spans(raw: str, text: str, edits: Sequence[Edit], spans: Iterable[Sequence[int]]) -> list[tuple[int, int]]:
+    """Raw-text spans carried onto the current `text` of an edit map (`edits` against `raw`).
+
+    A span outside every edit moves by the edits before it; a span inside an edit of the same
+    length whose output is the raw range reversed (a visual-order line turned logical) is
+    mirrored with it. A span the map changed any other way is dropped: no evidence is guessed."""
+    found: list[tuple[int, int]] = []
+    ordered = sorted((int(a), int(b)) for a, b in spans)
+    k = delta = 0
+    for start, end in ordered:
+        while k < len(edits) and edits[k].end <= start:
+            delta = edits[k].out_end - edits[k].end
+            k += 1
+        edit = edits[k] if k < len(edits) else None
+        if edit is None or end <= edit.start:
+            found.append((start + delta, end + delta))
+        elif edit.start <= start and end <= edit.end and _mirrors(raw, edit):
+            found.append((edit.out_start + edit.end - end, edit.out_start + edit.end - start))
+    return [(a, b) for a, b in found if 0 <= a < b <= len(text)]
+
+
+def _mirrors(raw: str, edit: Edit) -> bool:
+    return edit.replacement == raw[edit.start : edit.end][::-1]
