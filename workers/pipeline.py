@@ -19,7 +19,7 @@ from workers.ladder.accept import failed_record, layer_candidate, review_record
 from workers.ladder.textlayer import decide_page
 from workers.model import Attempt, DocumentRecord, JobSpec, PageRecord, PendingPage, RouterInfo, Rung, SourceInfo
 from workers.pdf import source as pdf
-from workers.pdf.fetch import local_pdf
+from workers.pdf.fetch import evict, local_pdf
 from workers.settings import PIPELINE_VERSION, Options, Settings
 from workers.storage import Storage, open_storage
 
@@ -80,6 +80,7 @@ def split_document(job: JobSpec, settings: Settings) -> SplitOutcome:
         info = pdf.inspect(source, options, settings)
     except InputError as exc:
         outcome.error = write_error(job, storage, exc, source.sha256 if source else None)
+        evict(job.job_id, settings)
         return outcome
     outcome.page_count = info["page_count"]
     pages = pdf.extract_pages(source, outcome.page_count, settings, already=info.pop("pages", None))
@@ -156,5 +157,6 @@ def collect_document(job: JobSpec, settings: Settings, *, final_attempt: bool) -
     prefix = manifest["artifact_prefix"]
     artifacts.store(storage, prefix, document, report)
     storage.delete_prefix(keys.work(job.job_id))
+    evict(job.job_id, settings)  # the job is finished: its cached S3 source goes
     return {"job_id": job.job_id, "status": document.status, "routes": report["routes"],
             "artifact_prefix": prefix, "storage": job.storage, "page_count": count}
