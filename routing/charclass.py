@@ -169,3 +169,10 @@ FAMILY_TABLE = LazyTable(family_code)
 def classes(text: str) -> str:
     """`text` with every character replaced by its class code (same length)."""
     return text.translate(CLASS_TABLE)
+
+
+def has_rtl_letter(text: str) -> bool:
+    """Does `text` hold a Hebrew or Arabic letter (`is_rtl_letter`)? One translation, no Python
+    call per character."""
+    codes = classes(text)
+    return "h" in codes or "r" in codes

@@ -177,6 +177,9 @@ class Settings(BaseSettings):
     sandbox_timeout_s: float = Field(120.0, gt=0)
     sandbox_memory_mb: int = Field(3072, ge=256)
     split_batch_pages: int = Field(200, ge=1)
+    # every sandbox command forks from a warm per-worker server (PyMuPDF imported once) instead of
+    # starting an interpreter; off: one `python -m workers.pdf.sandbox` process per command
+    sandbox_fork_server: bool = True
 
     # bounded, so the visibility timeout (hard limit + reliability.visibility_margin_s = 9 min) can be
     # short: a dead worker's unacked pages come back in minutes (issue 9)

@@ -14,6 +14,7 @@ from typing import Any
 
 import pymupdf
 
+from routing.charclass import has_rtl_letter
 from routing.scripts import is_rtl_letter
 
 _ZERO = 0.01  # a box narrower than this (points) has no width
@@ -66,9 +67,11 @@ def _extract_page(doc: pymupdf.Document, number: int) -> dict[str, Any]:
             chars = [c for span in line["spans"] for c in span["chars"]]
             glyphs += sum(1 for c in chars if not c["c"].isspace())
             lines.append("".join(c["c"] for c in chars))
-            geometry.append(_rtl_order(chars))
+            rtl = has_rtl_letter(lines[-1])  # RTL geometry only where the line holds RTL letters
+            geometry.append(_rtl_order(chars) if rtl else [0, 0])
             shared_runs += _shared_position_runs(chars)
-            clusters += [[offset + a, offset + b] for a, b in glyph_clusters(chars)]
+            if rtl:
+                clusters += [[offset + a, offset + b] for a, b in glyph_clusters(chars)]
             offset += len(lines[-1]) + 1
     area = abs(page.rect) or 1.0
     covered = 0.0
@@ -161,22 +164,24 @@ def glyph_clusters(chars: list[dict[str, Any]]) -> list[tuple[int, int]]:
 
 
 def _shared_position_runs(chars: list[dict[str, Any]]) -> int:
-    """Runs of >= 3 base letters drawn at one origin: one glyph mapped to a whole word."""
-    runs = 0
-    count = 0
-    last: tuple[float, float] | None = None
+    """Runs of >= 3 base letters drawn at one origin (rounded to 0.1 pt): one glyph mapped to a
+    whole word. Origins further apart than 0.11 pt cannot round alike, so most characters skip
+    the rounding."""
+    runs = count = 0
+    prev: tuple[float, float] | None = None
     for c in chars:
         ch = c["c"]
-        if unicodedata.category(ch).startswith("M") or ch.isspace():
+        if ch.isspace() or unicodedata.category(ch)[0] == "M":
             continue
-        origin = (round(c["origin"][0], 1), round(c["origin"][1], 1))
-        if origin == last:
+        x, y = c["origin"]
+        if (prev is not None and abs(x - prev[0]) < 0.11 and abs(y - prev[1]) < 0.11
+                and round(x, 1) == round(prev[0], 1) and round(y, 1) == round(prev[1], 1)):
             count += 1
             if count == 3:
                 runs += 1
         else:
             count = 1
-            last = origin
+        prev = (x, y)
     return runs
 
 

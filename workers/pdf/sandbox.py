@@ -42,6 +42,10 @@ def run_child(
     command: str, pdf: str, params: dict[str, Any], *, timeout_s: float, memory_mb: int
 ) -> dict[str, Any]:
     """Run one sandbox command on `pdf`; return its JSON result. Raise SandboxError."""
+    from workers.settings import get_settings
+
+    if get_settings().sandbox_fork_server:
+        return _run_forked(command, pdf, params, timeout_s=timeout_s, memory_mb=memory_mb)
     with tempfile.TemporaryDirectory(prefix="pagefleet-sbx-") as tmp:
         out = Path(tmp) / "result.json"
         argv = [sys.executable, "-m", "workers.pdf.sandbox", command, pdf, str(out), json.dumps(params)]
@@ -63,6 +67,25 @@ def run_child(
         if proc.returncode != 0 or not out.exists():
             reason = _death_reason(proc.returncode, stderr)
             raise SandboxError(f"{command} failed: {reason}")
+        return json.loads(out.read_text(encoding="utf-8"))
+
+
+def _run_forked(command: str, pdf: str, params: dict[str, Any], *, timeout_s: float, memory_mb: int) -> dict[str, Any]:
+    """The same command in a child forked from the worker's warm sandbox server (`forkserver`)."""
+    from workers.pdf.forkserver import CLIENT
+
+    with tempfile.TemporaryDirectory(prefix="pagefleet-sbx-") as tmp:
+        out, err = Path(tmp) / "result.json", Path(tmp) / "stderr.txt"
+        request = {"command": command, "pdf": pdf, "params": params, "out": str(out), "err": str(err),
+                   "timeout_s": timeout_s, "memory_mb": memory_mb}
+        reply = CLIENT.run(request, timeout_s)
+        if reply.get("timed_out"):
+            raise SandboxError(f"{command} timed out after {timeout_s:.0f}s")
+        stderr = err.read_text(encoding="utf-8", errors="replace").strip() if err.exists() else ""
+        if stderr:
+            log.debug("sandbox %s stderr: %s", command, stderr[-2000:])
+        if reply["rc"] != 0 or not out.exists():
+            raise SandboxError(f"{command} failed: {_death_reason(int(reply['rc']), stderr)}")
         return json.loads(out.read_text(encoding="utf-8"))
 
 
