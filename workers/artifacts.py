@@ -4,6 +4,7 @@
 - `document.md`: accepted pages' Markdown; a refused page is only a review marker comment.
 - `text.txt`: accepted pages' text separated by `\\f`; a refused page is only a marker line.
 - `report.json`: status, per-route/router/rung/engine telemetry, engine health, review reasons.
+- `chunks.jsonl`: heading-aware chunks of accepted pages with citations that replay (workers.chunks).
 
 Every page's edit map is replayed here (`verify_edits`); a map that does not replay fails the page.
 """
@@ -144,5 +145,8 @@ def store(storage: Storage, prefix: str, document: DocumentRecord, rep: dict[str
     base = f"{prefix}/" if prefix else ""
     storage.put_text(base + "document.md", markdown(document), "text/markdown; charset=utf-8")
     storage.put_text(base + "text.txt", plain_text(document))
+    from workers import chunks  # noqa: PLC0415 - chunks reads ACCEPTED_ROUTES from here
+
+    storage.put_text(base + "chunks.jsonl", chunks.jsonl(document), "application/x-ndjson; charset=utf-8")
     storage.put_json(base + "document.json", document.model_dump(mode="json"))
     storage.put_json(base + "report.json", rep)

@@ -1,4 +1,4 @@
-"""The document model (`document.json`, schema_version 1) and the messages between stages.
+"""The document model (`document.json`, schema_version 2: v1 + `blocks`) and the messages between stages.
 
 A page is a typed record that each stage adds to: the split task fills it from the text layer
 (rung 1) or leaves it pending; the OCR stage completes pending pages; the collector only assembles.
@@ -55,12 +55,36 @@ class ReviewPreview(BaseModel):
     text: str
     markdown: str
     reasons: list[str] = []
+    blocks: list[Block] = []
 
 
 class EditMapInfo(BaseModel):
     target: Literal["text", "review_preview"] = "text"
     complete: bool = True
     gap: str | None = None
+
+
+BlockType = Literal["heading", "paragraph", "list_item", "table", "figure", "caption", "footnote", "header", "footer"]
+
+
+class TableData(BaseModel):
+    rows: list[list[str]]  # cells in logical order: an RTL table's rightmost column first
+    header_rows: int = 1
+    markdown: str = ""  # GFM
+
+
+class Block(BaseModel):
+    """One block in reading order; `text == page.text[start:end]`, so it replays to raw_text."""
+
+    type: BlockType
+    text: str = ""
+    bbox: list[float] | None = None
+    direction: str = "ltr"
+    start: int = 0
+    end: int = 0
+    level: int | None = None  # heading
+    marker: str | None = None  # list_item, as written: "א.", "(ב)", "1.", "•"
+    table: TableData | None = None
 
 
 class PageRecord(BaseModel):
@@ -84,6 +108,7 @@ class PageRecord(BaseModel):
     ocr_confidence: float | None = None
     layer: dict[str, Any] = {}  # what the text layer looked like: chars, images, coverage, kind
     seconds: float = 0.0
+    blocks: list[Block] = []  # schema 2: structure in reading order (accepted pages)
 
 
 class SourceInfo(BaseModel):
@@ -94,7 +119,7 @@ class SourceInfo(BaseModel):
 
 
 class DocumentRecord(BaseModel):
-    schema_version: Literal[1] = 1
+    schema_version: Literal[1, 2] = 2
     pipeline_version: str
     job_id: str
     source: SourceInfo

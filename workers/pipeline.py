@@ -16,6 +16,7 @@ from typing import Any
 from workers import artifacts, keys
 from workers.errors import InputError, InvalidOptionsError, PagefleetError, error_record
 from workers.ladder.accept import failed_record, layer_candidate, review_record
+from workers.ladder import structure
 from workers.ladder.textlayer import decide_page
 from workers.model import Attempt, DocumentRecord, JobSpec, PageRecord, PendingPage, RouterInfo, Rung, SourceInfo
 from workers.pdf import source as pdf
@@ -83,7 +84,9 @@ def split_document(job: JobSpec, settings: Settings) -> SplitOutcome:
         evict(job.job_id, settings)
         return outcome
     outcome.page_count = info["page_count"]
-    pages = pdf.extract_pages(source, outcome.page_count, settings, already=info.pop("pages", None))
+    pages = pdf.extract_pages(source, outcome.page_count, settings, already=info.pop("pages", None),
+                              structure=options.structure)
+    layout = structure.document_layout(pages) if options.structure else None
     manifest = {
         "job": job.model_dump(mode="json"),
         "source": {"filename": job.filename, "bytes": source.bytes, "sha256": source.sha256, "uri": job.source},
@@ -95,6 +98,8 @@ def split_document(job: JobSpec, settings: Settings) -> SplitOutcome:
     }
     for page in pages:
         result = decide_page(page, ocr=options.ocr, gpu=settings.gpu)
+        if layout is not None and isinstance(result, PageRecord) and result.route in artifacts.TEXT_LAYER_ROUTES:
+            result = structure.structure_page(result, page, layout, source.path, recover=options.structured_recovery)
         number = int(page["number"])
         if isinstance(result, PageRecord):
             storage.put_json(keys.page(job.job_id, number), result.model_dump(mode="json"))

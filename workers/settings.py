@@ -24,7 +24,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from workers.reliability import ReliabilitySettings
 
-PIPELINE_VERSION = "0.1.0"
+PIPELINE_VERSION = "0.2.0"  # 0.2: structure (blocks, chunks.jsonl), document.json schema 2
 QUEUES = ("split", "cpu", "gpu", "collect")  # the Celery queues, one Deployment/ScaledObject each
 
 
@@ -37,6 +37,10 @@ class Options(BaseModel):
     max_pages: int = Field(5000, ge=1, le=100_000, description="reject documents with more pages")
     max_bytes: int = Field(200 * 1024 * 1024, ge=1, le=4 * 1024**3, description="reject larger inputs")
     dpi: int = Field(300, ge=72, le=600, description="render resolution for OCR")
+    structure: bool = Field(True, description="headings, lists, tables and chunks from the page layout")
+    structured_recovery: Literal["off", "pymupdf4llm"] = Field(
+        "off", description="a layout-aware extractor for tables the text layer could not give (seed 001)")
+    chunk_chars: int = Field(1500, ge=200, le=20_000, description="largest chunk in chunks.jsonl (characters)")
 
 
 class Chains(BaseModel):

@@ -27,14 +27,16 @@ def available() -> bool:
     return shutil.which("pdftotext") is not None
 
 
-def extract_page(pdf: str, page: int, *, timeout_s: float = 30.0, memory_mb: int | None = None) -> tuple[str, float]:
+def extract_page(pdf: str, page: int, *, timeout_s: float = 30.0, memory_mb: int | None = None,
+                 args: tuple[str, ...] = ()) -> tuple[str, float]:
     """pdftotext on one page, sandboxed like every other parser of an untrusted PDF (memory and CPU
-    limits, timeout); a run killed by a limit is an `engine_crashed` attempt, never a dead worker."""
+    limits, timeout); a run killed by a limit is an `engine_crashed` attempt, never a dead worker.
+    `args`: more pdftotext options (`-layout`, a crop box `-x -y -W -H`)."""
     if not available():
         raise EngineUnavailable(f"pdftotext is not installed; {INSTALL_HINT}")
     memory_mb = memory_mb or get_settings().sandbox_memory_mb
     started = time.monotonic()
-    argv = ["pdftotext", "-f", str(page), "-l", str(page), "-enc", "UTF-8", "-q", pdf, "-"]
+    argv = ["pdftotext", "-f", str(page), "-l", str(page), "-enc", "UTF-8", "-q", *args, pdf, "-"]
     try:
         proc = run_tool(argv, timeout_s=timeout_s, memory_mb=memory_mb)
     except subprocess.TimeoutExpired as exc:

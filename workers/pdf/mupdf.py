@@ -16,6 +16,7 @@ import pymupdf
 
 from routing.charclass import has_rtl_letter
 from routing.scripts import is_rtl_letter
+from workers.pdf import layout
 
 _ZERO = 0.01  # a box narrower than this (points) has no width
 _TEXT_FLAGS = (
@@ -23,7 +24,7 @@ _TEXT_FLAGS = (
 )
 
 
-def probe(pdf: str, extract_upto: int = 0, max_pages: int = 0) -> dict[str, Any]:
+def probe(pdf: str, extract_upto: int = 0, max_pages: int = 0, structure: bool = False) -> dict[str, Any]:
     """Page count, encryption, producer; with `extract_upto`, also rung 1 for the first pages of a
     document that passes the checks, in the same child (one process start per small document)."""
     doc = pymupdf.open(pdf, filetype="pdf")
@@ -41,15 +42,19 @@ def probe(pdf: str, extract_upto: int = 0, max_pages: int = 0) -> dict[str, Any]
         count = info["page_count"]
         if extract_upto and 0 < count <= (max_pages or count):
             info["pages"] = [_extract_page(doc, n) for n in range(1, min(extract_upto, count) + 1)]
+            if structure:
+                layout.add_layout(doc, info["pages"], _TEXT_FLAGS)
         return info
     finally:
         doc.close()
 
 
-def extract_range(pdf: str, first: int, last: int) -> dict[str, Any]:
+def extract_range(pdf: str, first: int, last: int, structure: bool = False) -> dict[str, Any]:
     doc = pymupdf.open(pdf, filetype="pdf")
     try:
         pages = [_extract_page(doc, number) for number in range(first, min(last, doc.page_count) + 1)]
+        if structure:  # headings, lists, tables: plain JSON gathered here, in the sandbox child
+            layout.add_layout(doc, pages, _TEXT_FLAGS)
         return {"pages": pages}
     finally:
         doc.close()

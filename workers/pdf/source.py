@@ -109,7 +109,7 @@ def inspect(source: SourceFile, options: Options, settings: Settings) -> dict[st
     limits = {"timeout_s": settings.sandbox_timeout_s, "memory_mb": settings.sandbox_memory_mb}
     try:  # probe + the first batch of rung 1 in one child ...
         info = run_child("probe", source.path, {"extract_upto": settings.split_batch_pages,
-                                                 "max_pages": options.max_pages}, **limits)
+                                                 "max_pages": options.max_pages, "structure": options.structure}, **limits)
     except SandboxError:
         try:  # ... and if that child died, the probe alone decides whether the file opens at all
             info = run_child("probe", source.path, {}, **limits)
@@ -125,10 +125,11 @@ def inspect(source: SourceFile, options: Options, settings: Settings) -> dict[st
 
 
 def extract_pages(
-    source: SourceFile, page_count: int, settings: Settings, already: list[dict[str, Any]] | None = None
+    source: SourceFile, page_count: int, settings: Settings, already: list[dict[str, Any]] | None = None,
+    structure: bool = False,
 ) -> list[dict[str, Any]]:
     """Rung 1 for every page, in page-range batches (one sandbox child per batch); `already` holds
-    the first pages when `inspect` extracted them."""
+    the first pages when `inspect` extracted them. `structure`: with each page's layout evidence."""
     pages: list[dict[str, Any]] = list(already or [])
     batch = settings.split_batch_pages
     for first in range(len(pages) + 1, page_count + 1, batch):
@@ -137,7 +138,7 @@ def extract_pages(
             result = run_child(
                 "extract",
                 source.path,
-                {"first": first, "last": last},
+                {"first": first, "last": last, "structure": structure},
                 timeout_s=settings.sandbox_timeout_s,
                 memory_mb=settings.sandbox_memory_mb,
             )

@@ -1,0 +1,192 @@
+"""Tables over plain data: cells in logical order, GFM Markdown, and unruled-table evidence.
+
+Logical order: a table whose letters are mostly Hebrew/Arabic is read right to left, so its
+visual columns are reversed; the text inside each cell is left exactly as it is (numbers, Latin).
+
+Unruled tables (`aligned_columns`): consecutive visual rows, each split into segments at wide
+gaps, that share the same empty vertical gutters. Two-column prose shares one gutter too, so a
+region is a table only when its cells are short (few words, narrow) — see `TableRules`.
+
+`layout_rows` reads `pdftotext -layout` text: runs of lines whose wide gaps line up, the
+independent corroboration of a suspected table (seed 001).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from routing.scripts import is_latin, is_rtl_letter
+
+Segment = tuple[float, float, int]  # x0, x1, words
+
+
+@dataclass(frozen=True)
+class TableRules:
+    min_rows: int = 3
+    min_gutter: float = 7.0
+    max_cell_words: float = 4.0  # median words per non-empty cell
+    max_cell_share: float = 0.45  # widest segment / region width
+    min_columns_without_numbers: int = 3
+    min_fill: float = 0.6  # every column holds text in this share of the rows
+    layout_min_rows: int = 3
+    layout_max_chunk: int = 30
+
+
+def is_rtl_table(cells: Sequence[str]) -> bool:
+    rtl = latin = 0
+    for cell in cells:
+        for ch in cell:
+            rtl += is_rtl_letter(ch)
+            latin += is_latin(ch)
+    return rtl > latin
+
+
+def logical_rows(visual_rows: Sequence[Sequence[str]], rtl: bool) -> list[list[str]]:
+    """Rows of cells given left to right as drawn → logical order (RTL: rightmost column first)."""
+    return [list(reversed(row)) if rtl else list(row) for row in visual_rows]
+
+
+def _cell_md(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def gfm(rows: Sequence[Sequence[str]]) -> str:
+    """A GFM table; the first row is the header row (GFM has no headerless tables)."""
+    if not rows:
+        return ""
+    width = max(len(r) for r in rows)
+    padded = [list(r) + [""] * (width - len(r)) for r in rows]
+    lines = ["| " + " | ".join(_cell_md(c) for c in padded[0]) + " |", "|" + "---|" * width]
+    lines += ["| " + " | ".join(_cell_md(c) for c in row) + " |" for row in padded[1:]]
+    return "\n".join(lines)
+
+
+_D = r"\d\u0660-\u0669\u06F0-\u06F9"
+_NUMBER = re.compile(rf"^[\s(]*[-+−]?[{_D}](?:[{_D}.,\s\u202f\u2009٫٬]*[{_D}])?\s*%?[)]?\s*$")
+
+
+def is_numeric(cell: str) -> bool:
+    return bool(_NUMBER.match(cell)) if cell.strip() else False
+
+
+def numeric_columns(rows: Sequence[Sequence[str]], header_rows: int = 1) -> list[int]:
+    """Columns whose body cells are all numbers (rendered LTR inside an RTL table)."""
+    body = [r for r in rows[header_rows:] if r]
+    if not body:
+        return []
+    width = max(len(r) for r in body)
+    out = []
+    for col in range(width):
+        cells = [r[col] for r in body if col < len(r) and r[col].strip()]
+        if cells and all(is_numeric(c) for c in cells):
+            out.append(col)
+    return out
+
+
+def _gutters(rows: Sequence[Sequence[Segment]], min_gutter: float) -> list[tuple[float, float]]:
+    """Vertical strips inside the rows' extent that no segment of any row touches."""
+    spans = sorted((s[0], s[1]) for row in rows for s in row)
+    if not spans:
+        return []
+    gaps, reach = [], spans[0][1]
+    for x0, x1 in spans[1:]:
+        if x0 - reach >= min_gutter:
+            gaps.append((reach, x0))
+        reach = max(reach, x1)
+    return gaps
+
+
+def _is_table(rows: Sequence[Sequence[Segment]], gutters: list[tuple[float, float]], rules: TableRules,
+              numeric: bool) -> bool:
+    if len(rows) < rules.min_rows or not gutters:
+        return False
+    segs = [s for row in rows for s in row]
+    x0, x1 = min(s[0] for s in segs), max(s[1] for s in segs)
+    words = sorted(s[2] for s in segs)
+    if words[len(words) // 2] > rules.max_cell_words:
+        return False
+    if max(s[1] - s[0] for s in segs) > rules.max_cell_share * max(x1 - x0, 1.0):
+        return False
+    if not _filled(rows, gutters, rules.min_fill):
+        return False
+    return len(gutters) + 1 >= rules.min_columns_without_numbers or numeric
+
+
+def _filled(rows: Sequence[Sequence[Segment]], gutters: list[tuple[float, float]], min_fill: float) -> bool:
+    edges = [float("-inf"), *[(a + b) / 2 for a, b in gutters], float("inf")]
+    for lo, hi in zip(edges, edges[1:]):
+        filled = sum(1 for row in rows if any(lo <= (s[0] + s[1]) / 2 < hi for s in row))
+        if filled < min_fill * len(rows):
+            return False
+    return True
+
+
+def aligned_columns(
+    rows: Sequence[Sequence[Segment]], numeric: Sequence[bool] | None = None, rules: TableRules = TableRules()
+) -> list[tuple[int, int, list[tuple[float, float]]]]:
+    """Unruled tables among visual rows (top to bottom): [(first row, last row, gutters)].
+
+    `numeric[i]`: row i holds a number-only segment (a two-column table needs one)."""
+    found = []
+    i = 0
+    while i < len(rows):
+        j, best = i, None
+        while j < len(rows) and len(rows[j]) >= 2:
+            gutters = _gutters(rows[i:j + 1], rules.min_gutter)
+            if not gutters:
+                break
+            has_number = bool(numeric) and 2 * sum(numeric[i:j + 1]) >= j + 1 - i
+            if _is_table(rows[i:j + 1], gutters, rules, has_number):
+                best = (i, j, gutters)
+            j += 1
+        if best:
+            found.append(best)
+            i = best[1] + 1
+        else:
+            i += 1
+    return found
+
+
+_WIDE_GAP = re.compile(r"\S(\s{2,})(?=\S)")
+
+
+def layout_rows(layout_text: str, rules: TableRules = TableRules()) -> int:
+    """The longest run of consecutive `pdftotext -layout` lines of short chunks whose wide gaps
+    line up (≥ 1 gap column shared by every line of the run); 0 below `layout_min_rows`."""
+    best = run = 0
+    prev: set[int] = set()
+    for line in layout_text.splitlines():
+        gaps = {p for m in _WIDE_GAP.finditer(line) for p in range(m.start(1), m.end(1))}
+        short = all(len(chunk) <= rules.layout_max_chunk for chunk in re.split(r"\s{2,}", line.strip()))
+        if not gaps or not short:
+            run, prev = 0, set()
+        elif run and gaps & prev:
+            run, prev = run + 1, gaps & prev
+        else:
+            run, prev = 1, gaps
+        best = max(best, run)
+    return best if best >= rules.layout_min_rows else 0
+
+
+_BIDI = re.compile("[\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _glued(chunk: str) -> str:
+    return unicodedata.normalize("NFKC", "".join(_BIDI.sub("", chunk).split())).casefold()
+
+
+def cell_agreement(cells: Sequence[str], layout_text: str) -> tuple[float, float]:
+    """Precision and recall of the table's cells against `pdftotext -layout` chunks (runs split at
+    two or more spaces), spaces inside a cell or chunk ignored: Poppler splits shaped Arabic and
+    some Hebrew words at single spaces, which a word count would take for disagreement."""
+    mine = Counter(g for c in cells if (g := _glued(c)))
+    theirs = Counter(g for line in layout_text.splitlines() for chunk in re.split(r"\s{2,}", _BIDI.sub("", line))
+                     if (g := _glued(chunk)))
+    common = sum((mine & theirs).values())
+    precision = common / sum(mine.values()) if mine else 0.0
+    recall = common / sum(theirs.values()) if theirs else 0.0
+    return round(precision, 4), round(recall, 4)

@@ -1,0 +1,84 @@
+"""Structured recovery: a layout-aware extractor for the tables the text layer could not give.
+
+A recoverer is registered by name (`--structured-recovery NAME`, `Options.structured_recovery`)
+and returns tables as rows of cells as drawn (left to right) with their boxes; this module puts
+them in logical order, builds the page's blocks with them, and holds them to the same check as
+any table (Poppler's words, precision and recall ≥ 0.85). To add one (e.g. `wse`): write a
+function `(pdf, page_number, timeout_s) -> list[RawTable]`, `register("wse")(fn)`, and add the
+name to `Options.structured_recovery`.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from workers.errors import EngineCrashed, EngineTimeout
+from workers.pdf.sandbox import run_tool
+from workers.settings import get_settings
+
+RawTable = dict[str, Any]  # {"rows": [[cell, ...], ...] left to right as drawn, "bbox": [x0, y0, x1, y1]}
+Recoverer = Callable[[str, int, float], list[RawTable]]
+_RECOVERERS: dict[str, Recoverer] = {}
+
+
+@dataclass
+class Recovered:
+    blocks: list[dict[str, Any]]
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+def register(name: str) -> Callable[[Recoverer], Recoverer]:
+    def wrap(fn: Recoverer) -> Recoverer:
+        _RECOVERERS[name] = fn
+        return fn
+
+    return wrap
+
+
+def names() -> list[str]:
+    return sorted(_RECOVERERS)
+
+
+@register("pymupdf4llm")
+def pymupdf4llm_tables(pdf: str, number: int, timeout_s: float) -> list[RawTable]:
+    argv = [sys.executable, "-m", "workers.pdf.p4l", pdf, str(number)]
+    try:
+        proc = run_tool(argv, timeout_s=timeout_s, memory_mb=get_settings().sandbox_memory_mb)
+    except subprocess.TimeoutExpired as exc:
+        raise EngineTimeout(f"pymupdf4llm timed out after {timeout_s:.0f}s") from exc
+    if proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise EngineCrashed(f"pymupdf4llm exit {proc.returncode}: {err[-1] if err else 'no output'}")
+    try:
+        return list(json.loads(proc.stdout.decode("utf-8"))["tables"])
+    except (ValueError, KeyError) as exc:
+        raise EngineCrashed(f"pymupdf4llm gave no JSON: {exc}") from exc
+
+
+def recover(name: str, pdf: str, record: Any, page: Mapping[str, Any], doc: Any, *,
+            timeout_s: float = 60.0) -> Recovered | None:
+    """Blocks with the recoverer's tables if every table passes the word check, else None."""
+    from workers.errors import PagefleetError
+    from workers.ladder.structure import page_structure, table_in
+    from workers.ladder.tablecheck import check_tables
+
+    if name not in _RECOVERERS:
+        return None
+    try:
+        raw_tables = [t for t in _RECOVERERS[name](pdf, int(page["number"]), timeout_s) if t.get("bbox")]
+    except PagefleetError:
+        return None
+    if not raw_tables:
+        return None
+    lines = (page.get("layout") or {}).get("lines", [])
+    tables = [table_in(t, lines) for t in raw_tables]
+    blocks, _ = page_structure(page, record.text, record.edits, doc, tables=tables)
+    verdict = check_tables(pdf, int(page["number"]), tables, 0, timeout_s=timeout_s)
+    if verdict.reasons:
+        return None
+    return Recovered(blocks, verdict.metrics)

@@ -1,0 +1,152 @@
+"""Blocks for text-layer pages, from the structure evidence the sandbox child gathered.
+
+    all pages' `layout` ─► DocumentLayout: body/heading font styles, running headers/footers
+    one page + its edit map ─► lines with display ranges ─► tables (cells normalized, logical
+    column order, GFM) ─► routing.structure.blocks.page_blocks
+
+Only plain data comes in (the child's JSON); nothing here opens the PDF. A page whose layout does
+not line up with its text (a different line count) gets no geometric blocks: one paragraph block
+per blank-line-separated run, so `blocks` is never missing on an accepted page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from routing.normalize import normalize
+from routing.structure.blocks import LineIn, TableIn, direction, page_blocks
+from routing.structure.furniture import BandLine, running_furniture
+from routing.structure.headings import FontStats, font_stats
+from routing.structure.markdown import blocks_markdown
+from routing.structure.offsets import OffsetMap
+from routing.structure.tables import gfm, is_rtl_table, logical_rows
+from workers.ladder import recovery
+from workers.ladder.tablecheck import TableVerdict, check_tables
+from workers.model import Block, EditMapInfo, PageRecord, Quality, ReviewPreview
+
+
+@dataclass
+class DocumentLayout:
+    stats: FontStats
+    furniture: dict[int, dict[int, str]] = field(default_factory=dict)  # page -> line index -> kind
+
+
+def _usable(page: Mapping[str, Any]) -> bool:
+    layout = page.get("layout")
+    return bool(layout) and len(layout.get("lines", [])) == len(page.get("text", "").split("\n"))
+
+
+def document_layout(pages: Sequence[Mapping[str, Any]]) -> DocumentLayout:
+    """Font statistics and running furniture over every page the child read."""
+    usable = [p for p in pages if _usable(p)]
+    styles = [(ln["size"], ln["bold"], ln["chars"]) for p in usable for ln in p["layout"]["lines"]]
+    bands = []
+    for p in usable:
+        raw_lines = p["text"].split("\n")
+        lines = [BandLine(i, raw_lines[i], ln["bbox"][1], ln["bbox"][3]) for i, ln in enumerate(p["layout"]["lines"])]
+        bands.append((float(p.get("height") or 0), lines))
+    marks = running_furniture(bands)
+    return DocumentLayout(font_stats(styles), {int(p["number"]): m for p, m in zip(usable, marks)})
+
+
+def _inside(box: Sequence[float], outer: Sequence[float]) -> bool:
+    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    return outer[0] <= cx <= outer[2] and outer[1] <= cy <= outer[3]
+
+
+def table_in(raw: Mapping[str, Any], lines: Sequence[Mapping[str, Any]] = ()) -> TableIn:
+    """A gathered or recovered table: cells normalized like page text (a cell stored in visual order
+    is turned by its own evidence), columns in logical order, GFM. `raw["rows"]` holds cells as
+    drawn, left to right: dicts with "raw" (from the child) or strings (from a recoverer)."""
+    visual = [[normalize(c["raw"] if isinstance(c, Mapping) else str(c)).text for c in row] for row in raw["rows"]]
+    rtl = is_rtl_table([c for row in visual for c in row])
+    rows = logical_rows(visual, rtl)
+    box = tuple(raw["bbox"])
+    covered = set(raw["lines"]) if "lines" in raw else {i for i, ln in enumerate(lines) if _inside(ln["bbox"], box)}
+    return TableIn(bbox=box, rows=rows, header_rows=int(raw.get("header_rows", 1)), markdown=gfm(rows),  # type: ignore[arg-type]
+                   lines=covered)
+
+
+def plain_blocks(text: str) -> list[dict[str, Any]]:
+    """Paragraph blocks from blank-line-separated runs (no geometry: OCR text, a misaligned layer)."""
+    blocks, pos = [], 0
+    for part in text.split("\n\n"):
+        start, end = pos, pos + len(part)
+        pos = end + 2
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        if start < end:
+            body = text[start:end]
+            blocks.append({"type": "paragraph", "text": body, "bbox": None, "direction": direction(body),
+                           "start": start, "end": end})
+    return blocks
+
+
+def page_structure(page: Mapping[str, Any], text: str, edits: Sequence[Mapping[str, Any]],
+                   doc: DocumentLayout, tables: Sequence[TableIn] | None = None) -> tuple[list[dict[str, Any]], list[TableIn]]:
+    """Blocks of one text-layer page (its raw text is `page["text"]`, its display text `text`);
+    `tables` replaces the tables the child found (structured recovery)."""
+    if not _usable(page):
+        return plain_blocks(text), []
+    raw = page["text"]
+    ranges = OffsetMap(edits).line_ranges(raw)
+    lines = [LineIn(i, s, e, tuple(ln["bbox"]), ln["size"], ln["bold"])  # type: ignore[arg-type]
+             for i, ((s, e), ln) in enumerate(zip(ranges, page["layout"]["lines"]))]
+    if tables is None:
+        tables = [table_in(t) for t in page["layout"].get("tables", [])]
+    blocks = page_blocks(text, lines, rtl=direction(text) == "rtl", stats=doc.stats, tables=tables,
+                         furniture=doc.furniture.get(int(page["number"]), {}))
+    return blocks, tables
+
+
+def markdown_of(blocks: Sequence[Mapping[str, Any]]) -> str:
+    return blocks_markdown(blocks)
+
+
+def with_blocks(record: PageRecord, blocks: list[dict[str, Any]], warnings: Sequence[str] = (),
+                metrics: Mapping[str, float] | None = None) -> PageRecord:
+    """An accepted page with its blocks; its Markdown is rebuilt from them."""
+    quality = record.quality.model_copy(update={
+        "warnings": [*record.quality.warnings, *[w for w in warnings if w not in record.quality.warnings]],
+        "metrics": {**record.quality.metrics, **(metrics or {})},
+    })
+    return record.model_copy(update={"blocks": [Block.model_validate(b) for b in blocks],
+                                     "markdown": markdown_of(blocks), "quality": quality})
+
+
+def refused_for_tables(record: PageRecord, blocks: list[dict[str, Any]], verdict: TableVerdict) -> PageRecord:
+    """Fail closed: the page's text becomes a quarantined preview (same edit map, same blocks)."""
+    reasons = verdict.reasons
+    attempts = [a.model_copy(update={"accepted": False, "reasons": [*a.reasons, *reasons]}) if a.accepted else a
+                for a in record.attempts]
+    preview = ReviewPreview(engine=record.engine or "unknown", text=record.text, markdown=markdown_of(blocks),
+                            reasons=reasons, blocks=[Block.model_validate(b) for b in blocks])
+    quality = Quality(ok=False, reasons=reasons, warnings=[*record.quality.warnings, *verdict.warnings],
+                      metrics={**record.quality.metrics, **verdict.metrics})
+    return record.model_copy(update={
+        "route": "review_required", "engine": None, "text": "", "markdown": "", "attempts": attempts,
+        "edit_map": EditMapInfo(target="review_preview", complete=False, gap="page_refused"),
+        "quality": quality, "needs_review": True, "review_preview": preview, "blocks": [],
+    })
+
+
+def structure_page(record: PageRecord, page: Mapping[str, Any], doc: DocumentLayout, pdf: str,
+                   *, recover: str = "off", timeout_s: float = 30.0) -> PageRecord:
+    """Blocks for a page rung 1 accepted; its tables checked against Poppler, failing closed."""
+    blocks, tables = page_structure(page, record.text, record.edits, doc)
+    aligned = int((page.get("layout") or {}).get("aligned_rows", 0))
+    if not tables and not aligned:
+        return with_blocks(record, blocks)
+    verdict = check_tables(pdf, int(page["number"]), tables, aligned, timeout_s=timeout_s)
+    if verdict.reasons and recover != "off":
+        recovered = recovery.recover(recover, pdf, record, page, doc, timeout_s=timeout_s)
+        if recovered is not None:
+            return with_blocks(record, recovered.blocks, [*verdict.warnings, f"structured_recovery_{recover}"],
+                               recovered.metrics)
+    if verdict.reasons:
+        return refused_for_tables(record, blocks, verdict)
+    return with_blocks(record, blocks, verdict.warnings, verdict.metrics)

@@ -1,0 +1,79 @@
+"""Tables fail closed (seed 001): independent words for a recovered table, corroboration for a
+suspected one, both from Poppler (`pdftotext`, sandboxed like every parser of the source).
+
+    recovered table ─► pdftotext's words inside the table's box ─► precision and recall ≥ 0.85?
+                       no (or no reference at all) ─► table_unrecovered
+    rows whose gaps line up but no table explains them (a suspicion)
+                    ─► pdftotext -layout holds column-aligned rows? ─► table_unrecovered
+                                                                 else ─► warning table_suspected
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from routing.quality import word_agreement
+from routing.structure.blocks import TableIn
+from routing.structure.tables import cell_agreement, layout_rows
+from workers.errors import PagefleetError
+from workers.ladder import fallback
+
+log = logging.getLogger(__name__)
+AGREEMENT = 0.85
+PAD = 2.0
+
+
+@dataclass
+class TableVerdict:
+    reasons: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+def _pdftotext(pdf: str, page: int, args: tuple[str, ...], timeout_s: float) -> str | None:
+    try:
+        text, _ = fallback.extract_page(pdf, page, timeout_s=timeout_s, args=args)
+        return text
+    except PagefleetError as exc:
+        log.warning("pdftotext %s on page %d: %s", " ".join(args), page, exc)
+        return None
+
+
+def _crop(box: Sequence[float]) -> tuple[str, ...]:
+    x0, y0, x1, y1 = (max(0.0, box[0] - PAD), max(0.0, box[1] - PAD), box[2] + PAD, box[3] + PAD)
+    return ("-layout", "-x", str(int(x0)), "-y", str(int(y0)), "-W", str(int(x1 - x0 + 1)), "-H", str(int(y1 - y0 + 1)))
+
+
+def agreement(table: TableIn, reference: str) -> tuple[float, float]:
+    """The better of word agreement and cell agreement (routing.structure.tables.cell_agreement)."""
+    cells = [c for row in table.rows for c in row]
+    by_words = word_agreement(" ".join(cells), reference)
+    by_cells = cell_agreement(cells, reference)
+    return max(by_words, by_cells, key=lambda pr: min(pr))
+
+
+def check_tables(pdf: str, page: int, tables: Sequence[TableIn], aligned_rows: int,
+                 *, timeout_s: float = 30.0) -> TableVerdict:
+    verdict = TableVerdict()
+    worst = (1.0, 1.0)
+    for table in tables:
+        reference = _pdftotext(pdf, page, _crop(table.bbox), timeout_s)
+        precision, recall = agreement(table, reference) if reference else (0.0, 0.0)
+        worst = (min(worst[0], precision), min(worst[1], recall))
+        if precision < AGREEMENT or recall < AGREEMENT:
+            verdict.reasons.append("table_unrecovered")
+    if tables:
+        verdict.metrics.update(table_precision=worst[0], table_recall=worst[1], tables=float(len(tables)))
+    if aligned_rows:
+        layout = _pdftotext(pdf, page, ("-layout",), timeout_s)
+        rows = layout_rows(layout or "")
+        verdict.metrics["aligned_rows"] = float(aligned_rows)
+        verdict.metrics["layout_rows"] = float(rows)
+        if rows:
+            verdict.reasons.append("table_unrecovered")
+        else:
+            verdict.warnings.append("table_suspected")
+    verdict.reasons = sorted(set(verdict.reasons))
+    return verdict

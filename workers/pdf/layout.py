@@ -1,0 +1,198 @@
+"""Structure evidence from one page, gathered inside the sandbox child (never in a worker).
+
+`gather(page, flags)` walks the same `rawdict` lines, in the same order, as the text layer that
+`workers.pdf.mupdf` builds (line i here is line i of the page's raw text) and returns plain JSON:
+
+    lines   per line: bbox, dominant font size, bold (most characters bold), characters
+    tables  ruled tables (PyMuPDF's finder on vector lines) and unruled ones (visual rows whose
+            gaps line up, routing.structure.tables.aligned_columns): per cell its raw text (the
+            cell's characters in extraction order) and box, drawn left to right; the raw lines
+            each table covers
+    rows    the number of visual rows with aligned gaps that no table explains (a suspicion)
+
+Cell text is raw here; the parent normalizes it like any text and orders columns logically.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pymupdf
+
+from routing.structure.tables import aligned_columns, is_numeric
+
+_BOLD = 16
+Char = tuple[float, float, float, float, str, int]  # x0, y0, x1, y1, c, line index
+
+
+def _line_info(line: dict[str, Any]) -> dict[str, Any]:
+    sizes: Counter[float] = Counter()
+    bold = total = 0
+    for span in line["spans"]:
+        n = sum(1 for c in span["chars"] if not c["c"].isspace())
+        sizes[round(span["size"], 1)] += n
+        total += n
+        if span["flags"] & _BOLD or "bold" in span.get("font", "").lower():
+            bold += n
+    size = sizes.most_common(1)[0][0] if sizes else 0.0
+    return {"bbox": [round(v, 2) for v in line["bbox"]], "size": size, "bold": total > 0 and bold * 2 > total,
+            "chars": total}
+
+
+def gather(page: pymupdf.Page, flags: int, find_ruled: bool = True) -> dict[str, Any]:
+    raw = page.get_text("rawdict", flags=flags)
+    lines: list[dict[str, Any]] = []
+    chars: list[Char] = []
+    for block in raw.get("blocks", []):
+        for line in block.get("lines", []):
+            index = len(lines)
+            lines.append(_line_info(line))
+            for span in line["spans"]:
+                for c in span["chars"]:
+                    x0, y0, x1, y1 = c["bbox"]
+                    chars.append((x0, y0, x1, y1, c["c"], index))
+    tables = _ruled(page, chars) if find_ruled else []
+    taken = {i for t in tables for i in t["lines"]}
+    unruled, suspect = _unruled(lines, [c for c in chars if c[5] not in taken])
+    return {"lines": lines, "tables": tables + unruled, "aligned_rows": suspect}
+
+
+def _inside(c: Char, box: tuple[float, float, float, float]) -> bool:
+    cx, cy = (c[0] + c[2]) / 2, (c[1] + c[3]) / 2
+    return box[0] <= cx <= box[2] and box[1] <= cy <= box[3]
+
+
+def _cell_text(chars: list[Char]) -> str:
+    """Characters in extraction order; a space where the next MuPDF line starts apart from the last."""
+    runs: list[list[Char]] = []
+    for c in chars:
+        if runs and runs[-1][-1][5] == c[5]:
+            runs[-1].append(c)
+        else:
+            runs.append([c])
+    out = ""
+    for k, run in enumerate(runs):
+        text = "".join(c[4] for c in run)
+        if k and out and not out[-1].isspace() and _apart(runs[k - 1], run):
+            out += " "
+        out += text
+    return " ".join(out.split())
+
+
+def _apart(a: list[Char], b: list[Char]) -> bool:
+    ax0, ax1 = min(c[0] for c in a), max(c[2] for c in a)
+    bx0, bx1 = min(c[0] for c in b), max(c[2] for c in b)
+    ay, by = (a[0][1] + a[0][3]) / 2, (b[0][1] + b[0][3]) / 2
+    height = max(a[0][3] - a[0][1], 1.0)
+    return abs(ay - by) > 0.5 * height or max(bx0 - ax1, ax0 - bx1) > 0.2 * height
+
+
+def _covered_lines(chars: list[Char], box: tuple[float, float, float, float]) -> list[int]:
+    inside: Counter[int] = Counter()
+    total: Counter[int] = Counter()
+    for c in chars:
+        total[c[5]] += 1
+        inside[c[5]] += _inside(c, box)
+    return sorted(i for i in total if inside[i] * 2 > total[i])
+
+
+def _ruled(page: pymupdf.Page, chars: list[Char]) -> list[dict[str, Any]]:
+    try:
+        found = page.find_tables()
+    except Exception:  # noqa: BLE001 - a finder failure is "no table found", the checks decide the rest
+        return []
+    tables = []
+    for tab in found.tables:
+        box = tuple(tab.bbox)
+        near = [c for c in chars if _inside(c, box)]
+        rows = []
+        for row in tab.rows:
+            cells = []
+            for cell in row.cells:
+                cells.append({"raw": _cell_text([c for c in near if _inside(c, cell)]) if cell else "",
+                              "bbox": [round(v, 2) for v in cell] if cell else None})
+            rows.append(cells)
+        tables.append({"kind": "ruled", "bbox": [round(v, 2) for v in box], "rows": rows,
+                       "header_rows": 0 if tab.header.external else 1, "lines": _covered_lines(chars, box)})
+    return tables
+
+
+def _visual_rows(lines: list[dict[str, Any]], chars: list[Char]) -> list[list[Char]]:
+    """Characters grouped into visual rows (lines whose vertical centres meet), top down."""
+    live = sorted({c[5] for c in chars}, key=lambda i: (lines[i]["bbox"][1] + lines[i]["bbox"][3]) / 2)
+    groups: list[list[int]] = []
+    for i in live:
+        y0, y1 = lines[i]["bbox"][1], lines[i]["bbox"][3]
+        if groups:
+            last = lines[groups[-1][0]]["bbox"]
+            if abs((y0 + y1) / 2 - (last[1] + last[3]) / 2) <= 0.5 * max(last[3] - last[1], 1.0):
+                groups[-1].append(i)
+                continue
+        groups.append([i])
+    by_line: dict[int, list[Char]] = {}
+    for c in chars:
+        by_line.setdefault(c[5], []).append(c)
+    return [[c for i in g for c in by_line.get(i, [])] for g in groups]
+
+
+def _segments(row: list[Char]) -> tuple[list[tuple[float, float, int]], bool]:
+    """Row → segments split at wide gaps (x0, x1, words), and whether one segment is a number."""
+    ranked = sorted((c for c in row if not c[4].isspace()), key=lambda c: c[0])
+    size = sorted(c[3] - c[1] for c in ranked)[len(ranked) // 2] if ranked else 10.0
+    segs: list[list[Char]] = []
+    for c in ranked:
+        if segs and c[0] - segs[-1][-1][2] < 0.75 * size:
+            segs[-1].append(c)
+        else:
+            segs.append([c])
+    out, numeric = [], False
+    for seg in segs:
+        words = 1 + sum(1 for a, b in zip(seg, seg[1:]) if b[0] - a[2] > 0.2 * size)
+        out.append((seg[0][0], max(c[2] for c in seg), words))
+        numeric = numeric or is_numeric("".join(c[4] for c in seg))
+    return out, numeric
+
+
+def _unruled(lines: list[dict[str, Any]], chars: list[Char]) -> tuple[list[dict[str, Any]], int]:
+    from routing.structure.tables import TableRules
+
+    rows = _visual_rows(lines, chars)
+    segs = [_segments(r) for r in rows]
+    found = aligned_columns([s for s, _ in segs], [n for _, n in segs])
+    tables = [_unruled_table(rows[a:b + 1], gutters) for a, b, gutters in found]
+    used = {i for a, b, _ in found for i in range(a, b + 1)}
+    loose = TableRules(max_cell_share=0.9, max_cell_words=6.0)
+    rest = [s if i not in used else [] for i, (s, _) in enumerate(segs)]
+    suspect = max((b - a + 1 for a, b, _ in aligned_columns(rest, None, loose)), default=0)
+    return tables, suspect
+
+
+def _unruled_table(rows: list[list[Char]], gutters: list[tuple[float, float]]) -> dict[str, Any]:
+    x0 = min(c[0] for r in rows for c in r)
+    x1 = max(c[2] for r in rows for c in r)
+    edges = [x0 - 1, *[(a + b) / 2 for a, b in gutters], x1 + 1]
+    cells_rows = []
+    for row in rows:
+        ordered = sorted(row, key=lambda c: c[5])  # stable: extraction order inside each line
+        cells = []
+        for lo, hi in zip(edges, edges[1:]):
+            mine = [c for c in ordered if lo <= (c[0] + c[2]) / 2 < hi]
+            box = [round(lo, 2), round(min(c[1] for c in row), 2), round(hi, 2), round(max(c[3] for c in row), 2)]
+            cells.append({"raw": _cell_text(mine), "bbox": box})
+        cells_rows.append(cells)
+    y0 = min(c[1] for r in rows for c in r)
+    y1 = max(c[3] for r in rows for c in r)
+    line_ids = sorted({c[5] for r in rows for c in r})
+    return {"kind": "unruled", "bbox": [round(x0, 2), round(y0, 2), round(x1, 2), round(y1, 2)], "rows": cells_rows,
+            "header_rows": 1, "lines": line_ids}
+
+
+def add_layout(doc: pymupdf.Document, pages: list[dict[str, Any]], flags: int) -> None:
+    """Attach `layout` to pages extracted by `workers.pdf.mupdf` (same text flags, same lines).
+    A page whose structure cannot be read gets none: its blocks are then plain paragraphs."""
+    for page in pages:
+        try:
+            page["layout"] = gather(doc.load_page(int(page["number"]) - 1), flags, find_ruled=bool(page.get("drawings")))
+        except Exception as exc:  # noqa: BLE001 - structure is an extra: the page's text stands without it
+            page["layout_error"] = f"{type(exc).__name__}: {exc}"[:200]
