@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from workers import artifacts, keys
+from workers import artifacts, keys, metrics
 from workers.errors import InputError, InvalidOptionsError, PagefleetError, error_record
 from workers.ladder.accept import failed_record, layer_candidate, review_record
 from workers.ladder import structure
@@ -161,6 +161,7 @@ def collect_document(job: JobSpec, settings: Settings, *, final_attempt: bool) -
     report = artifacts.report(document, manifest)
     prefix = manifest["artifact_prefix"]
     artifacts.store(storage, prefix, document, report)
+    metrics.Recorder().document(document, report)  # Prometheus counters (workers/metrics.py); never raises
     storage.delete_prefix(keys.work(job.job_id))
     evict(job.job_id, settings)  # the job is finished: its cached S3 source goes
     return {"job_id": job.job_id, "status": document.status, "routes": report["routes"],

@@ -32,7 +32,8 @@ from tests.conftest import ROOT, free_port, wait_for_job
 from tests.unit.test_event_parser import aws_record, minio_record, minio_webhook_body
 from workers.errors import BrokerUnavailable
 from workers.intake.events import EventDedup, Outcome, build_intake
-from workers.intake.receiver import BearerAuth, EventServer, serve_in_thread
+from workers.asgi import AsgiServer
+from workers.intake.receiver import BearerAuth, Limits, Receiver, redis_ready
 from workers.settings import EventSettings
 from workers.storage import S3Storage
 
@@ -42,7 +43,7 @@ HEBREW_PDF = "born_digital_hebrew.pdf"
 
 
 def http(url: str, payload: Any = None, *, token: str | None = TOKEN, method: str = "POST",
-         raw: bytes | None = None, timeout: float = 30) -> tuple[int, dict[str, Any], dict[str, str]]:
+         raw: bytes | None = None, timeout: float = 30) -> tuple[int, dict[str, Any], Any]:
     data = raw if raw is not None else (json.dumps(payload).encode() if payload is not None else None)
     request = urllib.request.Request(url, data=data, method=method)
     if data is not None:
@@ -51,31 +52,29 @@ def http(url: str, payload: Any = None, *, token: str | None = TOKEN, method: st
         request.add_header("Authorization", f"Bearer {token}")
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            status, body, headers = response.status, response.read(), dict(response.headers)
+            status, body, headers = response.status, response.read(), response.headers
     except urllib.error.HTTPError as exc:
-        status, body, headers = exc.code, exc.read(), dict(exc.headers)
+        status, body, headers = exc.code, exc.read(), exc.headers  # case-insensitive lookups
     return status, (json.loads(body) if body else {}), headers
 
 
 @pytest.fixture
 def receiver(service_env: dict[str, str]) -> Iterator[Any]:
-    """Start an in-process receiver (real HTTP on loopback) against the session Redis."""
+    """Start an in-process receiver (uvicorn on loopback, real HTTP) against the session Redis."""
     from workers import jobs
 
-    servers: list[EventServer] = []
+    servers: list[AsgiServer] = []
 
-    def start(**settings: Any) -> EventServer:
+    def start(**settings: Any) -> AsgiServer:
         config = EventSettings(host="127.0.0.1", port=0, **settings)
-        server = EventServer(("127.0.0.1", 0), build_intake(config, jobs.client()), BearerAuth(TOKEN),
-                             max_body_bytes=config.max_body_bytes, ready=lambda: bool(jobs.client().ping()))
-        serve_in_thread(server)
-        servers.append(server)
-        return server
+        app = Receiver(build_intake(config, jobs.client()), BearerAuth(TOKEN),
+                       limits=Limits(max_body_bytes=config.max_body_bytes), ready=redis_ready(jobs.client())).app()
+        servers.append(AsgiServer(app, "127.0.0.1", 0).start())
+        return servers[-1]
 
     yield start
     for server in servers:
-        server.shutdown()
-        server.server_close()
+        server.stop()
 
 
 class TaskEvents:
@@ -224,10 +223,12 @@ def test_aws_events_end_to_end(fleet, fixtures_dir: Path, s3_bucket, receiver) -
     assert summary["enqueued"][1]["etag"] == etag, "the missing ETag came from a HEAD on the object"
     assert sorted(s["reason"] for s in summary["skipped"]) == ["not_object_created", "suffix_filter"]
     out = S3Storage(bucket + "-out")
+    names = {entry["key"].split("/")[-1] for entry in summary["enqueued"]}
     for entry in summary["enqueued"]:
         info = wait_for_job(entry["job_id"], timeout_s=120)
         assert info["state"] == "done", info
-        assert out.get_json(f"{info['artifact_prefix']}/document.json")["source"]["filename"] == entry["key"].split("/")[-1]
+        # same bytes → same artifacts/<sha256>/: whichever job finished last named the file
+        assert out.get_json(f"{info['artifact_prefix']}/document.json")["source"]["filename"] in names
 
 
 def test_auth_and_bad_requests(service_env, receiver) -> None:
@@ -239,7 +240,7 @@ def test_auth_and_bad_requests(service_env, receiver) -> None:
     assert http(server.url + "/events", method="HEAD")[0] == 200
     assert http(server.url + "/events", method="HEAD", token="nope")[0] == 401
     assert http(server.url + "/healthz", method="GET", token=None)[:2] == (200, {"ok": True})
-    assert http(server.url + "/readyz", method="GET", token=None)[:2] == (200, {"ok": True})
+    assert http(server.url + "/readyz", method="GET", token=None)[:2] == (200, {"ok": True, "reason": "ok"})
     status, body, _ = http(server.url + "/events", raw=b'{"Records": [')
     assert status == 400 and body["error"]["code"] == "invalid_event"
     assert "Traceback" not in json.dumps(body)
@@ -250,6 +251,11 @@ def test_auth_and_bad_requests(service_env, receiver) -> None:
     assert http(server.url + "/nope", event)[0] == 404
     assert http(server.url + "/events", method="GET")[0] == 405
     assert http(server.url + "/events", raw=b" " * 4096)[0] == 413
+    chunked = urllib.request.Request(server.url + "/events", data=iter([b" " * 800, b" " * 800]), method="POST",
+                                     headers={"Authorization": f"Bearer {TOKEN}", "Transfer-Encoding": "chunked"})
+    with pytest.raises(urllib.error.HTTPError) as too_large:  # no Content-Length: counted while streaming
+        urllib.request.urlopen(chunked, timeout=10)
+    assert too_large.value.code == 413
 
 
 def test_dedup_protocol(service_env) -> None:

@@ -15,7 +15,8 @@ import pytest
 
 from tests.conftest import wait_for_job
 from tests.unit.test_event_parser import minio_record
-from workers.intake.events import build_intake, parse_event_payload
+from workers.intake.events import build_intake
+from workers.intake.parse import parse_event_payload
 from workers.intake.bridge import RedisBridge, bridge_client, start_bridge
 from workers.settings import EventSettings
 from workers.storage import S3Storage

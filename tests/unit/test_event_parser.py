@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workers.intake.events import (
+from workers.intake.parse import (
     EventFilter,
     EventParseError,
     ObjectCreated,

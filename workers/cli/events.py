@@ -6,8 +6,9 @@ optionally the bridge for MinIO's Redis target. Registered by `workers.cli.main`
         [--bucket NAME] [--callback-url URL] [--ocr auto|off|force] [--broker URL] \\
         [--redis-bridge-list bucketevents [--redis-bridge-url redis://...]]
 
-Command-line values override `PAGEFLEET_EVENTS_*` settings. SIGTERM/SIGINT stop accepting new
-requests and wait for the ones in flight.
+Command-line values override `PAGEFLEET_EVENTS_*` settings. Served by uvicorn (Starlette app in
+`workers.intake.receiver`); SIGTERM/SIGINT stop accepting new requests and wait for the ones in
+flight.
 """
 
 from __future__ import annotations
@@ -15,13 +16,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
-import threading
-from collections.abc import Callable
 from typing import Any
 
 import pydantic
-import redis
 
 from workers.intake.events import EventConfigError
 from workers.settings import EventSettings
@@ -45,6 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER_URL)")
     p.add_argument("--redis-bridge-list", metavar="NAME", help="also drain MinIO's Redis target list (format=access)")
     p.add_argument("--redis-bridge-url", metavar="URL", help="Redis holding that list (default: the broker)")
+    p.add_argument("--max-concurrency", type=int, default=64, metavar="N",
+                   help="event POSTs handled at once; more are answered 503 + Retry-After (default 64)")
     p.set_defaults(handler=cmd_events)
 
 
@@ -83,22 +82,13 @@ def resolve_token(args: argparse.Namespace, settings: EventSettings) -> str:
     raise EventConfigError("no bearer token: pass --token-env NAME (or set PAGEFLEET_EVENTS_TOKEN)")
 
 
-def _pinger(client: redis.Redis) -> Callable[[], bool]:
-    def ready() -> bool:
-        try:
-            return bool(client.ping())
-        except redis.RedisError:
-            return False
-
-    return ready
-
-
 def cmd_events(args: argparse.Namespace, console: Any) -> int:
-    from workers import jobs
+    from workers import jobs, metrics
     from workers.app import use_broker
-    from workers.intake.events import build_intake
     from workers.intake.bridge import RedisBridge, bridge_client, start_bridge
-    from workers.intake.receiver import BearerAuth, EventServer
+    from workers.intake.events import build_intake
+    from workers.intake.receiver import BearerAuth, Limits, Receiver, redis_ready
+    from workers.asgi import AsgiServer
     from workers.observability import init_sentry
     from workers.settings import get_settings
 
@@ -109,27 +99,21 @@ def cmd_events(args: argparse.Namespace, console: Any) -> int:
     init_sentry(component="events")
     broker = get_settings().broker_url
     client = jobs.client(broker)
-    server = EventServer((settings.host, settings.port), build_intake(settings, client), auth,
-                         max_body_bytes=settings.max_body_bytes, ready=_pinger(client))
+    intake = build_intake(settings, client)
+    limits = Limits(max_body_bytes=settings.max_body_bytes, max_concurrency=args.max_concurrency)
+    receiver = Receiver(intake, auth, limits=limits, ready=redis_ready(client),
+                        observe=metrics.Recorder(client).receiver_request)
+    server = AsgiServer(receiver.app(), settings.host, settings.port)
     bridge = None
     if settings.redis_bridge_list:
-        bridge = RedisBridge(bridge_client(settings.redis_bridge_url or broker), settings.redis_bridge_list,
-                             server.intake)
+        bridge = RedisBridge(bridge_client(settings.redis_bridge_url or broker), settings.redis_bridge_list, intake)
         start_bridge(bridge)
-
-    def stop(signum: int, _frame: Any) -> None:
-        log.warning("pagefleet events: signal %d, finishing requests in flight", signum)
-        threading.Thread(target=server.shutdown, daemon=True).start()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    console.print(f"pagefleet events: listening on {server.url} → {settings.output}"
+    console.print(f"pagefleet events: listening on {settings.host}:{settings.port} → {settings.output}"
                   + (f" (and draining redis list {settings.redis_bridge_list})" if bridge else ""),
                   markup=False, soft_wrap=True)
     try:
-        server.serve_forever(poll_interval=0.5)
+        server.run()  # SIGTERM/SIGINT: stop accepting, finish the requests in flight
     finally:
         if bridge is not None:
             bridge.stop()
-        server.server_close()
     return 0

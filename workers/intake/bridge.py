@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import redis
 
 from workers.errors import BrokerUnavailable, StorageError
-from workers.intake.events import EventParseError, Intake, parse_json
+from workers.intake.events import Intake
+from workers.intake.parse import EventParseError, parse_json
 
 log = logging.getLogger(__name__)
 

@@ -1,42 +1,49 @@
 """The HTTP side of `pagefleet events`: MinIO's webhook notification target (and anything else that
-POSTs S3 event records), on the standard library's threading HTTP server.
+POSTs S3 event records), a Starlette app served by uvicorn.
 
     POST /  or /events   Authorization: Bearer <token>; body = S3 event JSON
         200  {"enqueued": [...], "duplicates": [...], "in_progress": [], "skipped": [...]}
              only once every job it names is durably enqueued (or already was)
-        400  body is not JSON / not an S3 event: retrying cannot fix it. MinIO never sends such
-             a body (it marshals its own records); a hand-written client gets told why.
+        400  body is not JSON / not an S3 event: retrying cannot fix it
         401  missing or wrong token (compared in constant time; nothing else is said)
-        411/413  no Content-Length / body larger than max_body_bytes
-        503  broker (or the object store, when an ETag had to be looked up) unavailable, or the
-             same upload is being enqueued by a concurrent delivery: MinIO keeps the event in
-             its queue_dir and replays it, and the retry is deduplicated
+        413  body larger than max_body_bytes (Content-Length, or counted while streaming)
+        503  + Retry-After: overloaded (more than max_concurrency requests in flight), the broker
+             unreachable or refusing writes (maxmemory/OOM, read-only replica), the object store
+             unavailable, or the same upload being enqueued by a concurrent delivery. MinIO keeps
+             the event in its queue_dir and replays it; the replay is deduplicated.
     HEAD / or /events    MinIO's liveness check of the target: 200 with the token, 401 without
     GET  /healthz        200 while the process serves (liveness)
-    GET  /readyz         200 when the broker answers PING, else 503 (readiness)
+    GET  /readyz         200 when the broker accepts a write, else 503 with the reason (readiness)
 
-Responses are small JSON documents; errors are `{"error": {"code", "message"}}` and never carry
-a traceback. Each request is answered on its own connection (HTTP/1.0 semantics), so a shutdown
-waits only for requests in flight.
+Responses are small JSON documents; errors are `{"error": {"code", "message"}}` and never carry a
+traceback. The blocking work (Redis, S3) runs in a thread pool sized to max_concurrency.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import logging
-import threading
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
 
-from workers.errors import BrokerUnavailable, PagefleetError, StorageError
-from workers.intake.events import EventParseError, Intake
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from workers.errors import BrokerUnavailable, StorageError
+from workers.intake.events import Intake
+from workers.intake.parse import EventParseError
 
 log = logging.getLogger(__name__)
 
 EVENT_PATHS = ("/", "/events")
+Ready = Callable[[], "tuple[bool, str]"]
+Observe = Callable[[str], None]
 
 
 def _digest(value: str) -> bytes:
@@ -56,171 +63,139 @@ class BearerAuth:
         return hmac.compare_digest(_digest((header or "").strip()), self._expected)
 
 
-class EventServer(ThreadingHTTPServer):
-    """Threads per request; `server_close()` joins the ones still running (graceful stop)."""
+@dataclass(frozen=True)
+class Limits:
+    max_body_bytes: int = 1024 * 1024
+    max_concurrency: int = 64  # event POSTs in flight; more get 503 + Retry-After at once
+    retry_after_s: int = 5
 
-    daemon_threads = False
-    block_on_close = True
-    allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], intake: Intake, auth: BearerAuth, *,
-                 max_body_bytes: int = 1024 * 1024, ready: Callable[[], bool] | None = None) -> None:
+class _BodyTooLarge(Exception):
+    pass
+
+
+def error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
+
+
+async def _not_found(request: Request, exc: Exception) -> Response:
+    return error(404, "not_found", "POST S3 event records to / or /events")
+
+
+async def _not_allowed(request: Request, exc: Exception) -> Response:
+    return error(405, "method_not_allowed", "POST S3 event records here", {"Allow": "POST, HEAD"})
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The body, refused (`_BodyTooLarge`) past `limit` bytes whether or not Content-Length says so."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _BodyTooLarge
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _BodyTooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class Receiver:
+    """The endpoints; `app()` builds the Starlette application around them."""
+
+    def __init__(self, intake: Intake, auth: BearerAuth, *, limits: Limits = Limits(), ready: Ready | None = None,
+                 observe: Observe | None = None) -> None:
         self.intake = intake
         self.auth = auth
-        self.max_body_bytes = max_body_bytes
-        self.ready = ready or (lambda: True)
-        super().__init__(address, EventHandler)
+        self.limits = limits
+        self.ready = ready or (lambda: (True, "ok"))
+        self.observe = observe or (lambda outcome: None)
+        self.in_flight = 0  # touched only on the event loop: no lock needed
 
-    @property
-    def url(self) -> str:
-        host, port = self.server_address[:2]
-        return f"http://{host}:{port}"
+    def app(self) -> Starlette:
+        routes = [Route("/healthz", self.healthz, methods=["GET", "HEAD"]),
+                  Route("/readyz", self.readyz, methods=["GET", "HEAD"])]
+        routes += [Route(path, self.events, methods=["POST", "HEAD"]) for path in EVENT_PATHS]
+        handlers = {404: _not_found, 405: _not_allowed}
+        return Starlette(routes=routes, lifespan=self._lifespan, exception_handlers=handlers)  # type: ignore[arg-type]
 
+    @asynccontextmanager
+    async def _lifespan(self, _app: Starlette) -> AsyncIterator[None]:
+        import anyio.to_thread
 
-class EventHandler(BaseHTTPRequestHandler):
-    server: EventServer
-    timeout = 30  # a client that stalls mid-request is dropped
-    server_version = "pagefleet-events"
-    sys_version = ""
+        anyio.to_thread.current_default_thread_limiter().total_tokens = max(self.limits.max_concurrency, 8) + 4
+        yield
 
-    # -- plumbing ---------------------------------------------------------------------------
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib signature)
-        log.debug("%s %s", self.address_string(), format % args)
+    async def healthz(self, request: Request) -> Response:
+        return JSONResponse({"ok": True})
 
-    def _send(self, status: int, payload: dict[str, Any] | None, headers: dict[str, str] | None = None) -> None:
-        body = b"" if payload is None else json.dumps(payload, ensure_ascii=False).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Connection", "close")
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        if self.command != "HEAD" and body:
-            self.wfile.write(body)
-        self.close_connection = True
+    async def readyz(self, request: Request) -> Response:
+        ok, reason = await run_in_threadpool(self._ready)
+        return JSONResponse({"ok": ok, "reason": reason}, status_code=200 if ok else 503)
 
-    def _error(self, status: int, code: str, message: str, headers: dict[str, str] | None = None) -> None:
-        self._send(status, {"error": {"code": code, "message": message}}, headers)
-
-    def _path(self) -> str:
-        path = self.path.split("?", 1)[0]
-        return path.rstrip("/") or "/"
-
-    def _authorised(self) -> bool:
-        if self.server.auth.check(self.headers.get("Authorization")):
-            return True
-        self._drain()
-        self._error(HTTPStatus.UNAUTHORIZED, "unauthorized", "missing or invalid bearer token",
-                    {"WWW-Authenticate": 'Bearer realm="pagefleet-events"'})
-        return False
-
-    def _drain(self) -> None:
-        """Read (and drop) a small unread body, so closing the socket does not reset the
-        connection before the client has read our answer."""
+    def _ready(self) -> tuple[bool, str]:
         try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            return
-        if 0 < length <= self.server.max_body_bytes:
-            self.rfile.read(length)
+            return self.ready()
+        except Exception as exc:  # noqa: BLE001 - a probe answers, it never raises
+            return False, f"readiness check failed: {type(exc).__name__}"
 
-    def _guarded(self, fn: Callable[[], None]) -> None:
+    def _retry(self) -> dict[str, str]:
+        return {"Retry-After": str(self.limits.retry_after_s)}
+
+    async def events(self, request: Request) -> Response:
+        if not self.auth.check(request.headers.get("authorization")):
+            self.observe("unauthorized")
+            return error(401, "unauthorized", "missing or invalid bearer token",
+                         {"WWW-Authenticate": 'Bearer realm="pagefleet-events"'})
+        if request.method == "HEAD":
+            return Response(status_code=200)
+        if self.in_flight >= self.limits.max_concurrency:
+            self.observe("overloaded")
+            return error(503, "overloaded", "too many requests in flight; retry", self._retry())
+        self.in_flight += 1
         try:
-            fn()
-        except (BrokenPipeError, ConnectionResetError):
-            log.info("client %s went away", self.address_string())
-        except Exception:  # the boundary: log it, tell the client nothing about internals
-            log.exception("event request %s %s failed", self.command, self._path())
-            try:
-                self._error(HTTPStatus.INTERNAL_SERVER_ERROR, "internal_error", "internal error; see the receiver's log")
-            except OSError:
-                pass
+            outcome, response = await self._post(request)
+        finally:
+            self.in_flight -= 1
+        self.observe(outcome)
+        return response
 
-    # -- verbs ------------------------------------------------------------------------------
-    def do_HEAD(self) -> None:  # noqa: N802 (stdlib naming)
-        self._guarded(self._head)
-
-    def do_GET(self) -> None:  # noqa: N802
-        self._guarded(self._get)
-
-    def do_POST(self) -> None:  # noqa: N802
-        self._guarded(self._post)
-
-    def _head(self) -> None:
-        path = self._path()
-        if path in ("/healthz", "/readyz"):
-            self._get()
-        elif path in EVENT_PATHS:
-            if self._authorised():
-                self._send(HTTPStatus.OK, None)
-        else:
-            self._send(HTTPStatus.NOT_FOUND, None)
-
-    def _get(self) -> None:
-        path = self._path()
-        if path == "/healthz":
-            self._send(HTTPStatus.OK, {"ok": True})
-        elif path == "/readyz":
-            ok = self._ready()
-            self._send(HTTPStatus.OK if ok else HTTPStatus.SERVICE_UNAVAILABLE, {"ok": ok})
-        elif path in EVENT_PATHS:
-            self._error(HTTPStatus.METHOD_NOT_ALLOWED, "method_not_allowed", "POST S3 event records here",
-                        {"Allow": "POST, HEAD"})
-        else:
-            self._error(HTTPStatus.NOT_FOUND, "not_found", "no such path")
-
-    def _ready(self) -> bool:
+    async def _post(self, request: Request) -> tuple[str, Response]:
         try:
-            return bool(self.server.ready())
-        except PagefleetError:
-            return False
-
-    def _read_body(self) -> bytes | None:
-        length_header = self.headers.get("Content-Length")
-        if length_header is None:
-            self._error(HTTPStatus.LENGTH_REQUIRED, "length_required", "send a Content-Length")
-            return None
+            body = await read_body(request, self.limits.max_body_bytes)
+        except _BodyTooLarge:
+            return "too_large", error(413, "too_large", f"event bodies are limited to {self.limits.max_body_bytes} bytes")
         try:
-            length = int(length_header)
-        except ValueError:
-            self._error(HTTPStatus.BAD_REQUEST, "bad_request", "Content-Length is not a number")
-            return None
-        if length < 0 or length > self.server.max_body_bytes:
-            self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "too_large",
-                        f"event bodies are limited to {self.server.max_body_bytes} bytes")
-            return None
-        return self.rfile.read(length)
-
-    def _post(self) -> None:
-        if self._path() not in EVENT_PATHS:
-            self._error(HTTPStatus.NOT_FOUND, "not_found", "POST to / or /events")
-            return
-        if not self._authorised():
-            return
-        body = self._read_body()
-        if body is None:
-            return
-        retry = {"Retry-After": "5"}
-        try:
-            result = self.server.intake.submit_body(body, self.headers.get("Content-Type"))
+            result = await run_in_threadpool(self.intake.submit_body, body, request.headers.get("content-type"))
         except EventParseError as exc:
-            self._error(HTTPStatus.BAD_REQUEST, exc.code, exc.message)
-            return
+            return "invalid", error(400, exc.code, exc.message)
         except (BrokerUnavailable, StorageError) as exc:
             log.warning("event not accepted, sender will retry: %s", exc.message)
-            self._error(HTTPStatus.SERVICE_UNAVAILABLE, exc.code, "temporarily unavailable; retry", retry)
-            return
+            return "unavailable", error(503, exc.code, "temporarily unavailable; retry", self._retry())
+        except Exception:  # noqa: BLE001 - the boundary: log it, tell the client nothing about internals
+            log.exception("event request failed")
+            return "error", error(500, "internal_error", "internal error; see the receiver's log")
         if result.retry_later:
-            self._error(HTTPStatus.SERVICE_UNAVAILABLE, "in_progress",
-                        "the same upload is being enqueued by another delivery; retry", retry)
-            return
-        self._send(HTTPStatus.OK, result.summary())
+            return "in_progress", error(503, "in_progress", "the same upload is being enqueued by another delivery; retry",
+                                        self._retry())
+        return ("enqueued" if result.enqueued else "duplicate" if result.duplicates else "skipped"), \
+            JSONResponse(result.summary())
 
 
-def serve_in_thread(server: EventServer) -> threading.Thread:
-    """Run `server.serve_forever` in a daemon thread (tests, and the CLI's bridge mode)."""
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2},
-                              name="pagefleet-events-http", daemon=True)
-    thread.start()
-    return thread
+def redis_ready(client: Any) -> Ready:
+    """Ready when the broker accepts a write: PING alone passes on a Redis at maxmemory (noeviction
+    refuses every write with OOM) and on a read-only replica."""
+    import redis
+
+    def ready() -> tuple[bool, str]:
+        try:
+            client.set("pagefleet:events:readyz", "1", ex=60)
+        except redis.exceptions.OutOfMemoryError as exc:
+            return False, f"redis refuses writes (maxmemory reached): {exc}"
+        except redis.exceptions.ReadOnlyError as exc:
+            return False, f"redis refuses writes (read-only replica): {exc}"
+        except redis.RedisError as exc:
+            return False, f"redis unavailable: {type(exc).__name__}"
+        return True, "ok"
+
+    return ready

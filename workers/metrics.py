@@ -1,0 +1,203 @@
+"""Prometheus metrics of the fleet itself (not only Flower's task view).
+
+Workers are many short-lived processes (prefork children, pods KEDA scales to zero), so they do
+not serve metrics themselves: they count into one Redis hash on the broker, and one exporter
+(`pagefleet metrics`, k8s/base/metrics.yaml) reads it and the queue lengths at scrape time.
+
+    pagefleet_queue_depth{queue}                 gauge    waiting messages per Celery queue (LLEN)
+    pagefleet_pages_total{route, rung}           counter  finished pages by route and deciding rung
+    pagefleet_gate_refusals_total{reason}        counter  refused candidates by gate reason
+    pagefleet_documents_total{status}            counter  finished documents by status
+    pagefleet_rung_seconds{rung}                 summary  seconds spent per rung (_sum, _count)
+    pagefleet_receiver_requests_total{outcome}   counter  event receiver requests by outcome
+
+A document is counted once (a marker per job id), when the collector has written its artifacts.
+The receiver counts in memory and flushes to Redis every few seconds from a thread, so a slow or
+full Redis never delays an answer. Counting never raises: metrics must not fail a page.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from typing import Any
+
+import redis
+
+log = logging.getLogger(__name__)
+
+HASH = "pagefleet:metrics"
+COUNTED = "pagefleet:metrics:counted:{job_id}"
+# attempt reasons that are not the gate's: an engine that could not run, OCR switched off
+NOT_GATE = frozenset({"engine_unavailable", "engine_crashed", "engine_timeout", "engine_error", "render_failed",
+                      "ocr_disabled", "attempts_exhausted"})
+
+
+def field(name: str, **labels: str) -> str:
+    """Hash field for one series: `pages_total|route=ocr|rung=3_cpu_ocr` (labels sorted)."""
+    return "|".join([name, *(f"{k}={v}" for k, v in sorted(labels.items()))])
+
+
+def parse_field(text: str) -> tuple[str, dict[str, str]]:
+    name, *pairs = text.split("|")
+    return name, dict(pair.split("=", 1) for pair in pairs)
+
+
+def document_counts(document: Any, report: dict[str, Any]) -> tuple[Counter[str], dict[str, float]]:
+    """(integer increments, float increments) for one finished document."""
+    from workers.artifacts import final_rung
+
+    counts: Counter[str] = Counter({field("documents_total", status=document.status): 1})
+    for page in document.pages:
+        counts[field("pages_total", route=page.route, rung=final_rung(page))] += 1
+        for attempt in page.attempts:
+            if not attempt.accepted:
+                for reason in set(attempt.reasons) - NOT_GATE:
+                    counts[field("gate_refusals_total", reason=reason)] += 1
+    seconds: dict[str, float] = {}
+    for rung, entry in (report.get("rungs") or {}).items():
+        counts[field("rung_seconds_count", rung=rung)] += int(entry.get("attempts") or 0)
+        seconds[field("rung_seconds_sum", rung=rung)] = float(entry.get("seconds") or 0.0)
+    return counts, seconds
+
+
+class Recorder:
+    """Counts into the broker's Redis. `client` defaults to the workers' broker."""
+
+    def __init__(self, client: redis.Redis | None = None, flush_s: float = 2.0) -> None:
+        self._client = client
+        self.flush_s = flush_s
+        self._pending: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._flusher: threading.Thread | None = None
+
+    @property
+    def client(self) -> redis.Redis:
+        if self._client is None:
+            from workers import jobs
+
+            self._client = jobs.client()
+        return self._client
+
+    def document(self, document: Any, report: dict[str, Any]) -> None:
+        """Count a finished document once (redelivered collectors do not count it again)."""
+        try:
+            if not self.client.set(COUNTED.format(job_id=document.job_id), "1", nx=True, ex=7 * 86400):
+                return
+            counts, seconds = document_counts(document, report)
+            pipe = self.client.pipeline(transaction=False)
+            for name, value in counts.items():
+                pipe.hincrby(HASH, name, value)
+            for name, value in seconds.items():
+                pipe.hincrbyfloat(HASH, name, value)
+            pipe.execute()
+        except redis.RedisError as exc:
+            log.warning("metrics for job %s not recorded: %s", document.job_id, exc)
+
+    def receiver_request(self, outcome: str) -> None:
+        """One receiver request; buffered in memory, flushed by a background thread."""
+        with self._lock:
+            self._pending[field("receiver_requests_total", outcome=outcome)] += 1
+            if self._flusher is None:
+                self._flusher = threading.Thread(target=self._flush_loop, name="pagefleet-metrics", daemon=True)
+                self._flusher.start()
+
+    def flush(self) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, Counter()
+        if not pending:
+            return
+        try:
+            pipe = self.client.pipeline(transaction=False)
+            for name, value in pending.items():
+                pipe.hincrby(HASH, name, value)
+            pipe.execute()
+        except redis.RedisError as exc:  # keep the counts for the next flush
+            with self._lock:
+                self._pending.update(pending)
+            log.debug("metrics flush failed: %s", exc)
+
+    def _flush_loop(self) -> None:
+        stop = threading.Event()
+        while not stop.wait(self.flush_s):
+            self.flush()
+
+
+# ---------------------------------------------------------------- the exporter side
+
+HELP = {
+    "pages_total": ("counter", "finished pages by route and deciding rung", ["route", "rung"]),
+    "gate_refusals_total": ("counter", "candidates refused, by quality-gate reason", ["reason"]),
+    "documents_total": ("counter", "finished documents by status", ["status"]),
+    "receiver_requests_total": ("counter", "bucket-event receiver requests by outcome", ["outcome"]),
+}
+
+
+class FleetCollector:
+    """A prometheus_client collector that reads the counters and queue lengths at scrape time."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+
+    def collect(self) -> Any:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        from workers.settings import QUEUES
+
+        depth = GaugeMetricFamily("pagefleet_queue_depth", "messages waiting in each Celery queue", labels=["queue"])
+        lengths = self._pipe(lambda pipe: [pipe.llen(queue) for queue in QUEUES])
+        for queue, length in zip(QUEUES, lengths):
+            depth.add_metric([queue], float(length))
+        yield depth
+        raw = self.client.hgetall(HASH)
+        series: dict[str, list[tuple[dict[str, str], float]]] = {}
+        for key, value in raw.items():
+            name, labels = parse_field(key.decode() if isinstance(key, bytes) else key)
+            series.setdefault(name, []).append((labels, float(value)))
+        for name, (_kind, text, labels) in HELP.items():
+            family = CounterMetricFamily(f"pagefleet_{name.removesuffix('_total')}", text, labels=labels)
+            for found, value in series.get(name, []):
+                family.add_metric([found.get(label, "") for label in labels], value)
+            yield family
+        yield self._rung_seconds(series)
+
+    def _pipe(self, fill: Any) -> list[Any]:
+        pipe = self.client.pipeline(transaction=False)
+        fill(pipe)
+        return list(pipe.execute())
+
+    @staticmethod
+    def _rung_seconds(series: dict[str, list[tuple[dict[str, str], float]]]) -> Any:
+        from prometheus_client.core import SummaryMetricFamily
+
+        family = SummaryMetricFamily("pagefleet_rung_seconds", "seconds spent per ladder rung", labels=["rung"])
+        sums = {labels["rung"]: value for labels, value in series.get("rung_seconds_sum", [])}
+        for labels, count in series.get("rung_seconds_count", []):
+            family.add_metric([labels["rung"]], count_value=count, sum_value=sums.get(labels["rung"], 0.0))
+        return family
+
+
+def exporter_app(client: redis.Redis) -> Any:
+    """Starlette app: GET /metrics (Prometheus text format), GET /healthz."""
+    from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+    from starlette.applications import Starlette
+    from starlette.concurrency import run_in_threadpool
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(FleetCollector(client))
+
+    async def scrape(request: Request) -> Response:
+        try:
+            body = await run_in_threadpool(generate_latest, registry)
+        except redis.RedisError as exc:
+            return JSONResponse({"error": {"code": "broker_unavailable", "message": str(exc)}}, status_code=503)
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"ok": True})
+
+    return Starlette(routes=[Route("/metrics", scrape), Route("/healthz", healthz)])
