@@ -128,7 +128,8 @@ def parser() -> argparse.ArgumentParser:
 
 def _optional_commands(sub: argparse._SubParsersAction) -> None:
     for module in ("workers.cli.events", "workers.cli.evaluate", "workers.cli.routes", "workers.watchdog",
-                   "workers.cli.review", "workers.cli.deadletter", "workers.cli.metrics", "workers.cli.models"):
+                   "workers.cli.review", "workers.cli.deadletter", "workers.cli.metrics", "workers.cli.models",
+                   "workers.cli.wse"):
         try:
             mod = __import__(module, fromlist=["register"])
         except ModuleNotFoundError as exc:

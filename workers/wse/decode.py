@@ -77,15 +77,26 @@ class Decoder:
         word = self.mapping.word_for(run)
         if word is not None:
             return word
-        for cut in range(2, len(run) - 1):
-            left, right = self._whole(run[:cut]), self._whole(run[cut:])
-            if left is not None and right is not None and (left, right) != (run[:cut], run[cut:]):
-                return f"{left} {right}"
+        parts = self._segment(run)
+        if parts and any(self.mapping.word_for(p) is not None for p in parts):
+            return " ".join(self._whole(p) or p for p in parts)
         if not self.tokens or not run.islower():
             return None
         best = process.extractOne(run, self.tokens, scorer=Levenshtein.distance,
                                   score_cutoff=token_tolerance(run))
         return self.mapping.word_for(best[0]) if best else None
+
+    def _segment(self, run: str) -> list[str] | None:
+        """`run` as the fewest tokens / Latin runs written together (a parser that lost the spaces
+        between words drawn close), or None."""
+        best: list[list[str] | None] = [[]] + [None] * len(run)
+        for end in range(2, len(run) + 1):
+            for start in range(0, end - 1):
+                head = best[start]
+                if head is not None and self._whole(run[start:end]) is not None:
+                    if best[end] is None or len(head) + 1 < len(best[end]):
+                        best[end] = head + [run[start:end]]
+        return best[-1] if best[-1] and len(best[-1]) > 1 else None
 
     def _whole(self, run: str) -> str | None:
         """A run that is exactly a token (→ its word) or a Latin run of the document (→ itself)."""

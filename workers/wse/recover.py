@@ -16,6 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
+from routing.normalize import normalize
 from routing.wse import logical_row
 from workers.wse.decode import Decoder, Table, word_recovery
 from workers.wse.encode import encode_document, open_pdf
@@ -48,11 +49,19 @@ def original_words(pdf_path: str, page_number: int) -> list[str]:
         return [w.text for w in page_words(doc[page_number - 1])]
 
 
+def _repaired(text: str) -> str:
+    return normalize(text).text
+
+
 def run_direct(pdf_path: str, page_number: int, parser: str = DEFAULT_PARSER) -> PageRun:
+    """The parser on the original page; its text and cells get pagefleet's own repair (visual
+    order, presentation forms), as any text of an accepted page would, so the comparison is
+    with the parser at its best."""
     result = get_parser(parser).parse(pdf_path, page_number)
-    tables = [[logical_row(row) for row in table] for table in result.tables]
-    found, total = word_recovery(original_words(pdf_path, page_number), result.text)
-    return PageRun("direct", parser, tables, result.text, found, total, 0, result.seconds)
+    tables = [[logical_row([_repaired(c) for c in row]) for row in table] for table in result.tables]
+    text = _repaired(result.text)
+    found, total = word_recovery(original_words(pdf_path, page_number), text)
+    return PageRun("direct", parser, tables, text, found, total, 0, result.seconds)
 
 
 def encode_page(pdf_path: str, page_number: int, out_path: str) -> Mapping:
