@@ -5,6 +5,7 @@ watchdog is scheduled, and every worker honours the log-level setting."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -149,3 +150,12 @@ def test_renderer_applies_deletes_and_merges() -> None:
     gpu = by_kind(render(K8S / "overlays" / "gpu"), "Deployment")["worker-gpu"]
     spec = pod_templates(gpu)[0]
     assert spec["nodeSelector"] == {"nvidia.com/gpu.present": "true"} and spec["tolerations"]
+
+
+def test_dashboard_queries_only_exported_metrics() -> None:
+    dashboard = json.loads((K8S / "dashboards" / "pagefleet.json").read_text())
+    exported = {"pagefleet_queue_depth", "pagefleet_pages_total", "pagefleet_gate_refusals_total",
+                "pagefleet_documents_total", "pagefleet_rung_seconds_sum", "pagefleet_rung_seconds_count",
+                "pagefleet_receiver_requests_total"}
+    used = {m for panel in dashboard["panels"] for t in panel["targets"] for m in re.findall(r"pagefleet_\w+", t["expr"])}
+    assert used and used <= exported, used - exported
