@@ -334,6 +334,10 @@ def _check_celery(argv: list[str]) -> None:
     assert argv[1:3] == ["-A", "workers.app"], argv
     importlib.import_module("workers.app")
     subcommand, options = argv[3], argv[4:]
+    if subcommand == "beat":
+        names = [o for o in options if o.startswith("-")]
+        assert set(names) <= {"--schedule", "--loglevel"}, argv
+        return
     assert subcommand == "flower", argv
     from flower.options import options as flower_options
 
@@ -410,7 +414,8 @@ def test_compose_wiring() -> None:
     redis_cmd = " ".join(services["redis"]["command"])
     assert "--maxmemory-policy noeviction" in redis_cmd and "--appendonly yes" in redis_cmd
     assert re.search(r"--maxmemory \S+", redis_cmd), "noeviction means nothing without a maxmemory"
-    assert services["watchdog"]["command"][0] == "watchdog", "the deadline watchdog must run somewhere"
+    assert services["beat"]["command"][:3] == ["-A", "workers.app", "beat"], "the watchdog schedule must run somewhere"
+    assert "pagefleet.watchdog" in {e["task"] for e in app.conf.beat_schedule.values()}
     assert services["models-init"]["profiles"] == ["gpu"] and services["models-init"]["command"][:2] == ["models", "pull"]
     assert services["worker-gpu"]["depends_on"]["models-init"]["condition"] == "service_completed_successfully"
     for name, service in services.items():

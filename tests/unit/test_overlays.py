@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tests.support.kustomize import pod_templates, render
-from workers.app import QUEUES
+from workers.app import QUEUES, app
 
 kubernetes_validate = pytest.importorskip("kubernetes_validate")
 
@@ -120,7 +120,7 @@ def test_watchdog_is_scheduled(overlay: str) -> None:
     objects = rendered(overlay)
     jobs = [o for o in objects if o["kind"] == "CronJob"]
     beat = [o for o in by_kind(objects, "Deployment").values()
-            if "beat" in (pod_templates(o)[0]["containers"][0].get("args") or [])]
+            if (pod_templates(o)[0]["containers"][0].get("args") or [])[2:3] == ["beat"]]
     scheduled = [pod_templates(o)[0]["containers"][0]["args"] for o in jobs]
     assert ["watchdog", "--once"] in scheduled or beat, "nothing runs the deadline watchdog"
     for job in jobs:
@@ -128,6 +128,8 @@ def test_watchdog_is_scheduled(overlay: str) -> None:
         assert job["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"] < 300  # shorter than the period
     for deployment in beat:
         assert deployment["spec"].get("replicas") == 1, "one beat, or every sweep runs twice"
+        assert deployment["spec"]["strategy"]["type"] == "Recreate", "a rolling update runs two beats"
+        assert "pagefleet.watchdog" in {e["task"] for e in app.conf.beat_schedule.values()}
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
