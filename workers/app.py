@@ -62,8 +62,8 @@ def make_app() -> Celery:
         result_backend_transport_options={"visibility_timeout": visibility},
         visibility_timeout=visibility,
         worker_pool="prefork",
-        worker_max_tasks_per_child=200,
-        worker_max_memory_per_child=2_000_000,  # KiB
+        worker_max_tasks_per_child=200,  # CPU queues only: see _recycle_cpu_workers_only
+        worker_max_memory_per_child=2_000_000,  # KiB; CPU queues only
         worker_send_task_events=True,
         task_send_sent_event=True,
         task_track_started=True,
@@ -141,6 +141,19 @@ class HeartbeatStep(bootsteps.StartStopStep):
 
 
 app.steps["worker"].add(HeartbeatStep)
+
+
+@celeryd_init.connect
+def _recycle_cpu_workers_only(conf: Any = None, options: dict[str, Any] | None = None, **_: object) -> None:
+    """A pool child of a gpu worker holds its models for its whole life: billiard compares peak RSS
+    after every task, and a VLM loaded once exceeds any sane limit, so recycling would reload the
+    model after every task. GPU workers are not recycled; CPU queues (MuPDF, Tesseract) are."""
+    queues = (options or {}).get("queues") or []
+    if isinstance(queues, str):
+        queues = queues.split(",")
+    if conf is not None and "gpu" in queues:
+        conf.worker_max_memory_per_child = None
+        conf.worker_max_tasks_per_child = None
 
 
 @celeryd_init.connect
