@@ -10,7 +10,7 @@ APT_PACKAGES = tesseract-ocr tesseract-ocr-eng tesseract-ocr-heb tesseract-ocr-a
                poppler-utils redis-server fonts-dejavu-core chromium
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup system venv fixtures run test test-fast bench eval clean
+.PHONY: setup system venv fixtures run test test-fast bench eval eval-structure clean
 
 setup: system venv
 
@@ -32,9 +32,10 @@ $(VENV)/.installed: pyproject.toml
 
 fixtures: venv
 	$(BIN)/python fixtures/make_fixtures.py fixtures
+	$(BIN)/python fixtures/make_structure_fixtures.py fixtures/structure
 
 run: setup fixtures
-	$(BIN)/pagefleet run fixtures --out $(OUT)
+	$(BIN)/pagefleet run fixtures fixtures/structure --out $(OUT)
 
 test: setup
 	$(BIN)/python -m pytest -q
@@ -48,5 +49,10 @@ bench: setup
 eval: setup
 	$(BIN)/pagefleet eval ../shared/corpus --labels ../shared/corpus/LABELS.json
 
+# issue 13: headings, tables, reading order and pages/s, pagefleet beside pymupdf4llm
+eval-structure: setup
+	$(BIN)/python fixtures/make_structure_fixtures.py fixtures/structure
+	$(BIN)/python -m bench.eval_structure --fixtures fixtures/structure --corpus ../shared/corpus
+
 clean:
-	rm -rf $(OUT) fixtures/*.pdf fixtures/bad .pytest_cache
+	rm -rf $(OUT) fixtures/*.pdf fixtures/bad fixtures/structure .pytest_cache

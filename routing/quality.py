@@ -26,6 +26,9 @@ text-layer candidate: the caller reverses the flagged lines and gates the result
     low_confidence              OCR mean word confidence below the floor
     repetition_loop             a VLM/OCR repetition loop
     engine_disagreement         two engines read the page and agree on < 85% of words
+    table_unrecovered           (structure, workers.ladder.tablecheck) a table the page holds could not be
+                                recovered, corroborated by Poppler; or a recovered table disagrees
+                                with Poppler's words (precision or recall < 85%)
 
 Pure functions, no I/O.
 """

@@ -1,8 +1,9 @@
 """Reading order of boxes on a page: recursive XY-cut, columns right to left on RTL pages.
 
     region ─► a vertical gutter crossed by no box?  ─► columns (RTL: right first), each recursively
-          └─► else horizontal gaps?                  ─► bands top to bottom, each recursively
-          └─► else                                    ─► top to bottom, then by x (RTL: right first)
+          └─► else horizontal bands, runs of narrow bands kept together between spanning ones
+                                                      ─► each run recursively (it may hold columns)
+          └─► else                                    ─► band by band, by x (RTL: right first)
 
 A gutter must be at least `min_gutter` wide and leave real text on both sides (each side at least
 `min_side` of the region's width), so a column of bullets or a ragged line end never makes one.
@@ -21,6 +22,7 @@ class OrderRules:
     min_gutter: float = 12.0
     min_side: float = 0.15
     min_items_per_column: int = 2
+    spanning: float = 0.55  # a box wider than this share of the region spans the columns
 
 
 def reading_order(boxes: Sequence[Box], rtl: bool, rules: OrderRules = OrderRules()) -> list[int]:
@@ -36,9 +38,28 @@ def _order(items: list[int], boxes: Sequence[Box], rtl: bool, rules: OrderRules)
         ordered = list(reversed(columns)) if rtl else columns
         return [i for col in ordered for i in _order(col, boxes, rtl, rules)]
     bands = _split(items, boxes, axis=1, min_gap=0.0)
-    if len(bands) > 1:
-        return [i for band in bands for i in _order(band, boxes, rtl, rules)]
-    return sorted(items, key=lambda i: (round(boxes[i][1]), -boxes[i][2] if rtl else boxes[i][0]))
+    segments = _segments(bands, boxes, rules)
+    if len(segments) > 1:
+        return [i for seg in segments for i in _order(seg, boxes, rtl, rules)]
+    return [i for band in bands for i in sorted(band, key=lambda i: -boxes[i][2] if rtl else boxes[i][0])]
+
+
+def _segments(bands: list[list[int]], boxes: Sequence[Box], rules: OrderRules) -> list[list[int]]:
+    """Consecutive bands merged unless one holds a box spanning most of the width (a title, a
+    full-width line): the merged runs may still split into columns."""
+    x0 = min(boxes[i][0] for band in bands for i in band)
+    x1 = max(boxes[i][2] for band in bands for i in band)
+    width = max(x1 - x0, 1.0)
+    out: list[list[int]] = []
+    open_run = False
+    for band in bands:
+        spanning = any(boxes[i][2] - boxes[i][0] > rules.spanning * width for i in band)
+        if spanning or not open_run:
+            out.append(list(band))
+        else:
+            out[-1].extend(band)
+        open_run = not spanning
+    return out
 
 
 def _split(items: list[int], boxes: Sequence[Box], axis: int, min_gap: float) -> list[list[int]]:

@@ -16,11 +16,15 @@ import json
 import logging
 import os
 import sys
+from typing import NoReturn
 
 from rich.console import Console
 
+from workers import logs
 from workers.errors import PagefleetError
-from workers.settings import QUEUES, Options, get_settings
+from workers.settings import PIPELINE_VERSION, QUEUES, Options, get_settings
+
+OCR_CHOICES = ("auto", "off", "force")
 
 
 def _options(args: argparse.Namespace) -> Options:
@@ -29,6 +33,10 @@ def _options(args: argparse.Namespace) -> Options:
     raw = {"ocr": args.ocr}
     if getattr(args, "max_pages", None):
         raw["max_pages"] = args.max_pages
+    if getattr(args, "structured_recovery", None):
+        raw["structured_recovery"] = args.structured_recovery
+    if getattr(args, "no_structure", False):
+        raw["structure"] = False
     return parse_options(raw)
 
 
@@ -91,45 +99,81 @@ def cmd_status(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+EX_USAGE = 64  # sysexits.h; 2 means "artifacts written, some page needs review"
+
+
+class UsageParser(argparse.ArgumentParser):
+    """argparse with usage errors exiting 64 (EX_USAGE) instead of 2; subcommands inherit it."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EX_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("pagefleet")
+    except PackageNotFoundError:
+        return PIPELINE_VERSION
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="pagefleet", description="PDFs to trustworthy text, RTL first, at fleet scale")
+    p = UsageParser(prog="pagefleet", description="PDFs to trustworthy text, RTL first, at fleet scale")
+    p.add_argument("--version", action="version", version=f"pagefleet {version()}",
+                   help="print the version and exit")
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="process PDFs on the embedded default fleet")
     run.add_argument("paths", nargs="+", help="PDF files or directories of PDFs")
     run.add_argument("--out", required=True, help="output directory: DIR/<stem>/document.json …")
-    run.add_argument("--ocr", default="auto", help="auto | off | force")
+    run.add_argument("--ocr", default="auto", choices=OCR_CHOICES,
+                     help="OCR pages that fail the gate (auto), never (off) or always (force)")
     run.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="CPU OCR worker processes")
     run.add_argument("--broker", help="use this Redis instead of starting one")
     run.add_argument("--max-pages", type=int, help="reject documents with more pages")
     run.add_argument("--force", action="store_true", help="reprocess documents already in DIR")
     run.add_argument("--gpu", action="store_true", help="also start a gpu-queue worker and use GPU chains")
+    _structure_options(run)
 
     worker = sub.add_parser("worker", help="run a Celery worker for some queues")
     worker.add_argument("--queues", required=True, help="comma-separated: split,cpu,gpu,collect")
-    worker.add_argument("--concurrency", type=int, default=os.cpu_count() or 2)
-    worker.add_argument("--loglevel", default="INFO")
+    worker.add_argument("--concurrency", type=int, default=os.cpu_count() or 2,
+                        help="pool processes (default: the CPU count)")
+    worker.add_argument("--loglevel", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
 
     submit = sub.add_parser("submit", help="enqueue one document")
     submit.add_argument("source", help="a local path the workers can read, or s3://bucket/key")
     submit.add_argument("--storage", required=True, help="file:///dir or s3://bucket/prefix for artifacts")
     submit.add_argument("--prefix", help="artifact prefix inside storage")
-    submit.add_argument("--ocr", default="auto")
-    submit.add_argument("--force", action="store_true")
-    submit.add_argument("--broker")
+    submit.add_argument("--ocr", default="auto", choices=OCR_CHOICES,
+                        help="OCR pages that fail the gate (auto), never (off) or always (force)")
+    submit.add_argument("--force", action="store_true", help="reprocess even if this job already completed")
+    submit.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER_URL)")
+    _structure_options(submit)
 
     status = sub.add_parser("status", help="show a job's state")
-    status.add_argument("job")
-    status.add_argument("--broker")
+    status.add_argument("job", help="the job id `submit` printed")
+    status.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER_URL)")
 
     _optional_commands(sub)
     return p
 
 
+def _structure_options(cmd: argparse.ArgumentParser) -> None:
+    from typing import get_args
+
+    cmd.add_argument("--structured-recovery", choices=get_args(Options.model_fields["structured_recovery"].annotation),
+                     help="a layout-aware extractor for tables the text layer could not give (default off)")
+    cmd.add_argument("--no-structure", action="store_true", help="no blocks, tables or chunks: text only (faster)")
+
+
 def _optional_commands(sub: argparse._SubParsersAction) -> None:
     for module in ("workers.cli.events", "workers.cli.evaluate", "workers.cli.routes", "workers.watchdog",
                    "workers.cli.review", "workers.cli.deadletter", "workers.cli.metrics", "workers.cli.models",
-                   "workers.cli.wse"):
+                   "workers.cli.wse", "workers.cli.reparse"):
         try:
             mod = __import__(module, fromlist=["register"])
         except ModuleNotFoundError as exc:
@@ -143,8 +187,8 @@ COMMANDS = {"run": cmd_run, "worker": cmd_worker, "submit": cmd_submit, "status"
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=get_settings().loglevel.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = get_settings()
+    logs.configure(settings.loglevel, settings.log_format)
     args = parser().parse_args(argv)
     console = Console(stderr=True, markup=False, width=None if sys.stderr.isatty() else 140)
     handler = COMMANDS.get(args.command) or getattr(args, "handler", None)

@@ -1,0 +1,72 @@
+"""Tables over plain data: logical column order, GFM, unruled-table evidence, agreement."""
+
+from __future__ import annotations
+
+from routing.structure.tables import (
+    aligned_columns, cell_agreement, gfm, is_numeric, is_rtl_table, layout_rows, logical_rows, numeric_columns,
+)
+
+
+def test_rtl_table_columns_reversed_cells_untouched() -> None:
+    drawn = [["שינוי", "2024", "סעיף"], ["-4.5%", "1,410.9", "הכנסות ABC"]]
+    assert is_rtl_table([c for r in drawn for c in r])
+    assert logical_rows(drawn, rtl=True) == [["סעיף", "2024", "שינוי"], ["הכנסות ABC", "1,410.9", "-4.5%"]]
+    assert logical_rows(drawn, rtl=False) == drawn
+
+
+def test_latin_table_is_not_rtl() -> None:
+    assert not is_rtl_table(["Region", "North", "1,200", "מ"])
+
+
+def test_gfm_escapes_pipes_and_pads_rows() -> None:
+    md = gfm([["a", "b|c"], ["1"]])
+    assert md.splitlines() == ["| a | b\\|c |", "|---|---|", "| 1 |  |"]
+
+
+def test_numbers() -> None:
+    assert all(is_numeric(x) for x in ("1,234.5", "-56", "12.5%", "(3)", "١٢٣", "7 000"))
+    assert not any(is_numeric(x) for x in ("1.", "a1", "", "2024 report"))
+    assert numeric_columns([["name", "sum"], ["a", "1"], ["b", "2.5"]]) == [1]
+
+
+def _row(*cells: tuple[float, float, int]) -> list[tuple[float, float, int]]:
+    return list(cells)
+
+
+def test_aligned_columns_finds_an_unruled_table() -> None:
+    rows = [_row((60, 120, 1), (200, 240, 1), (300, 350, 1)) for _ in range(4)]
+    found = aligned_columns(rows)
+    assert len(found) == 1
+    first, last, gutters = found[0]
+    assert (first, last) == (0, 3) and len(gutters) == 2
+
+
+def test_two_column_prose_is_not_a_table() -> None:
+    rows = [_row((60, 290, 9), (305, 535, 10)) for _ in range(6)]
+    assert aligned_columns(rows) == []
+
+
+def test_two_columns_need_numbers() -> None:
+    rows = [_row((60, 120, 1), (300, 350, 1)) for _ in range(4)]
+    assert aligned_columns(rows) == []
+    assert len(aligned_columns(rows, [True] * 4)) == 1
+
+
+def test_sparse_column_is_not_a_table() -> None:
+    rows = [_row((60, 70, 1), (300, 500, 3))] * 3 + [_row((60, 120, 1), (200, 240, 1), (300, 350, 1))]
+    assert aligned_columns(rows) == []
+
+
+def test_layout_rows_counts_column_aligned_lines() -> None:
+    table = "Region     Q1      Q2\nNorth      1,200   1,350\nSouth      980     1,040\n"
+    assert layout_rows(table) == 3
+    prose = "This is a long line of prose that goes on\nand on without any column structure in it\n"
+    assert layout_rows(prose) == 0
+
+
+def test_cell_agreement_ignores_poppler_word_splits() -> None:
+    cells = ["البند", "الإيرادات", "9,420", "صافي الربح"]
+    layout = "\u202bاﻟﺒﻨﺪ\u202c\n\u202bاﻹﻳﺮ ادات\u202c    9,420\n\u202bﺻﺎﻓﻲ ا ﻟﺮﺑﺢ\u202c"
+    assert cell_agreement(cells, layout) == (1.0, 1.0)
+    precision, recall = cell_agreement(["wrong", "cells"], layout)
+    assert precision == 0.0 and recall == 0.0

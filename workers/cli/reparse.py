@@ -1,0 +1,145 @@
+"""`pagefleet reparse OUT|s3://bucket/prefix`: find the documents made by an older pipeline or
+holding weak pages, and process just those again (seed 002: "re-parse selectively").
+
+    pagefleet reparse OUT [--below-version V] [--route ocr] [--min-confidence C] [--dry-run]
+                          [--broker URL] [--workers N]
+
+A document is chosen when any given test holds: its `pipeline_version` is below V (default: the
+running version, when no other test is given); a page took route R (`ocr`, `review_required`,
+`fallback_text` …); a page's OCR confidence is below C. A local OUT (from `pagefleet run`) is
+processed again on the embedded fleet; an s3:// target is resubmitted to the fleet's broker with
+the original options, each job forced. `--dry-run` only lists them.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+
+from workers.settings import PIPELINE_VERSION, Options
+
+
+@dataclass(frozen=True)
+class Criteria:
+    below_version: str | None = None
+    route: str | None = None
+    min_confidence: float | None = None
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    parts = []
+    for part in version.split("."):
+        digits = "".join(ch for ch in part if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+def why_reparse(document: Mapping[str, Any], criteria: Criteria) -> list[str]:
+    """The reasons this document should be made again (empty: leave it)."""
+    reasons = []
+    version = str(document.get("pipeline_version", "0"))
+    if criteria.below_version and version_key(version) < version_key(criteria.below_version):
+        reasons.append(f"pipeline {version} < {criteria.below_version}")
+    pages = document.get("pages", [])
+    if criteria.route:
+        hits = [p["number"] for p in pages if p.get("route") == criteria.route]
+        if hits:
+            reasons.append(f"route {criteria.route} on pages {hits[:10]}")
+    if criteria.min_confidence is not None:
+        weak = [p["number"] for p in pages
+                if p.get("ocr_confidence") is not None and p["ocr_confidence"] < criteria.min_confidence]
+        if weak:
+            reasons.append(f"OCR confidence < {criteria.min_confidence:g} on pages {weak[:10]}")
+    return reasons
+
+
+def options_of(document: Mapping[str, Any]) -> Options:
+    known = {k: v for k, v in (document.get("options") or {}).items() if k in Options.model_fields}
+    return Options.model_validate(known)
+
+
+def find(storage: Any, criteria: Criteria) -> list[tuple[str, dict[str, Any], list[str]]]:
+    """(document.json key, document, reasons) for every chosen document under the storage root."""
+    chosen = []
+    for key in sorted(k for k in storage.list_keys("") if k.endswith("document.json")):
+        document = storage.get_json(key)
+        reasons = why_reparse(document, criteria)
+        if reasons:
+            chosen.append((key, document, reasons))
+    return chosen
+
+
+def _local_rerun(target: str, chosen: list[tuple[str, dict[str, Any], list[str]]], args: argparse.Namespace,
+                 console: Console) -> int:
+    from workers.cli.run import run
+
+    by_options: dict[str, tuple[Options, list[str]]] = defaultdict(lambda: (Options(), []))
+    for _, document, _ in chosen:
+        uri = (document.get("source") or {}).get("uri")
+        if not uri or uri.startswith("s3://"):
+            console.print(f"pagefleet: skipped {document['source']['filename']}: its source is not a local file")
+            continue
+        options = options_of(document)
+        key = options.model_dump_json()
+        by_options[key] = (options, [*by_options[key][1], uri])
+    code = 0
+    for options, paths in by_options.values():
+        code = max(code, run(paths, target, options, workers=args.workers, broker=args.broker, force=True,
+                             console=console))
+    return code
+
+
+def _resubmit(target: str, chosen: list[tuple[str, dict[str, Any], list[str]]], args: argparse.Namespace) -> int:
+    from workers.app import use_broker
+    from workers.storage import split_s3_uri
+    from workers.submit import enqueue, spec_for_object, spec_for_path
+
+    if args.broker:
+        use_broker(args.broker)
+    for key, document, _ in chosen:
+        uri = document["source"].get("uri") or ""
+        prefix = key.rsplit("/", 1)[0] if "/" in key else ""
+        options = options_of(document)
+        if uri.startswith("s3://"):
+            bucket, obj = split_s3_uri(uri)
+            spec = spec_for_object(bucket, obj, target, options, force=True, prefix_template=prefix)
+        else:
+            spec = spec_for_path(uri, target, prefix, options, force=True)
+        print(enqueue(spec))
+    return 0
+
+
+def cmd_reparse(args: argparse.Namespace, console: Console) -> int:
+    from workers.storage import open_storage
+
+    criteria = Criteria(args.below_version, args.route, args.min_confidence)
+    if not (criteria.below_version or criteria.route or criteria.min_confidence is not None):
+        criteria = Criteria(below_version=PIPELINE_VERSION)
+    chosen = find(open_storage(args.target), criteria)
+    for key, _, reasons in chosen:
+        console.print(f"{key}: {'; '.join(reasons)}", markup=False)
+    console.print(f"pagefleet reparse: {len(chosen)} document(s) chosen", markup=False)
+    if args.dry_run or not chosen:
+        return 0
+    if args.target.startswith("s3://"):
+        return _resubmit(args.target, chosen, args)
+    return _local_rerun(args.target, chosen, args, console)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    import os
+
+    p = sub.add_parser("reparse", help="process again the documents an older pipeline made or with weak pages")
+    p.add_argument("target", help="a `pagefleet run` output folder, or s3://bucket/prefix of a fleet's artifacts")
+    p.add_argument("--below-version", metavar="V", help=f"made by a pipeline older than V (default {PIPELINE_VERSION})")
+    p.add_argument("--route", metavar="ROUTE", help="a page took this route (ocr, review_required, fallback_text …)")
+    p.add_argument("--min-confidence", type=float, metavar="C", help="a page's OCR confidence is below C (0-100)")
+    p.add_argument("--dry-run", action="store_true", help="list the documents, change nothing")
+    p.add_argument("--broker", help="Redis broker URL (s3 targets; local targets start their own)")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="CPU OCR workers for a local target")
+    p.set_defaults(handler=cmd_reparse)
