@@ -38,8 +38,9 @@ class Options(BaseModel):
     max_bytes: int = Field(200 * 1024 * 1024, ge=1, le=4 * 1024**3, description="reject larger inputs")
     dpi: int = Field(300, ge=72, le=600, description="render resolution for OCR")
     structure: bool = Field(True, description="headings, lists, tables and chunks from the page layout")
-    structured_recovery: Literal["off", "pymupdf4llm"] = Field(
-        "off", description="a layout-aware extractor for tables the text layer could not give (seed 001)")
+    structured_recovery: Literal["off", "pymupdf4llm", "wse"] = Field(
+        "off", description="a layout-aware extractor for tables the text layer could not give (seed 001); "
+                           "wse: pymupdf4llm on the Word-Shape-Encoded page (seed 000)")
     chunk_chars: int = Field(1500, ge=200, le=20_000, description="largest chunk in chunks.jsonl (characters)")
 
 
@@ -194,6 +195,7 @@ class Settings(BaseSettings):
     reliability: ReliabilitySettings = Field(default_factory=ReliabilitySettings)
 
     loglevel: str = Field("WARNING", description="log level of the CLI (workers take --loglevel)")
+    log_format: Literal["plain", "json"] = Field("plain", description="json: one object a line with job id and page")
 
     chains: Chains = Chains()
     vlm: VlmSettings = VlmSettings()

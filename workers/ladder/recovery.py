@@ -44,20 +44,34 @@ def names() -> list[str]:
     return sorted(_RECOVERERS)
 
 
-@register("pymupdf4llm")
-def pymupdf4llm_tables(pdf: str, number: int, timeout_s: float) -> list[RawTable]:
-    argv = [sys.executable, "-m", "workers.pdf.p4l", pdf, str(number)]
+def child_json(module: str, label: str, pdf: str, number: int, timeout_s: float) -> dict[str, Any]:
+    """`python -m MODULE PDF PAGE` in a sandboxed child; its JSON (``{"tables": [...], ...}``)."""
+    argv = [sys.executable, "-m", module, pdf, str(number)]
     try:
         proc = run_tool(argv, timeout_s=timeout_s, memory_mb=get_settings().sandbox_memory_mb)
     except subprocess.TimeoutExpired as exc:
-        raise EngineTimeout(f"pymupdf4llm timed out after {timeout_s:.0f}s") from exc
+        raise EngineTimeout(f"{label} timed out after {timeout_s:.0f}s") from exc
     if proc.returncode != 0:
         err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise EngineCrashed(f"pymupdf4llm exit {proc.returncode}: {err[-1] if err else 'no output'}")
+        raise EngineCrashed(f"{label} exit {proc.returncode}: {err[-1] if err else 'no output'}")
     try:
-        return list(json.loads(proc.stdout.decode("utf-8"))["tables"])
-    except (ValueError, KeyError) as exc:
-        raise EngineCrashed(f"pymupdf4llm gave no JSON: {exc}") from exc
+        data = json.loads(proc.stdout.decode("utf-8"))
+        data["tables"] = list(data["tables"])
+        return data
+    except (ValueError, KeyError, TypeError) as exc:
+        raise EngineCrashed(f"{label} gave no JSON: {exc}") from exc
+
+
+@register("pymupdf4llm")
+def pymupdf4llm_tables(pdf: str, number: int, timeout_s: float) -> list[RawTable]:
+    return child_json("workers.pdf.p4l", "pymupdf4llm", pdf, number, timeout_s)["tables"]
+
+
+@register("wse")
+def wse_tables(pdf: str, number: int, timeout_s: float) -> list[RawTable]:
+    """Word Shape Encoding (issue 10): the page mirrored with English tokens, read by pymupdf4llm,
+    decoded (`workers.wse.child`)."""
+    return child_json("workers.wse.child", "wse", pdf, number, timeout_s)["tables"]
 
 
 def recover(name: str, pdf: str, record: Any, page: Mapping[str, Any], doc: Any, *,

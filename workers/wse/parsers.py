@@ -8,24 +8,28 @@
 the page it read); `ParseResult.text` is everything the parser returned for the page (Markdown or
 plain text), used to measure word recovery.
 
-    pymupdf       PyMuPDF's table finder (`page.find_tables()`), text from `page.get_text()`
+    pymupdf       PyMuPDF's table finder (lines and text, `find_tables(use_layout=False)`),
+                  text from `page.get_text()`
     pymupdf4llm   pymupdf4llm's Markdown (with the pymupdf-layout ONNX layout model when
-                  installed), Markdown tables parsed back into rows; its OCR is switched off
+                  installed), its tables parsed back into rows by `routing.structure.mdparse`
+                  (CommonMark + GFM); its OCR is switched off
 
 A VLM engine (dots.ocr, Qwen2.5-VL) or the OpenAI-compatible HTTP engine could be a parser too
-(render the encoded page, ask for Markdown, parse the tables with `markdown_tables`); that adapter
+(render the encoded page, ask for Markdown, parse its tables with `markdown_tables`); that adapter
 is not built: no weights or server can be reached here to check it.
 """
 
 from __future__ import annotations
 
-import re
+import contextlib
+import io
 import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import pymupdf
 
+from routing.structure.mdparse import markdown_tables
 from workers.errors import EngineCrashed, EngineUnavailable
 
 Table = list[list[str]]
@@ -53,7 +57,8 @@ class PyMuPDFTables:
         try:
             with pymupdf.open(pdf_path) as doc:
                 page = doc[page_number - 1]
-                found = page.find_tables()
+                found = page.find_tables(use_layout=False)  # the same finder whether or not
+                # pymupdf4llm (which switches the layout model on process-wide) was imported
                 tables = [[[_cell(c) for c in row] for row in t.extract()] for t in found.tables]
                 text = page.get_text()
         except (RuntimeError, ValueError, IndexError) as exc:
@@ -62,56 +67,50 @@ class PyMuPDFTables:
 
 
 class PyMuPDF4LLM:
+    """pymupdf4llm in a sandboxed child (`workers.pdf.p4l`, shared with the structured recovery):
+    it switches PyMuPDF's layout model on process-wide and changes later text extraction, so it
+    never runs in a process that goes on encoding or parsing. `in_process` is for such a child."""
+
     name = "pymupdf4llm"
+    in_process = False
+    timeout_s = 120.0
 
     def parse(self, pdf_path: str, page_number: int) -> ParseResult:
         started = time.perf_counter()
-        try:
+        if self.in_process:
+            md = _pymupdf4llm_markdown(pdf_path, page_number)
+            tables = markdown_tables(md)
+        else:
+            from workers.ladder.recovery import child_json
+
+            data = child_json("workers.pdf.p4l", "pymupdf4llm", pdf_path, page_number, self.timeout_s)
+            md, tables = data.get("markdown", ""), [t["rows"] for t in data["tables"]]
+        return ParseResult(self.name, tables, md, time.perf_counter() - started)
+
+
+class PyMuPDF4LLMInProcess(PyMuPDF4LLM):
+    in_process = True
+
+
+def _pymupdf4llm_markdown(pdf_path: str, page_number: int) -> str:
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
             import pymupdf4llm
-        except ImportError as exc:  # missing, or built for another PyMuPDF version
-            raise EngineUnavailable(f"pymupdf4llm is not usable: {exc}") from exc
-        try:
-            with pymupdf.open(pdf_path) as doc:
-                md = pymupdf4llm.to_markdown(doc, pages=[page_number - 1], use_ocr=False, show_progress=False)
-        except (RuntimeError, ValueError, IndexError) as exc:
-            raise EngineCrashed(f"pymupdf4llm failed on {pdf_path} p{page_number}: {exc}") from exc
-        return ParseResult(self.name, markdown_tables(md), md, time.perf_counter() - started)
+    except ImportError as exc:  # missing, or built for another PyMuPDF version
+        raise EngineUnavailable(f"pymupdf4llm is not usable: {exc}") from exc
+    try:
+        with pymupdf.open(pdf_path) as doc, contextlib.redirect_stdout(io.StringIO()):  # its chatter
+            return pymupdf4llm.to_markdown(doc, pages=[page_number - 1], use_ocr=False, show_progress=False)
+    except (RuntimeError, ValueError, IndexError) as exc:
+        raise EngineCrashed(f"pymupdf4llm failed on {pdf_path} p{page_number}: {exc}") from exc
 
 
 def _cell(value: str | None) -> str:
     return " ".join((value or "").split())
 
 
-_BR = re.compile(r"<br\s*/?>", re.IGNORECASE)
-_SEPARATOR = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
-
-
-def _row(line: str) -> list[str]:
-    body = line.strip()
-    body = body[1:] if body.startswith("|") else body
-    body = body[:-1] if body.endswith("|") and not body.endswith("\\|") else body
-    cells = re.split(r"(?<!\\)\|", body)
-    return [_cell(_BR.sub(" ", c).replace("\\|", "|")) for c in cells]
-
-
-def markdown_tables(markdown: str) -> list[Table]:
-    """Pipe tables of a Markdown text as rows of cells (separator lines dropped, ``<br>`` → space)."""
-    tables: list[Table] = []
-    current: Table = []
-    for line in markdown.splitlines():
-        if line.strip().startswith("|"):
-            if not _SEPARATOR.match(line.strip()):
-                current.append(_row(line))
-            continue
-        if current:
-            tables.append(current)
-            current = []
-    if current:
-        tables.append(current)
-    return tables
-
-
-PARSERS: dict[str, type] = {"pymupdf": PyMuPDFTables, "pymupdf4llm": PyMuPDF4LLM}
+PARSERS: dict[str, type] = {"pymupdf": PyMuPDFTables, "pymupdf4llm": PyMuPDF4LLM,
+                             "pymupdf4llm-inprocess": PyMuPDF4LLMInProcess}
 DEFAULT_PARSERS = ("pymupdf", "pymupdf4llm")
 
 

@@ -57,10 +57,11 @@ def run_direct(pdf_path: str, page_number: int, parser: str = DEFAULT_PARSER) ->
     """The parser on the original page; its text and cells get pagefleet's own repair (visual
     order, presentation forms), as any text of an accepted page would, so the comparison is
     with the parser at its best."""
+    originals = original_words(pdf_path, page_number)
     result = get_parser(parser).parse(pdf_path, page_number)
     tables = [[logical_row([_repaired(c) for c in row]) for row in table] for table in result.tables]
     text = _repaired(result.text)
-    found, total = word_recovery(original_words(pdf_path, page_number), text)
+    found, total = word_recovery(originals, text)
     return PageRun("direct", parser, tables, text, found, total, 0, result.seconds)
 
 
@@ -77,6 +78,7 @@ def encode_page(pdf_path: str, page_number: int, out_path: str) -> Mapping:
 
 def run_wse(pdf_path: str, page_number: int, parser: str = DEFAULT_PARSER) -> PageRun:
     started = time.perf_counter()
+    originals = original_words(pdf_path, page_number)  # before any parser runs in this process
     with tempfile.TemporaryDirectory(prefix="pagefleet-wse-") as tmp:
         encoded = os.path.join(tmp, "encoded.pdf")
         mapping = encode_page(pdf_path, page_number, encoded)
@@ -84,7 +86,7 @@ def run_wse(pdf_path: str, page_number: int, parser: str = DEFAULT_PARSER) -> Pa
     decoder = Decoder(mapping)
     tables = decoder.tables(result.tables)
     text = decoder.text(result.text)
-    found, total = word_recovery(original_words(pdf_path, page_number), text)
+    found, total = word_recovery(originals, text)
     return PageRun("wse", parser, tables, text, found, total, decoder.altered, time.perf_counter() - started)
 
 

@@ -1,0 +1,43 @@
+"""Word Shape Encoding on one page of an untrusted PDF, in a child process (the `wse` recoverer).
+
+    python -m workers.wse.child PDF PAGE    → JSON on stdout: {"tables": [{rows, bbox}], "text"}
+
+Run by `workers.ladder.recovery` under the sandbox's limits. pymupdf4llm runs in this process
+(it switches PyMuPDF's layout model on for the whole process; here that harms nothing). Rows are
+returned as drawn on the original page, left to right (the recovery puts them in logical order);
+each table's box is the union of the original words its cells hold.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from workers.wse.decode import words_of
+from workers.wse.words import PageWord
+
+
+def table_box(rows: list[list[str]], words: list[PageWord]) -> list[float] | None:
+    wanted = {w for row in rows for cell in row for w in words_of(cell)}
+    hits = [w.bbox for w in words if set(words_of(w.text)) & wanted]
+    if not hits:
+        return None
+    return [round(min(b[0] for b in hits), 2), round(min(b[1] for b in hits), 2),
+            round(max(b[2] for b in hits), 2), round(max(b[3] for b in hits), 2)]
+
+
+def recover(pdf: str, number: int) -> dict[str, Any]:
+    from workers.wse.encode import open_pdf
+    from workers.wse.recover import run_wse
+    from workers.wse.words import page_words
+
+    with open_pdf(pdf) as doc:
+        words = page_words(doc[number - 1])
+    run = run_wse(pdf, number, "pymupdf4llm-inprocess")
+    tables = [{"rows": [row[::-1] for row in table], "bbox": table_box(table, words)} for table in run.tables]
+    return {"tables": tables, "text": run.text}
+
+
+if __name__ == "__main__":  # pragma: no cover - run through workers.ladder.recovery
+    json.dump(recover(sys.argv[1], int(sys.argv[2])), sys.stdout, ensure_ascii=False)
