@@ -30,7 +30,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from routing.edits import Edit
 from routing.arabic import ALEF_FORMS, LAM, PREFIXES, fold_presentation_forms, is_arabic_letter, is_arabic_mark
 
 SWAPPED_WORDS = frozenset({"خالل", "ثالث", "آالف", "إال"})  # خلال ثلاث آلاف إلا, stored alef-first
@@ -182,27 +181,3 @@ def lam_violations(text: str) -> list[str]:
         found.append("swapped_lam_ligature")
     return found
 
-
-def current_spans(raw: str, text: str, edits: Sequence[Edit], spans: Iterable[Sequence[int]]) -> list[tuple[int, int]]:
-    """Raw-text spans carried onto the current `text` of an edit map (`edits` against `raw`).
-
-    A span outside every edit moves by the edits before it; a span inside an edit of the same
-    length whose output is the raw range reversed (a visual-order line turned logical) is
-    mirrored with it. A span the map changed any other way is dropped: no evidence is guessed."""
-    found: list[tuple[int, int]] = []
-    ordered = sorted((int(a), int(b)) for a, b in spans)
-    k = delta = 0
-    for start, end in ordered:
-        while k < len(edits) and edits[k].end <= start:
-            delta = edits[k].out_end - edits[k].end
-            k += 1
-        edit = edits[k] if k < len(edits) else None
-        if edit is None or end <= edit.start:
-            found.append((start + delta, end + delta))
-        elif edit.start <= start and end <= edit.end and _mirrors(raw, edit):
-            found.append((edit.out_start + edit.end - end, edit.out_start + edit.end - start))
-    return [(a, b) for a, b in found if 0 <= a < b <= len(text)]
-
-
-def _mirrors(raw: str, edit: Edit) -> bool:
-    return edit.replacement == raw[edit.start : edit.end][::-1]

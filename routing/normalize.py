@@ -5,7 +5,8 @@
              then bidi controls removed (bidi_control_removed)
         ─► 3 visual-order lines → logical order, per run (visual_order_reversal)   [never from OCR]
              then swapped lam ligature glyph clusters put back in order (lam_alef_order,
-             ligature_order; only with the text layer's glyph clusters, `routing.lam`)
+             ligature_order; only with the text layer's glyph clusters, `routing.lam`), then
+             runs of a line put in the reading order its glyph boxes prove (visual_order_reversal)
         ─► 4 NFKC of presentation/shape variants only; NFC of clusters with Hebrew/Arabic marks (nfkc)
         ─► 5 Arabic: tatweel, U+FFFD kashida, lam-alef order, other lam ligatures (with evidence)
         ─► 6 Symbol/Wingdings Private Use glyphs → Unicode (symbol_glyph_mapped)
@@ -40,7 +41,8 @@ from dataclasses import dataclass, field
 
 from routing.arabic import elongation_repairs, lam_alef_positions, ligature_order_positions
 from routing.edits import EDIT_KINDS, Edit, EditMapBuilder, Replacement
-from routing.lam import current_spans, is_lam_alef, swapped_clusters
+from routing.lam import is_lam_alef, swapped_clusters
+from routing.spans import current_spans
 from routing.rtl_order import (
     OrderEvidence,
     hebrew_order_evidence,
@@ -250,6 +252,21 @@ def _stage_lam_clusters(raw: str, builder: EditMapBuilder, clusters: Sequence[Se
     return reps
 
 
+def _stage_run_order(raw: str, builder: EditMapBuilder, run_orders: Sequence[Sequence[Sequence[int]]]) -> list[Replacement]:
+    """Lines whose runs the glyph geometry puts in another reading order (numbers and brackets
+    on the wrong side of Arabic words, `workers.pdf.runs`): the line's runs in that order, one
+    `visual_order_reversal` edit per line. A line whose spans no longer tile it is left alone."""
+    reps = []
+    for order in run_orders:
+        spans = current_spans(raw, builder.text, builder.edits(), order)
+        tiles = sorted(spans)
+        if len(spans) != len(order) or any(a[1] != b[0] for a, b in zip(tiles, tiles[1:])):
+            continue
+        new = "".join(builder.text[a:b] for a, b in spans)
+        reps.append(Replacement(tiles[0][0], tiles[-1][1], new, "visual_order_reversal"))
+    return sorted(reps)
+
+
 def _stage_symbols(text: str) -> list[Replacement]:
     return _per_char(text, _SYMBOL_PUA, "symbol_glyph_mapped", SYMBOL_PUA_MAP.get)
 
@@ -293,6 +310,7 @@ def normalize(
     from_ocr: bool = False,
     ligature_evidence: bool | None = None,
     glyph_clusters: Sequence[Sequence[int]] | None = None,
+    run_orders: Sequence[Sequence[Sequence[int]]] | None = None,
 ) -> Normalized:
     """Run the stages of the module docstring over `raw`.
 
@@ -302,6 +320,8 @@ def normalize(
     when the page shows a lam-alef decomposition; None computes it from this text.
     `glyph_clusters`: ``(start, end)`` spans of `raw` whose code points come from one glyph (the
     text layer's geometry); a swapped lam ligature among them is put back in order.
+    `run_orders`: per line, spans of `raw` in the reading order the geometry proves; the line's
+    runs are put in that order.
     """
     flags = _expand_line_flags(raw, line_visual)
     builder = EditMapBuilder(raw)
@@ -313,6 +333,8 @@ def normalize(
         builder.apply(_stage_visual_order(builder.text, flags))
     if glyph_clusters:
         builder.apply(_stage_lam_clusters(raw, builder, glyph_clusters))
+    if run_orders and not from_ocr:
+        builder.apply(_stage_run_order(raw, builder, run_orders))
     builder.apply(_stage_nfkc(builder.text))
     builder.apply(_stage_nfc_clusters(builder.text))
     builder.apply(_stage_elongation(builder.text))

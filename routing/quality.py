@@ -98,6 +98,7 @@ class Verdict:
     metrics: dict[str, float]
     order: PageOrder | None = None
     glyph_clusters: list[list[int]] | None = None  # text-layer spans from one glyph, for repair
+    run_orders: list[list[list[int]]] | None = None  # per line, text-layer spans in reading order
 
     @property
     def repairable(self) -> bool:
@@ -278,8 +279,9 @@ def assess(gi: GateInput, t: GateThresholds = GateThresholds()) -> Verdict:
     if readable < 20:
         warnings.append("short_text")
     warnings += _lam_warnings(gi, metrics)
-    clusters = gi.layer.get("glyph_clusters") if gi.origin != "ocr" else None
-    return Verdict(not reasons, _dedupe(reasons), _dedupe(warnings), metrics, order, clusters)
+    geometry = gi.layer if gi.origin != "ocr" else {}
+    return Verdict(not reasons, _dedupe(reasons), _dedupe(warnings), metrics, order,
+                   glyph_clusters=geometry.get("glyph_clusters"), run_orders=geometry.get("run_orders"))
 
 
 def _lam_warnings(gi: GateInput, metrics: dict[str, float]) -> list[str]:

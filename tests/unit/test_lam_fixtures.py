@@ -4,6 +4,7 @@ zero-width alef), and the corpus file that showed the defect."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -27,8 +28,11 @@ def _page(path: Path, number: int = 1) -> dict:
 
 
 def _repair(page: dict) -> tuple[str, list]:
+    """What rung 1 does with a page: gate with the layer's geometry, then repair."""
     verdict = assess(GateInput(text=page["text"], origin="text_layer", layer=page))
-    result = normalize(page["text"], glyph_clusters=verdict.glyph_clusters)
+    assert verdict.ok, verdict.reasons
+    result = normalize(page["text"], line_visual=verdict.order.line_visual, glyph_clusters=verdict.glyph_clusters,
+                       run_orders=verdict.run_orders)
     assert apply_edits(page["text"], result.edits) == result.text
     return result.text, result.edits
 
@@ -44,6 +48,16 @@ def test_swapped_lam_alef_glyphs_are_repaired_to_the_text_drawn(fixtures_dir: Pa
     assert text == truth
     assert {e.kind for e in edits} == {"lam_alef_order"} and len(edits) == len(clusters)
     assert canonical_violations(text) == []
+
+
+def test_numbers_and_brackets_are_put_where_the_boxes_are(fixtures_dir: Path) -> None:
+    name = "arabic_numbers_brackets_drawn_left_to_right.pdf"
+    page = _page(fixtures_dir / name)
+    assert page["text"].startswith("2022  لسنة8") and "القانون1)" in page["text"]  # InDesign's defect
+    assert len(page["run_orders"]) == 3
+    text, edits = _repair(page)
+    assert text == LAM_FIXTURES[name][1]
+    assert {e.kind for e in edits} >= {"visual_order_reversal"}
 
 
 def test_zero_width_alef_geometry_is_indesigns(fixtures_dir: Path) -> None:
@@ -83,3 +97,6 @@ def test_corpus_gazette_pages_are_repaired_and_replay() -> None:
     for phrase in ("لا يجوز", "لأحكامه", "للإجراءات", "الجريدة"):
         assert phrase in first, phrase
     assert "ال يجوز" not in first
+    assert "قانون رقم 8 لسنة 2022" in first and "فى المادة (1) من القانون" in first
+    glued = sum(len(re.findall(r"[\u0621-\u064a][0-9]|[0-9][\u0621-\u064a]", t)) for t in repaired)
+    assert glued <= 2  # 75 before: numbers glued to the word on their wrong side

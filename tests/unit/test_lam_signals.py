@@ -7,7 +7,6 @@ import pytest
 
 from routing.edits import Edit, apply_edits
 from routing.lam import (
-    current_spans,
     lam_ligatures,
     lam_signals,
     lam_violations,
@@ -16,6 +15,7 @@ from routing.lam import (
 )
 from routing.normalize import normalize
 from routing.quality import GateInput, assess, canonical_violations
+from routing.spans import current_spans
 
 LOGICAL = "لا يجوز التصرف في الأموال خلال ثلاث سنوات وفقا لأحكام القانون وللإجراءات المقررة"
 HEBREW = "שלום עולם, זהו טקסט בעברית עם מספרים כמו 2024 ושמות כמו Tel Aviv."
@@ -91,9 +91,11 @@ def test_cluster_spans_follow_earlier_edits() -> None:
 def test_current_spans_mirror_with_a_reversed_run_and_drop_what_changed_otherwise() -> None:
     raw = "abcdef"
     edits = [Edit(0, 1, "", "bidi_control_removed", 0, 0), Edit(2, 5, "edc", "visual_order_reversal", 1, 4)]
-    assert current_spans(raw, "bedcf", edits, [(5, 6), (2, 4), (0, 2)]) == [(2, 4), (4, 5)]
+    assert current_spans(raw, "bedcf", edits, [(5, 6), (2, 4), (0, 2), (1, 3)]) == [(4, 5), (2, 4), (0, 1)]
     changed = [Edit(1, 3, "xy", "nfkc", 1, 3)]
-    assert current_spans(raw, "axydef", changed, [(2, 4), (4, 6)]) == [(4, 6)]
+    assert current_spans(raw, "axydef", changed, [(2, 4), (4, 6), (0, 4)]) == [(4, 6), (0, 4)]
+    inserted = [Edit(2, 2, "+", "nfkc", 2, 3), Edit(4, 4, "+", "nfkc", 5, 6)]
+    assert current_spans(raw, "ab+cd+ef", inserted, [(2, 4)]) == [(3, 5)]
 
 
 def test_lexical_evidence_without_geometry() -> None:

@@ -81,7 +81,8 @@ class Repaired:
 def repair(raw: str, verdict: Verdict, *, from_ocr: bool) -> Repaired:
     lines = raw.split("\n")
     flags = list(verdict.order.line_visual) if verdict.order and not from_ocr else [False] * len(lines)
-    result = normalize(raw, line_visual=flags, from_ocr=from_ocr, glyph_clusters=verdict.glyph_clusters)
+    result = normalize(raw, line_visual=flags, from_ocr=from_ocr, glyph_clusters=verdict.glyph_clusters,
+                       run_orders=verdict.run_orders)
     edits = [e.to_dict() for e in result.edits]
     check = verify_edits(raw, result.edits, result.text)
     return Repaired(result.text, edits, dict(result.counters), check.ok)

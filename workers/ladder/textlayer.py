@@ -50,7 +50,8 @@ def decide_page(page: dict[str, Any], *, ocr: str, gpu: bool) -> PageRecord | Pe
     layer = layer_summary(page)
     if layer["kind"] == "blank" and not page.get("error"):
         return _blank_page(number, layer)
-    gate_layer = {k: page.get(k) for k in ("line_geometry", "image_coverage", "shared_position_runs", "glyph_clusters")}
+    gate_layer = {k: page.get(k) for k in ("line_geometry", "image_coverage", "shared_position_runs", "glyph_clusters",
+                                           "run_orders")}
     verdict = assess(GateInput(text=text, origin="text_layer", layer=gate_layer))
     decision = classify_text_layer(text)
     candidate = Candidate(LAYER_ENGINE, Rung.TEXT_LAYER, text, verdict, seconds=time.monotonic() - started)

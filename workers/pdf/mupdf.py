@@ -17,6 +17,7 @@ import pymupdf
 from routing.charclass import has_rtl_letter
 from routing.scripts import is_rtl_letter
 from workers.pdf import layout
+from workers.pdf.runs import run_order
 
 _ZERO = 0.01  # a box narrower than this (points) has no width
 _TEXT_FLAGS = (
@@ -66,6 +67,7 @@ def _extract_page(doc: pymupdf.Document, number: int) -> dict[str, Any]:
     lines: list[str] = []
     geometry: list[list[int]] = []
     clusters: list[list[int]] = []
+    run_orders: list[list[list[int]]] = []
     glyphs = shared_runs = offset = 0
     for block in raw.get("blocks", []):
         for line in block.get("lines", []):
@@ -77,6 +79,9 @@ def _extract_page(doc: pymupdf.Document, number: int) -> dict[str, Any]:
             shared_runs += _shared_position_runs(chars)
             if rtl:
                 clusters += [[offset + a, offset + b] for a, b in glyph_clusters(chars)]
+                order = run_order(chars)
+                if order:
+                    run_orders.append([[offset + a, offset + b] for a, b in order])
             offset += len(lines[-1]) + 1
     area = abs(page.rect) or 1.0
     covered = 0.0
@@ -88,6 +93,7 @@ def _extract_page(doc: pymupdf.Document, number: int) -> dict[str, Any]:
         "text": "\n".join(lines),
         "line_geometry": geometry,
         "glyph_clusters": clusters,
+        "run_orders": run_orders,
         "glyphs": glyphs,
         "shared_position_runs": shared_runs,
         "images": len(page.get_images(full=False)),

@@ -1,0 +1,56 @@
+"""Evidence spans of the raw text carried onto the text an edit map has built so far.
+
+The text layer's geometry (glyph clusters, run order) is measured on the raw text; repair stages
+run on the current text of an `EditMapBuilder`. `current_spans` carries each raw span over the
+edits made before it, or drops it where the map changed it in a way that is no longer that span:
+no evidence is guessed.
+
+    raw      ‏ال يجوز          an RLM, then a cluster at [1, 3)
+    edits    [0, 1) → ""       bidi control removed
+    current  ال يجوز           the cluster is at [0, 2)
+
+Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from routing.edits import Edit
+
+
+def _boundary(edits: Sequence[Edit], pos: int, *, closing: bool) -> int | None:
+    """Where raw offset `pos` lands in the output; None when an edit spans across it. An
+    insertion at `pos` lies before an opening boundary and after a closing one."""
+    delta = 0
+    for edit in edits:
+        if edit.start < pos < edit.end:
+            return None
+        before = edit.end < pos or (edit.end == pos and (not closing or edit.start < pos))
+        if not before:
+            break
+        delta = edit.out_end - edit.end
+    return pos + delta
+
+
+def _mirrored(raw: str, edits: Sequence[Edit], start: int, end: int) -> tuple[int, int] | None:
+    """A span inside an edit whose output is its raw range reversed (a visual-order run)."""
+    for edit in edits:
+        if edit.start <= start and end <= edit.end and edit.replacement == raw[edit.start : edit.end][::-1]:
+            return edit.out_start + edit.end - end, edit.out_start + edit.end - start
+    return None
+
+
+def current_spans(raw: str, text: str, edits: Sequence[Edit], spans: Iterable[Sequence[int]]) -> list[tuple[int, int]]:
+    """Raw-text spans carried onto the current `text` of an edit map (`edits` against `raw`), in
+    the order given. A span that holds whole edits or none moves with the edits before it; a span
+    inside a same-length edit whose output is the raw range reversed is mirrored with it; a span
+    that an edit crosses any other way is dropped."""
+    found: list[tuple[int, int]] = []
+    for a, b in spans:
+        start, end = int(a), int(b)
+        lo, hi = _boundary(edits, start, closing=False), _boundary(edits, end, closing=True)
+        mapped = (lo, hi) if lo is not None and hi is not None else _mirrored(raw, edits, start, end)
+        if mapped is not None and 0 <= mapped[0] < mapped[1] <= len(text):
+            found.append(mapped)
+    return found

@@ -1,0 +1,133 @@
+"""Reading order of the runs of one Arabic line, proven by glyph geometry (issue 12, part 1).
+
+Some producers draw an RTL line in pieces and MuPDF strings the pieces together in an order that
+is neither visual nor logical: words come out in logical order but numbers and brackets land on
+the wrong side of them (`2022  لسنة8  قانون رقم` for `قانون رقم 8 لسنة 2022`, `تملكها1(`). The
+boxes say where every character is drawn, so for a right-to-left line the reading order is the
+order of the boxes from right to left — at the level of runs:
+
+    units   an Arabic word (letters, marks, kashida; already logical inside: x falls along it), an LTR
+            run (digits, Latin; x rises along it), or one neutral character (space, bracket, mark)
+    groups  LTR units with only neutrals between them (in x order) form one LTR group, read left
+            to right (`1,000.5`, `12:30`, `Tel Aviv`)
+    order   groups and the other units from right to left
+
+`run_order` returns the line's unit spans in that order, only when the geometry proves it: one
+baseline, Arabic letters outnumber Latin ones, no Hebrew (Hebrew lines are decided elsewhere),
+every word's and LTR run's inside agrees with its direction, and no two inked units overlap.
+Otherwise (and when the order is already right) None.
+
+Runs inside the sandbox child with the rest of the MuPDF reading; plain data in and out.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from typing import Any
+
+from routing.scripts import is_arabic, is_hebrew, is_latin
+
+_TOLERANCE = 0.5  # points
+_BASELINE = 2.0
+_ELONGATION = "\u0640\ufffd"  # tatweel, and kashida glyphs with no mapping: inside a word
+
+
+@dataclass
+class _Unit:
+    kind: str  # R, L, N or S
+    start: int
+    end: int
+    x0: float
+    x1: float
+
+    @property
+    def centre(self) -> float:
+        return (self.x0 + self.x1) / 2
+
+
+def _kind(ch: str) -> str:
+    cat = unicodedata.category(ch)
+    if cat.startswith("M"):
+        return "M"
+    if ch.isspace():
+        return "S"
+    if (is_arabic(ch) and cat.startswith("L")) or ch in _ELONGATION:
+        return "R"
+    if cat.startswith("L") or cat == "Nd":
+        return "L"
+    return "N"
+
+
+def _units(chars: list[dict[str, Any]]) -> list[_Unit]:
+    units: list[_Unit] = []
+    for i, c in enumerate(chars):
+        kind = _kind(c["c"])
+        x0, _, x1, _ = c["bbox"]
+        last = units[-1] if units else None
+        if last is not None and (kind == "M" or (kind == last.kind and kind in "RL")):
+            last.end, last.x0, last.x1 = i + 1, min(last.x0, x0), max(last.x1, x1)
+        else:
+            units.append(_Unit("N" if kind == "M" else kind, i, i + 1, x0, x1))
+    return units
+
+
+def _inside_agrees(chars: list[dict[str, Any]], unit: _Unit) -> bool:
+    """x falls along an Arabic word and rises along an LTR run (zero-width code points skipped)."""
+    centres = [(c["bbox"][0] + c["bbox"][2]) / 2 for c in chars[unit.start : unit.end]
+               if c["bbox"][2] - c["bbox"][0] > 0.01 and _kind(c["c"]) != "M"]
+    sign = -1 if unit.kind == "R" else 1
+    return all(sign * (b - a) >= -_TOLERANCE for a, b in zip(centres, centres[1:]))
+
+
+def _proven(chars: list[dict[str, Any]], units: list[_Unit]) -> bool:
+    text = "".join(c["c"] for c in chars)
+    arabic = sum(1 for ch in text if is_arabic(ch) and ch.isalpha())
+    if not arabic or arabic <= sum(1 for ch in text if is_latin(ch)) or any(is_hebrew(ch) for ch in text):
+        return False
+    ys = [c["origin"][1] for c in chars]
+    if max(ys) - min(ys) > _BASELINE:
+        return False
+    if not all(_inside_agrees(chars, u) for u in units if u.kind in "RL"):
+        return False
+    inked = sorted((u for u in units if u.kind != "S"), key=lambda u: u.x0)
+    return all(b.x0 >= a.x1 - _TOLERANCE for a, b in zip(inked, inked[1:]))
+
+
+def _groups(units: list[_Unit]) -> list[list[_Unit]]:
+    """Units in x order, LTR units joined with the neutrals between them into one group."""
+    visual = sorted(units, key=lambda u: u.centre)
+    groups: list[list[_Unit]] = []
+    i = 0
+    while i < len(visual):
+        if visual[i].kind != "L":
+            groups.append([visual[i]])
+            i += 1
+            continue
+        group, j = [visual[i]], i + 1
+        while j < len(visual):
+            k = j
+            while k < len(visual) and visual[k].kind in "NS":
+                k += 1
+            if k < len(visual) and visual[k].kind == "L":
+                group += visual[j : k + 1]
+                j = k + 1
+            else:
+                break
+        groups.append(group)
+        i = j
+    return groups
+
+
+def run_order(chars: list[dict[str, Any]]) -> list[list[int]] | None:
+    """The line's ``[start, end)`` char spans in reading order, if the geometry proves an order
+    other than the extracted one (see the module docstring); else None."""
+    if len(chars) < 3:
+        return None
+    units = _units(chars)
+    if len(units) < 2 or not _proven(chars, units):
+        return None
+    ordered = [u for group in reversed(_groups(units)) for u in group]
+    if [u.start for u in ordered if u.kind != "S"] == [u.start for u in units if u.kind != "S"]:
+        return None  # only spaces would move: nothing to prove
+    return [[u.start, u.end] for u in ordered]
