@@ -73,6 +73,14 @@ def cer(hypothesis: str, reference: str) -> float:
     return Levenshtein.distance(fold(hypothesis), ref) / max(len(ref), 1)
 
 
+def wer(hypothesis: str, reference: str) -> float:
+    """Word error rate: word-level edit distance over the reference's word count (folded text)."""
+    from rapidfuzz.distance import Levenshtein
+
+    ref = fold(reference).split()
+    return Levenshtein.distance(fold(hypothesis).split(), ref) / max(len(ref), 1)
+
+
 def bag_error(hypothesis: str, reference: str) -> float:
     """1 − F1 of the word multisets: an order-free view (tables are read in different orders)."""
     from collections import Counter as Bag
