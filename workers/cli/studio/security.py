@@ -8,7 +8,7 @@
 - Writes: a POST needs the per-process CSRF token (form field `csrf` or header `X-CSRF-Token`) and,
   when the browser sends one, an Origin equal to the Host.
 - Headers: a strict Content-Security-Policy (no inline script, no third-party anything),
-  nosniff, no referrer, no framing.
+  nosniff, no referrer to other sites (same-origin: Chrome sends `Origin: null` under no-referrer), no framing.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import urllib.parse
 from http.cookies import SimpleCookie
 from typing import Any
 
-from starlette.datastructures import URL, Headers
+from starlette.datastructures import Headers, QueryParams
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -29,7 +29,7 @@ COOKIE = "pagefleet_studio"
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
-           (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY"),
+           (b"referrer-policy", b"same-origin"), (b"x-frame-options", b"DENY"),
            (b"cache-control", b"no-store")]
 
 
@@ -98,11 +98,11 @@ class Guard:
         cookie: SimpleCookie = SimpleCookie(headers.get("cookie", ""))
         if COOKIE in cookie and same(cookie[COOKIE].value, self.token):
             return None
-        url = URL(scope=scope)
-        given = url.query_params.get("token")
+        params = QueryParams(scope.get("query_string", b""))
+        given = params.get("token")
         if scope["method"] == "GET" and given is not None and same(given, self.token):
-            clean = url.remove_query_params("token")
-            response = RedirectResponse(clean.path + (f"?{clean.query}" if clean.query else ""), 303)
+            rest = urllib.parse.urlencode([(k, v) for k, v in params.multi_items() if k != "token"])
+            response = RedirectResponse(urllib.parse.quote(scope["path"]) + (f"?{rest}" if rest else ""), 303)
             response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict", path="/")
             return response
         return PlainTextResponse("unauthorized: open the address the studio printed (it carries ?token=…)", 401,

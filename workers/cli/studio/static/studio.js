@@ -47,6 +47,7 @@
   }
 
   function text(el, value, cls) { el.textContent = value; if (cls) el.className = cls; return el; }
+  function say(status, value, cls) { status.replaceChildren(text(document.createElement("div"), value, cls)); }
 
   function progress(status, url) {
     const line = text(document.createElement("div"), "queued…");
@@ -74,12 +75,12 @@
       e.preventDefault();
       const file = input.files && input.files[0];
       if (!file) return;
-      if (file.size > Number(form.dataset.cap)) { text(status, "too large: the limit is " + form.dataset.cap + " bytes", "err"); return; }
-      text(status, "uploading " + file.name + "…", "");
+      if (file.size > Number(form.dataset.cap)) { say(status, "too large: the limit is " + form.dataset.cap + " bytes", "err"); return; }
+      say(status, "uploading " + file.name + "…", "");
       const r = await fetch("/upload?name=" + encodeURIComponent(file.name), {
         method: "POST", body: file, headers: { "X-CSRF-Token": csrf(), "Content-Type": "application/pdf" } });
       const body = await r.json().catch(() => ({ code: "http_" + r.status, message: r.statusText }));
-      if (!r.ok) { text(status, "refused: " + body.code + " — " + body.message, "err"); return; }
+      if (!r.ok) { say(status, "refused: " + body.code + " — " + body.message, "err"); return; }
       progress(status, body.progress);
     });
   }
