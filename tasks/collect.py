@@ -41,7 +41,7 @@ def _collect(job: JobSpec, settings, final_attempt: bool) -> dict:
     jobs.update(job.job_id, state=JobState.DONE, status=result["status"], routes=result["routes"],
                 artifact_prefix=result["artifact_prefix"])
     notify(job, result)
-    log.info("job %s %s: %s %s", job.job_id, job.filename, result["status"], result["routes"])
+    log.info("job %s: %s %s", job.job_id, result["status"], result["routes"])  # no file names at INFO
     return result
 
 

@@ -27,8 +27,8 @@ def split(self, spec: dict) -> dict:
     try:
         jobs.update(job.job_id, state=JobState.SPLITTING, filename=job.filename, storage=job.storage)
         outcome = split_document(job, settings)
-        log.info("job %s %s: %d pages, %d accepted from the text layer, pending %s",
-                 job.job_id, job.filename, outcome.page_count, outcome.accepted, outcome.pending)
+        log.info("job %s: %d pages, %d accepted from the text layer, pending %s",  # no file names at INFO
+                 job.job_id, outcome.page_count, outcome.accepted, outcome.pending)
         if outcome.error:
             jobs.update(job.job_id, state=JobState.ERROR, status="error", error_code=outcome.error["code"],
                         error_message=outcome.error["message"])

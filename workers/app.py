@@ -12,10 +12,12 @@ import os
 from typing import Any
 
 from celery import Celery, bootsteps
-from celery.signals import celeryd_init, worker_process_init, worker_ready, worker_shutting_down
+from celery.signals import (
+    celeryd_init, setup_logging, task_postrun, task_prerun, worker_process_init, worker_ready, worker_shutting_down,
+)
 from kombu import Queue
 
-from workers import heartbeat, observability
+from workers import heartbeat, logs, observability
 from workers.errors import BrokerUnavailable, StorageError
 from workers.settings import QUEUES, get_settings
 
@@ -141,6 +143,34 @@ class HeartbeatStep(bootsteps.StartStopStep):
 
 
 app.steps["worker"].add(HeartbeatStep)
+
+
+@setup_logging.connect
+def _logging(loglevel: Any = None, logfile: Any = None, **_: object) -> None:
+    """Workers log through workers/logs.py: `--loglevel`, PAGEFLEET_LOG_FORMAT=json for one JSON
+    object a line with job id and page, `--logfile` honoured."""
+    stream = open(logfile, "a", buffering=1, encoding="utf-8") if logfile else None  # noqa: SIM115 - lives as long as the worker
+    logs.configure(loglevel or "INFO", get_settings().log_format, stream)
+
+
+_LOG_TOKENS: dict[str, Any] = {}
+
+
+@task_prerun.connect
+def _bind_log_context(task_id: str | None = None, args: Any = None, **_: object) -> None:
+    """Every log line of a task carries its job id and page(s) (payloads are [spec, pages?])."""
+    spec = args[0] if args and isinstance(args[0], dict) else {}
+    pages = args[1] if args and len(args) > 1 and isinstance(args[1], list) else None
+    page = pages[0] if pages and len(pages) == 1 else pages
+    if task_id:
+        _LOG_TOKENS[task_id] = logs.push(job_id=spec.get("job_id"), page=page, task_id=task_id)
+
+
+@task_postrun.connect
+def _unbind_log_context(task_id: str | None = None, **_: object) -> None:
+    token = _LOG_TOKENS.pop(task_id or "", None)
+    if token is not None:
+        logs.pop(token)
 
 
 @celeryd_init.connect

@@ -135,10 +135,10 @@ def _abandon(job: JobSpec, info: dict[str, str], settings: Settings) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("watchdog", help="re-dispatch, then finish, jobs that made no progress within the deadline")
-    p.add_argument("--once", action="store_true")
+    p.add_argument("--once", action="store_true", help="one sweep, then exit (default: sweep every --interval)")
     p.add_argument("--interval", type=float, help="seconds between sweeps (default: reliability.watchdog_interval_s)")
     p.add_argument("--deadline-minutes", type=float, help="default: reliability.job_deadline_minutes")
-    p.add_argument("--broker")
+    p.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER_URL)")
     p.set_defaults(handler=_handler)
 
 

@@ -25,9 +25,10 @@ from workers.errors import BrokerUnavailable
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("deadletter", help="list, replay or clear dead-lettered pages, jobs and callbacks")
-    p.add_argument("action", nargs="?", default="list", choices=("list", "replay", "clear"))
+    p.add_argument("action", nargs="?", default="list", choices=("list", "replay", "clear"),
+                   help="list dead letters (default), replay them, or clear them")
     p.add_argument("--job", help="only this job's records")
-    p.add_argument("--broker")
+    p.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER_URL)")
     p.set_defaults(handler=_handler)
 
 

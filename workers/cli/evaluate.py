@@ -265,7 +265,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("corpus", help="folder of PDFs")
     p.add_argument("--labels", required=True, help="LABELS.json")
     p.add_argument("--results", help="reuse a finished `pagefleet run` output folder instead of running")
-    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--workers", type=int, default=2, help="worker processes for the run (default 2)")
     p.add_argument("--scan-pages", type=int, default=2, help="synthetic scans per labelled file (0: skip CER)")
     p.add_argument("--json", help="also write the figures here")
     p.set_defaults(handler=_handler)

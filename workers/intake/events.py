@@ -197,8 +197,8 @@ class Intake:
             entry = {"job_id": spec.job_id, **resolved.describe()}
             {Outcome.ENQUEUED: result.enqueued, Outcome.DUPLICATE: result.duplicates,
              Outcome.IN_PROGRESS: result.in_progress}[outcome].append(entry)
-            log.info("event %s s3://%s/%s → job %s: %s", resolved.event_name, resolved.bucket, resolved.key,
-                     spec.job_id, outcome.value)
+            log.info("event %s → job %s: %s", resolved.event_name, spec.job_id, outcome.value)  # no keys at INFO
+            log.debug("job %s is s3://%s/%s", spec.job_id, resolved.bucket, resolved.key)
         return result
 
     def submit_payload(self, payload: Any) -> IntakeResult:
