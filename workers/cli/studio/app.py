@@ -168,12 +168,22 @@ async def _form(request: Request) -> dict[str, str]:
     return {k: v[-1] for k, v in urllib.parse.parse_qs(body.decode("utf-8", "replace")).items()}
 
 
-async def decision(request: Request) -> Response:
+class Forbidden(Exception):
+    """A write without the CSRF token (answered 403)."""
+
+
+async def _write_request(request: Request) -> tuple[Studio, dict[str, str], DocRef, dict[str, Any]]:
+    """A POST on a document: the form, checked for the CSRF token, and the document it names."""
     studio = _studio(request)
     form = await _form(request)
     if not check_csrf(studio.csrf, form, request.headers):
-        return PlainTextResponse("forbidden: missing or wrong CSRF token", 403)
+        raise Forbidden("missing or wrong CSRF token")
     ref, doc = await run_in_threadpool(studio.load, request.path_params["doc"])
+    return studio, form, ref, doc
+
+
+async def decision(request: Request) -> Response:
+    studio, form, ref, doc = await _write_request(request)
     number = int(request.path_params["n"])
     _page_of(doc, number)
     if form.get("decision") not in ("approve", "flag"):
@@ -205,11 +215,7 @@ async def export(request: Request) -> Response:
 
 
 async def release(request: Request) -> Response:
-    studio = _studio(request)
-    form = await _form(request)
-    if not check_csrf(studio.csrf, form, request.headers):
-        return PlainTextResponse("forbidden: missing or wrong CSRF token", 403)
-    ref, doc = await run_in_threadpool(studio.load, request.path_params["doc"])
+    studio, _, ref, doc = await _write_request(request)
     done = await run_in_threadpool(reviews.release, studio.library, ref, doc)
     message = f"released pages {', '.join(map(str, done.pages))} into {done.file}"
     return RedirectResponse(doc_url(ref.id) + "?" + urllib.parse.urlencode({"message": message}), 303)
@@ -218,7 +224,7 @@ async def release(request: Request) -> Response:
 async def upload(request: Request) -> Response:
     studio = _studio(request)
     if not check_csrf(studio.csrf, {}, request.headers):
-        return PlainTextResponse("forbidden: missing or wrong CSRF token", 403)
+        raise Forbidden("missing or wrong CSRF token")
     cap = studio.settings.max_upload_bytes
     length = request.headers.get("content-length", "")
     try:
@@ -284,7 +290,7 @@ def create_app(where: str, settings: StudioSettings | None = None, *, broker: st
         yield
         await asyncio.to_thread(studio.uploads.close)
 
-    handlers = {NotFound: _error_page(404, "not found", "nothing here"),
+    handlers = {NotFound: _error_page(404, "not found", "nothing here"), Forbidden: _error_page(403, "forbidden", ""),
                 SourceUnavailable: _error_page(404, "source not available", ""),
                 reviews.ReviewError: _error_page(409, "cannot do that", ""),
                 PagefleetError: _error_page(502, "storage or broker problem", "")}
