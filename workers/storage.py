@@ -182,17 +182,26 @@ class S3Storage(Storage):
         return sorted(n[strip:] for n in names)
 
 
+def s3_credentials(settings: Settings) -> Any:
+    """The minio client's provider chain, first match wins: static keys from the settings (when both
+    are set: PAGEFLEET_S3_ACCESS_KEY/SECRET_KEY), then AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (+
+    AWS_SESSION_TOKEN), MINIO_ACCESS_KEY/MINIO_SECRET_KEY, then IAM: a web identity token
+    (AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN: EKS IRSA, pod identity), the ECS task role or the
+    EC2 instance profile. Temporary credentials are refreshed before they expire."""
+    from minio.credentials import ChainedProvider, EnvAWSProvider, EnvMinioProvider, IamAwsProvider, StaticProvider
+
+    providers: list[Any] = []
+    if settings.s3_access_key and settings.s3_secret_key:
+        providers.append(StaticProvider(settings.s3_access_key, settings.s3_secret_key))
+    providers += [EnvAWSProvider(), EnvMinioProvider(), IamAwsProvider(region=settings.s3_region)]
+    return ChainedProvider(providers)
+
+
 def s3_client(settings: Settings) -> Any:
     from minio import Minio
 
     endpoint = settings.s3_endpoint.removeprefix("http://").removeprefix("https://")
-    return Minio(
-        endpoint,
-        access_key=settings.s3_access_key,
-        secret_key=settings.s3_secret_key,
-        secure=settings.s3_secure,
-        region=settings.s3_region,
-    )
+    return Minio(endpoint, credentials=s3_credentials(settings), secure=settings.s3_secure, region=settings.s3_region)
 
 
 def open_storage(url: str, settings: Settings | None = None) -> Storage:
