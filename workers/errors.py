@@ -10,7 +10,8 @@
     │   ├── ZeroPagesError              zero_pages
     │   ├── UnsupportedTypeError        unsupported_type
     │   ├── InvalidOptionsError         invalid_options
-    │   └── AbortedError                aborted
+    │   ├── AbortedError                aborted
+    │   └── SourceChangedError          source_changed (the object was overwritten after its event)
     ├── EngineError                     (never fatal: becomes an attempt on a page record)
     │   ├── EngineUnavailable           engine_unavailable
     │   ├── EngineTimeout               engine_timeout   yes
@@ -38,6 +39,7 @@ INPUT_ERROR_CODES = (
     "invalid_options",
     "unsupported_type",
     "aborted",
+    "source_changed",
 )
 
 
@@ -91,6 +93,13 @@ class InvalidOptionsError(InputError):
 
 class AbortedError(InputError):
     code = "aborted"
+
+
+class SourceChangedError(InputError):
+    """The bucket event named an ETag the object no longer has (an unversioned bucket, overwritten
+    since): the bytes this job stands for are gone; the newer upload has its own event and job."""
+
+    code = "source_changed"
 
 
 class EngineError(PagefleetError):

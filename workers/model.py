@@ -143,6 +143,7 @@ class JobSpec(BaseModel):
     artifact_prefix: str  # inside storage; `{sha256}` is filled in once the bytes are hashed
     options: dict[str, Any] = {}
     etag: str | None = None
+    version_id: str | None = None  # S3 versionId from the bucket event: exactly that version is read
     callback_url: str | None = None
     force: bool = False  # reprocess even if this job id already completed
 

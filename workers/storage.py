@@ -150,13 +150,20 @@ class S3Storage(Storage):
                 response.close()
                 response.release_conn()
 
-    def download(self, key: str, path: str) -> None:
+    def download(self, key: str, path: str, *, version_id: str | None = None, etag: str | None = None) -> None:
+        """Exactly `version_id` when given; with `etag`, only while the object still has it (If-Match)."""
+        headers = {"If-Match": f'"{etag}"'} if etag else None
         with self._translate("download", key):
-            self.client.fget_object(self.bucket, self._key(key), path)
+            self.client.fget_object(self.bucket, self._key(key), path, version_id=version_id, request_headers=headers)
+
+    def stat(self, key: str, *, version_id: str | None = None) -> tuple[int, str | None]:
+        """(size, ETag) by HEAD, of `version_id` when given."""
+        with self._translate("stat", key):
+            info = self.client.stat_object(self.bucket, self._key(key), version_id=version_id)
+        return int(info.size), (info.etag or "").strip('"') or None
 
     def stat_size(self, key: str) -> int:
-        with self._translate("stat", key):
-            return int(self.client.stat_object(self.bucket, self._key(key)).size)
+        return self.stat(key)[0]
 
     def exists(self, key: str) -> bool:
         try:

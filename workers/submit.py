@@ -50,8 +50,8 @@ def spec_for_object(
 ) -> JobSpec:
     identity = hashlib.sha256(f"s3:{bucket}/{key}:{etag or ''}:{version_id or ''}".encode()).hexdigest()
     return _spec(identity, options, source=f"s3://{bucket}/{key}", filename=os.path.basename(key) or key,
-                 bytes=size, storage=storage, artifact_prefix=prefix_template, etag=etag, force=force,
-                 callback_url=callback_url)
+                 bytes=size, storage=storage, artifact_prefix=prefix_template, etag=etag, version_id=version_id,
+                 force=force, callback_url=callback_url)
 
 
 def enqueue(spec: JobSpec) -> str:

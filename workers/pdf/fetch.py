@@ -14,7 +14,7 @@ import os
 import time
 from pathlib import Path
 
-from workers.errors import PdfTooLargeError
+from workers.errors import PdfTooLargeError, SourceChangedError
 from workers.model import JobSpec
 from workers.settings import Settings
 from workers.storage import S3Storage, split_s3_uri
@@ -41,13 +41,16 @@ def local_pdf(job: JobSpec, settings: Settings) -> str:
     prune(settings)
     bucket, key = split_s3_uri(job.source)
     store = S3Storage(bucket, "", settings)
-    size = store.stat_size(key)
+    size, etag = store.stat(key, version_id=job.version_id)  # HEAD: the exact version the event named
+    if job.etag and not job.version_id and etag and etag != job.etag.strip('"'):
+        raise SourceChangedError(f"{job.filename} was overwritten after its event (ETag {job.etag[:12]}…, now "
+                                 f"{etag[:12]}…); the newer upload is its own job")
     limit = int((job.options or {}).get("max_bytes") or 0)
     if limit and size > limit:
         raise PdfTooLargeError(f"{job.filename} is {size} bytes; the limit is {limit}")
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
-        store.download(key, str(tmp))
+        store.download(key, str(tmp), version_id=job.version_id, etag=None if job.version_id else job.etag)
         tmp.replace(target)
     finally:
         tmp.unlink(missing_ok=True)
