@@ -17,6 +17,7 @@ from workers import artifacts, keys, metrics
 from workers.errors import InputError, InvalidOptionsError, PagefleetError, error_record
 from workers.ladder.accept import failed_record, layer_candidate, review_record
 from workers.ladder import structure
+from workers.ladder.ocr_structure import ensure_blocks
 from workers.ladder.textlayer import decide_page
 from workers.model import Attempt, DocumentRecord, JobSpec, PageRecord, PendingPage, RouterInfo, Rung, SourceInfo
 from workers.pdf import source as pdf
@@ -148,6 +149,8 @@ def collect_document(job: JobSpec, settings: Settings, *, final_attempt: bool) -
         router = RouterInfo(source="default", script="unknown")
         records.append(failed_record(number, router, [], ["page_missing"], layer={}))
     records.sort(key=lambda r: r.number)
+    if manifest["options"].get("structure", True):
+        records = [ensure_blocks(r) for r in records]  # OCR pages: blocks from a VLM's Markdown or paragraphs
     records = [artifacts.verified(r) for r in records]
     document = DocumentRecord(
         pipeline_version=PIPELINE_VERSION,

@@ -34,7 +34,9 @@ def block_markdown(block: Mapping[str, Any]) -> str:
     if kind == "heading":
         return "#" * max(1, min(int(block.get("level") or 1), 6)) + " " + _one_line(text).lstrip("#")
     if kind == "list_item":
-        return "- " + escape_line(_one_line(text))
+        marker = block.get("marker") or ""
+        item = _one_line(text) if not marker or text.lstrip().startswith(marker) else f"{marker} {_one_line(text)}"
+        return "- " + escape_line(item)
     if kind == "table":
         return (block.get("table") or {}).get("markdown", "")
     return escape_line(_one_line(text))  # wrapped lines of one paragraph: Markdown reflows them

@@ -1,0 +1,98 @@
+"""Structure extraction on generated PDFs: the child's gathering (in-process here), blocks from
+it, and the table check against real Poppler (fail closed)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from routing.normalize import normalize
+from routing.structure.blocks import TableIn
+from workers.ladder.structure import document_layout, page_structure, structure_page
+from workers.ladder.tablecheck import check_tables
+from workers.model import Attempt, PageRecord, Quality, RouterInfo
+from workers.pdf import layout
+from workers.pdf.mupdf import _TEXT_FLAGS, _extract_page
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def structure_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("structure")
+    subprocess.run([sys.executable, str(ROOT / "fixtures" / "make_structure_fixtures.py"), str(out)], check=True,
+                   capture_output=True, timeout=300)
+    return out
+
+
+def _pages(pdf: Path) -> list[dict]:
+    doc = pymupdf.open(pdf)
+    pages = [_extract_page(doc, n) for n in range(1, doc.page_count + 1)]
+    layout.add_layout(doc, pages, _TEXT_FLAGS)
+    return pages
+
+
+def _record(page: dict) -> PageRecord:
+    fixed = normalize(page["text"])
+    return PageRecord(number=page["number"], router=RouterInfo(source="text_layer", script="he"), route="text_layer",
+                      engine="pymupdf", attempts=[Attempt(engine="pymupdf", accepted=True, rung="text_layer")],
+                      text=fixed.text, raw_text=page["text"], edits=[e.to_dict() for e in fixed.edits],
+                      quality=Quality(ok=True))
+
+
+@pytest.mark.parametrize("name", ["he_report_tables", "ar_report_tables", "en_report_tables", "he_two_columns",
+                                  "en_two_columns", "ar_two_columns", "mix_he_en_table"])
+def test_blocks_match_the_truth(structure_dir: Path, name: str) -> None:
+    truth = json.loads((structure_dir / f"{name}.truth.json").read_text(encoding="utf-8"))
+    pages = _pages(structure_dir / f"{name}.pdf")
+    doc = document_layout(pages)
+    for page, want in zip(pages, truth["pages"]):
+        fixed = normalize(page["text"])
+        blocks, tables = page_structure(page, fixed.text, [e.to_dict() for e in fixed.edits], doc)
+        body = [b for b in blocks if b["type"] not in ("header", "footer")]
+        assert [" ".join(b["text"].split()) for b in body if b["type"] == "heading"] == \
+            [b["text"] for b in want["blocks"] if b["type"] == "heading"]
+        assert [t.rows for t in tables] == [b["rows"] for b in want["blocks"] if b["type"] == "table"]
+        texts = [set(re.findall(r"\w+", b["text"])) for b in body]
+        wanted = [re.findall(r"\w+", b["text"]) for b in want["blocks"] if b["type"] != "table"]
+        found = [next(i for i, t in enumerate(texts) if set(w[1:] or w) <= t) for w in wanted]
+        assert found == sorted(found), "reading order"
+
+
+def test_a_table_that_disagrees_with_poppler_is_refused(structure_dir: Path) -> None:
+    pdf = structure_dir / "he_report_tables.pdf"
+    page = _pages(pdf)[0]
+    real = page["layout"]["tables"][0]
+    good = TableIn(tuple(real["bbox"]), [["סעיף", "2023"], ["הכנסות", "1,250.4", "1,410.9", "12.8%"]], 1, "", set())
+    wrong = TableIn(tuple(real["bbox"]), [["שגוי", "לגמרי", "999"], ["עוד", "תאים", "שלא", "קיימים"]], 1, "", set())
+    assert check_tables(str(pdf), 1, [wrong], 0).reasons == ["table_unrecovered"]
+    assert check_tables(str(pdf), 1, [good], 0).metrics["table_precision"] >= 0.85
+
+
+def test_a_corroborated_table_suspicion_quarantines_the_page(structure_dir: Path) -> None:
+    pdf = structure_dir / "he_report_tables.pdf"
+    pages = _pages(pdf)
+    doc = document_layout(pages)
+    page = dict(pages[0])
+    page["layout"] = {**page["layout"], "tables": [], "aligned_rows": 5}  # the table finder saw nothing
+    record = structure_page(_record(page), page, doc, str(pdf))
+    assert record.route == "review_required" and record.quality.reasons == ["table_unrecovered"]
+    assert record.text == "" and record.markdown == "" and record.review_preview is not None
+    assert record.review_preview.text and record.edit_map.target == "review_preview"
+    assert not record.attempts[0].accepted
+
+
+def test_an_uncorroborated_suspicion_is_a_warning(structure_dir: Path) -> None:
+    pdf = structure_dir / "he_two_columns.pdf"
+    pages = _pages(pdf)
+    page = dict(pages[0])
+    page["layout"] = {**page["layout"], "aligned_rows": 3}
+    record = structure_page(_record(page), page, document_layout(pages), str(pdf))
+    assert record.route == "text_layer" and "table_suspected" in record.quality.warnings
+    assert record.blocks and record.markdown

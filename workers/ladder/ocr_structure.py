@@ -1,0 +1,67 @@
+"""Blocks for pages an OCR rung read: a VLM's Markdown parsed with a real parser, Tesseract's
+paragraphs (blank-line separated in its text output) as paragraph blocks.
+
+Every block indexes the page's display text: a Markdown block gets the display range of the source
+lines it came from (through the edit map), narrowed to its inline text when that text is found
+there, so citations replay like the text layer's. Runs when the collector assembles a document,
+for accepted pages that have no blocks yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from routing.structure.blocks import direction
+from routing.structure.markdown import blocks_markdown
+from routing.structure.mdparse import MdBlock, markdown_blocks
+from routing.structure.offsets import OffsetMap
+from routing.structure.tables import gfm
+from workers.ladder.structure import plain_blocks
+from workers.model import Block, PageRecord
+
+PLAIN_ENGINES = ("tesseract", "paddle", "pymupdf", "pdftotext")
+ACCEPTED = ("text_layer", "text_layer_repaired", "fallback_text", "ocr")
+
+
+def _range(md: MdBlock, ranges: list[tuple[int, int]], text: str) -> tuple[int, int]:
+    first, last = md.lines[0], max(md.lines[1] - 1, md.lines[0])
+    start, end = ranges[min(first, len(ranges) - 1)][0], ranges[min(last, len(ranges) - 1)][1]
+    if md.type != "table" and md.text:
+        at = text.find(md.text, start, end)
+        if at >= 0:
+            return at, at + len(md.text)
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def markdown_page_blocks(raw: str, edits: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
+    ranges = OffsetMap(edits).line_ranges(raw)
+    blocks = []
+    for md in markdown_blocks(raw):
+        start, end = _range(md, ranges, text)
+        body = text[start:end]
+        block: dict[str, Any] = {"type": md.type, "text": body, "bbox": None, "direction": direction(body),
+                                 "start": start, "end": end}
+        if md.type == "heading":
+            block["level"] = md.level
+        elif md.type == "list_item":
+            block["marker"] = md.marker
+        elif md.type == "table":
+            block["table"] = {"rows": md.rows, "header_rows": 1, "markdown": gfm(md.rows)}
+        blocks.append(block)
+    return blocks
+
+
+def ensure_blocks(record: PageRecord) -> PageRecord:
+    """An accepted page without blocks gets them from its text (OCR rungs)."""
+    if record.route not in ACCEPTED or record.blocks or not record.text.strip():
+        return record
+    engine = (record.engine or "").split(":")[0]
+    if record.route == "ocr" and engine not in PLAIN_ENGINES and record.raw_text:
+        blocks = markdown_page_blocks(record.raw_text, record.edits, record.text)
+        update: dict[str, Any] = {"markdown": blocks_markdown(blocks)}
+    else:
+        blocks = plain_blocks(record.text)
+        update = {}
+    return record.model_copy(update={**update, "blocks": [Block.model_validate(b) for b in blocks]})
