@@ -115,13 +115,13 @@ def _prepare(job: JobSpec, storage: Storage, number: int, pdf: str, render_dir: 
     dpi = int(options.get("dpi", 300))
     try:
         info = render_page(pdf, number, dpi, str(png), settings)
-        work.image = PageImage(path=str(png), page=number, dpi=int(info["dpi"]))
+        work.image = PageImage(path=str(png), page=number, dpi=int(info["dpi"]), pdf=pdf)
         if pending.hint_script is None:  # no trustworthy text layer: the page may be a turned scan
             turn = visual.orientation(work.image, settings)
             if turn:
                 visual.forget(work.image)
                 info = render_page(pdf, number, dpi, str(png), settings, rotate=turn)
-                work.image = PageImage(path=str(png), page=number, dpi=int(info["dpi"]))
+                work.image = PageImage(path=str(png), page=number, dpi=int(info["dpi"]), pdf=pdf)
                 work.pending.layer["rotated"] = turn
     except SandboxError as exc:
         log.warning("job %s page %d: render failed: %s", job.job_id, number, exc.message)
