@@ -28,6 +28,15 @@ def fixtures_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def structure_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Documents with known structure (+ NAME.truth.json), by fixtures/make_structure_fixtures.py."""
+    out = tmp_path_factory.mktemp("structure")
+    subprocess.run([sys.executable, str(ROOT / "fixtures" / "make_structure_fixtures.py"), str(out)], check=True,
+                   capture_output=True, timeout=300)
+    return out
+
+
 @pytest.fixture(scope="module")
 def torch_one_thread() -> Iterator[None]:
     """Tiny models gain nothing from threads; on a shared 2-core machine they only contend."""

@@ -14,16 +14,7 @@ import pytest
 from routing.structure.offsets import citation_replays
 
 pytestmark = pytest.mark.integration
-ROOT = Path(__file__).resolve().parents[2]
 PAGEFLEET = str(Path(sys.executable).parent / "pagefleet")
-
-
-@pytest.fixture(scope="module")
-def structure_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("structure")
-    subprocess.run([sys.executable, str(ROOT / "fixtures" / "make_structure_fixtures.py"), str(out)], check=True,
-                   capture_output=True, timeout=300)
-    return out
 
 
 @pytest.fixture(scope="module")

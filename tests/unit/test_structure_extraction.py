@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pymupdf
@@ -20,15 +18,6 @@ from workers.model import Attempt, PageRecord, Quality, RouterInfo
 from workers.pdf import layout
 from workers.pdf.mupdf import _TEXT_FLAGS, _extract_page
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def structure_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("structure")
-    subprocess.run([sys.executable, str(ROOT / "fixtures" / "make_structure_fixtures.py"), str(out)], check=True,
-                   capture_output=True, timeout=300)
-    return out
 
 
 def _pages(pdf: Path) -> list[dict]:
