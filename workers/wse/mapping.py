@@ -22,6 +22,7 @@ from workers.wse.shapes import SIZE, Shape, shape_index
 from workers.wse.words import PageWord
 
 VERSION = 1
+WIDTH_SLACK = 0.2  # points at 10 pt a token may exceed its word by
 
 
 @dataclass
@@ -97,7 +98,7 @@ def _draw(mapping: Mapping, page_number: int, w: PageWord, reserved: set[str]) -
     token = mapping.token_for(w.text)
     if token is None:
         taken = reserved | mapping.tokens.keys()
-        token = shape_index(style_key(w.bold, w.italic)).nearest(shape_of(w), taken)
+        token = shape_index(style_key(w.bold, w.italic)).nearest(shape_of(w), taken, slack=WIDTH_SLACK)
         if token in taken:
             mapping.collisions += 1  # drawn, but it decodes to the word that owns it
             return token

@@ -16,6 +16,7 @@ from routing.wse import style_key
 from workers.wse.words import PageWord
 
 _FONTS: dict[str, pymupdf.Font] = {}
+SQUEEZE_SLACK = 0.05  # ems a drawn word may overrun its place before it is squeezed
 
 
 def _font(key: str) -> pymupdf.Font:
@@ -52,12 +53,19 @@ def _mirror(point: tuple[float, float], width: float) -> tuple[float, float]:
     return width - point[0], point[1]
 
 
-def _rotation(direction: tuple[float, float]) -> pymupdf.Matrix | None:
-    """The morph turning +x into the mirrored reading direction (cos, −sin); None if horizontal."""
-    cos, sin = direction
-    if abs(sin) < 1e-3 and cos > 0:
+def _morph(w: PageWord, text: str, font: pymupdf.Font) -> pymupdf.Matrix | None:
+    """Turn +x into the mirrored reading direction (cos, −sin), and squeeze drawn text that is
+    wider than the word's place (a token is chosen per distinct word: the same word at another size
+    or weight may not fit) so it cannot touch its neighbour; None: nothing to do. Narrower text is
+    left alone: squeezing makes extractors report a smaller font size."""
+    natural = font.text_length(text, fontsize=max(w.size, 1.0))
+    sx = 1.0
+    if natural > w.length + SQUEEZE_SLACK * w.size and w.length > 0:
+        sx = max(w.length / natural, 0.5)
+    cos, sin = w.direction
+    if abs(sin) < 1e-3 and cos > 0 and abs(sx - 1.0) < 0.01:
         return None
-    return pymupdf.Matrix(cos, sin, -sin, cos, 0, 0)  # PyMuPDF's morph turns (a, b) into (a, -b)
+    return pymupdf.Matrix(sx, 0, 0, 1, 0, 0) * pymupdf.Matrix(cos, sin, -sin, cos, 0, 0)  # morph (a, b) → (a, -b)
 
 
 def _color(value: int) -> tuple[float, float, float]:
@@ -65,8 +73,8 @@ def _color(value: int) -> tuple[float, float, float]:
 
 
 def draw_words(page: pymupdf.Page, words: list[PageWord], drawn: list[str]) -> None:
-    """Draw `drawn[i]` where `words[i]` was, mirrored: it starts at the mirror of the word's end.
-    Horizontal words share one writer per colour; a rotated word is turned about its own start."""
+    """Draw `drawn[i]` where `words[i]` was, mirrored: it starts at the mirror of the word's end
+    and spans the word's length. Words that fit as they are share one writer per colour."""
     width = page.rect.width
     writers: dict[int, pymupdf.TextWriter] = {}
     # content-stream order = reading order of the mirrored page (line by line, left to right):
@@ -75,7 +83,7 @@ def draw_words(page: pymupdf.Page, words: list[PageWord], drawn: list[str]) -> N
     for w, text in ordered:
         point = pymupdf.Point(width - w.end[0], w.end[1])
         font = _font(style_key(w.bold, w.italic))
-        matrix = _rotation(w.direction)
+        matrix = _morph(w, text, font)
         if matrix is None:
             writer = writers.setdefault(w.color, pymupdf.TextWriter(page.rect))
             writer.append(point, text, font=font, fontsize=max(w.size, 1.0))

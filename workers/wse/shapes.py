@@ -98,17 +98,20 @@ class ShapeIndex:
         shapes = np.array([[s.width, s.height] for s in (measure(w, fontname) for w in words)], dtype=float)
         return cls(fontname, words, shapes, cKDTree(shapes * [1.0, HEIGHT_WEIGHT]))
 
-    def nearest(self, shape: Shape, taken: set[str] | frozenset[str] = frozenset()) -> str:
-        """The word whose box is closest to `shape` and not in `taken`; the closest of all when
-        every word is taken (the caller counts that as a collision)."""
+    def nearest(self, shape: Shape, taken: set[str] | frozenset[str] = frozenset(), slack: float | None = None) -> str:
+        """The word whose box is closest to `shape` and not in `taken`; with `slack`, preferably
+        one no wider than ``shape.width + slack`` (a wider token could touch its neighbour and be
+        read as one word with it). The closest of all when every word is taken (the caller
+        counts that as a collision)."""
         point = [shape.width, shape.height * HEIGHT_WEIGHT]
-        k = 16
+        k = 32
         while True:
             k = min(k, len(self.words))
             _, idx = self.tree.query(point, k=k)
-            for i in np.atleast_1d(idx):
-                if self.words[int(i)] not in taken:
-                    return self.words[int(i)]
+            free = [int(i) for i in np.atleast_1d(idx) if self.words[int(i)] not in taken]
+            narrow = [i for i in free if slack is None or self.shapes[i][0] <= shape.width + slack]
+            if narrow or (free and k == len(self.words)):
+                return self.words[(narrow or free)[0]]
             if k == len(self.words):
                 return self.words[int(np.atleast_1d(idx)[0])]
             k *= 8

@@ -105,19 +105,20 @@ def _interval(line_dir: tuple[float, float], span: dict[str, Any], char: dict[st
 
 def _split(line_dir: tuple[float, float], chars: list[tuple[dict, dict]]) -> list[list[tuple[dict, dict]]]:
     """Words of one line: split at whitespace and at gaps wider than half the font size (cells
-    that a producer drew without a space between them)."""
+    that a producer drew without a space between them). A gap is measured from the word so far,
+    not from the last glyph: a lam-alef ligature's zero-width alef sits at the far end of its lam."""
     words: list[list[tuple[dict, dict]]] = []
     current: list[tuple[dict, dict]] = []
-    previous: tuple[float, float] | None = None
+    extent: tuple[float, float] | None = None
     for char, span in chars:
         if char["c"].isspace():
-            current, previous = _flush(words, current), None
+            current, extent = _flush(words, current), None
             continue
         here = _interval(line_dir, span, char)
-        if previous and max(previous[0] - here[1], here[0] - previous[1]) > GAP * span["size"]:
-            current = _flush(words, current)
+        if extent and max(extent[0] - here[1], here[0] - extent[1]) > GAP * span["size"]:
+            current, extent = _flush(words, current), None
         current.append((char, span))
-        previous = here
+        extent = (min(extent[0], here[0]), max(extent[1], here[1])) if extent else here
     _flush(words, current)
     return words
 
