@@ -85,7 +85,10 @@ def teds(pred: Table, truth: Table) -> float:
         def children(self, node: _Node) -> list[_Node]:
             return node.children
 
-    p, t = _tree(normalized(pred)), _tree(normalized(truth))
+    pn, tn = normalized(pred), normalized(truth)
+    if not pn or not tn:
+        return float(pn == tn)  # no table at all: nothing recovered (not the shared root's 1/n)
+    p, t = _tree(pn), _tree(tn)
     distance = APTED(p, t, _Cost()).compute_edit_distance()
     return max(0.0, 1.0 - distance / max(_size(p), _size(t)))
 
