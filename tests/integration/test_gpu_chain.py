@@ -10,10 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PrivateFleet, wait_for_job
-from workers.settings import Options
-from workers.storage import LocalStorage
-from workers.submit import enqueue, spec_for_path
+from tests.support.gpu_fleet import gpu_env, read_scan_on_gpu
 
 pytestmark = pytest.mark.integration
 tiny = pytest.importorskip("tests.support.tiny_models")
@@ -24,31 +21,15 @@ pytest.importorskip("transformers")
 def test_gpu_queue_siglip_router_and_vlm_chain(fixtures_dir: Path, tmp_path: Path) -> None:
     qwen = tiny.save_tiny_qwen2_5_vl(str(tmp_path / "qwen"))
     siglip = tiny.save_tiny_siglip(str(tmp_path / "siglip"))
-    env = {
-        "PAGEFLEET_GPU": "1",
-        "PAGEFLEET_VLM__QWEN_MODEL": qwen,
-        "PAGEFLEET_VLM__MAX_NEW_TOKENS": "24",
-        "PAGEFLEET_ROUTER__SIGLIP_MODEL": siglip,
-        # two labels and a threshold no margin reaches: the random model must route to Hebrew
-        "PAGEFLEET_ROUTER__SIGLIP_PROMPTS": '["this is a photo of English text.", "this is a photo of Hebrew text."]',
-        "PAGEFLEET_ROUTER__SIGLIP_LABELS": '["latin", "he"]',
-        "PAGEFLEET_ROUTER__SIGLIP_THRESHOLD": "1.5",
-        "OMP_NUM_THREADS": "1",
-    }
-    out = tmp_path / "out"
-    with PrivateFleet(tmp_path, env, (("split,collect", 1), ("gpu", 1))):
-        spec = spec_for_path(str(fixtures_dir / "image_only_hebrew_scan.pdf"), LocalStorage(out).url, "scan", Options())
-        enqueue(spec)
-        info = wait_for_job(spec.job_id, timeout_s=300)
+    info, page = read_scan_on_gpu(fixtures_dir, tmp_path, gpu_env(qwen, siglip))
     assert info["status"] == "accepted", info
-    page = json.loads((out / "scan" / "document.json").read_text())["pages"][0]
     assert page["router"]["source"] == "siglip2" and page["router"]["script"] == "he"
     engines = [(a["engine"], a["accepted"], a["rung"]) for a in page["attempts"]]
     assert engines == [("dots", False, "gpu_ocr"), ("qwen", False, "gpu_ocr"), ("tesseract:heb+eng", True, "ocr")]
     assert page["attempts"][0]["reasons"] == ["engine_unavailable"]
     assert page["attempts"][1]["reasons"], "the random model's output must be refused by the gate"
     assert "שלום עולם" in page["text"]
-    report = json.loads((out / "scan" / "report.json").read_text())
+    report = json.loads((tmp_path / "out" / "scan" / "report.json").read_text())
     assert report["engine_health"]["dots"]["unavailable"] == 1
     assert report["share"]["router_source"] == {"siglip2": 1.0}
     assert {"4_gpu_ocr", "3_cpu_ocr"} <= set(report["rungs"])

@@ -13,11 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, PrivateFleet, wait_for_job
+from tests.conftest import ROOT
+from tests.support.gpu_fleet import gpu_env, read_scan_on_gpu
 from workers.engines.models_store import MANIFEST, PULLED_MARK, build_manifest
-from workers.settings import Options
-from workers.storage import LocalStorage
-from workers.submit import enqueue, spec_for_path
 
 pytestmark = pytest.mark.integration
 tiny = pytest.importorskip("tests.support.tiny_models")
@@ -57,21 +55,8 @@ def test_pull_from_s3_then_a_gpu_page_is_read_by_the_pulled_model(service_env, s
     bad = pull(f"s3://{bucket}/models/v1", tmp_path / "other")
     assert bad.returncode == 1 and "sha256" in bad.stderr and "Traceback" not in bad.stderr
 
-    env = {
-        "PAGEFLEET_GPU": "1", "PAGEFLEET_MODELS_DIR": str(models),
-        "PAGEFLEET_VLM__QWEN_MODEL": QWEN, "PAGEFLEET_VLM__MAX_NEW_TOKENS": "24",
-        "PAGEFLEET_ROUTER__SIGLIP_MODEL": SIGLIP,
-        "PAGEFLEET_ROUTER__SIGLIP_PROMPTS": '["this is a photo of English text.", "this is a photo of Hebrew text."]',
-        "PAGEFLEET_ROUTER__SIGLIP_LABELS": '["latin", "he"]', "PAGEFLEET_ROUTER__SIGLIP_THRESHOLD": "1.5",
-        "OMP_NUM_THREADS": "1",
-    }
-    out = tmp_path / "out"
-    with PrivateFleet(tmp_path, env, (("split,collect", 1), ("gpu", 1))):
-        spec = spec_for_path(str(fixtures_dir / "image_only_hebrew_scan.pdf"), LocalStorage(out).url, "scan", Options())
-        enqueue(spec)
-        info = wait_for_job(spec.job_id, timeout_s=300)
+    info, page = read_scan_on_gpu(fixtures_dir, tmp_path, gpu_env(QWEN, SIGLIP, PAGEFLEET_MODELS_DIR=str(models)))
     assert info["status"] == "accepted", info
-    page = json.loads((out / "scan" / "document.json").read_text())["pages"][0]
     assert page["router"]["source"] == "siglip2" and page["router"]["script"] == "he"
     dots, qwen = page["attempts"][0], page["attempts"][1]
     assert dots["engine"] == "dots" and dots["reasons"] == ["engine_unavailable"]
