@@ -39,9 +39,22 @@ def _order(items: list[int], boxes: Sequence[Box], rtl: bool, rules: OrderRules)
         return [i for col in ordered for i in _order(col, boxes, rtl, rules)]
     bands = _split(items, boxes, axis=1, min_gap=0.0)
     segments = _segments(bands, boxes, rules)
+    if len(segments) == 1:
+        segments = _columns_below(bands, boxes, rules)
     if len(segments) > 1:
         return [i for seg in segments for i in _order(seg, boxes, rtl, rules)]
     return [i for band in bands for i in sorted(band, key=lambda i: -boxes[i][2] if rtl else boxes[i][0])]
+
+
+def _columns_below(bands: list[list[int]], boxes: Sequence[Box], rules: OrderRules) -> list[list[int]]:
+    """[top bands, the rest] for the first cut below which the rest splits into columns (a narrow
+    title over two columns); [everything] when there is none."""
+    for k in range(1, len(bands) - 1):
+        rest = [i for band in bands[k:] for i in band]
+        columns = _split(rest, boxes, axis=0, min_gap=rules.min_gutter)
+        if len(columns) > 1 and _real_columns(columns, boxes, rules):
+            return [[i for band in bands[:k] for i in band], rest]
+    return [[i for band in bands for i in band]]
 
 
 def _segments(bands: list[list[int]], boxes: Sequence[Box], rules: OrderRules) -> list[list[int]]:

@@ -1,0 +1,87 @@
+"""Lines → blocks (routing.structure.blocks), OCR pages' blocks, and reparse's choice."""
+
+from __future__ import annotations
+
+from routing.structure.blocks import LineIn, TableIn, page_blocks
+from routing.structure.headings import font_stats
+from workers.cli.reparse import Criteria, options_of, version_key, why_reparse
+from workers.ladder.ocr_structure import ensure_blocks
+from workers.model import PageRecord, Quality, RouterInfo
+
+
+def _layout(lines: list[tuple[str, tuple[float, float, float, float], float, bool]]) -> tuple[str, list[LineIn]]:
+    text, out, pos = "", [], 0
+    for i, (line, box, size, bold) in enumerate(lines):
+        out.append(LineIn(i, pos, pos + len(line), box, size, bold))
+        text += line + "\n"
+        pos += len(line) + 1
+    return text, out
+
+
+STATS = font_stats([(11.0, False, 1000), (16.0, True, 40)])
+
+
+def test_rtl_two_columns_read_right_column_first() -> None:
+    text, lines = _layout([
+        ("כותרת הדף", (300, 60, 535, 80), 16.0, True),
+        ("עמודה ימנית שורה אחת", (305, 100, 535, 112), 11.0, False),
+        ("עמודה ימנית שורה שתיים", (305, 113, 535, 125), 11.0, False),
+        ("עמודה שמאלית שורה אחת", (60, 100, 290, 112), 11.0, False),
+        ("עמודה שמאלית שורה שתיים", (60, 113, 290, 125), 11.0, False),
+    ])
+    blocks = page_blocks(text, lines, rtl=True, stats=STATS)
+    assert [(b["type"], b["text"]) for b in blocks] == [
+        ("heading", "כותרת הדף"),
+        ("paragraph", "עמודה ימנית שורה אחת\nעמודה ימנית שורה שתיים"),
+        ("paragraph", "עמודה שמאלית שורה אחת\nעמודה שמאלית שורה שתיים"),
+    ]
+    assert blocks[0]["level"] == 1 and all(b["direction"] == "rtl" for b in blocks)
+    assert all(text[b["start"]:b["end"]] == b["text"] for b in blocks)
+
+
+def test_list_items_tables_and_furniture() -> None:
+    text, lines = _layout([
+        ("Report 2024", (60, 20, 200, 30), 8.0, False),
+        ("1. First item", (60, 100, 300, 112), 11.0, False),
+        ("2. Second item", (60, 113, 300, 125), 11.0, False),
+        ("North 12", (60, 140, 300, 152), 11.0, False),
+        ("South 7", (60, 153, 300, 165), 11.0, False),
+        ("Closing words.", (60, 190, 300, 202), 11.0, False),
+        ("Page 1", (60, 810, 200, 820), 8.0, False),
+    ])
+    table = TableIn((60, 140, 300, 165), [["North", "12"], ["South", "7"]], 0, "| North | 12 |", {3, 4})
+    blocks = page_blocks(text, lines, rtl=False, stats=STATS, tables=[table], furniture={0: "header", 6: "footer"})
+    assert [b["type"] for b in blocks] == ["header", "list_item", "list_item", "table", "paragraph", "footer"]
+    assert [b.get("marker") for b in blocks[1:3]] == ["1.", "2."]
+    assert blocks[3]["table"]["rows"] == [["North", "12"], ["South", "7"]]
+    assert blocks[3]["text"] == "North 12\nSouth 7"
+
+
+def _ocr_page(engine: str, raw: str) -> PageRecord:
+    return PageRecord(number=1, router=RouterInfo(source="osd", script="he"), route="ocr", engine=engine,
+                      text=raw, raw_text=raw, quality=Quality(ok=True))
+
+
+def test_vlm_markdown_becomes_blocks() -> None:
+    page = ensure_blocks(_ocr_page("dots", "# כותרת\n\nפסקה אחת.\n\n- פריט\n\n| א | ב |\n|---|---|\n| 1 | 2 |\n"))
+    assert [b.type for b in page.blocks] == ["heading", "paragraph", "list_item", "table"]
+    assert page.blocks[0].text == "כותרת" and page.blocks[3].table.rows == [["א", "ב"], ["1", "2"]]
+    assert all(page.text[b.start:b.end] == b.text for b in page.blocks)
+    assert page.markdown.startswith("# כותרת")
+
+
+def test_tesseract_paragraphs_become_blocks() -> None:
+    page = ensure_blocks(_ocr_page("tesseract:heb+eng", "# not markdown\n\nsecond paragraph\n"))
+    assert [(b.type, b.text) for b in page.blocks] == [("paragraph", "# not markdown"), ("paragraph", "second paragraph")]
+
+
+def test_reparse_chooses_older_and_weak_documents() -> None:
+    doc = {"pipeline_version": "0.1.9", "options": {"ocr": "off", "gone_option": 1},
+           "pages": [{"number": 1, "route": "ocr", "ocr_confidence": 41.0}, {"number": 2, "route": "text_layer"}]}
+    assert version_key("0.10.0") > version_key("0.9.1")
+    assert why_reparse(doc, Criteria(below_version="0.2.0")) == ["pipeline 0.1.9 < 0.2.0"]
+    assert why_reparse(doc, Criteria(below_version="0.1.9")) == []
+    assert why_reparse(doc, Criteria(route="ocr")) == ["route ocr on pages [1]"]
+    assert why_reparse(doc, Criteria(min_confidence=50)) == ["OCR confidence < 50 on pages [1]"]
+    assert why_reparse(doc, Criteria(min_confidence=40)) == []
+    assert options_of(doc).ocr == "off"
