@@ -71,9 +71,18 @@ def one_page_pdfs(corpus: Path, n: int, folder: Path) -> list[Path]:
     return files
 
 
+def _fullest(pages: list[tuple[Path, int]], keep: int = 6) -> list[tuple[Path, int]]:
+    """The pages holding the most text (a scan of a one-line page measures nothing)."""
+    def size(item: tuple[Path, int]) -> int:
+        with pymupdf.open(item[0]) as doc:
+            return len(doc[item[1]].get_text().split())
+    return sorted(pages, key=size, reverse=True)[:keep]
+
+
 def scanned_pdf(corpus: Path, n: int, out: Path, dpi: int = 200) -> Path:
-    """Image-only pages: corpus text pages of each script rendered to gray images, no text layer."""
-    by_script = [text_pages(corpus, (s,)) for s in SCAN_SCRIPTS]
+    """Image-only pages: the fullest corpus text pages of each script (he, ar, en, in turn)
+    rendered to gray images, no text layer."""
+    by_script = [_fullest(text_pages(corpus, (s,))) for s in SCAN_SCRIPTS]
     doc = pymupdf.open()
     try:
         for i in range(n):

@@ -1,6 +1,6 @@
 """Throughput and output-trust benchmark: pagefleet side by side with its peers, in one run.
 
-    python bench/bench_fleet.py CORPUS [--labels LABELS.json] [--workers 2] [--skip-tesseract]
+    python bench/bench_trust.py CORPUS [--labels LABELS.json] [--workers 2] [--skip-tesseract]
 
 Peers, on the same files and the same machine:
 - `pymupdf`: PyMuPDF `get_text()` per page, no gate (what most RAG loaders do);

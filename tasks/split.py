@@ -10,7 +10,8 @@ from workers import jobs
 from workers.app import task
 from workers.jobs import JobState
 from workers.model import JobSpec
-from workers.pipeline import SplitOutcome, split_document
+from workers import ranges
+from workers.pipeline import SplitOutcome, split_document, split_range as split_pages
 from workers.settings import get_settings
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,10 @@ def split(self, spec: dict) -> dict:
             jobs.update(job.job_id, state=JobState.ERROR, status="error", error_code=outcome.error["code"],
                         error_message=outcome.error["message"])
             jobs.announce({"job_id": job.job_id, "status": "error", "error": outcome.error, "storage": job.storage})
+            return outcome.as_dict()
+        if outcome.ranges:  # a big document: the other ranges run as a chord on every core
+            jobs.update(job.job_id, pages=outcome.page_count, pages_done=outcome.accepted)
+            dispatch_ranges(spec, outcome, settings.split_range_queue)
             return outcome.as_dict()
         jobs.update(job.job_id, state=JobState.OCR if outcome.pending else JobState.COLLECTING,
                     pages=outcome.page_count, pages_done=outcome.accepted)
@@ -59,3 +64,36 @@ def dispatch(spec: dict, outcome: SplitOutcome, gpu_batch: int) -> None:
         chord(header)(body)
     else:
         body.apply_async()
+
+
+def dispatch_ranges(spec: dict, outcome: SplitOutcome, queue: str) -> None:
+    """A chord of range tasks (rung 1 for pages the split task left); `split_done` merges them."""
+    from tasks.collect import collect_after_error
+
+    job_id = outcome.job_id
+    hidden = {"argsrepr": f"(job {job_id})", "kwargsrepr": "{}"}
+    header = [split_range.si(spec, first, last).set(task_id=f"{job_id}-r{first}", queue=queue, **hidden)
+              for first, last in outcome.ranges]
+    head = ranges.RangeOutcome(1, outcome.ranges[0][0] - 1, outcome.accepted, outcome.pending).as_dict()
+    body = split_done.s(spec, head).set(task_id=f"{job_id}-ranges", **hidden)
+    chord(header)(body.on_error(collect_after_error.si(spec).set(**hidden)))
+
+
+@task("pagefleet.split_range")
+def split_range(spec: dict, first: int, last: int) -> dict:
+    job = JobSpec.model_validate(spec)
+    outcome = split_pages(job, first, last, get_settings())
+    jobs.page_done(job.job_id, outcome.accepted)
+    return outcome.as_dict()
+
+
+@task("pagefleet.split_done")
+def split_done(results: list[dict], spec: dict, head: dict) -> dict:
+    """Every range is decided: the pages that climb go out as the document's OCR chord."""
+    job = JobSpec.model_validate(spec)
+    outcomes = [ranges.RangeOutcome.from_dict(head), *(ranges.RangeOutcome.from_dict(r) for r in results)]
+    accepted, pending = ranges.merge(outcomes)
+    outcome = SplitOutcome(job.job_id, page_count=max(o.last for o in outcomes), accepted=accepted, pending=pending)
+    jobs.update(job.job_id, state=JobState.OCR if pending else JobState.COLLECTING, pages_done=accepted)
+    dispatch(spec, outcome, get_settings().vlm.batch_size)
+    return outcome.as_dict()

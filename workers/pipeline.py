@@ -22,6 +22,7 @@ from workers.ladder.textlayer import decide_page
 from workers.model import Attempt, DocumentRecord, JobSpec, PageRecord, PendingPage, RouterInfo, Rung, SourceInfo
 from workers.pdf import source as pdf
 from workers.pdf.fetch import evict, local_pdf
+from workers import ranges
 from workers.settings import PIPELINE_VERSION, Options, Settings
 from workers.storage import Storage, open_storage
 
@@ -36,10 +37,12 @@ class SplitOutcome:
     pending: dict[str, list[int]] = field(default_factory=dict)  # queue -> page numbers
     error: dict[str, str] | None = None
     seconds: float = 0.0
+    ranges: list[tuple[int, int]] = field(default_factory=list)  # left for range tasks (workers/ranges.py)
 
     def as_dict(self) -> dict[str, Any]:
         return {"job_id": self.job_id, "page_count": self.page_count, "accepted": self.accepted,
-                "pending": self.pending, "error": self.error, "seconds": round(self.seconds, 3)}
+                "pending": self.pending, "error": self.error, "seconds": round(self.seconds, 3),
+                "ranges": [list(r) for r in self.ranges]}
 
 
 def parse_options(raw: dict[str, Any]) -> Options:
@@ -85,7 +88,9 @@ def split_document(job: JobSpec, settings: Settings) -> SplitOutcome:
         evict(job.job_id, settings)
         return outcome
     outcome.page_count = info["page_count"]
-    pages = pdf.extract_pages(source, outcome.page_count, settings, already=info.pop("pages", None),
+    # structure needs every page in one place (document-wide font statistics, running furniture)
+    plan = [(1, outcome.page_count)] if options.structure else ranges.plan(outcome.page_count, settings)
+    pages = pdf.extract_pages(source, plan[0][1], settings, already=info.pop("pages", None),
                               structure=options.structure)
     layout = structure.document_layout(pages) if options.structure else None
     manifest = {
@@ -96,24 +101,38 @@ def split_document(job: JobSpec, settings: Settings) -> SplitOutcome:
         "options": options.model_dump(mode="json"),
         "producer": info.get("producer", ""),
         "split_seconds": 0.0,
+        "ranges": [list(r) for r in plan],
     }
-    for page in pages:
-        result = decide_page(page, ocr=options.ocr, gpu=settings.gpu)
-        if layout is not None and isinstance(result, PageRecord) and result.route in artifacts.TEXT_LAYER_ROUTES:
-            result = structure.structure_page(result, page, layout, source.path, recover=options.structured_recovery)
-        number = int(page["number"])
-        if isinstance(result, PageRecord):
-            storage.put_json(keys.page(job.job_id, number), result.model_dump(mode="json"))
-            outcome.accepted += 1
-        elif options.ocr == "off":
-            storage.put_json(keys.page(job.job_id, number), _unread(result).model_dump(mode="json"))
-        else:
-            storage.put_json(keys.pending(job.job_id, number), result.model_dump(mode="json"))
-            outcome.pending.setdefault(result.queue, []).append(number)
+    head = _decide_range(job, pages, plan[0], options, settings, storage, layout=layout, path=source.path)
+    outcome.accepted, outcome.pending, outcome.ranges = head.accepted, head.pending, plan[1:]
     outcome.seconds = time.monotonic() - started
     manifest["split_seconds"] = round(outcome.seconds, 4)
     storage.put_json(keys.job_manifest(job.job_id), manifest)
     return outcome
+
+
+def _decide_range(job: JobSpec, pages: list[dict[str, Any]], span: tuple[int, int], options: Options,
+                  settings: Settings, storage: Storage, *, layout: Any = None, path: str = "") -> ranges.RangeOutcome:
+    """Rung 1 for the pages of one range, stored as one object (`workers/ranges.py`)."""
+    def judge(page: dict[str, Any]) -> PageRecord | PendingPage:
+        result = decide_page(page, ocr=options.ocr, gpu=settings.gpu)
+        if layout is not None and isinstance(result, PageRecord) and result.route in artifacts.TEXT_LAYER_ROUTES:
+            result = structure.structure_page(result, page, layout, path, recover=options.structured_recovery)
+        return result
+
+    outcome, records, pending = ranges.decide(pages, *span, ocr=options.ocr, judge=judge, unread=_unread)
+    ranges.store(storage, job.job_id, outcome, records, pending)
+    return outcome
+
+
+def split_range(job: JobSpec, first: int, last: int, settings: Settings) -> ranges.RangeOutcome:
+    """Rung 1 for pages first..last of a document the split task already validated (a range task)."""
+    storage = open_storage(job.storage, settings)
+    options = parse_options(job.options)
+    path = local_pdf(job, settings)
+    source = pdf.SourceFile(path=path, filename=job.filename, bytes=0, sha256="")
+    pages = pdf.extract_pages(source, last, settings, start=first)
+    return _decide_range(job, pages, (first, last), options, settings, storage)
 
 
 def _unread(pending: PendingPage) -> PageRecord:
@@ -136,13 +155,9 @@ def collect_document(job: JobSpec, settings: Settings, *, final_attempt: bool) -
     storage = open_storage(job.storage, settings)
     manifest = storage.get_json(keys.job_manifest(job.job_id))
     count = int(manifest["page_count"])
-    records: list[PageRecord] = []
-    missing: list[int] = []
-    for number in range(1, count + 1):
-        try:
-            records.append(PageRecord.model_validate(storage.get_json(keys.page(job.job_id, number))))
-        except KeyError:
-            missing.append(number)
+    found = ranges.records(storage, job.job_id, manifest)  # one object per range + one per OCR'd page
+    records = [found[n] for n in range(1, count + 1) if n in found]
+    missing = [n for n in range(1, count + 1) if n not in found]
     if missing and not final_attempt:
         raise PagesMissing(f"job {job.job_id}: pages {missing[:10]} not recorded yet")
     for number in missing:

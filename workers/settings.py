@@ -185,6 +185,11 @@ class Settings(BaseSettings):
     # every sandbox command forks from a warm per-worker server (PyMuPDF imported once) instead of
     # starting an interpreter; off: one `python -m workers.pdf.sandbox` process per command
     sandbox_fork_server: bool = True
+    # rung 1 by page range: a document of more pages than split_range_pages is split into a chord of
+    # range tasks (queue split_range_queue) so every core works on it; never more than split_max_ranges
+    split_range_pages: int = Field(50, ge=1)
+    split_max_ranges: int = Field(64, ge=1)
+    split_range_queue: Literal["split", "cpu"] = "cpu"
 
     # bounded, so the visibility timeout (hard limit + reliability.visibility_margin_s = 9 min) can be
     # short: a dead worker's unacked pages come back in minutes (issue 9)

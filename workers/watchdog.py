@@ -24,10 +24,10 @@ from typing import Any
 
 from rich.console import Console
 
-from workers import jobs, keys
+from workers import jobs, keys, ranges
 from workers.errors import AbortedError, BrokerUnavailable, StorageError
 from workers.jobs import JobState
-from workers.model import JobSpec, PendingPage
+from workers.model import JobSpec
 from workers.reliability import ReliabilitySettings, current
 from workers.settings import Settings, get_settings
 from workers.storage import open_storage
@@ -53,11 +53,15 @@ def missing_pages(job: JobSpec, info: dict[str, str], settings: Settings) -> dic
     """Pages without a record, by the queue their pending record names."""
     storage = open_storage(job.storage, settings)
     missing: dict[str, list[int]] = {}
+    try:  # the ranges' objects and the OCR'd pages (workers/ranges.py)
+        recorded = set(ranges.records(storage, job.job_id, storage.get_json(keys.job_manifest(job.job_id))))
+    except KeyError:
+        recorded = set()
     for number in range(1, int(info.get("pages") or 0) + 1):
-        if storage.exists(keys.page(job.job_id, number)):
+        if number in recorded or storage.exists(keys.page(job.job_id, number)):
             continue
         try:
-            queue = PendingPage.model_validate(storage.get_json(keys.pending(job.job_id, number))).queue
+            queue = ranges.pending_page(storage, job.job_id, number).queue
         except KeyError:
             queue = "gpu" if settings.gpu else "cpu"
         missing.setdefault(queue, []).append(number)

@@ -21,7 +21,7 @@ from typing import Any
 
 from routing import chains as routing_chains
 from routing.quality import GateInput, assess
-from workers import keys
+from workers import keys, ranges
 from workers.ladder import fallback, visual
 from workers.pdf.source import render_page
 from workers.engines.base import Engine, EngineHealth, PageImage, create, device_of
@@ -94,7 +94,7 @@ def _cache(settings: Settings) -> str:
 
 
 def _prepare(job: JobSpec, storage: Storage, number: int, pdf: str, render_dir: Path, settings: Settings) -> PageWork:
-    pending = PendingPage.model_validate(storage.get_json(keys.pending(job.job_id, number)))
+    pending = ranges.pending_page(storage, job.job_id, number)  # its range's object (or its own)
     work = PageWork(pending=pending, gpu=pending.queue == "gpu")
     text_layer = pending.text_layer
     if text_layer.strip():

@@ -108,7 +108,7 @@ def inspect(source: SourceFile, options: Options, settings: Settings) -> dict[st
     sniff(source.path)
     limits = {"timeout_s": settings.sandbox_timeout_s, "memory_mb": settings.sandbox_memory_mb}
     try:  # probe + the first batch of rung 1 in one child ...
-        info = run_child("probe", source.path, {"extract_upto": settings.split_batch_pages,
+        info = run_child("probe", source.path, {"extract_upto": settings.split_range_pages,
                                                  "max_pages": options.max_pages, "structure": options.structure}, **limits)
     except SandboxError:
         try:  # ... and if that child died, the probe alone decides whether the file opens at all
@@ -126,13 +126,14 @@ def inspect(source: SourceFile, options: Options, settings: Settings) -> dict[st
 
 def extract_pages(
     source: SourceFile, page_count: int, settings: Settings, already: list[dict[str, Any]] | None = None,
-    structure: bool = False,
+    structure: bool = False, start: int = 1,
 ) -> list[dict[str, Any]]:
-    """Rung 1 for every page, in page-range batches (one sandbox child per batch); `already` holds
-    the first pages when `inspect` extracted them. `structure`: with each page's layout evidence."""
+    """Rung 1 for pages `start`..`page_count`, in batches (one sandbox child per batch, forked from
+    the warm sandbox server); `already` holds the first pages when `inspect` extracted them.
+    `structure`: with each page's layout evidence."""
     pages: list[dict[str, Any]] = list(already or [])
     batch = settings.split_batch_pages
-    for first in range(len(pages) + 1, page_count + 1, batch):
+    for first in range(start + len(pages), page_count + 1, batch):
         last = min(first + batch - 1, page_count)
         try:
             result = run_child(

@@ -1,0 +1,91 @@
+"""The peers the fleet is measured against, on the same files and cores.
+
+    get_text_limit(pdf, procs=2)       PyMuPDF `get_text()` over every page, the pages split between
+                                       `procs` processes (opening the file included): the limit
+    pymupdf4llm_sample(pdf, pages)     `pymupdf4llm.to_markdown` on the first pages, one process
+    tesseract_limit(pngs, langs, 2)    plain `tesseract` on pre-rendered page images, two at a time,
+                                       OMP_THREAD_LIMIT=1, each page with its own script's languages
+    ocrmypdf_peer(pdf, jobs=2)         `ocrmypdf --jobs 2 -l heb+ara+eng` (it does not route scripts)
+
+Each returns (wall seconds, peak RSS MB of its largest process).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TESSERACT_LANGS = {"he": "heb+eng", "ar": "ara+eng", "en": "eng"}
+
+
+def _get_text(args: tuple[str, int, int]) -> tuple[int, float]:
+    import pymupdf
+
+    path, first, last = args
+    with pymupdf.open(path) as doc:
+        chars = sum(len(doc[i].get_text()) for i in range(first, last))
+    return chars, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def get_text_limit(pdf: Path, pages: int, procs: int = 2) -> tuple[float, float]:
+    bounds = [(str(pdf), pages * i // procs, pages * (i + 1) // procs) for i in range(procs)]
+    ctx = __import__("multiprocessing").get_context("spawn")  # fresh processes, nothing inherited
+    with concurrent.futures.ProcessPoolExecutor(procs, mp_context=ctx) as pool:
+        list(pool.map(_noop, range(procs)))  # start the processes before the clock
+        started = time.perf_counter()
+        results = list(pool.map(_get_text, bounds))
+        wall = time.perf_counter() - started
+    return wall, max(rss for _, rss in results)
+
+
+def _noop(_: int) -> None:
+    import pymupdf  # noqa: F401 - imported before the clock, as in a warm fleet
+
+
+def pymupdf4llm_sample(pdf: Path, pages: int) -> tuple[float, float]:
+    """Run in a child so its memory is its own."""
+    code = ("import sys, time, resource, pymupdf4llm; t = time.perf_counter(); "
+            f"pymupdf4llm.to_markdown({str(pdf)!r}, pages=list(range({pages}))); "
+            "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=3600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"pymupdf4llm failed: {proc.stderr[-500:]}")
+    wall, rss = proc.stdout.split()[-2:]
+    return float(wall), float(rss)
+
+
+def _tesseract(args: tuple[str, str, str]) -> float:
+    png, langs, out = args
+    env = dict(os.environ, OMP_THREAD_LIMIT="1")
+    subprocess.run(["tesseract", png, out, "-l", langs], env=env, capture_output=True, check=True, timeout=600)
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def tesseract_limit(pngs: list[Path], scripts: list[str], workers: int = 2) -> tuple[float, float]:
+    with tempfile.TemporaryDirectory(prefix="bench-tess-") as tmp:
+        jobs = [(str(png), TESSERACT_LANGS[s], f"{tmp}/{i}") for i, (png, s) in enumerate(zip(pngs, scripts))]
+        started = time.perf_counter()
+        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+            rss = list(pool.map(_tesseract, jobs))
+        return time.perf_counter() - started, max(rss)
+
+
+def ocrmypdf_peer(pdf: Path, jobs: int = 2) -> tuple[float, float]:
+    exe = shutil.which("ocrmypdf") or str(Path(sys.executable).with_name("ocrmypdf"))
+    with tempfile.TemporaryDirectory(prefix="bench-ocrmypdf-") as tmp:
+        argv = [exe, "--jobs", str(jobs), "-l", "heb+ara+eng", "--output-type", "pdf", "--sidecar",
+                f"{tmp}/out.txt", str(pdf), f"{tmp}/out.pdf"]
+        env = dict(os.environ, OMP_THREAD_LIMIT="1")
+        started = time.perf_counter()
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=3600)
+        wall = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise RuntimeError(f"ocrmypdf failed: {proc.stderr[-500:]}")
+    return wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024

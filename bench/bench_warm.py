@@ -1,0 +1,191 @@
+"""A warm fleet for the benchmark: the embedded default's Redis + one split/collect worker + one cpu
+worker of concurrency 2 (optionally a moto S3 server), kept running across measurements.
+
+`WarmFleet.run(files, ...)` submits every file at once and times submit → every job done. Around
+each run it measures: the peak RSS of every worker process (the kernel's high-water mark, reset
+before the run through /proc/PID/clear_refs), Redis memory (sampled while waiting), and the tasks
+the workers ran (their log lines).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+
+@dataclass
+class RunResult:
+    pages: int
+    wall: float
+    rss_mb: dict[str, float]  # role -> peak RSS of the largest process in that role
+    redis_mb: float
+    tasks: int
+    routes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def pages_per_s(self) -> float:
+        return self.pages / self.wall if self.wall else 0.0
+
+    @property
+    def ms_per_page(self) -> float:
+        return 1000 * self.wall / self.pages if self.pages else 0.0
+
+
+def _free_port() -> int:
+    from workers.cli.embedded import free_port
+
+    return free_port()
+
+
+class MotoServer:
+    def __init__(self) -> None:
+        self.port = _free_port()
+        exe = shutil.which("moto_server") or str(Path(sys.executable).with_name("moto_server"))
+        self.proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(self.port)], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/", timeout=1)
+                return
+            time.sleep(0.2)
+        raise RuntimeError("moto S3 server did not start")
+
+    def env(self) -> dict[str, str]:
+        return {"PAGEFLEET_S3_ENDPOINT": f"127.0.0.1:{self.port}", "PAGEFLEET_S3_ACCESS_KEY": "testing",
+                "PAGEFLEET_S3_SECRET_KEY": "testing", "PAGEFLEET_S3_REGION": "us-east-1"}
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+class WarmFleet:
+    def __init__(self, workdir: Path, *, s3: bool) -> None:
+        self.workdir = workdir
+        self.moto = MotoServer() if s3 else None
+        if self.moto:
+            os.environ.update(self.moto.env())
+        os.environ["PAGEFLEET_CACHE_DIR"] = str(workdir / "cache")
+        from workers.cli.embedded import EmbeddedFleet
+
+        self.fleet = EmbeddedFleet(broker_url=None, cpu_workers=2, gpu=False, logdir=workdir / "logs")
+
+    def __enter__(self) -> "WarmFleet":
+        from workers.app import use_broker
+        from workers.settings import get_settings
+
+        self.fleet.__enter__()
+        use_broker(self.fleet.broker_url or "")
+        get_settings.cache_clear()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.fleet.__exit__(*exc)
+        if self.moto:
+            self.moto.stop()
+
+    def make_bucket(self, name: str) -> str:
+        from workers.settings import get_settings
+        from workers.storage import s3_client
+
+        client = s3_client(get_settings())
+        if not client.bucket_exists(name):
+            client.make_bucket(name)
+        return f"s3://{name}"
+
+    # ------------------------------------------------------------------ measuring
+
+    def _processes(self) -> dict[str, list[psutil.Process]]:
+        roles: dict[str, list[psutil.Process]] = {}
+        for worker in self.fleet.workers:
+            queue = "split" if "split" in worker.name else "cpu"
+            with contextlib.suppress(psutil.Error):
+                main = psutil.Process(worker.proc.pid)
+                for proc in [main, *main.children(recursive=True)]:
+                    cmd = " ".join(proc.cmdline())
+                    role = "sandbox" if "forkserver" in cmd else (f"{queue}-main" if proc.pid == main.pid else queue)
+                    roles.setdefault(role, []).append(proc)
+        return roles
+
+    def _reset_peaks(self) -> None:
+        for procs in self._processes().values():
+            for proc in procs:
+                with contextlib.suppress(OSError):
+                    Path(f"/proc/{proc.pid}/clear_refs").write_text("5")
+
+    def _peaks(self) -> dict[str, float]:
+        peaks: dict[str, float] = {}
+        for role, procs in self._processes().items():
+            for proc in procs:
+                with contextlib.suppress(OSError):
+                    status = Path(f"/proc/{proc.pid}/status").read_text()
+                    kb = int(re.search(r"VmHWM:\s+(\d+)", status).group(1))  # type: ignore[union-attr]
+                    peaks[role] = max(peaks.get(role, 0.0), kb / 1024)
+        return peaks
+
+    def _task_lines(self) -> int:
+        return sum(path.read_text(errors="replace").count(" succeeded in ")
+                   for path in (self.workdir / "logs").glob("worker-*.log"))
+
+    def run(self, files: list[Path], storage: str, options: dict[str, Any], tag: str) -> RunResult:
+        from workers import jobs
+        from workers.settings import Options
+        from workers.submit import enqueue, spec_for_path
+
+        opts = Options.model_validate(options)
+        specs = [spec_for_path(str(f), storage, f"{tag}/{f.stem}", opts, force=True) for f in files]
+        r = jobs.client()
+        self._reset_peaks()
+        tasks_before = self._task_lines()
+        started = time.perf_counter()
+        for spec in specs:
+            enqueue(spec)
+        redis_peak, states = self._wait(r, [s.job_id for s in specs])
+        wall = time.perf_counter() - started
+        time.sleep(0.3)  # the last task's log line
+        routes: dict[str, int] = {}
+        pages = 0
+        for info in states:
+            if info.get("state") != "done":
+                raise RuntimeError(f"{tag}: a job ended {info.get('state')}: {info.get('error_code')}")
+            pages += int(info.get("pages") or 0)
+            for route, n in json.loads(info.get("routes") or "{}").items():
+                routes[route] = routes.get(route, 0) + n
+        return RunResult(pages, wall, self._peaks(), redis_peak, self._task_lines() - tasks_before, routes)
+
+    def _wait(self, r: Any, ids: list[str], timeout_s: float = 7200) -> tuple[float, list[dict[str, str]]]:
+        from workers import jobs
+
+        deadline = time.monotonic() + timeout_s
+        redis_peak = 0.0
+        while time.monotonic() < deadline:
+            pipe = r.pipeline(transaction=False)
+            for job_id in ids:
+                pipe.hget(f"pagefleet:job:{job_id}", "state")
+            states = pipe.execute()
+            redis_peak = max(redis_peak, int(r.info("memory")["used_memory"]) / 2**20)
+            if all(s in jobs.TERMINAL for s in states):
+                return redis_peak, [jobs.get(job_id) for job_id in ids]
+            dead = self.fleet.dead_worker()
+            if dead is not None:
+                raise RuntimeError(f"worker {dead.name} died:\n{dead.tail()}")
+            time.sleep(0.05)
+        raise TimeoutError("the fleet did not finish in time")
+
+
+def scratch() -> Path:
+    return Path(tempfile.mkdtemp(prefix="pagefleet-bench-"))

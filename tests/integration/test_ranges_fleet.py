@@ -1,0 +1,51 @@
+"""A document split into a chord of range tasks reads exactly like the same document in one task,
+and its work state is one object per range."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from tests.conftest import PrivateFleet, wait_for_job
+from workers.settings import Options
+from workers.storage import LocalStorage
+from workers.submit import enqueue, spec_for_path
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+PAGES = ("born_digital_english.pdf", "born_digital_hebrew.pdf", "visual_order_hebrew.pdf",
+         "born_digital_arabic_presentation_forms.pdf", "image_only_english_scan.pdf",
+         "broken_text_layer_legacy_hebrew_mojibake.pdf", "born_digital_mixed_hebrew_english.pdf")
+
+
+def _document(fixtures_dir: Path, target: Path) -> Path:
+    with pymupdf.open() as doc:
+        for name in PAGES * 2:
+            with pymupdf.open(fixtures_dir / name) as src:
+                doc.insert_pdf(src, from_page=0, to_page=0)
+        doc.save(target)
+    return target
+
+
+def _run(pdf: Path, out: Path, tmp: Path, env: dict[str, str]) -> tuple[list[dict], list[str]]:
+    tmp.mkdir(parents=True, exist_ok=True)
+    with PrivateFleet(tmp, env, (("split,collect", 1), ("cpu", 2))) as fleet:
+        spec = spec_for_path(str(pdf), LocalStorage(out).url, "doc", Options(structure=False))
+        info = wait_for_job(enqueue(spec), timeout_s=300)
+        logs = "".join(p.read_text(errors="replace") for p in tmp.glob("worker-*.log"))
+    assert info["state"] == "done", info
+    pages = json.loads((out / "doc" / "document.json").read_text(encoding="utf-8"))["pages"]
+    return pages, [line for line in logs.splitlines() if "pagefleet.split_range" in line and "succeeded" in line]
+
+
+def test_ranges_read_like_one_task(fixtures_dir: Path, tmp_path: Path) -> None:
+    pdf = _document(fixtures_dir, tmp_path / "doc.pdf")
+    one, no_ranges = _run(pdf, tmp_path / "one", tmp_path / "f1", {})
+    split, range_tasks = _run(pdf, tmp_path / "split", tmp_path / "f2",
+                              {"PAGEFLEET_SPLIT_RANGE_PAGES": "3", "PAGEFLEET_SPLIT_MAX_RANGES": "4"})
+    assert not no_ranges and len(range_tasks) == 4  # 14 pages: the split task's 3, then 4 ranges of 3
+    assert [p["number"] for p in split] == list(range(1, 15))
+    assert [(p["route"], p["text"], p["quality"]) for p in split] == [(p["route"], p["text"], p["quality"]) for p in one]
+    assert any(p["route"] == "ocr" for p in split)  # a page that climbed from a range still got read

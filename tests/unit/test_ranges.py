@@ -1,0 +1,70 @@
+"""Page ranges: the plan, one storage object per range, and reading records back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from workers import keys, ranges
+from workers.model import PageRecord, PendingPage, Quality, RouterInfo
+from workers.settings import Settings
+from workers.storage import LocalStorage
+
+
+@pytest.mark.parametrize("pages", [1, 49, 50, 51, 100, 1000, 10_000, 12_345])
+def test_plan_covers_every_page_once(pages: int) -> None:
+    settings = Settings(split_range_pages=50, split_max_ranges=64)
+    plan = ranges.plan(pages, settings)
+    covered = [n for first, last in plan for n in range(first, last + 1)]
+    assert covered == list(range(1, pages + 1))
+    assert plan[0] == (1, min(pages, 50))  # the split task's own pages: what the probe child read
+    assert len(plan) <= 1 + settings.split_max_ranges
+    assert all(last - first + 1 >= 50 for first, last in plan[1:-1])
+
+
+def test_small_document_is_one_task() -> None:
+    assert ranges.plan(50, Settings(split_range_pages=50)) == [(1, 50)]
+
+
+def _record(n: int) -> PageRecord:
+    return PageRecord(number=n, router=RouterInfo(source="text_layer", script="he"), route="text_layer", text=f"p{n}",
+                      quality=Quality(ok=True))
+
+
+def test_records_come_from_range_objects_and_ocr_pages(tmp_path: Path) -> None:
+    storage = LocalStorage(tmp_path)
+    job = "job1"
+
+    def judge(page: dict) -> PageRecord | PendingPage:
+        n = int(page["number"])
+        return PendingPage(number=n, queue="cpu") if n % 3 == 0 else _record(n)
+
+    manifest = {"page_count": 7, "ranges": [[1, 4], [5, 7]]}
+    for first, last in manifest["ranges"]:
+        outcome, recs, pend = ranges.decide(({"number": n} for n in range(first, last + 1)), first, last,
+                                            ocr="auto", judge=judge, unread=lambda p: _record(p.number))
+        ranges.store(storage, job, outcome, recs, pend)
+        assert outcome.pending == {"cpu": [n for n in range(first, last + 1) if n % 3 == 0]}
+    storage.put_json(keys.job_manifest(job), manifest)
+    assert len(storage.list_keys(keys.work(job, "ranges"))) == 2  # one object per range, not per page
+    assert ranges.pending_page(storage, job, 6).number == 6
+    with pytest.raises(KeyError):
+        ranges.pending_page(storage, job, 5)  # accepted: nothing pending
+    found = ranges.records(storage, job, manifest)
+    assert sorted(found) == [1, 2, 4, 5, 7]  # pages 3 and 6 wait for OCR
+    storage.put_json(keys.page(job, 3), _record(3).model_dump(mode="json"))  # the OCR stage finished page 3
+    assert sorted(ranges.records(storage, job, manifest)) == [1, 2, 3, 4, 5, 7]
+
+
+def test_ocr_off_quarantines_inside_the_range(tmp_path: Path) -> None:
+    outcome, recs, pend = ranges.decide([{"number": 1}], 1, 1, ocr="off",
+                                        judge=lambda p: PendingPage(number=1, queue="cpu"),
+                                        unread=lambda p: _record(p.number))
+    assert outcome.pending == {} and not pend and [r.number for r in recs] == [1]
+
+
+def test_outcomes_merge_in_page_order() -> None:
+    a = ranges.RangeOutcome(51, 100, 40, {"cpu": [60, 70]})
+    b = ranges.RangeOutcome(1, 50, 49, {"cpu": [7], "gpu": [9]})
+    assert ranges.merge([a, ranges.RangeOutcome.from_dict(b.as_dict())]) == (89, {"cpu": [7, 60, 70], "gpu": [9]})

@@ -1,0 +1,136 @@
+"""Page ranges: how a document's rung 1 is divided between tasks, and its work state, one storage
+object per range.
+
+    pages 1..E        the split task itself (the probe child already read them), E = split_range_pages
+    E+1.., R at a time  `pagefleet.split_range` tasks, a chord, so every core works on one big document
+                        (R grows with the document so no document needs more than split_max_ranges)
+
+A document of at most E pages stays one task. Every range writes one object,
+`.pagefleet/work/<job>/ranges/<first>-<last>.json` = {"records": [accepted or quarantined page
+records], "pending": [pages that climb]}, so storage round trips grow with ranges, not pages.
+Pages the OCR stage finishes keep one object each (`pages/<n>.json`): they are few and slow anyway.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from workers import keys
+from workers.model import PageRecord, PendingPage
+from workers.settings import Settings
+from workers.storage import Storage
+
+
+@dataclass
+class RangeOutcome:
+    first: int
+    last: int
+    accepted: int = 0
+    pending: dict[str, list[int]] = field(default_factory=dict)  # queue -> page numbers
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"first": self.first, "last": self.last, "accepted": self.accepted, "pending": self.pending}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RangeOutcome":
+        return cls(int(data["first"]), int(data["last"]), int(data["accepted"]),
+                   {q: list(map(int, ns)) for q, ns in data["pending"].items()})
+
+
+def plan(page_count: int, settings: Settings) -> list[tuple[int, int]]:
+    """[(first, last)]: the split task's own pages first, then equal ranges for the range tasks."""
+    head = min(page_count, settings.split_range_pages)
+    rest = page_count - head
+    if rest <= 0:
+        return [(1, page_count)]
+    size = max(settings.split_range_pages, math.ceil(rest / settings.split_max_ranges))
+    return [(1, head)] + [(first, min(first + size - 1, page_count)) for first in range(head + 1, page_count + 1, size)]
+
+
+def key(job_id: str, first: int, last: int) -> str:
+    return keys.work(job_id, "ranges", f"{first:05d}-{last:05d}.json")
+
+
+def store(storage: Storage, job_id: str, outcome: RangeOutcome, records: Sequence[PageRecord],
+          pending: Sequence[PendingPage]) -> None:
+    storage.put_json(key(job_id, outcome.first, outcome.last),
+                     {"records": [r.model_dump(mode="json") for r in records],
+                      "pending": [p.model_dump(mode="json") for p in pending]})
+
+
+def decide(pages: Iterable[dict[str, Any]], first: int, last: int, *, ocr: str,
+           judge: Callable[[dict[str, Any]], PageRecord | PendingPage],
+           unread: Callable[[PendingPage], PageRecord]) -> tuple[RangeOutcome, list[PageRecord], list[PendingPage]]:
+    """Rung 1 for the pages of one range: records (accepted, or quarantined when OCR is off) and
+    the pages that climb, by queue."""
+    outcome = RangeOutcome(first, last)
+    records: list[PageRecord] = []
+    pending: list[PendingPage] = []
+    for page in pages:
+        result = judge(page)
+        if isinstance(result, PageRecord):
+            records.append(result)
+            outcome.accepted += 1
+        elif ocr == "off":
+            records.append(unread(result))
+        else:
+            pending.append(result)
+            outcome.pending.setdefault(result.queue, []).append(result.number)
+    return outcome, records, pending
+
+
+def merge(outcomes: Iterable[RangeOutcome]) -> tuple[int, dict[str, list[int]]]:
+    accepted, pending = 0, {}
+    for o in sorted(outcomes, key=lambda o: o.first):
+        accepted += o.accepted
+        for queue, numbers in o.pending.items():
+            pending.setdefault(queue, []).extend(numbers)
+    return accepted, pending
+
+
+def _load(storage: Storage, job_id: str, manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    found = []
+    for first, last in manifest.get("ranges") or []:
+        try:
+            found.append(storage.get_json(key(job_id, first, last)))
+        except KeyError:
+            continue  # a range not written yet: its pages count as missing
+    return found
+
+
+def records(storage: Storage, job_id: str, manifest: dict[str, Any]) -> dict[int, PageRecord]:
+    """Every page record of the job: the ranges' records, then one object per OCR'd page."""
+    found: dict[int, PageRecord] = {}
+    pending: list[int] = []
+    for state in _load(storage, job_id, manifest):
+        for raw in state["records"]:
+            record = PageRecord.model_validate(raw)
+            found[record.number] = record
+        pending += [int(p["number"]) for p in state["pending"]]
+    covered = {n for first, last in manifest.get("ranges") or [] for n in range(first, last + 1)}
+    others = pending + [n for n in range(1, int(manifest["page_count"]) + 1) if n not in covered]
+    for number in others:
+        try:
+            found[number] = PageRecord.model_validate(storage.get_json(keys.page(job_id, number)))
+        except KeyError:
+            continue
+    return found
+
+
+def pending_page(storage: Storage, job_id: str, number: int) -> PendingPage:
+    """A climbing page's rung-1 state (the OCR stage's input). Raises KeyError."""
+    try:
+        return PendingPage.model_validate(storage.get_json(keys.pending(job_id, number)))
+    except KeyError:
+        pass
+    manifest = storage.get_json(keys.job_manifest(job_id))
+    for first, last in manifest.get("ranges") or []:
+        if first <= number <= last:
+            state = storage.get_json(key(job_id, first, last))
+            for raw in state["pending"]:
+                if int(raw["number"]) == number:
+                    return PendingPage.model_validate(raw)
+    raise KeyError(keys.pending(job_id, number))
