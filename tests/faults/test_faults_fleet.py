@@ -1,0 +1,99 @@
+"""Drills on the fleet itself: Redis restarted mid-OCR (AOF on), a worker's main process
+SIGKILLed mid-page, a split SIGKILLed, the same document submitted again and again, at once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from tests.faults.conftest import finish, settle, submit
+from tests.support.drills import SLOW_ENGINE_ENV, busy_child, children
+
+pytestmark = [pytest.mark.faults, pytest.mark.integration]
+
+
+def _until(predicate, timeout_s: float = 60, every_s: float = 0.05):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every_s)
+    raise AssertionError("condition not reached")
+
+
+def _state(job_id: str) -> str | None:
+    from workers import jobs
+
+    return jobs.get(job_id).get("state")
+
+
+def test_redis_restarted_mid_ocr(drill) -> None:
+    with drill(env_extra=SLOW_ENGINE_ENV, queues=(("split,collect", 1), ("cpu", 2))) as fleet:
+        ids = submit(drill, drill.docs(3, 2), pages=2)
+        _until(lambda: any(busy_child(w.proc.pid) for w in fleet.workers[1:]), 60)
+        fleet.redis.kill()  # a crash: SIGKILL; AOF with fsync always keeps every acknowledged write
+        time.sleep(3)
+        fleet.redis.start()
+        took = settle(ids, 240)
+    finish(drill, "redis-server restarted mid-OCR", {"settled_s": round(took, 1)})
+
+
+def test_worker_main_process_sigkilled(drill) -> None:
+    with drill(env_extra=SLOW_ENGINE_ENV, queues=(("split,collect", 1), ("cpu", 1), ("cpu", 1))) as fleet:
+        ids = submit(drill, drill.docs(2, 2), pages=2)
+        victim = _until(lambda: next((w for w in fleet.workers[1:] if busy_child(w.proc.pid)), None), 60)
+        os.kill(victim.proc.pid, signal.SIGKILL)  # the main process only: its unacked page must come back
+        took = settle(ids, 240)
+    finish(drill, "worker main process SIGKILLed", {"settled_s": round(took, 1)})
+
+
+def test_sigkill_during_split(drill) -> None:
+    with drill() as fleet:
+        ids = submit(drill, drill.docs(1, 40), pages=40)
+        _until(lambda: _state(ids[0]) == "splitting", 60, 0.01)
+        for child in children(fleet.workers[0].proc.pid):  # the pool child running the split
+            os.kill(child, signal.SIGKILL)
+        took = settle(ids, 240)
+    finish(drill, "SIGKILL during split", {"settled_s": round(took, 1)})
+
+
+def test_same_document_four_times_one_after_another(drill) -> None:
+    from workers import jobs
+
+    with drill():
+        doc = drill.docs(1, 2)
+        ids = submit(drill, doc, pages=2)
+        settle(ids, 120)
+        first = drill.ledger.client.stat_object(drill.bucket, f"out/{doc[0].stem}/document.json")
+        run = jobs.get(ids[0])["run"]
+        for _ in range(3):
+            assert submit(drill, doc, pages=2) == ids  # the same job
+            settle(ids, 120)
+        again = drill.ledger.client.stat_object(drill.bucket, f"out/{doc[0].stem}/document.json")
+        assert jobs.get(ids[0])["run"] == run and again.etag == first.etag  # not redone
+        assert jobs.get(ids[0])["state"] == "done"
+    finish(drill, "same document submitted 4 times, one after another", {"submissions": 4})
+
+
+def test_same_document_twice_at_once(drill) -> None:
+    from workers import jobs
+    from workers.app import send
+
+    with drill(queues=(("split,collect", 2), ("cpu", 2))):
+        doc = drill.docs(1, 3)
+        ids = submit(drill, doc, pages=3)
+        assert submit(drill, doc, pages=3) == ids  # shares the run under way
+        spec = jobs.get(ids[0])["spec"]
+        import json
+
+        # and a duplicated split message, as a redelivery or a second producer would make
+        send("pagefleet.split", [json.loads(spec)], queue="split", task_id=f"{ids[0]}-split-dup")
+        settle(ids, 120)
+        time.sleep(2)  # let a late duplicate run, if there were one
+        deliveries = jobs.client().hgetall(f"pagefleet:attempts:{ids[0]}")
+    assert {k: v for k, v in deliveries.items() if ":" not in k} == {"1": "1", "2": "1", "3": "1"}
+    finish(drill, "same document submitted twice at once", {"submissions": 3})

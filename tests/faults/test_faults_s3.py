@@ -1,0 +1,58 @@
+"""Drills: the object store goes away (the proxy in front of moto is cut) during OCR, at the split
+of a document whose source is on S3, and during collect; then comes back. Nothing may be lost."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from tests.faults.conftest import finish, settle, submit
+
+pytestmark = [pytest.mark.faults, pytest.mark.integration]
+OUTAGE_S = float(os.environ.get("PAGEFLEET_DRILL_OUTAGE_S", "12"))
+
+
+def _wait_state(job_ids: list[str], states: tuple[str, ...], timeout_s: float = 60) -> None:
+    from workers import jobs
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if any(jobs.get(j).get("state") in states for j in job_ids):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"no job reached {states}")
+
+
+def test_s3_unreachable_during_ocr(drill) -> None:
+    with drill():
+        ids = submit(drill, drill.docs(3, 2), pages=2)
+        _wait_state(ids, ("ocr",))
+        drill.fleet.proxy.cut()
+        time.sleep(OUTAGE_S)
+        drill.fleet.proxy.restore()
+        took = settle(ids, 240)
+    finish(drill, "S3 unreachable during OCR", {"outage_s": OUTAGE_S, "settled_s": round(took, 1)})
+
+
+def test_s3_unreachable_at_split_source_on_s3(drill) -> None:
+    with drill():
+        paths = drill.docs(2, 2)
+        drill.fleet.proxy.cut()
+        ids = submit(drill, paths, pages=2, on_s3=True)  # uploaded directly; the fleet cannot reach it
+        time.sleep(OUTAGE_S)
+        drill.fleet.proxy.restore()
+        took = settle(ids, 240)
+    finish(drill, "S3 unreachable at split (source on S3)", {"outage_s": OUTAGE_S, "settled_s": round(took, 1)})
+
+
+def test_s3_unreachable_during_collect(drill) -> None:
+    with drill():
+        ids = submit(drill, drill.docs(3, 2), pages=2)
+        _wait_state(ids, ("collecting",))
+        drill.fleet.proxy.cut()
+        time.sleep(OUTAGE_S)
+        drill.fleet.proxy.restore()
+        took = settle(ids, 240)
+    finish(drill, "S3 unreachable during collect", {"outage_s": OUTAGE_S, "settled_s": round(took, 1)})
