@@ -43,8 +43,8 @@ test: setup
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not integration and not slow"
 
-bench: setup
-	$(BIN)/python bench/bench_fleet.py ../shared/corpus
+bench: setup  # BENCH_ARGS=--quick while iterating
+	$(BIN)/python bench/bench_fleet.py ../shared/corpus $(BENCH_ARGS)
 
 eval: setup
 	$(BIN)/pagefleet eval ../shared/corpus --labels ../shared/corpus/LABELS.json
