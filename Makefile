@@ -7,10 +7,10 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 OUT    ?= out
 APT_PACKAGES = tesseract-ocr tesseract-ocr-eng tesseract-ocr-heb tesseract-ocr-ara tesseract-ocr-osd \
-               poppler-utils redis-server fonts-dejavu-core chromium
+               poppler-utils redis-server fonts-dejavu-core chromium unpaper
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup system venv fixtures run test test-fast bench eval eval-structure clean
+.PHONY: setup system venv fixtures run test test-fast bench eval eval-structure eval-ocr clean
 
 setup: system venv
 
@@ -53,6 +53,11 @@ eval: setup
 eval-structure: setup
 	$(BIN)/python fixtures/make_structure_fixtures.py fixtures/structure
 	$(BIN)/python -m bench.eval_structure --fixtures fixtures/structure --corpus ../shared/corpus
+
+# issue 12: OCR against known text (64 generated scans), pagefleet beside tesseract and ocrmypdf;
+# EVAL_OCR_ARGS=--quick for the 16-page subset
+eval-ocr: setup
+	$(BIN)/python -m bench.eval_ocr $(EVAL_OCR_ARGS)
 
 clean:
 	rm -rf $(OUT) fixtures/*.pdf fixtures/bad fixtures/structure .pytest_cache

@@ -24,6 +24,7 @@ text-layer candidate: the caller reverses the flagged lines and gates the result
     text_below_visible          an image covers the page but the text layer holds almost nothing
     expected_script_low         OCR output barely holds the script the page was routed as
     low_confidence              OCR mean word confidence below the floor
+    text_missing                OCR left text-like ink unread (lines no recognised word covers)
     repetition_loop             a VLM/OCR repetition loop
     engine_disagreement         two engines read the page and agree on < 85% of words
     table_unrecovered           (structure, workers.ladder.tablecheck) a table the page holds could not be
@@ -88,6 +89,7 @@ class GateInput:
     layer: dict[str, Any] = field(default_factory=dict)  # glyphs, image_coverage, shared_position_runs, line_geometry
     confidence: float | None = None
     reference_text: str | None = None  # a second engine's reading of the same page
+    missing_lines: int = 0  # OCR: ink regions no recognised word covers that a re-read could not read
 
 
 @dataclass
@@ -223,6 +225,9 @@ def _ocr_reasons(gi: GateInput, stats: Any, t: GateThresholds, metrics: dict[str
         metrics["ocr_confidence"] = round(gi.confidence, 2)
         if gi.confidence < t.min_ocr_confidence:
             reasons.append("low_confidence")
+    if gi.missing_lines:
+        metrics["missing_lines"] = gi.missing_lines
+        reasons.append("text_missing")
     if repetition_loop(gi.text, t.loop_min_tokens, t.loop_min_repeats):
         reasons.append("repetition_loop")
     if gi.expected_script in ("he", "ar", "latin") and stats.scored >= 10:

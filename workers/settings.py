@@ -3,6 +3,7 @@
     Settings                    PAGEFLEET_*            broker, storage, limits, loglevel
       .options (per job)        Options                what `run/submit` accept; part of the job id
       .chains .vlm .router      PAGEFLEET_CHAINS__HE='["dots","tesseract:heb+eng"]', …
+      .tesseract_read           PAGEFLEET_TESSERACT_READ__*  deskew, upscaling, coverage re-reads
       .events                   PAGEFLEET_EVENTS_*     the bucket-event receiver (`pagefleet events`)
       .heartbeat                PAGEFLEET_HEARTBEAT_*  probe files for containers
       .sentry                   PAGEFLEET_SENTRY_* / SENTRY_*  error reporting
@@ -74,6 +75,19 @@ class VlmSettings(BaseModel):
     local_files_only: bool = True  # never fetch weights at run time; images bake them in
     paddle_arabic_rec_model: str | None = None  # an Arabic PP-OCR recogniser (.onnx) for `paddle:arabic`
     paddle_arabic_rec_keys: str | None = None
+
+
+class TesseractReadSettings(BaseModel):
+    """What the Tesseract engine does around its recognition pass (`workers.engines.tesseract_read`),
+    each lever measured by `make eval-ocr`. Env: `PAGEFLEET_TESSERACT_READ__DESKEW=false`, …"""
+
+    model_config = ConfigDict(extra="forbid")
+
+    deskew: bool = Field(True, description="straighten pages leaning by 1.2° or more before reading")
+    min_dpi: int = Field(0, ge=0, le=600, description="upscale scans below this resolution (0: read as scanned)")
+    coverage: bool = Field(True, description="re-read ink no recognised word covers; unread → text_missing")
+    reread_min_conf: float = Field(40.0, ge=0, le=100, description="a re-read gap is kept at this confidence")
+    reread_below: float = Field(0.0, ge=0, le=100, description="re-read lines under this confidence (0: never)")
 
 
 class RouterSettings(BaseModel):
@@ -205,6 +219,7 @@ class Settings(BaseSettings):
     chains: Chains = Chains()
     vlm: VlmSettings = VlmSettings()
     router: RouterSettings = RouterSettings()
+    tesseract_read: TesseractReadSettings = Field(default_factory=TesseractReadSettings)
     events: EventSettings = Field(default_factory=EventSettings)
     heartbeat: HeartbeatSettings = Field(default_factory=HeartbeatSettings)
     sentry: SentrySettings = Field(default_factory=SentrySettings)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workers.engines.base import Engine, EngineHealth, EngineOutput, PageImage, register
+from workers.engines.tesseract_read import ReadPlan, read_prepared
 from workers.errors import EngineCrashed, EngineTimeout, EngineUnavailable, SetupError
 from workers.settings import get_settings
 
@@ -92,6 +93,7 @@ class TesseractEngine(Engine):
     def __init__(self, variant: str | None = None, **options: object) -> None:
         super().__init__(variant or "heb+ara+eng", **options)
         self.psm = int(options.get("psm", 3))  # type: ignore[call-overload]
+        self.plan = ReadPlan.from_options(options)
 
     def health(self) -> EngineHealth:
         have = installed_languages()
@@ -107,20 +109,29 @@ class TesseractEngine(Engine):
 
     def _read_one(self, image: PageImage) -> EngineOutput:
         started = time.monotonic()
-        timeout = get_settings().tesseract_timeout_s
         with tempfile.TemporaryDirectory(prefix="pagefleet-tess-") as tmp:
-            base = Path(tmp) / "out"
-            args = [image.path, str(base), "-l", self.variant or "eng", "--psm", str(self.psm),
-                    "--dpi", str(image.dpi), "txt", "tsv"]
-            proc = _run(args, timeout_s=timeout)
-            txt, tsv = base.with_suffix(".txt"), base.with_suffix(".tsv")
-            if proc.returncode != 0 or not txt.exists():
-                err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-                raise EngineCrashed(f"tesseract exit {proc.returncode}: {err[-1] if err else 'no output'}")
-            text = txt.read_text(encoding="utf-8", errors="replace")
-            confidence = mean_confidence(tsv.read_text(encoding="utf-8", errors="replace")) if tsv.exists() else None
+            if self.plan.active:
+                text, confidence, details = read_prepared(image, self.variant or "eng", self.psm, self.plan, Path(tmp),
+                                                           recognise)
+            else:
+                text, tsv = recognise(image.path, self.variant or "eng", self.psm, image.dpi, Path(tmp))
+                confidence, details = mean_confidence(tsv), {}
         text = text.replace("\f", "").rstrip() + ("\n" if text.strip() else "")
-        return EngineOutput(text=text, engine=self.label, seconds=time.monotonic() - started, confidence=confidence)
+        return EngineOutput(text=text, engine=self.label, seconds=time.monotonic() - started, confidence=confidence,
+                            details=details)
+
+
+def recognise(png: str, langs: str, psm: int, dpi: int, tmp: Path, name: str = "out") -> tuple[str, str]:
+    """One Tesseract pass writing the text and the TSV (word boxes and confidences)."""
+    base = tmp / name
+    args = [png, str(base), "-l", langs, "--psm", str(psm), "--dpi", str(dpi), "txt", "tsv"]
+    proc = _run(args, timeout_s=get_settings().tesseract_timeout_s)
+    txt, tsv = base.with_suffix(".txt"), base.with_suffix(".tsv")
+    if proc.returncode != 0 or not txt.exists():
+        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise EngineCrashed(f"tesseract exit {proc.returncode}: {err[-1] if err else 'no output'}")
+    text = txt.read_text(encoding="utf-8", errors="replace")
+    return text, tsv.read_text(encoding="utf-8", errors="replace") if tsv.exists() else ""
 
 
 @dataclass(frozen=True)
@@ -132,9 +143,9 @@ class OsdResult:
     orientation_confidence: float = 0.0
 
 
-def detect_script(png: str, *, timeout_s: float = 60.0) -> OsdResult:
+def detect_script(png: str, *, timeout_s: float = 60.0, dpi: int = 300) -> OsdResult:
     """Tesseract OSD (`--psm 0`). Raises EngineError when OSD cannot decide (too few characters)."""
-    proc = _run([png, "stdout", "--psm", "0", "--dpi", "300"], timeout_s=timeout_s)
+    proc = _run([png, "stdout", "--psm", "0", "--dpi", str(dpi)], timeout_s=timeout_s)
     fields = {}
     for line in proc.stdout.decode("utf-8", "replace").splitlines():
         key, sep, value = line.partition(":")

@@ -195,16 +195,17 @@ def _read_group(entry: str, group: list[PageWork]) -> None:
             w.attempts.append(Attempt(engine=eng.label, accepted=False, reasons=[exc.code], rung=rung, detail=exc.message))
         return
     for w, out in zip(group, outputs):
-        _judge(w, out.text, out.engine, rung, out.seconds, out.confidence)
+        _judge(w, out.text, out.engine, rung, out.seconds, out.confidence, int(out.details.get("missing_lines", 0)))
 
 
-def _judge(w: PageWork, text: str, label: str, rung: Rung, seconds: float, confidence: float | None) -> None:
+def _judge(w: PageWork, text: str, label: str, rung: Rung, seconds: float, confidence: float | None,
+           missing_lines: int = 0) -> None:
     decision = w.decision
     # the routed script is expected in the output unless no router could decide (the safe default):
     # a VLM hallucinating Latin on a page routed as Hebrew is rejected, not accepted
     expected = decision.script if decision and decision.source != "default" else None
     verdict = assess(GateInput(text=text, origin="ocr", expected_script=expected, confidence=confidence,
-                               reference_text=w.reference))
+                               reference_text=w.reference, missing_lines=missing_lines))
     _consider(w, Candidate(label, rung, text, verdict, seconds, confidence), "ocr", w.router())
 
 

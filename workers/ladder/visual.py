@@ -57,7 +57,7 @@ def _osd(image: PageImage, settings: Settings) -> OsdResult:
     if image.path not in _OSD_CACHE:
         if len(_OSD_CACHE) > 256:
             _OSD_CACHE.clear()
-        _OSD_CACHE[image.path] = detect_script(image.path, timeout_s=settings.tesseract_timeout_s)
+        _OSD_CACHE[image.path] = detect_script(image.path, timeout_s=settings.tesseract_timeout_s, dpi=image.dpi)
     return _OSD_CACHE[image.path]
 
 
@@ -95,12 +95,15 @@ def probe_vote(image: PageImage, settings: Settings, why: str) -> VisualVote:
     probe_png = str(Path(image.path).with_suffix(".probe.png"))
     try:
         pix = pymupdf.Pixmap(image.path)
-        pix.shrink(1)
+        shrink = image.dpi >= 250  # a half-resolution probe, never below 125 DPI
+        if shrink:
+            pix.shrink(1)
         pix.save(probe_png)
-        probe = TesseractEngine("+".join(PROBE_LANGS))
+        probe = TesseractEngine("+".join(PROBE_LANGS), deskew=False, coverage=False)  # a script probe: one pass
         if not probe.health().available:
             return VisualVote("osd", None, None, f"{why}; probe unavailable")
-        text = probe.read([PageImage(probe_png, image.page, max(image.dpi // 2, 72))], script="default")[0].text
+        probe_dpi = image.dpi // 2 if shrink else image.dpi
+        text = probe.read([PageImage(probe_png, image.page, max(probe_dpi, 72))], script="default")[0].text
     except (EngineError, RuntimeError, ValueError) as exc:
         return VisualVote("osd", None, None, f"{why}; probe failed: {exc}")
     finally:

@@ -196,19 +196,34 @@ def _shared_position_runs(chars: list[dict[str, Any]]) -> int:
     return runs
 
 
+def _scan_dpi(p: pymupdf.Page) -> float | None:
+    """A scanned page (one image covering it, no text): the image's own resolution, else None."""
+    infos = p.get_image_info()
+    if len(infos) != 1 or p.get_text("text").strip():
+        return None
+    box = pymupdf.Rect(infos[0]["bbox"])
+    if box.is_empty or abs(box & p.rect) < 0.9 * abs(p.rect):
+        return None
+    return 72.0 * (infos[0]["width"] * infos[0]["height"] / abs(box)) ** 0.5
+
+
 def render(pdf: str, page: int, dpi: int, png: str, max_pixels: int = 0, rotate: int = 0) -> dict[str, Any]:
     """Render one page to grayscale PNG, turned by `rotate` degrees (Tesseract OSD's "Rotate");
-    lower the resolution if it would exceed max_pixels."""
+    lower the resolution if it would exceed max_pixels. A scanned page below `dpi` is rendered at
+    its image's own resolution (pixel for pixel: interpolating up adds nothing a reader can use;
+    the OCR engine decides whether to upscale); `native_dpi` in the result says so."""
     doc = pymupdf.open(pdf, filetype="pdf")
     try:
         p = doc.load_page(page - 1)
-        zoom = dpi / 72.0
+        native = _scan_dpi(p)
+        zoom = (native if native and native < dpi else dpi) / 72.0
         width, height = p.rect.width * zoom, p.rect.height * zoom
         if max_pixels and width * height > max_pixels:
             zoom *= (max_pixels / (width * height)) ** 0.5
         matrix = pymupdf.Matrix(zoom, zoom).prerotate(rotate)
         pix = p.get_pixmap(matrix=matrix, colorspace=pymupdf.csGRAY, alpha=False, annots=True)
         pix.save(png)
-        return {"png": png, "dpi": round(zoom * 72), "width": pix.width, "height": pix.height, "rotate": rotate}
+        return {"png": png, "dpi": round(zoom * 72), "width": pix.width, "height": pix.height, "rotate": rotate,
+                "native_dpi": round(native) if native else None}
     finally:
         doc.close()

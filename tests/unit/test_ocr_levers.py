@@ -1,0 +1,153 @@
+"""The OCR stage's levers on small generated pages: skew estimate and correction, Otsu, upscaling,
+the coverage check (ink no recognised word covers), rebuilding the text with a re-read line, the
+gate's `text_missing`. Word boxes come from the generator's own layout (PyMuPDF), so these run
+without Tesseract; the `slow` ones run real Tesseract through the engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pymupdf
+import pytest
+
+from bench import ocr_truth
+from bench.ocr_truth import Variant
+from routing.quality import GateInput, assess
+from workers.engines import coverage, scan_prep
+from workers.engines.coverage import Gap, Word
+
+DPI = 150
+LINES = ["The opening line of the page", "a second line that Tesseract could drop",
+         "and a third line closing the paragraph"]
+
+
+def _page(lines: list[str] = LINES, dpi: int = DPI) -> tuple[np.ndarray, list[Word]]:
+    """A clean page and the true word boxes in its pixels (block 1, one line per <p>)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=420, height=300)
+    html = "".join(f"<p>{line}</p>" for line in lines)
+    page.insert_htmlbox(pymupdf.Rect(30, 30, 390, 270), html, css="p {font-size: 14pt; margin: 0 0 10pt 0;}")
+    zoom = dpi / 72
+    words = [Word(1, 1, i + 1, int(x0 * zoom), int(y0 * zoom), int((x1 - x0) * zoom), int((y1 - y0) * zoom), 95.0, text)
+             for i, (x0, y0, x1, y1, text, *_) in enumerate(page.get_text("words"))]
+    lines_of = {}
+    for w in words:  # one line per distinct top
+        lines_of.setdefault(round(w.top / 10), len(lines_of) + 1)
+    words = [Word(1, 1, lines_of[round(w.top / 10)], w.left, w.top, w.width, w.height, w.conf, w.text) for w in words]
+    pix = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY)
+    return np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.width).copy(), words
+
+
+def test_otsu_separates_ink_from_paper() -> None:
+    img = np.full((40, 40), 230, dtype=np.uint8)
+    img[10:20, 5:35] = 40
+    threshold = scan_prep.otsu_threshold(img)
+    assert 40 <= threshold < 230
+    assert scan_prep.ink_mask(img).sum() == 300
+
+
+@pytest.mark.parametrize("angle", [-3.0, -1.6, 2.5])
+def test_skew_is_found_and_removed(angle: float) -> None:
+    img, _ = _page()
+    skewed = ocr_truth.degrade(img, Variant("s", DPI, skew=angle), np.random.default_rng(0), None)
+    assert scan_prep.estimate_skew(skewed, DPI) == pytest.approx(angle, abs=0.25)
+    prepared = scan_prep.prepare(skewed, DPI, deskew=True)
+    assert prepared.skew == pytest.approx(angle, abs=0.25)
+    assert abs(scan_prep.estimate_skew(prepared.image, DPI)) < 0.3
+
+
+def test_straight_or_slightly_leaning_page_is_left_alone_and_low_dpi_upscaled() -> None:
+    img, _ = _page()
+    leaning = ocr_truth.degrade(img, Variant("s", DPI, skew=0.8), np.random.default_rng(0), None)
+    assert scan_prep.prepare(leaning, DPI, deskew=True).skew == 0.0  # Tesseract copes below MIN_SKEW
+    prepared = scan_prep.prepare(img, DPI, deskew=True, min_dpi=300)
+    assert prepared.skew == 0.0
+    assert prepared.scale == 2.0 and prepared.dpi == 300
+    assert prepared.image.shape == (img.shape[0] * 2, img.shape[1] * 2)
+
+
+def test_full_coverage_leaves_no_gap() -> None:
+    img, words = _page()
+    assert coverage.gaps(img, words, dpi=DPI) == []
+
+
+def test_a_dropped_line_is_one_gap_where_the_line_is() -> None:
+    img, words = _page()
+    dropped = [w for w in words if w.line == 2]
+    kept = [w for w in words if w.line != 2]
+    (gap,) = coverage.gaps(img, kept, dpi=DPI)
+    top, bottom = min(w.top for w in dropped), max(w.top + w.height for w in dropped)
+    assert gap.top <= (top + bottom) // 2 <= gap.bottom
+    assert gap.bottom - gap.top < 1.5 * (bottom - top)
+    assert gap.left <= min(w.left for w in dropped) + 4
+
+
+def test_noise_specks_are_no_gap() -> None:
+    img, words = _page()
+    rng = np.random.default_rng(3)
+    ys, xs = rng.integers(0, img.shape[0], 60), rng.integers(0, img.shape[1], 60)
+    img[ys, xs] = 0  # isolated black pixels
+    assert coverage.gaps(img, words, dpi=DPI) == []
+
+
+def test_text_rebuilt_with_the_reread_line_in_place() -> None:
+    _, words = _page()
+    kept = [w for w in words if w.line != 2]
+    line2 = [w for w in words if w.line == 2]
+    gap = Gap(min(w.top for w in line2), max(w.top + w.height for w in line2), 0, 600)
+    text = coverage.text_with_lines(kept, [(gap, LINES[1])])
+    assert text.splitlines() == LINES
+
+
+def test_tsv_parsing_keeps_words_with_text_only() -> None:
+    tsv = ("level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext\n"
+           "4\t1\t1\t1\t1\t0\t10\t10\t100\t20\t-1\t\n"
+           "5\t1\t1\t1\t1\t1\t10\t10\t40\t20\t91.5\tשלום\n"
+           "5\t1\t1\t1\t1\t2\t60\t10\t40\t20\t95\t \n")
+    (word,) = coverage.parse_tsv(tsv)
+    assert (word.text, word.conf, word.left, word.height) == ("שלום", 91.5, 10, 20)
+
+
+def test_gate_refuses_missing_lines_with_a_stable_reason() -> None:
+    text = "The opening line of the page\nand a third line closing the paragraph\n" * 3
+    ok = assess(GateInput(text=text, origin="ocr", confidence=90.0))
+    missing = assess(GateInput(text=text, origin="ocr", confidence=90.0, missing_lines=1))
+    assert ok.ok and "text_missing" not in ok.reasons
+    assert not missing.ok and "text_missing" in missing.reasons
+
+
+@pytest.mark.slow
+def test_engine_rereads_a_line_tesseract_did_not_return(tmp_path: Path) -> None:
+    """Real Tesseract: the page's TSV minus one line; the gap is re-read and put back in place."""
+    from workers.engines.tesseract import recognise
+    from workers.engines.tesseract_read import ReadPlan, fill_gaps
+
+    img, _ = _page(dpi=200)
+    png = tmp_path / "page.png"
+    scan_prep.save_gray(img, str(png), 200)
+    _, tsv = recognise(str(png), "eng", 3, 200, tmp_path, "page")
+    words = coverage.parse_tsv(tsv)
+    assert {w.line for w in words} | {w.par for w in words}
+    second = [w for w in words if "second" in w.text]
+    assert second
+    kept = [w for w in words if (w.block, w.par, w.line) != (second[0].block, second[0].par, second[0].line)]
+    extra, _, missing = fill_gaps(img, kept, "eng", 200, ReadPlan.from_options({}), tmp_path, recognise)
+    assert missing == 0 and len(extra) == 1
+    text = coverage.text_with_lines(kept, extra)
+    assert [line for line in text.splitlines() if line] == LINES
+
+
+@pytest.mark.slow
+def test_engine_deskews_before_reading(tmp_path: Path) -> None:
+    from workers.cli.evaluate import cer
+    from workers.engines.base import PageImage
+    from workers.engines.tesseract import TesseractEngine
+
+    img, _ = _page(dpi=200)
+    skewed = ocr_truth.degrade(img, Variant("s", 200, skew=-3.0), np.random.default_rng(0), None)
+    png = tmp_path / "skewed.png"
+    scan_prep.save_gray(skewed, str(png), 200)
+    out = TesseractEngine("eng").read([PageImage(str(png), 1, 200)], script="latin")[0]
+    assert out.details["skew"] == pytest.approx(-3.0, abs=0.25)
+    assert cer(out.text, "\n".join(LINES)) < 0.05

@@ -1,0 +1,157 @@
+"""What the Tesseract engine does around its one recognition pass (the levers measured by
+`make eval-ocr`, bench/eval_ocr.py):
+
+    page image ─► deskew, upscale below min_dpi (scan_prep) ─► Tesseract (txt + tsv)
+    ─► coverage: ink no word box covers ─► re-read each gap (crop, scaled to a readable line
+       height, psm 7 for a line / 6 for a block) ─► a confident reading goes in at its place,
+       an unreadable gap counts as a missing line (the gate refuses the page: `text_missing`)
+    ─► optionally: lines under `reread_below` confidence re-read at a larger scale, the more
+       confident reading kept
+
+`recognise` is passed in (tesseract.py owns the subprocess), so this module has no I/O of its own
+besides the image files it writes into the caller's temporary folder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from workers.engines import coverage
+from workers.engines.base import PageImage
+from workers.engines.coverage import Gap, Word
+from workers.engines.scan_prep import load_gray, prepare, save_gray, upscale
+
+Recognise = Callable[[str, str, int, int, Path, str], tuple[str, str]]
+TARGET_LINE_PX = 48  # a re-read crop is scaled until its text line is about this tall
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """`Settings.tesseract_read` (where each field is described) with an engine's options on top."""
+
+    deskew: bool
+    min_dpi: int
+    coverage: bool
+    reread_min_conf: float
+    reread_below: float
+
+    @property
+    def active(self) -> bool:
+        return self.deskew or bool(self.min_dpi) or self.coverage or bool(self.reread_below)
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> ReadPlan:
+        from workers.settings import get_settings
+
+        plan = get_settings().tesseract_read.model_dump()
+        plan.update({k: options[k] for k in cls.__dataclass_fields__ if k in options})
+        return cls(**plan)
+
+
+def _letters(text: str) -> int:
+    return sum(ch.isalpha() for ch in text)
+
+
+def _mean_conf(words: list[Word]) -> float | None:
+    confs = [w.conf for w in words if w.conf >= 0]
+    return round(sum(confs) / len(confs), 2) if confs else None
+
+
+def reread(img: np.ndarray, box: Gap, line_px: int, langs: str, dpi: int, tmp: Path, name: str,
+           recognise: Recognise) -> tuple[str, list[Word]]:
+    """Read one region alone, scaled so its text is about TARGET_LINE_PX tall."""
+    part = coverage.crop(img, box, pad=max(4, line_px // 2))
+    scale = min(3.0, max(1.0, TARGET_LINE_PX / max(line_px, 1)))
+    if scale > 1.05:
+        part = upscale(part, scale)
+    psm = 7 if (box.bottom - box.top) < 1.8 * max(line_px, 1) else 6
+    png = tmp / f"{name}.png"
+    save_gray(part, str(png), round(dpi * scale))
+    _, tsv = recognise(str(png), langs, psm, round(dpi * scale), tmp, name)
+    words = coverage.parse_tsv(tsv)
+    return " ".join(w.text for w in words), words
+
+
+def fill_gaps(img: np.ndarray, words: list[Word], langs: str, dpi: int, plan: ReadPlan, tmp: Path,
+              recognise: Recognise) -> tuple[list[tuple[Gap, str]], list[Word], int]:
+    """Re-read every gap: (gap, text) kept, the words read there, and how many gaps stayed unread."""
+    found = coverage.gaps(img, words, dpi=dpi)
+    line_px = coverage.line_height(words) or max(8, dpi // 8)
+    kept: list[tuple[Gap, str]] = []
+    extra_words: list[Word] = []
+    missing = 0
+    for i, gap in enumerate(found[:20]):
+        text, got = reread(img, gap, line_px, langs, dpi, tmp, f"gap{i}", recognise)
+        conf = _mean_conf(got)
+        if _letters(text) >= 2 and conf is not None and conf >= plan.reread_min_conf:
+            kept.append((gap, text))
+            extra_words += got
+        else:
+            missing += 1
+    return kept, extra_words, missing + max(0, len(found) - 20)
+
+
+def improve_lines(img: np.ndarray, words: list[Word], langs: str, dpi: int, plan: ReadPlan, tmp: Path,
+                  recognise: Recognise) -> tuple[list[Word], int]:
+    """Lines under `plan.reread_below` read again alone at a larger scale; the more confident reading
+    replaces the line's words. Returns the words and how many lines were replaced."""
+    out: list[Word] = []
+    replaced = 0
+    for n, line in enumerate(_group_lines(words)):
+        conf = _mean_conf(line) or 0.0
+        if conf >= plan.reread_below or n >= 40:
+            out += line
+            continue
+        box = Gap(min(w.top for w in line), max(w.top + w.height for w in line),
+                  min(w.left for w in line), max(w.left + w.width for w in line))
+        _, got = reread(img, box, coverage.line_height(line), langs, dpi, tmp, f"line{n}", recognise)
+        better = (_mean_conf(got) or 0.0) > conf + 5 and _letters(" ".join(w.text for w in got)) >= 2
+        if better:
+            first = line[0]
+            got = [Word(first.block, first.par, first.line, w.left, w.top, w.width, w.height, w.conf, w.text) for w in got]
+            replaced += 1
+        out += got if better else line
+    return out, replaced
+
+
+def _group_lines(words: list[Word]) -> list[list[Word]]:
+    lines: list[list[Word]] = []
+    for w in words:
+        if lines and (lines[-1][0].block, lines[-1][0].par, lines[-1][0].line) == (w.block, w.par, w.line):
+            lines[-1].append(w)
+        else:
+            lines.append([w])
+    return lines
+
+
+def read_prepared(image: PageImage, langs: str, psm: int, plan: ReadPlan, tmp: Path,
+                  recognise: Recognise) -> tuple[str, float | None, dict[str, Any]]:
+    """The page read with the plan's levers: text, mean word confidence, and what was done."""
+    prep = prepare(load_gray(image.path), image.dpi, deskew=plan.deskew, min_dpi=plan.min_dpi)
+    path = image.path
+    if prep.skew or prep.scale != 1.0:
+        path = str(tmp / "prepared.png")
+        save_gray(prep.image, path, prep.dpi)
+    text, tsv = recognise(path, langs, psm, prep.dpi, tmp, "page")
+    words = coverage.parse_tsv(tsv)
+    details: dict[str, Any] = {"skew": prep.skew, "scale": round(prep.scale, 3)}
+    rebuilt = False
+    if plan.reread_below and words:
+        words, replaced = improve_lines(prep.image, words, langs, prep.dpi, plan, tmp, recognise)
+        details["lines_reread"] = replaced
+        rebuilt = replaced > 0
+    extra: list[tuple[Gap, str]] = []
+    if plan.coverage:
+        extra, extra_words, missing = fill_gaps(prep.image, words, langs, prep.dpi, plan, tmp, recognise)
+        details.update(gaps_reread=len(extra), missing_lines=missing)
+        words_all = words + extra_words
+    else:
+        words_all = words
+    if rebuilt or extra:
+        text = coverage.text_with_lines(words, extra)
+    return text, _mean_conf(words_all), details
