@@ -1,0 +1,119 @@
+"""Drills on `pagefleet run` (the embedded fleet): its Redis dies, it gets SIGTERM, two runs share
+one --out. Every input ends in artifacts or a typed error.json, nothing it started outlives it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.faults.conftest import RESULTS
+from tests.support.drills import FAST_ENV, SLOW_ENGINE_ENV, busy_child, children, make_docs, process_group_alive
+
+pytestmark = [pytest.mark.faults, pytest.mark.integration]
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def _run(paths: list[Path], out: Path, log: Path, slow: bool = True) -> subprocess.Popen[bytes]:
+    env = {**os.environ, **FAST_ENV, **(SLOW_ENGINE_ENV if slow else {}), "PAGEFLEET_JOB_DEADLINE_S": "300"}
+    for key in ("PAGEFLEET_BROKER_URL", "PAGEFLEET_RESULT_BACKEND"):
+        env.pop(key, None)
+    argv = [sys.executable, "-m", "workers.cli.main", "run", *map(str, paths), "--out", str(out), "--ocr", "force",
+            "--workers", "1"]
+    return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=open(log, "wb"), stderr=subprocess.STDOUT)
+
+
+def _descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        kids = children(todo.pop())
+        found += kids
+        todo += kids
+    return found
+
+
+def _wait_busy(run: subprocess.Popen[bytes], timeout_s: float = 120) -> None:
+    """Until one of the run's workers is reading a page."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if any(busy_child(k) for k in children(run.pid) if children(k)):
+            return
+        assert run.poll() is None, "the run ended before the drill"
+        time.sleep(0.1)
+    raise AssertionError("no page was ever being read")
+
+
+def _outcome(paths: list[Path], out: Path, pages: int, name: str, rc: int | None, groups: set[int],
+             extra: dict | None = None) -> dict:
+    tally = {"drill": name, "documents_in": len(paths), "pages_in": len(paths) * pages, "artifacts": 0,
+             "errors": 0, "dead_lettered": 0, "pages_out": 0, "lost": 0, "problems": [], "exit": rc}
+    for path in paths:
+        folder = out / path.stem
+        has_doc, has_err = (folder / "report.json").exists(), (folder / "error.json").exists()
+        if has_doc == has_err:
+            tally["problems"].append(f"{path.stem}: artifacts={has_doc} error.json={has_err}")
+        if has_doc:
+            numbers = sorted(p["number"] for p in json.loads((folder / "document.json").read_text())["pages"])
+            tally["artifacts"] += 1
+            tally["pages_out"] += len(numbers)
+            if numbers != list(range(1, pages + 1)):
+                tally["problems"].append(f"{path.stem}: pages {numbers}")
+        elif has_err:
+            code = json.loads((folder / "error.json").read_text()).get("code")
+            tally["errors"] += 1
+            if not code:
+                tally["problems"].append(f"{path.stem}: untyped error.json")
+        else:
+            tally["lost"] += pages
+    time.sleep(1)
+    orphans = [p for g in groups for p in process_group_alive(g)]
+    tally.update(orphans=len(orphans), **(extra or {}))
+    with RESULTS.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(tally) + "\n")
+    assert tally["problems"] == [] and tally["lost"] == 0 and orphans == [], tally
+    return tally
+
+
+def test_embedded_redis_dies(tmp_path: Path) -> None:
+    paths = make_docs(tmp_path / "in", 3, 2)
+    run = _run(paths, tmp_path / "out", tmp_path / "run.log")
+    _wait_busy(run)
+    groups = set(_descendants(run.pid))
+    redis_pid = next(p for p in children(run.pid) if b"redis-server" in Path(f"/proc/{p}/cmdline").read_bytes())
+    os.kill(redis_pid, signal.SIGKILL)
+    rc = run.wait(timeout=120)
+    assert rc == 1
+    tally = _outcome(paths, tmp_path / "out", 2, "the embedded run's Redis dies", rc, groups)
+    assert tally["errors"] >= 1  # the unfinished ones got `aborted`
+
+
+def test_sigterm_to_run_leaves_nothing_behind(tmp_path: Path) -> None:
+    paths = make_docs(tmp_path / "in", 3, 2)
+    run = _run(paths, tmp_path / "out", tmp_path / "run.log")
+    _wait_busy(run)
+    groups = set(_descendants(run.pid))
+    started = time.monotonic()
+    run.send_signal(signal.SIGTERM)
+    rc = run.wait(timeout=90)
+    _outcome(paths, tmp_path / "out", 2, "SIGTERM to pagefleet run", rc, groups,
+             {"stopped_s": round(time.monotonic() - started, 1)})
+    for path in paths:
+        error = tmp_path / "out" / path.stem / "error.json"
+        assert not error.exists() or json.loads(error.read_text())["code"] == "aborted"
+
+
+def test_two_runs_over_one_out(tmp_path: Path) -> None:
+    paths = make_docs(tmp_path / "in", 2, 2)
+    first = _run(paths, tmp_path / "out", tmp_path / "first.log", slow=False)
+    time.sleep(0.5)
+    second = _run(paths, tmp_path / "out", tmp_path / "second.log", slow=False)
+    rcs = (first.wait(timeout=240), second.wait(timeout=240))
+    assert all(rc in (0, 2) for rc in rcs), rcs
+    assert "waiting for another run" in (tmp_path / "second.log").read_text()
+    _outcome(paths, tmp_path / "out", 2, "two pagefleet run over the same --out", max(rcs), set())
