@@ -28,6 +28,10 @@ def layer_summary(page: dict[str, Any]) -> dict[str, Any]:
     readable = sum(1 for c in text if c.isalnum())
     if readable == 0:
         kind = "image_only" if (page.get("images") or page.get("drawings")) else "blank"
+        # glyphs that map to nothing readable (controls, Private Use, U+FFFD) are not a blank page:
+        # the page goes to the gate and climbs with its reasons (issue 9)
+        if kind == "blank" and (page.get("glyphs", 0) or any(not c.isspace() for c in text)):
+            kind = "unreadable_glyphs"
     elif page.get("image_coverage", 0) >= 0.5:
         kind = "text_over_image"
     summary = {
