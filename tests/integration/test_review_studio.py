@@ -25,6 +25,7 @@ PAGEFLEET = str(Path(sys.executable).parent / "pagefleet")
 CHROMIUM = "/usr/bin/chromium"
 DOC = "mixed_multipage_document"  # 8 pages: RTL text layers, a repaired visual-order page, refused pages
 INPUTS = (f"{DOC}.pdf", "broken_text_layer_legacy_hebrew_mojibake.pdf", "born_digital_mixed_hebrew_english.pdf")
+TABLES = "he_report_tables"  # fixtures/make_structure_fixtures.py: a Hebrew report with an RTL table
 
 
 def _request(base: str, path: str, method: str = "GET", headers: dict[str, str] | None = None,
@@ -70,8 +71,12 @@ class StudioProcess:
 def out(fixtures_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real run (OCR off, so the scans and the mojibake layer stay refused): exit 2, needs review."""
     target = tmp_path_factory.mktemp("studio-run") / "out"
-    proc = subprocess.run([PAGEFLEET, "run", *(str(fixtures_dir / n) for n in INPUTS), "--out", str(target),
-                           "--ocr", "off", "--workers", "1"], capture_output=True, text=True, timeout=600)
+    structure = tmp_path_factory.mktemp("structure-fixtures")
+    subprocess.run([sys.executable, str(Path(__file__).parents[2] / "fixtures" / "make_structure_fixtures.py"),
+                    str(structure)], check=True, capture_output=True, timeout=300)
+    inputs = [str(fixtures_dir / n) for n in INPUTS] + [str(structure / f"{TABLES}.pdf")]
+    proc = subprocess.run([PAGEFLEET, "run", *inputs, "--out", str(target), "--ocr", "off", "--workers", "1"],
+                          capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2, proc.stderr[-2000:]
     return target
 
@@ -114,7 +119,7 @@ def _refused(out: Path) -> list[int]:
 def test_documents_list_status_and_counts(studio: StudioProcess, out: Path, page) -> None:
     page.goto(studio.base + "/")
     rows = page.locator("#documents tbody tr")
-    assert rows.count() == len(INPUTS)
+    assert rows.count() == len(INPUTS) + 1
     row = rows.filter(has_text=f"{DOC}.pdf")
     cells = [c.strip() for c in row.locator("td").all_inner_texts()]
     assert "needs_review" in cells[1] and cells[2] == str(_doc(out)["page_count"])
@@ -156,10 +161,24 @@ def test_rtl_page_renders_rtl_with_isolated_latin_and_numbers(studio: StudioProc
     assert page.locator("#rendered").get_attribute("dir") == "ltr"
 
 
+def test_table_blocks_render_as_rtl_tables(studio: StudioProcess, out: Path, page) -> None:
+    doc = json.loads((out / TABLES / "document.json").read_text(encoding="utf-8"))
+    number, block = next((p["number"], b) for p in doc["pages"] for b in p.get("blocks", []) if b["type"] == "table")
+    page.goto(f"{studio.base}/doc/{TABLES}/page/{number}")
+    table = page.locator("#rendered table").first
+    assert table.get_attribute("dir") == "rtl"
+    header = table.locator("thead th")
+    assert header.all_inner_texts() == block["table"]["rows"][0]
+    first, last = header.first.bounding_box(), header.last.bounding_box()
+    assert first["x"] > last["x"], "the first logical column of an RTL table is on the right"
+    assert table.locator("tbody tr").count() == len(block["table"]["rows"]) - block["table"]["header_rows"]
+
+
 def test_edit_map_is_highlighted(studio: StudioProcess, out: Path, page) -> None:
     repaired = next(p for p in _doc(out)["pages"] if p["route"] == "text_layer_repaired" and p["direction"] == "rtl"
                     and any(e["kind"] == "visual_order_reversal" for e in p["edits"]))
     page.goto(f"{studio.base}/doc/{DOC}/page/{repaired['number']}")
+    page.wait_for_selector("html[data-ready]", state="attached")
     assert not page.locator("#edit-map").is_visible()
     page.click("[data-tab=edits]")
     changes = page.locator("#edit-map .edit")
@@ -185,6 +204,7 @@ def test_next_flagged_approve_and_the_unresolved_filter(studio: StudioProcess, o
     assert review["pages"][str(refused[1])]["decision"] == "approve"
     assert review["pages"][str(refused[1])]["note"] == "legacy cp1255 font; the scan reads שלום עולם"
     assert hashlib.sha256((out / DOC / "document.json").read_bytes()).hexdigest() == before
+    page.wait_for_selector("html[data-ready]", state="attached")
     page.keyboard.press("n")
     page.wait_for_url(re.compile(f"/page/{refused[2]}$"))
     page.click("#next-flagged")

@@ -45,9 +45,9 @@ def test_untrusted_text_is_escaped_everywhere() -> None:
 
 
 def test_latin_runs_and_numbers_are_isolated_on_rtl_pages_only() -> None:
-    text = "גדלו ב-12% ב-2024, כך אמרה Dana Levi ב‏Tel Aviv. ٢٠٢٤"
+    text = "גדלו ב-12% ב-2024, כך אמרה Dana Levi ב‏Tel Aviv. ٢٠٢٤ ירד -4.5%"
     html = str(markup.isolated(text, rtl=True))
-    assert re.findall(r"<bdi>(.*?)</bdi>", html) == ["12%", "2024", "Dana Levi", "Tel Aviv", "٢٠٢٤"]
+    assert re.findall(r"<bdi>(.*?)</bdi>", html) == ["12%", "2024", "Dana Levi", "Tel Aviv", "٢٠٢٤", "-4.5%"]
     assert _text(html) == text
     assert "<bdi>" not in str(markup.isolated("Revenue grew 12% in 2024", rtl=False))
 
@@ -90,3 +90,10 @@ def test_edit_map_shows_each_change_and_replays_to_the_text() -> None:
 def test_edit_map_that_does_not_fit_is_shown_as_raw_text() -> None:
     html = str(markup.edit_map("abc", [{"start": 2, "end": 9, "replacement": "x"}], "ltr"))
     assert "does not fit" in html and html.endswith("abc")
+
+
+def test_list_items_keep_one_marker() -> None:
+    written = markup.block_html({"type": "list_item", "marker": "א.", "text": "א. ההכנסות גדלו"}, "", "rtl")
+    assert str(written).count("א.") == 1
+    separate = markup.block_html({"type": "list_item", "marker": "•", "text": "הכנסות"}, "", "rtl")
+    assert '<span class="marker">•</span> הכנסות' in str(separate)

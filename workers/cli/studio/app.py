@@ -135,7 +135,7 @@ def _page_context(studio: Studio, doc_id: str, number: int) -> dict[str, Any]:
         "rank": risk.rank(page, studio.settings.low_confidence),
         "rendered": markup.page_body(page), "has_blocks": bool(page.get("blocks")),
         "edit_view": markup.edit_map(page.get("raw_text", ""), page.get("edits") or [], direction),
-        "preview": preview, "preview_html": markup.page_body(page, preview.get("text", "")) if preview else None,
+        "preview": preview, "preview_html": markup.page_body({**preview, "direction": direction}) if preview else None,
         "decision": review.pages.get(str(number)),
         "next_flagged": risk.next_flagged(pages, number), "prev_flagged": risk.next_flagged(pages, number, -1),
         "image_problem": studio.images.availability(doc),

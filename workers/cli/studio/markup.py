@@ -2,7 +2,7 @@
 tags are the ones written here.
 
 - `isolated`: on RTL pages each Latin run and number sits in `<bdi>` so it keeps its own order
-  without reordering the Hebrew/Arabic around it ("Tel Aviv", "2024", "12%", "٢٠٢٤").
+  without reordering the Hebrew/Arabic around it ("Tel Aviv", "2024", "12%", "-4.5%", "٢٠٢٤").
 - `page_body`: the rendered view: `pages[].blocks[]` when the page has them (headings, paragraphs,
   list items, tables as RTL tables, figures, captions, …), else the page text line by line.
 - `edit_map`: `raw_text` with every edit shown as a highlighted change (deleted → inserted, kind).
@@ -17,7 +17,7 @@ from markupsafe import Markup, escape
 
 _LATIN = r"A-Za-z0-9\u00C0-\u024F"
 _INDIC = r"\u0660-\u0669\u06F0-\u06F9"  # Arabic-Indic and Extended Arabic-Indic digits
-LTR_RUN = re.compile(rf"[{_LATIN}](?:[{_LATIN} .,:;/%@&'’_+#=\-]*[{_LATIN}%])?"
+LTR_RUN = re.compile(rf"(?:(?<![^\s(\[])[-+\u2212](?=[0-9]))?[{_LATIN}](?:[{_LATIN} .,:;/%@&'’_+#=\-]*[{_LATIN}%])?"
                      rf"|[{_INDIC}](?:[{_INDIC}.,\u066B\u066C]*[{_INDIC}])?%?")
 DIRECTIONS = ("rtl", "ltr")
 BLOCK_CLASSES = {"figure", "caption", "footnote", "header", "footer", "paragraph"}
@@ -95,8 +95,10 @@ def block_html(block: dict[str, Any], text: str, page_direction: str) -> Markup:
         level = min(max(int(block.get("level") or 1), 1), 4) + 2  # h3..h6 under the page's own headings
         return Markup(f'<h{level} class="blk-heading" {attr}>{body}</h{level}>')
     if kind == "list_item":
-        marker = escape(str(block.get("marker") or "•"))
-        return Markup(f'<p class="blk-list_item" {attr}><span class="marker">{marker}</span> {body}</p>')
+        marker = str(block.get("marker") or "")
+        if not marker or _block_text(block, text).lstrip().startswith(marker):  # the text holds its marker
+            return Markup(f'<p class="blk-list_item" {attr}>{body}</p>')
+        return Markup(f'<p class="blk-list_item" {attr}><span class="marker">{escape(marker)}</span> {body}</p>')
     css = kind if kind in BLOCK_CLASSES else "paragraph"
     return Markup(f'<p class="blk-{css}" {attr}>{body}</p>')
 

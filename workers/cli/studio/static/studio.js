@@ -85,5 +85,8 @@
     });
   }
 
-  document.addEventListener("DOMContentLoaded", () => { keys(tabs()); syncScroll(); upload(); });
+  document.addEventListener("DOMContentLoaded", () => {
+    keys(tabs()); syncScroll(); upload();
+    document.documentElement.dataset.ready = "1";  // keys and tabs are live (tests wait for this)
+  });
 })();
