@@ -9,6 +9,8 @@
       .sentry                   PAGEFLEET_SENTRY_* / SENTRY_*  error reporting
       .reliability              PAGEFLEET_RELIABILITY__*  deadlines, re-dispatch, state TTLs, callbacks
       .studio                   PAGEFLEET_STUDIO_*     the review studio (`pagefleet review`)
+      .models                   PAGEFLEET_MODELS_*     where pulled model weights live (`pagefleet models`)
+      .ocr_commands             PAGEFLEET_OCR_COMMANDS='{"NAME": {"argv": [...]}}'  `command:NAME` engines
 
 Sections that a separate process owns (the receiver, probes, Sentry) keep their own env prefix and
 are read when the tree is built. Nothing else in the code reads environment variables for
@@ -134,6 +136,8 @@ class EventSettings(BaseSettings):
     stat_missing_etag: bool = Field(True, description="HEAD the object when an event carries no ETag")
     redis_bridge_list: str | None = Field(None, description="MinIO Redis target key (format=access)")
     redis_bridge_url: str | None = Field(None, description="Redis holding that list (default: broker)")
+    max_concurrency: int = Field(64, ge=1, le=4096, description="event POSTs in flight; more get 503 + Retry-After")
+    retry_after_s: int = Field(5, ge=1, le=3600, description="the Retry-After of a 503")
 
     @field_validator("output")
     @classmethod
@@ -143,6 +147,29 @@ class EventSettings(BaseSettings):
         if value is not None and value.startswith("s3://") and not value[len("s3://"):].split("/", 1)[0]:
             raise ValueError("output needs a bucket: s3://bucket/prefix")
         return value.rstrip("/") if value else value
+
+
+class ModelStoreSettings(BaseSettings):
+    """Pulled model weights (`pagefleet models pull`, workers/engines/models_store.py)."""
+
+    model_config = SettingsConfigDict(env_prefix="PAGEFLEET_MODELS_", extra="ignore", populate_by_name=True)
+
+    dir: str | None = Field(None, description="where pulled models live; engines resolve model ids there")
+    from_url: str | None = Field(None, validation_alias=AliasChoices("PAGEFLEET_MODELS_FROM", "from_url"),
+                                 description="default pull source: s3://bucket/prefix, file:///dir or hf")
+
+
+class OcrCommand(BaseModel):
+    """A site's OCR program for the `command:NAME` engine (workers/engines/command.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    argv: list[str] = Field(min_length=1, description="the program and its fixed arguments; PDF and page are appended")
+    timeout_s: float = Field(120.0, gt=0, le=3600, description="wall-clock limit per page")
+    memory_mb: int = Field(2048, ge=64, description="address-space limit of the process")
+    env: dict[str, str] = Field(default_factory=dict, description="extra environment for the program")
+    pass_env: list[str] = Field(default_factory=list, description="worker variables passed through by name")
+    device: Literal["cpu", "gpu", "remote"] = Field("cpu", description="what the program uses (shown on attempts)")
 
 
 class HeartbeatSettings(BaseSettings):
@@ -224,6 +251,8 @@ class Settings(BaseSettings):
     heartbeat: HeartbeatSettings = Field(default_factory=HeartbeatSettings)
     sentry: SentrySettings = Field(default_factory=SentrySettings)
     studio: StudioSettings = Field(default_factory=StudioSettings)
+    models: ModelStoreSettings = Field(default_factory=ModelStoreSettings)
+    ocr_commands: dict[str, OcrCommand] = Field(default_factory=dict, description="`command:NAME` engines by NAME")
 
 
 @lru_cache(maxsize=1)

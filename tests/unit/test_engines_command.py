@@ -85,8 +85,18 @@ def test_timeout_and_failure_are_typed(tmp_path: Path) -> None:
         engine(tmp_path, "fail").read([page(tmp_path)], script="he")
 
 
-def test_configured_per_name_through_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PAGEFLEET_OCR_COMMANDS", json.dumps({"mine": {"argv": [script(tmp_path, "hebrew")]}}))
+@pytest.fixture
+def fresh_settings(monkeypatch: pytest.MonkeyPatch):
+    """Settings read from this test's environment, forgotten afterwards."""
+    from workers.settings import get_settings
+
+    get_settings.cache_clear()
+    yield monkeypatch
+    get_settings.cache_clear()
+
+
+def test_configured_per_name_through_settings(tmp_path: Path, fresh_settings: pytest.MonkeyPatch) -> None:
+    fresh_settings.setenv("PAGEFLEET_OCR_COMMANDS", json.dumps({"mine": {"argv": [script(tmp_path, "hebrew")]}}))
     eng = create("command:mine")
     assert eng.health().available and eng.label == "command:mine"
     assert "שלום" in eng.read([page(tmp_path)], script="he")[0].text

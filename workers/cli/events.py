@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER_URL)")
     p.add_argument("--redis-bridge-list", metavar="NAME", help="also drain MinIO's Redis target list (format=access)")
     p.add_argument("--redis-bridge-url", metavar="URL", help="Redis holding that list (default: the broker)")
-    p.add_argument("--max-concurrency", type=int, default=64, metavar="N",
+    p.add_argument("--max-concurrency", type=int, metavar="N",
                    help="event POSTs handled at once; more are answered 503 + Retry-After (default 64)")
     p.set_defaults(handler=cmd_events)
 
@@ -50,7 +50,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def event_settings(args: argparse.Namespace) -> EventSettings:
     """`PAGEFLEET_EVENTS_*` settings with the command line on top; invalid values → typed error."""
     overrides: dict[str, Any] = {}
-    for name in ("host", "port", "output", "prefix_template", "callback_url", "redis_bridge_list", "redis_bridge_url"):
+    for name in ("host", "port", "output", "prefix_template", "callback_url", "redis_bridge_list", "redis_bridge_url",
+                 "max_concurrency"):
         value = getattr(args, name, None)
         if value is not None:
             overrides[name] = value
@@ -100,7 +101,8 @@ def cmd_events(args: argparse.Namespace, console: Any) -> int:
     broker = get_settings().broker_url
     client = jobs.client(broker)
     intake = build_intake(settings, client)
-    limits = Limits(max_body_bytes=settings.max_body_bytes, max_concurrency=args.max_concurrency)
+    limits = Limits(max_body_bytes=settings.max_body_bytes, max_concurrency=settings.max_concurrency,
+                    retry_after_s=settings.retry_after_s)
     receiver = Receiver(intake, auth, limits=limits, ready=redis_ready(client),
                         observe=metrics.Recorder(client).receiver_request)
     server = AsgiServer(receiver.app(), settings.host, settings.port)

@@ -148,9 +148,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_models(args: argparse.Namespace, console: Any) -> int:
-    from workers.engines.models_store import ModelStoreSettings
+    from workers.settings import get_settings
 
-    settings = ModelStoreSettings()
+    settings = get_settings().models
     if args.models_command == "manifest":
         root = Path(args.root)
         (root / MANIFEST).write_text(json.dumps(build_manifest(root, args.ids), indent=1, sort_keys=True), encoding="utf-8")

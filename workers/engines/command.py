@@ -11,7 +11,7 @@ worker's variables named in `pass_env` (an API key for a cloud OCR) — never th
 object store's secrets. Its output goes through the same quality gate as every engine's: nothing
 is trusted because a command printed it.
 
-Configuration, one entry per NAME (settings `ocr_commands`, env `PAGEFLEET_OCR_COMMANDS`):
+Configuration, one entry per NAME (`Settings().ocr_commands`, env `PAGEFLEET_OCR_COMMANDS`):
 
     PAGEFLEET_OCR_COMMANDS='{"cloud": {"argv": ["/opt/ocr/cloud-ocr", "--format", "md"],
                                        "timeout_s": 120, "pass_env": ["CLOUD_OCR_KEY"]}}'
@@ -27,37 +27,15 @@ import shutil
 import subprocess
 import tempfile
 import time
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from typing import Any
 
 from workers.engines.base import Engine, EngineHealth, EngineOutput, PageImage, register
 from workers.errors import EngineCrashed, EngineTimeout, EngineUnavailable
-
-
-class OcrCommand(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    argv: list[str] = Field(min_length=1, description="the program and its fixed arguments; PDF and page are appended")
-    timeout_s: float = Field(120.0, gt=0, le=3600, description="wall-clock limit per page")
-    memory_mb: int = Field(2048, ge=64, description="address-space limit of the process")
-    env: dict[str, str] = Field(default_factory=dict, description="extra environment for the program")
-    pass_env: list[str] = Field(default_factory=list, description="worker variables passed through by name")
-    device: Literal["cpu", "gpu", "remote"] = Field("cpu", description="what the program uses (shown on attempts)")
-
-
-class CommandSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="PAGEFLEET_", env_nested_delimiter="__", extra="ignore")
-
-    ocr_commands: dict[str, OcrCommand] = Field(default_factory=dict)
+from workers.settings import OcrCommand, get_settings
 
 
 def configured(name: str) -> OcrCommand:
-    try:
-        commands = CommandSettings().ocr_commands
-    except ValidationError as e:
-        raise EngineUnavailable(f"command:{name}: PAGEFLEET_OCR_COMMANDS is invalid: {e.errors()[0]['msg']}") from e
+    commands = get_settings().ocr_commands
     if name not in commands:
         known = ", ".join(sorted(commands)) or "none"
         raise EngineUnavailable(f"command:{name}: no such entry in PAGEFLEET_OCR_COMMANDS (configured: {known})")

@@ -10,8 +10,9 @@ A pull copies `<source>/manifest.json` and `<source>/<model id>/<file>` into
 With a models directory configured, a model id is only as good as that directory: an id the
 manifest lacks, or one pulled incompletely, is unavailable with a reason that says which.
 
-Settings (env prefix `PAGEFLEET_MODELS_`): `DIR` (the directory; unset: engines use ids as
-given, local directories or the Hugging Face cache), `FROM` (the default pull source).
+Settings: `Settings().models` (env `PAGEFLEET_MODELS_DIR`: the directory; unset, engines use ids
+as given, local directories or the Hugging Face cache; `PAGEFLEET_MODELS_FROM`: the default pull
+source).
 """
 
 from __future__ import annotations
@@ -22,24 +23,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
-
 MANIFEST = "manifest.json"
 PULLED_MARK = ".pagefleet-pulled"
 SCHEMA_VERSION = 1
 
 
-class ModelStoreSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="PAGEFLEET_MODELS_", extra="ignore", populate_by_name=True)
-
-    dir: str | None = Field(None, description="where pulled models live; engines resolve model ids there")
-    from_url: str | None = Field(None, alias="PAGEFLEET_MODELS_FROM",
-                                 description="default pull source: s3://bucket/prefix, file:///dir or hf")
-
-
 def models_dir() -> str | None:
-    return ModelStoreSettings().dir or None
+    from workers.settings import get_settings
+
+    return get_settings().models.dir or None
 
 
 def sha256_of(path: Path, chunk: int = 1024 * 1024) -> str:
