@@ -175,8 +175,18 @@ def layout_rows(layout_text: str, rules: TableRules = TableRules()) -> int:
 _BIDI = re.compile("[\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
+_SIGNED = re.compile(r"^[-+−%٪]*[\d.,٫٬]+[-+−%٪]*$")
+
+
 def _glued(chunk: str) -> str:
-    return unicodedata.normalize("NFKC", "".join(_BIDI.sub("", chunk).split())).casefold()
+    """Spaces and bidi controls out, NFKC, case folded; a number's sign first and its percent sign
+    last, wherever the extractor put them ("4.5%-", "٪٤٥" → "-4.5%", "45%")."""
+    glued = unicodedata.normalize("NFKC", "".join(_BIDI.sub("", chunk).split())).casefold()
+    if _SIGNED.match(glued):
+        sign = "-" if any(c in "-−" for c in glued) else ""
+        percent = "%" if any(c in "%٪" for c in glued) else ""
+        glued = sign + "".join(c for c in glued if c not in "-+−%٪") + percent
+    return glued
 
 
 def cell_agreement(cells: Sequence[str], layout_text: str) -> tuple[float, float]:

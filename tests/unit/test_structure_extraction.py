@@ -36,7 +36,8 @@ def _record(page: dict) -> PageRecord:
 
 
 @pytest.mark.parametrize("name", ["he_report_tables", "ar_report_tables", "en_report_tables", "he_two_columns",
-                                  "en_two_columns", "ar_two_columns", "mix_he_en_table"])
+                                  "en_two_columns", "ar_two_columns", "mix_he_en_table", "he_title_over_columns",
+                                  "ar_indic_digits_table", "en_long_report"])
 def test_blocks_match_the_truth(structure_dir: Path, name: str) -> None:
     truth = json.loads((structure_dir / f"{name}.truth.json").read_text(encoding="utf-8"))
     pages = _pages(structure_dir / f"{name}.pdf")
@@ -85,3 +86,14 @@ def test_an_uncorroborated_suspicion_is_a_warning(structure_dir: Path) -> None:
     record = structure_page(_record(page), page, document_layout(pages), str(pdf))
     assert record.route == "text_layer" and "table_suspected" in record.quality.warnings
     assert record.blocks and record.markdown
+
+
+def test_numbers_read_left_to_right_inside_rtl_cells() -> None:
+    def char(c: str, x: float, line: int = 0) -> tuple:
+        return (x, 0.0, x + 5, 10.0, c, line)
+
+    given = [char("٥", 20), char("٤", 15), char("٪", 10)]  # MuPDF gave the RTL line's digits right to left
+    assert "".join(c[4] for c in layout._numbers_ltr(given)) == "٤٥٪"
+    run = [char("ש", 60), char(" ", 55), char("0", 40), char(",", 35), char("5", 30), char("2", 25)]
+    assert "".join(c[4] for c in layout._numbers_ltr(run)) == "ש 25,0"  # letters stay; the number is put in x order
+    assert "".join(c[4] for c in layout._numbers_ltr([char("1", 0), char("2", 5)])) == "12"

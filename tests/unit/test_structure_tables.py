@@ -68,5 +68,6 @@ def test_cell_agreement_ignores_poppler_word_splits() -> None:
     cells = ["البند", "الإيرادات", "9,420", "صافي الربح"]
     layout = "\u202bاﻟﺒﻨﺪ\u202c\n\u202bاﻹﻳﺮ ادات\u202c    9,420\n\u202bﺻﺎﻓﻲ ا ﻟﺮﺑﺢ\u202c"
     assert cell_agreement(cells, layout) == (1.0, 1.0)
+    assert cell_agreement(["-4.5%", "٤٥٪"], "4.5%-   \u202a٪٤٥\u202c") == (1.0, 1.0)  # signs where Poppler puts them
     precision, recall = cell_agreement(["wrong", "cells"], layout)
     assert precision == 0.0 and recall == 0.0

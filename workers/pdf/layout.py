@@ -73,11 +73,33 @@ def _cell_text(chars: list[Char]) -> str:
             runs.append([c])
     out = ""
     for k, run in enumerate(runs):
-        text = "".join(c[4] for c in run)
+        text = "".join(c[4] for c in _numbers_ltr(run))
         if k and out and not out[-1].isspace() and _apart(runs[k - 1], run):
             out += " "
         out += text
     return " ".join(out.split())
+
+
+_DIGITS = frozenset("0123456789\u0660\u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668\u0669"
+                    "\u06f0\u06f1\u06f2\u06f3\u06f4\u06f5\u06f6\u06f7\u06f8\u06f9")
+_INNER = frozenset(".,\u066b\u066c")  # decimal and thousands separators between digits
+
+
+def _numbers_ltr(run: list[Char]) -> list[Char]:
+    """A number reads left to right in any script: a run of digits (with separators between them)
+    that MuPDF gave right to left (inside an RTL line) is put back in x order."""
+    out = list(run)
+    i = 0
+    while i < len(out):
+        if out[i][4] not in _DIGITS:
+            i += 1
+            continue
+        j = i + 1
+        while j < len(out) and (out[j][4] in _DIGITS or (out[j][4] in _INNER and j + 1 < len(out) and out[j + 1][4] in _DIGITS)):
+            j += 1
+        out[i:j] = sorted(out[i:j], key=lambda c: c[0])
+        i = j
+    return out
 
 
 def _apart(a: list[Char], b: list[Char]) -> bool:
@@ -106,16 +128,35 @@ def _ruled(page: pymupdf.Page, chars: list[Char]) -> list[dict[str, Any]]:
     for tab in found.tables:
         box = tuple(tab.bbox)
         near = [c for c in chars if _inside(c, box)]
-        rows = []
-        for row in tab.rows:
-            cells = []
-            for cell in row.cells:
-                cells.append({"raw": _cell_text([c for c in near if _inside(c, cell)]) if cell else "",
-                              "bbox": [round(v, 2) for v in cell] if cell else None})
-            rows.append(cells)
+        grid = [[[c for c in near if _inside(c, cell)] if cell else [] for cell in row.cells] for row in tab.rows]
+        if not _plausible(grid):
+            continue  # a grid coarser than its data: the unruled finder and the checks take it from here
+        rows = [[{"raw": _cell_text(cell_chars), "bbox": [round(v, 2) for v in cell] if cell else None}
+                 for cell_chars, cell in zip(chars_row, row.cells)] for chars_row, row in zip(grid, tab.rows)]
         tables.append({"kind": "ruled", "bbox": [round(v, 2) for v in box], "rows": rows,
                        "header_rows": 0 if tab.header.external else 1, "lines": _covered_lines(chars, box)})
     return tables
+
+
+def _numbered_rows(cell: list[Char]) -> int:
+    """Visual rows inside one cell that hold a digit."""
+    centres = sorted({round((c[1] + c[3]) / 2) for c in cell if c[4] in _DIGITS})
+    rows, last = 0, None
+    for y in centres:
+        if last is None or y - last > 3:
+            rows += 1
+        last = y
+    return rows
+
+
+def _plausible(grid: list[list[list[Char]]], max_numbered_rows: int = 3, min_fill: float = 0.35) -> bool:
+    """A cell holding numbers from several rows is a collapsed column; a grid mostly empty is not
+    the table's grid."""
+    cells = [cell for row in grid for cell in row]
+    filled = sum(1 for cell in cells if any(not c[4].isspace() for c in cell))
+    if not cells or filled < min_fill * len(cells):
+        return False
+    return all(_numbered_rows(cell) <= max_numbered_rows for cell in cells)
 
 
 def _visual_rows(lines: list[dict[str, Any]], chars: list[Char]) -> list[list[Char]]:
