@@ -108,6 +108,14 @@ def page(browser) -> Iterator[object]:
     context.close()
 
 
+def _screenshot(page, tmp_path: Path, name: str) -> Path:
+    """Into tmp_path, or into PAGEFLEET_STUDIO_SCREENSHOTS (how docs/review-studio*.png are made)."""
+    folder = Path(os.environ.get("PAGEFLEET_STUDIO_SCREENSHOTS") or tmp_path)
+    page.wait_for_load_state("networkidle")
+    page.screenshot(path=str(folder / name))
+    return folder / name
+
+
 def _doc(out: Path) -> dict:
     return json.loads((out / DOC / "document.json").read_text(encoding="utf-8"))
 
@@ -142,9 +150,7 @@ def test_refused_page_shows_banner_reasons_and_attempts(studio: StudioProcess, o
     image = page.locator("#source-image")
     image.wait_for()
     page.wait_for_function("document.querySelector('#source-image').naturalWidth > 0")
-    shot = Path(os.environ.get("PAGEFLEET_STUDIO_SCREENSHOT") or tmp_path / "page-view.png")
-    page.screenshot(path=str(shot))
-    assert shot.stat().st_size > 10_000
+    assert _screenshot(page, tmp_path, "review-studio.png").stat().st_size > 10_000
 
 
 def test_rtl_page_renders_rtl_with_isolated_latin_and_numbers(studio: StudioProcess, out: Path, page) -> None:
@@ -161,7 +167,7 @@ def test_rtl_page_renders_rtl_with_isolated_latin_and_numbers(studio: StudioProc
     assert page.locator("#rendered").get_attribute("dir") == "ltr"
 
 
-def test_table_blocks_render_as_rtl_tables(studio: StudioProcess, out: Path, page) -> None:
+def test_table_blocks_render_as_rtl_tables(studio: StudioProcess, out: Path, page, tmp_path: Path) -> None:
     doc = json.loads((out / TABLES / "document.json").read_text(encoding="utf-8"))
     number, block = next((p["number"], b) for p in doc["pages"] for b in p.get("blocks", []) if b["type"] == "table")
     page.goto(f"{studio.base}/doc/{TABLES}/page/{number}")
@@ -172,6 +178,8 @@ def test_table_blocks_render_as_rtl_tables(studio: StudioProcess, out: Path, pag
     first, last = header.first.bounding_box(), header.last.bounding_box()
     assert first["x"] > last["x"], "the first logical column of an RTL table is on the right"
     assert table.locator("tbody tr").count() == len(block["table"]["rows"]) - block["table"]["header_rows"]
+    page.wait_for_function("document.querySelector('#source-image').naturalWidth > 0")
+    _screenshot(page, tmp_path, "review-studio-table.png")
 
 
 def test_edit_map_is_highlighted(studio: StudioProcess, out: Path, page) -> None:
