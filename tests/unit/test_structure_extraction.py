@@ -97,3 +97,16 @@ def test_numbers_read_left_to_right_inside_rtl_cells() -> None:
     run = [char("ש", 60), char(" ", 55), char("0", 40), char(",", 35), char("5", 30), char("2", 25)]
     assert "".join(c[4] for c in layout._numbers_ltr(run)) == "ש 25,0"  # letters stay; the number is put in x order
     assert "".join(c[4] for c in layout._numbers_ltr([char("1", 0), char("2", 5)])) == "12"
+
+
+@pytest.mark.slow
+def test_structured_recovery_pymupdf4llm_gives_logical_tables_that_pass_the_check(structure_dir: Path) -> None:
+    from workers.ladder import recovery
+
+    pdf = structure_dir / "he_report_tables.pdf"
+    pages = _pages(pdf)
+    recovered = recovery.recover("pymupdf4llm", str(pdf), _record(pages[0]), pages[0], document_layout(pages))
+    assert recovered is not None and recovered.metrics["table_precision"] >= 0.85
+    table = next(b for b in recovered.blocks if b["type"] == "table")["table"]
+    assert table["rows"][0] == ["סעיף", "2023", "2024", "שינוי"]  # pymupdf4llm draws it left to right
+    assert recovery.recover("no-such-recoverer", str(pdf), _record(pages[0]), pages[0], document_layout(pages)) is None

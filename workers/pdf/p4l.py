@@ -15,6 +15,7 @@ import io
 import json
 import sys
 import unicodedata
+from collections import Counter
 from typing import Any
 
 import pymupdf
@@ -25,8 +26,12 @@ def _fold(word: str) -> str:
 
 
 def _box(rows: list[list[str]], words: list[tuple]) -> list[float] | None:
+    """The table's box: the page words its cells hold, anchored on words the page holds once (a
+    year or a label repeated in a heading would stretch the box over the page)."""
     wanted = {_fold(w) for row in rows for cell in row for w in cell.split()} - {""}
-    hits = [w for w in words if _fold(w[4]) in wanted]
+    counts = Counter(_fold(w[4]) for w in words)
+    hits = [w for w in words if _fold(w[4]) in wanted and counts[_fold(w[4])] == 1]
+    hits = hits or [w for w in words if _fold(w[4]) in wanted]
     if not hits:
         return None
     return [round(min(w[0] for w in hits), 2), round(min(w[1] for w in hits), 2),
