@@ -1,0 +1,104 @@
+"""Bounded state, runs and dead letters against a real redis-server: a finished job's records
+expire, the index is trimmed, a run under way is shared, a finished one is not redone unless
+forced, deliveries (not retries) are counted, and `pagefleet deadletter list|replay|clear`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from workers import jobs
+from workers.cli.main import main
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def private_redis(tmp_path_factory: pytest.TempPathFactory):
+    """A Redis of its own: these tests flush it, and a replayed job must reach no worker."""
+    import os
+
+    from workers.app import use_broker
+    from workers.cli.embedded import RedisServer
+
+    server = RedisServer(tmp_path_factory.mktemp("redis-state"))
+    previous = os.environ.get("PAGEFLEET_BROKER_URL")
+    yield server.start()
+    server.stop()
+    if previous:
+        use_broker(previous)
+    else:
+        from workers.settings import get_settings
+
+        for key in ("PAGEFLEET_BROKER_URL", "PAGEFLEET_RESULT_BACKEND"):
+            os.environ.pop(key, None)
+        get_settings.cache_clear()
+
+
+@pytest.fixture
+def redis_url(private_redis: str) -> str:
+    from workers.app import use_broker
+
+    use_broker(private_redis)
+    jobs.client().flushdb()
+    return private_redis
+
+
+def _spec(job_id: str) -> dict:
+    return {"job_id": job_id, "source": "/nonexistent.pdf", "filename": "x.pdf", "storage": "file:///tmp/x",
+            "artifact_prefix": "x", "options": {}}
+
+
+def test_runs_are_shared_and_finished_jobs_not_redone(redis_url: str) -> None:
+    spec = _spec("job-a")
+    assert jobs.start_run(spec, force=False, stale_after_s=60) == "started"
+    run = jobs.get("job-a")["run"]
+    assert jobs.start_run(spec, force=False, stale_after_s=60) == "running"
+    jobs.update("job-a", state=jobs.JobState.DONE)
+    assert jobs.start_run(spec, force=False, stale_after_s=60) == "done"
+    assert jobs.get("job-a")["run"] == run
+    assert jobs.start_run(spec, force=True, stale_after_s=60) == "started"
+    assert jobs.get("job-a")["run"] != run and jobs.get("job-a")["state"] == "queued"
+
+
+def test_stalled_run_is_restarted(redis_url: str) -> None:
+    spec = _spec("job-b")
+    jobs.start_run(spec, force=False, stale_after_s=60)
+    assert jobs.start_run(spec, force=False, stale_after_s=0) == "started"
+
+
+def test_deliveries_not_retries_are_counted_per_run(redis_url: str) -> None:
+    jobs.start_run(_spec("job-c"), force=False, stale_after_s=60)
+    assert [jobs.count_delivery("job-c", 1, 0) for _ in range(3)] == [1, 2, 3]  # redeliveries
+    assert jobs.count_delivery("job-c", 1, 1) == 1  # a retry is a new message
+    jobs.update("job-c", state=jobs.JobState.DONE)
+    jobs.start_run(_spec("job-c"), force=True, stale_after_s=60)
+    assert jobs.count_delivery("job-c", 1, 0) == 1  # a new run starts again
+
+
+def test_finished_jobs_expire_and_the_index_is_trimmed(redis_url: str, monkeypatch) -> None:
+    from workers.settings import get_settings
+
+    monkeypatch.setenv("PAGEFLEET_RELIABILITY__JOBS_INDEX_MAX", "100")
+    get_settings.cache_clear()
+    r = jobs.client()
+    for i in range(130):
+        jobs.start_run(_spec(f"job-{i}"), force=False, stale_after_s=60)
+        jobs.update(f"job-{i}", state=jobs.JobState.DONE)
+    assert 0 < r.ttl("pagefleet:job:job-5") <= get_settings().reliability.job_record_ttl_s
+    assert r.zcard("pagefleet:jobs") == 100 and r.zcard(jobs.ACTIVE) == 0
+    get_settings.cache_clear()
+
+
+def test_deadletter_list_replay_clear(redis_url: str, capsys, tmp_path) -> None:
+    jobs.dead_letter({"job_id": "job-d", "page": 2, "reason": "attempts_exhausted", "spec": _spec("job-d")})
+    jobs.dead_letter({"job_id": "job-e", "page": None, "reason": "deadline"})
+    assert main(["deadletter", "list", "--broker", redis_url]) == 0
+    listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [d["job_id"] for d in listed] == ["job-d", "job-e"]
+    assert main(["deadletter", "replay", "--job", "job-d", "--broker", redis_url]) == 0
+    assert jobs.get("job-d")["state"] == "queued" and json.loads(jobs.get("job-d")["spec"])["force"] is True
+    assert [d["job_id"] for d in jobs.dead_letters()] == ["job-e"]
+    assert main(["deadletter", "clear", "--broker", redis_url]) == 0
+    assert jobs.dead_letters() == []
