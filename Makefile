@@ -10,7 +10,7 @@ APT_PACKAGES = tesseract-ocr tesseract-ocr-eng tesseract-ocr-heb tesseract-ocr-a
                poppler-utils redis-server fonts-dejavu-core chromium unpaper
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup system venv fixtures run test test-fast bench eval eval-structure eval-ocr clean
+.PHONY: setup system venv fixtures run test test-fast bench eval eval-structure eval-ocr eval-wse clean
 
 setup: system venv
 
@@ -58,6 +58,10 @@ eval-structure: setup
 # EVAL_OCR_ARGS=--quick for the 16-page subset
 eval-ocr: setup
 	$(BIN)/python -m bench.eval_ocr $(EVAL_OCR_ARGS)
+
+# Word Shape Encoding (issue 10): generated RTL tables + corpus tables, encoded vs direct, per parser
+eval-wse: setup
+	$(BIN)/python bench/wse_eval.py --corpus ../shared/corpus $(EVAL_WSE_ARGS)
 
 clean:
 	rm -rf $(OUT) fixtures/*.pdf fixtures/bad fixtures/structure .pytest_cache

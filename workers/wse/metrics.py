@@ -12,6 +12,7 @@ that are empty in every cell dropped (parsers pad tables with them).
                                  Levenshtein distance of the two texts; tree edit distance by APTED
     best_match(tables, truth)    the predicted table with the highest TEDS (a parser may split one
                                  table or find others on the page)
+    crop_to_truth(pred, truth)   the predicted rows spanning the matched ones (body-only truth)
 """
 
 from __future__ import annotations
@@ -39,21 +40,35 @@ def normalized(table: Table) -> list[list[str]]:
     return [[r[c] for c in keep] for r in rows]
 
 
-def cell_accuracy(pred: Table, truth: Table) -> float:
-    p, t = normalized(pred), normalized(truth)
-    total = sum(len(r) for r in t)
-    if not total:
-        return 1.0
-    correct, start = 0, 0
-    for row in t:
+def _matches(p: list[list[str]], t: list[list[str]]) -> list[tuple[int, int, int]]:
+    """(truth row, predicted row, equal cells): truth rows in order, each to the later predicted
+    row with the most cells equal at the same column."""
+    out, start = [], 0
+    for i, row in enumerate(t):
         scores = [(sum(a == b for a, b in zip(row, cand)), j) for j, cand in enumerate(p) if j >= start]
         if not scores:
             break
         best, j = max(scores, key=lambda s: (s[0], -s[1]))
         if best:
-            correct += best
+            out.append((i, j, best))
             start = j + 1
-    return correct / total
+    return out
+
+
+def cell_accuracy(pred: Table, truth: Table) -> float:
+    p, t = normalized(pred), normalized(truth)
+    total = sum(len(r) for r in t)
+    if not total:
+        return 1.0
+    return sum(equal for _, _, equal in _matches(p, t)) / total
+
+
+def crop_to_truth(pred: Table, truth: Table) -> list[list[str]]:
+    """The predicted rows from the first to the last one matching a truth row (normalised): for a
+    truth that holds a table's body only, so the header a parser also found is not counted."""
+    p = normalized(pred)
+    found = _matches(p, normalized(truth))
+    return p[found[0][1]:found[-1][1] + 1] if found else []
 
 
 @dataclass
