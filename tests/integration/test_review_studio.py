@@ -335,3 +335,32 @@ def test_serves_an_s3_prefix_through_storage(out: Path, s3_bucket, tmp_path: Pat
             assert _request(studio.base, path)[0] == 404
     saved = json.loads(client.get_object(bucket, f"results/artifacts/{sha}/review.json").read())
     assert saved["pages"][str(refused)]["decision"] == "flag" and saved["pages"][str(refused)]["note"] == "from S3"
+
+
+def test_upload_into_an_s3_prefix_through_a_broker(fleet, redis_server: str, s3_bucket, fixtures_dir: Path,
+                                                   tmp_path: Path) -> None:
+    """`--broker`: the upload is kept in the bucket and processed by the fleet's own workers."""
+    bucket, client = s3_bucket
+    pdf = fixtures_dir / "born_digital_arabic_presentation_forms.pdf"
+    with StudioProcess(f"s3://{bucket}/results", tmp_path, "--broker", redis_server) as studio:
+        _, _, body = _request(studio.base, "/")
+        csrf = re.search(rb'data-csrf="([^"]+)"', body).group(1).decode()
+        status, _, answer = _request(studio.base, "/upload?name=" + urllib.parse.quote("تقرير.pdf"), "POST",
+                                     {"x-csrf-token": csrf, "content-type": "application/pdf"}, pdf.read_bytes())
+        assert status == 202, answer
+        started = json.loads(answer)
+        deadline = time.monotonic() + 180
+        while True:
+            progress = json.loads(_request(studio.base, started["progress"])[2])
+            if progress["done"] or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        sha = hashlib.sha256(pdf.read_bytes()).hexdigest()
+        assert progress["status"] == "accepted" and progress["url"] == f"/doc/artifacts/{sha}"
+        assert _request(studio.base, progress["url"])[0] == 200
+        status, headers, image = _request(studio.base, f"{progress['url']}/page/1/image.png")  # source from S3
+        assert status == 200 and headers["content-type"] == "image/png" and image.startswith(b"\x89PNG")
+    kept = client.get_object(bucket, f"results/.pagefleet/uploads/{sha}/تقرير.pdf").read()
+    assert kept == pdf.read_bytes()
+    doc = json.loads(client.get_object(bucket, f"results/artifacts/{sha}/document.json").read())
+    assert doc["source"]["uri"] == f"s3://{bucket}/results/.pagefleet/uploads/{sha}/تقرير.pdf"
