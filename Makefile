@@ -10,7 +10,7 @@ APT_PACKAGES = tesseract-ocr tesseract-ocr-eng tesseract-ocr-heb tesseract-ocr-a
                poppler-utils redis-server fonts-dejavu-core chromium unpaper
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup system venv fixtures run test test-fast bench eval eval-structure eval-ocr eval-wse clean
+.PHONY: setup system venv fixtures run test test-fast bench eval eval-structure eval-ocr eval-wse faults fuzz clean
 
 setup: system venv
 
@@ -62,6 +62,13 @@ eval-ocr: setup
 # Word Shape Encoding (issue 10): generated RTL tables + corpus tables, encoded vs direct, per parser
 eval-wse: setup
 	$(BIN)/python bench/wse_eval.py --corpus ../shared/corpus $(EVAL_WSE_ARGS)
+
+# issue 9: the fault drills (a fleet hurt on purpose; they also run in `make test`) and the fuzzer
+faults: setup
+	$(BIN)/python -m pytest -m faults -v
+
+fuzz: setup
+	$(BIN)/python bench/fuzz_inputs.py ../shared/corpus --count 500
 
 clean:
 	rm -rf $(OUT) fixtures/*.pdf fixtures/bad fixtures/structure .pytest_cache
