@@ -42,10 +42,10 @@ def _request(base: str, path: str, method: str = "GET", headers: dict[str, str] 
 
 
 class StudioProcess:
-    def __init__(self, where: str, tmp: Path, *extra: str) -> None:
+    def __init__(self, where: str, tmp: Path, *extra: str, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        env = dict(os.environ, PAGEFLEET_CACHE_DIR=str(tmp / "cache"))
+        env = dict(os.environ, PAGEFLEET_CACHE_DIR=str(tmp / "cache"), **(env or {}))
         self.log = open(tmp / f"studio-{self.port}.log", "wb")
         self.proc = subprocess.Popen([PAGEFLEET, "review", where, "--port", str(self.port), *extra], env=env,
                                      stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -258,7 +258,8 @@ def test_non_loopback_host_without_token_is_refused(out: Path) -> None:
 
 
 def test_token_host_and_csrf_guards(out: Path, tmp_path: Path) -> None:
-    with StudioProcess(str(out), tmp_path, "--token", "s3cret-t0ken") as studio:
+    with StudioProcess(str(out), tmp_path, "--token", "s3cret-t0ken",
+                       env={"PAGEFLEET_STUDIO_MAX_UPLOAD_BYTES": "4096"}) as studio:
         assert _request(studio.base, "/")[0] == 401
         assert _request(studio.base, "/?token=wrong")[0] == 401
         status, headers, _ = _request(studio.base, f"/doc/{DOC}?token=s3cret-t0ken")
@@ -272,6 +273,10 @@ def test_token_host_and_csrf_guards(out: Path, tmp_path: Path) -> None:
         assert _request(studio.base, f"/doc/{DOC}/page/5/decision", "POST", no_csrf, b"decision=approve")[0] == 403
         cross = dict(no_csrf, origin="http://evil.example")
         assert _request(studio.base, f"/doc/{DOC}/page/5/decision", "POST", cross, b"decision=approve")[0] == 403
+        _, _, body = _request(studio.base, "/", headers={"cookie": cookie})
+        upload = {"cookie": cookie, "x-csrf-token": re.search(rb'data-csrf="([^"]+)"', body).group(1).decode()}
+        status, _, answer = _request(studio.base, "/upload?name=big.pdf", "POST", upload, b"%PDF-1.7\n" + b"0" * 9000)
+        assert status == 413 and json.loads(answer)["code"] == "pdf_too_large"
 
 
 def _processes_mentioning(marker: str) -> list[str]:

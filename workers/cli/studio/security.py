@@ -64,8 +64,8 @@ class Guard:
 
         async def send_secured(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message.setdefault("headers", [])
-                message["headers"] = list(message["headers"]) + HEADERS
+                present = {name.lower() for name, _ in message.get("headers", [])}
+                message["headers"] = list(message.get("headers", [])) + [h for h in HEADERS if h[0] not in present]
             await send(message)
 
         await self.app(scope, receive, send_secured)

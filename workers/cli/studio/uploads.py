@@ -152,6 +152,9 @@ class Uploads:
             return None
         info = jobs.get(job_id)
         state = info.get("state", "queued")
+        dead = self.fleet.dead_worker() if self.fleet is not None and state not in jobs.TERMINAL else None
+        if dead is not None:  # the embedded fleet lost a worker: say so instead of waiting forever
+            state, info = "error", {**info, "error_code": "worker_died"}
         if state in jobs.TERMINAL:
             self.library.documents(fresh=True)
         return {"job_id": job_id, "filename": upload.filename, "doc": upload.doc, "state": state,
