@@ -62,7 +62,7 @@ def make_app() -> Celery:
         worker_prefetch_multiplier=1,
         task_soft_time_limit=s.task_soft_time_limit,
         task_time_limit=s.task_time_limit,
-        broker_transport_options={"visibility_timeout": visibility},
+        broker_transport_options=s.reliability.transport_options(s.task_time_limit),
         result_backend_transport_options={"visibility_timeout": visibility},
         visibility_timeout=visibility,
         worker_pool="prefork",

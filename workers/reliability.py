@@ -28,6 +28,9 @@ class ReliabilitySettings(BaseModel):
     jobs_index_max: int = Field(100_000, ge=100, description="the jobs index keeps at most this many ids")
     deadletter_max: int = Field(100_000, ge=100, description="the dead-letter list keeps the newest")
     visibility_margin_s: int = Field(60, ge=5, description="visibility timeout = hard time limit + this")
+    # kombu looks for unacked messages past the visibility timeout every interval × throttle seconds
+    # (10 × 10 by default: up to 100 s late); we scan on every interval
+    unacked_restore_interval_s: int = Field(10, ge=1, description="how often workers restore a dead worker's messages")
     callback_timeout_s: float = Field(10.0, gt=0)
     callback_max_retries: int = Field(8, ge=0)
     callback_backoff_max_s: int = Field(600, ge=1)
@@ -35,6 +38,11 @@ class ReliabilitySettings(BaseModel):
     @property
     def deadline_s(self) -> float:
         return self.job_deadline_minutes * 60.0
+
+    def transport_options(self, task_time_limit: int) -> dict[str, int]:
+        """The Redis transport's options: visibility timeout and how often it is enforced."""
+        return {"visibility_timeout": self.visibility_for(task_time_limit),
+                "unacked_restore_interval": self.unacked_restore_interval_s, "unacked_restore_throttle": 1}
 
     def visibility_for(self, task_time_limit: int) -> int:
         """Longer than the longest task (its hard limit), so only a dead worker's work comes back."""

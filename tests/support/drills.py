@@ -28,11 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.tcp_proxy import TcpProxy
+from workers.cli.embedded import die_with_parent
 
 FAST_ENV = {
     "PAGEFLEET_TASK_SOFT_TIME_LIMIT": "25",
     "PAGEFLEET_TASK_TIME_LIMIT": "30",
     "PAGEFLEET_RELIABILITY__VISIBILITY_MARGIN_S": "5",       # unacked work back after 35 s
+    "PAGEFLEET_RELIABILITY__UNACKED_RESTORE_INTERVAL_S": "2",
     "PAGEFLEET_RELIABILITY__JOB_DEADLINE_MINUTES": "0.5",    # the watchdog acts after max(30 s, 35 s)
     "PAGEFLEET_RELIABILITY__WATCHDOG_INTERVAL_S": "4",
     "PAGEFLEET_RELIABILITY__MAX_REDISPATCH": "3",
@@ -89,7 +91,8 @@ class AofRedis:
                 "--save", "", "--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.workdir),
                 "--maxmemory-policy", "noeviction"]
         log = open(self.workdir / "redis.log", "ab")
-        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                     preexec_fn=die_with_parent)
         client = redis.Redis(port=self.port, socket_connect_timeout=0.5)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
@@ -254,7 +257,7 @@ class DrillFleet:
         args = [sys.executable, "-m", "celery", "-A", "workers.app", "beat", "-s", str(self.tmp / "beat-schedule"),
                 "--pidfile=", "-l", "INFO", "--logfile", str(self.tmp / "beat.log")]
         self.beat = subprocess.Popen(args, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=die_with_parent)
         self.groups.append(self.beat.pid)
 
     def s3(self) -> Any:

@@ -33,7 +33,7 @@ class RunLocked(PagefleetError):
     code = "run_locked"
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+def die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
     """Linux: the child gets SIGTERM when the process that started it dies (even by SIGKILL)."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
@@ -108,7 +108,7 @@ class RedisServer:
                     "--dir", str(self.workdir), "--maxmemory-policy", "noeviction", "--protected-mode", "yes"]
             log = open(self.workdir / f"redis-{self.port}.log", "wb")
             self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                         preexec_fn=_die_with_parent)
+                                         preexec_fn=die_with_parent)
             if self._wait_ready():
                 return self.url
             self.stop()
@@ -148,7 +148,7 @@ class WorkerProcess:
                 "-n", f"{self.name}@%h", "--without-mingle", "--without-gossip", "-l", loglevel,
                 "--logfile", str(self.logfile), "-E"]
         self.proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=open(self.logfile.with_suffix(".err"), "wb"),
-                                     start_new_session=True, preexec_fn=_die_with_parent)
+                                     start_new_session=True, preexec_fn=die_with_parent)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
