@@ -73,23 +73,28 @@ def _color(value: int) -> tuple[float, float, float]:
 
 
 def draw_words(page: pymupdf.Page, words: list[PageWord], drawn: list[str]) -> None:
-    """Draw `drawn[i]` where `words[i]` was, mirrored: it starts at the mirror of the word's end
-    and spans the word's length. Words that fit as they are share one writer per colour."""
+    """Draw `drawn[i]` where `words[i]` was, mirrored: it starts at the mirror of the word's end.
+    Content-stream order is the mirrored page's reading order (line by line, left to right):
+    extractors build lines from stream order, and words written out of order split a line. Runs
+    of words that fit as they are share one writer."""
     width = page.rect.width
-    writers: dict[int, pymupdf.TextWriter] = {}
-    # content-stream order = reading order of the mirrored page (line by line, left to right):
-    # extractors build lines from stream order, so words written out of order split a line
     ordered = sorted(zip(words, drawn), key=lambda item: (item[0].line, width - item[0].end[0]))
+    run: pymupdf.TextWriter | None = None
+    run_color = 0
     for w, text in ordered:
         point = pymupdf.Point(width - w.end[0], w.end[1])
         font = _font(style_key(w.bold, w.italic))
         matrix = _morph(w, text, font)
+        if run is not None and (matrix is not None or w.color != run_color):
+            run.write_text(page, color=_color(run_color))
+            run = None
         if matrix is None:
-            writer = writers.setdefault(w.color, pymupdf.TextWriter(page.rect))
-            writer.append(point, text, font=font, fontsize=max(w.size, 1.0))
+            if run is None:
+                run, run_color = pymupdf.TextWriter(page.rect), w.color
+            run.append(point, text, font=font, fontsize=max(w.size, 1.0))
             continue
         single = pymupdf.TextWriter(page.rect)
         single.append(point, text, font=font, fontsize=max(w.size, 1.0))
         single.write_text(page, color=_color(w.color), morph=(point, matrix))
-    for color, writer in writers.items():
-        writer.write_text(page, color=_color(color))
+    if run is not None:
+        run.write_text(page, color=_color(run_color))
