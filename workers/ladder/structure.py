@@ -33,22 +33,31 @@ class DocumentLayout:
     furniture: dict[int, dict[int, str]] = field(default_factory=dict)  # page -> line index -> kind
 
 
-def _usable(page: Mapping[str, Any]) -> bool:
+def raw_spans(page: Mapping[str, Any]) -> list[tuple[int, int]] | None:
+    """Each layout line's range in the page's raw text (lines joined by "\\n"; a line may itself
+    hold a newline MuPDF kept), or None when the layout does not add up to the text."""
     layout = page.get("layout")
-    return bool(layout) and len(layout.get("lines", [])) == len(page.get("text", "").split("\n"))
+    if not layout or not layout.get("lines"):
+        return None
+    spans, pos = [], 0
+    for line in layout["lines"]:
+        n = int(line.get("n", line.get("chars", 0)))
+        spans.append((pos, pos + n))
+        pos += n + 1
+    return spans if pos - 1 == len(page.get("text", "")) else None
 
 
 def document_layout(pages: Sequence[Mapping[str, Any]]) -> DocumentLayout:
     """Font statistics and running furniture over every page the child read."""
-    usable = [p for p in pages if _usable(p)]
-    styles = [(ln["size"], ln["bold"], ln["chars"]) for p in usable for ln in p["layout"]["lines"]]
+    usable = [(p, spans) for p in pages if (spans := raw_spans(p))]
+    styles = [(ln["size"], ln["bold"], ln["chars"]) for p, _ in usable for ln in p["layout"]["lines"]]
     bands = []
-    for p in usable:
-        raw_lines = p["text"].split("\n")
-        lines = [BandLine(i, raw_lines[i], ln["bbox"][1], ln["bbox"][3]) for i, ln in enumerate(p["layout"]["lines"])]
+    for p, spans in usable:
+        lines = [BandLine(i, p["text"][a:b], ln["bbox"][1], ln["bbox"][3])
+                 for i, ((a, b), ln) in enumerate(zip(spans, p["layout"]["lines"]))]
         bands.append((float(p.get("height") or 0), lines))
     marks = running_furniture(bands)
-    return DocumentLayout(font_stats(styles), {int(p["number"]): m for p, m in zip(usable, marks)})
+    return DocumentLayout(font_stats(styles), {int(p["number"]): m for (p, _), m in zip(usable, marks)})
 
 
 def _inside(box: Sequence[float], outer: Sequence[float]) -> bool:
@@ -90,10 +99,11 @@ def page_structure(page: Mapping[str, Any], text: str, edits: Sequence[Mapping[s
                    doc: DocumentLayout, tables: Sequence[TableIn] | None = None) -> tuple[list[dict[str, Any]], list[TableIn]]:
     """Blocks of one text-layer page (its raw text is `page["text"]`, its display text `text`);
     `tables` replaces the tables the child found (structured recovery)."""
-    if not _usable(page):
+    spans = raw_spans(page)
+    if spans is None:
         return plain_blocks(text), []
-    raw = page["text"]
-    ranges = OffsetMap(edits).line_ranges(raw)
+    omap = OffsetMap(edits)
+    ranges = [(omap.to_display(a, "start"), omap.to_display(b, "end")) for a, b in spans]
     lines = [LineIn(i, s, e, tuple(ln["bbox"]), ln["size"], ln["bold"])  # type: ignore[arg-type]
              for i, ((s, e), ln) in enumerate(zip(ranges, page["layout"]["lines"]))]
     if tables is None:

@@ -3,7 +3,8 @@
 `gather(page, flags)` walks the same `rawdict` lines, in the same order, as the text layer that
 `workers.pdf.mupdf` builds (line i here is line i of the page's raw text) and returns plain JSON:
 
-    lines   per line: bbox, dominant font size, bold (most characters bold), characters
+    lines   per line: bbox, dominant font size, bold (most characters bold), visible characters,
+            `n` its length in the page text
     tables  ruled tables (PyMuPDF's finder on vector lines) and unruled ones (visual rows whose
             gaps line up, routing.structure.tables.aligned_columns): per cell its raw text (the
             cell's characters in extraction order) and box, drawn left to right; the raw lines
@@ -36,8 +37,9 @@ def _line_info(line: dict[str, Any]) -> dict[str, Any]:
         if span["flags"] & _BOLD or "bold" in span.get("font", "").lower():
             bold += n
     size = sizes.most_common(1)[0][0] if sizes else 0.0
+    n = sum(len(c["c"]) for span in line["spans"] for c in span["chars"])  # the line's length in the text
     return {"bbox": [round(v, 2) for v in line["bbox"]], "size": size, "bold": total > 0 and bold * 2 > total,
-            "chars": total}
+            "chars": total, "n": n}
 
 
 def gather(page: pymupdf.Page, flags: int, find_ruled: bool = True) -> dict[str, Any]:
@@ -52,10 +54,12 @@ def gather(page: pymupdf.Page, flags: int, find_ruled: bool = True) -> dict[str,
                 for c in span["chars"]:
                     x0, y0, x1, y1 = c["bbox"]
                     chars.append((x0, y0, x1, y1, c["c"], index))
-    tables = _ruled(page, chars) if find_ruled else []
+    tables, grids = _ruled(page, chars) if find_ruled else ([], 0)
     taken = {i for t in tables for i in t["lines"]}
     unruled, suspect = _unruled(lines, [c for c in chars if c[5] not in taken])
-    return {"lines": lines, "tables": tables + unruled, "aligned_rows": suspect}
+    if unruled:
+        grids = 0  # the aligned rows read what the grid did not
+    return {"lines": lines, "tables": tables + unruled, "aligned_rows": max(suspect, grids)}
 
 
 def _inside(c: Char, box: tuple[float, float, float, float]) -> bool:
@@ -119,28 +123,31 @@ def _covered_lines(chars: list[Char], box: tuple[float, float, float, float]) ->
     return sorted(i for i in total if inside[i] * 2 > total[i])
 
 
-def _ruled(page: pymupdf.Page, chars: list[Char]) -> list[dict[str, Any]]:
+def _ruled(page: pymupdf.Page, chars: list[Char]) -> tuple[list[dict[str, Any]], int]:
+    """Ruled tables, and the rows of grids that are not a table's (a suspicion)."""
     try:
         found = page.find_tables()
     except Exception:  # noqa: BLE001 - a finder failure is "no table found", the checks decide the rest
-        return []
-    tables = []
+        return [], 0
+    tables, suspect = [], 0
     for tab in found.tables:
         box = tuple(tab.bbox)
         near = [c for c in chars if _inside(c, box)]
         grid = [[[c for c in near if _inside(c, cell)] if cell else [] for cell in row.cells] for row in tab.rows]
         if not _plausible(grid):
-            continue  # a grid coarser than its data: the unruled finder and the checks take it from here
+            suspect = max(suspect, len(grid))  # not the table's grid: a suspicion for the checks
+            continue
         rows = [[{"raw": _cell_text(cell_chars), "bbox": [round(v, 2) for v in cell] if cell else None}
                  for cell_chars, cell in zip(chars_row, row.cells)] for chars_row, row in zip(grid, tab.rows)]
         tables.append({"kind": "ruled", "bbox": [round(v, 2) for v in box], "rows": rows,
                        "header_rows": 0 if tab.header.external else 1, "lines": _covered_lines(chars, box)})
-    return tables
+    return tables, suspect
 
 
-def _numbered_rows(cell: list[Char]) -> int:
-    """Visual rows inside one cell that hold a digit."""
-    centres = sorted({round((c[1] + c[3]) / 2) for c in cell if c[4] in _DIGITS})
+def _row_count(cell: list[Char], digits_only: bool = False) -> int:
+    """Visual rows inside one cell (only rows holding a digit, with `digits_only`)."""
+    centres = sorted({round((c[1] + c[3]) / 2) for c in cell
+                      if not c[4].isspace() and (c[4] in _DIGITS or not digits_only)})
     rows, last = 0, None
     for y in centres:
         if last is None or y - last > 3:
@@ -149,14 +156,15 @@ def _numbered_rows(cell: list[Char]) -> int:
     return rows
 
 
-def _plausible(grid: list[list[list[Char]]], max_numbered_rows: int = 3, min_fill: float = 0.35) -> bool:
-    """A cell holding numbers from several rows is a collapsed column; a grid mostly empty is not
-    the table's grid."""
+def _plausible(grid: list[list[list[Char]]], max_numbered_rows: int = 3, max_rows: int = 6,
+               min_fill: float = 0.35) -> bool:
+    """A cell holding numbers from several rows is a collapsed column, a cell of many lines is a
+    framed text, a grid mostly empty is not the table's grid."""
     cells = [cell for row in grid for cell in row]
     filled = sum(1 for cell in cells if any(not c[4].isspace() for c in cell))
     if not cells or filled < min_fill * len(cells):
         return False
-    return all(_numbered_rows(cell) <= max_numbered_rows for cell in cells)
+    return all(_row_count(cell, True) <= max_numbered_rows and _row_count(cell) <= max_rows for cell in cells)
 
 
 def _visual_rows(lines: list[dict[str, Any]], chars: list[Char]) -> list[list[Char]]:
