@@ -2,20 +2,14 @@
 
     which words need a token        needs_token(word)           any RTL letter, or a character
                                                                 Helvetica (WinAnsi) cannot draw
-    where a word lands              mirror_x(x0, x1, left, right)
     how far a parser may alter one  token_tolerance(token)      Levenshtein distance accepted
-    row order                       logical_row(cells)          rows are lists of cells with
-                                                                ``row[0]`` the rightmost cell of the
-                                                                original page (the first a reader of
-                                                                Hebrew or Arabic reads); a parser on
-                                                                the *mirrored* page emits exactly
-                                                                that order, a parser on the original
-                                                                page emits the reverse.
+
+Row order: rows are lists of cells with ``row[0]`` the rightmost cell of the original page (the
+first a reader of Hebrew or Arabic reads), as `routing.structure.tables.logical_rows` defines it;
+a parser on the *mirrored* page emits exactly that order, a parser on the original page the reverse.
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from routing.scripts import is_rtl_letter
 
@@ -28,20 +22,10 @@ def needs_token(word: str) -> bool:
     return any(is_rtl_letter(ch) or (ord(ch) > 0xFF and ch not in _WINANSI_EXTRA) for ch in word)
 
 
-def mirror_x(x0: float, x1: float, left: float, right: float) -> tuple[float, float]:
-    """The horizontal extent [x0, x1] mirrored inside the page span [left, right]."""
-    return left + right - x1, left + right - x0
-
-
 def token_tolerance(token: str) -> int:
     """Largest Levenshtein distance at which an altered `token` still decodes to a mapped token:
     one edit for short tokens, a third of the length for long ones."""
     return max(1, len(token) // 3)
-
-
-def logical_row(cells_left_to_right: Sequence[str]) -> list[str]:
-    """Cells of one row as the original page shows them left to right → logical RTL order."""
-    return list(cells_left_to_right)[::-1]
 
 
 def style_key(bold: bool, italic: bool) -> str:

@@ -116,3 +116,22 @@ def test_corpus_hebrew_table_encodes_to_english_words_only(tmp_path):
     assert len(letters) > 100 and all(w.isascii() for w in letters)
     side = json.loads(Path(result.mapping_path).read_text(encoding="utf-8"))
     assert side["tokens"] and all(_rtl_letters(e["word"]) for e in side["tokens"].values())
+
+
+def test_images_are_mirrored(tmp_path):
+    doc = pymupdf.open()
+    page = doc.new_page(width=400, height=300)
+    pix = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 8, 8), False)
+    pix.clear_with(200)
+    page.insert_image(pymupdf.Rect(20, 40, 120, 90), pixmap=pix)
+    page.insert_text((300, 60), "Total", fontsize=12)
+    src = tmp_path / "image.pdf"
+    doc.save(src)
+    doc.close()
+    result = encode_pdf(str(src), str(tmp_path / "enc.pdf"))
+    with pymupdf.open(result.pdf) as enc:
+        boxes = [pymupdf.Rect(info["bbox"]) for info in enc[0].get_image_info()]
+        words = enc[0].get_text("words")
+    assert len(boxes) == 1
+    assert (boxes[0].x0, boxes[0].y0, boxes[0].x1, boxes[0].y1) == pytest.approx((280, 40, 380, 90), abs=0.5)
+    assert [w[4] for w in words] == ["Total"] and words[0][2] == pytest.approx(100, abs=0.5)  # 400 − 300

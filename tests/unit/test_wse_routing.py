@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from routing.wse import logical_row, mirror_x, needs_token, parse_pages, style_key, token_tolerance
+from routing.wse import needs_token, parse_pages, style_key, token_tolerance
 from workers.wse.shapes import Shape, ShapeIndex, measure, shape_index, word_list
 
 
@@ -15,11 +15,6 @@ def test_needs_token_for_rtl_letters_and_undrawable_characters():
     assert not needs_token("“quoted”")  # WinAnsi punctuation above U+00FF
 
 
-def test_mirror_x_is_an_involution_inside_the_page():
-    assert mirror_x(10, 30, 0, 100) == (70, 90)
-    assert mirror_x(*mirror_x(12.5, 40, 5, 605), 5, 605) == (12.5, 40)
-
-
 def test_parse_pages():
     assert parse_pages(None, 3) == [1, 2, 3]
     assert parse_pages("3,1-2,2", 5) == [3, 1, 2]
@@ -28,9 +23,8 @@ def test_parse_pages():
             parse_pages(bad, 3)
 
 
-def test_tolerance_and_row_order():
+def test_tolerance_and_style():
     assert token_tolerance("ab") == 1 and token_tolerance("abcdefghi") == 3
-    assert logical_row(["left", "middle", "right"]) == ["right", "middle", "left"]
     assert style_key(True, True) == "hebi" and style_key(False, False) == "helv"
 
 

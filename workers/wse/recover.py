@@ -6,7 +6,7 @@
                                        order (``row[0]`` = the rightmost cell)
     run_wse(pdf, page, parser)         the same, with the decoded text, word recovery and time
     run_direct(pdf, page, parser)      the parser on the original page, rows turned to logical
-                                       order (`routing.wse.logical_row`): the comparison
+                                       order (`routing.structure.tables.logical_rows`): the comparison
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 
 from routing.normalize import normalize
-from routing.wse import logical_row
+from routing.structure.tables import logical_rows
 from workers.wse.decode import Decoder, Table, word_recovery
 from workers.wse.encode import encode_document, open_pdf
 from workers.wse.mapping import Mapping
@@ -59,7 +59,7 @@ def run_direct(pdf_path: str, page_number: int, parser: str = DEFAULT_PARSER) ->
     with the parser at its best."""
     originals = original_words(pdf_path, page_number)
     result = get_parser(parser).parse(pdf_path, page_number)
-    tables = [[logical_row([_repaired(c) for c in row]) for row in table] for table in result.tables]
+    tables = [logical_rows([[_repaired(c) for c in row] for row in table], rtl=True) for table in result.tables]
     text = _repaired(result.text)
     found, total = word_recovery(originals, text)
     return PageRun("direct", parser, tables, text, found, total, 0, result.seconds)
