@@ -179,6 +179,16 @@ def test_table_blocks_render_as_rtl_tables(studio: StudioProcess, out: Path, pag
     assert first["x"] > last["x"], "the first logical column of an RTL table is on the right"
     assert table.locator("tbody tr").count() == len(block["table"]["rows"]) - block["table"]["header_rows"]
     page.wait_for_function("document.querySelector('#source-image').naturalWidth > 0")
+    page.wait_for_selector("html[data-ready]", state="attached")
+    table.hover()  # in sync: the block's bbox is drawn over the source page
+    mark, image = page.locator("#bbox-mark"), page.locator("#source-image")
+    assert mark.is_visible()
+    points = image.evaluate("img => img.naturalWidth * 72 / Number(img.dataset.dpi)")  # page width in points
+    shown, box = image.bounding_box(), mark.bounding_box()
+    scale = shown["width"] / points
+    assert abs(box["x"] - (shown["x"] + block["bbox"][0] * scale)) < 2
+    assert abs(box["y"] - (shown["y"] + block["bbox"][1] * scale)) < 2
+    assert abs(box["width"] - (block["bbox"][2] - block["bbox"][0]) * scale) < 2
     _screenshot(page, tmp_path, "review-studio-table.png")
 
 

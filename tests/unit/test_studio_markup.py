@@ -97,3 +97,11 @@ def test_list_items_keep_one_marker() -> None:
     assert str(written).count("א.") == 1
     separate = markup.block_html({"type": "list_item", "marker": "•", "text": "הכנסות"}, "", "rtl")
     assert '<span class="marker">•</span> הכנסות' in str(separate)
+
+
+def test_blocks_carry_their_bbox_for_the_source_overlay() -> None:
+    block = {"type": "paragraph", "text": "x", "bbox": [101.72, 104.69, 534, 117.49]}
+    assert ' data-bbox="101.7,104.7,534.0,117.5"' in str(markup.block_html(block, "", "ltr"))
+    table = {"type": "table", "bbox": [1, 2, 3, 4], "table": {"rows": [["a"]], "header_rows": 0}}
+    assert str(markup.block_html(table, "", "rtl")).startswith('<table class="blk-table" dir="rtl" data-bbox="1.0,2.0,3.0,4.0">')
+    assert "data-bbox" not in str(markup.block_html({"type": "paragraph", "bbox": ["x", 1, 2, 3]}, "", "ltr"))

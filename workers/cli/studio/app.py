@@ -138,7 +138,7 @@ def _page_context(studio: Studio, doc_id: str, number: int) -> dict[str, Any]:
         "preview": preview, "preview_html": markup.page_body({**preview, "direction": direction}) if preview else None,
         "decision": review.pages.get(str(number)),
         "next_flagged": risk.next_flagged(pages, number), "prev_flagged": risk.next_flagged(pages, number, -1),
-        "image_problem": studio.images.availability(doc),
+        "image_problem": studio.images.availability(doc), "dpi": studio.images.dpi,
     }
 
 

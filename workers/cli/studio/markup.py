@@ -53,12 +53,12 @@ def _cell_text(cell: Any) -> str:
     return "" if cell is None else str(cell)
 
 
-def table_html(table: dict[str, Any], direction: str) -> Markup:
+def table_html(table: dict[str, Any], direction: str, extra: str = "") -> Markup:
     """Rows of cells in logical order; `<table dir="rtl">` lays an RTL table out right to left."""
     rows = table.get("rows") if isinstance(table.get("rows"), list) else []
     header_rows = min(max(int(table.get("header_rows") or 0), 0), len(rows))
     rtl = direction == "rtl"
-    parts = [f'<table class="blk-table" dir="{direction_attr(direction)}">']
+    parts = [f'<table class="blk-table" dir="{direction_attr(direction)}"{extra}>']
     for i, row in enumerate(rows):
         if i == 0 and header_rows:
             parts.append("<thead>")
@@ -84,13 +84,22 @@ def _block_text(block: dict[str, Any], text: str) -> str:
     return ""
 
 
+def bbox_attr(block: dict[str, Any]) -> str:
+    """` data-bbox="x0,y0,x1,y1"` (PDF points, top-left origin) when the block has a box: the page
+    view draws it over the source image while the block is pointed at."""
+    box = block.get("bbox")
+    if isinstance(box, list) and len(box) == 4 and all(isinstance(v, (int, float)) for v in box):
+        return ' data-bbox="' + ",".join(f"{float(v):.1f}" for v in box) + '"'
+    return ""
+
+
 def block_html(block: dict[str, Any], text: str, page_direction: str) -> Markup:
     kind = str(block.get("type", "paragraph"))
     direction = block.get("direction") if block.get("direction") in DIRECTIONS else page_direction
     body = isolated(_block_text(block, text), direction == "rtl")
-    attr = f'dir="{direction_attr(direction)}"'
+    attr = f'dir="{direction_attr(direction)}"{bbox_attr(block)}'
     if kind == "table" and isinstance(block.get("table"), dict):
-        return table_html(block["table"], direction)
+        return table_html(block["table"], direction, bbox_attr(block))
     if kind == "heading":
         level = min(max(int(block.get("level") or 1), 1), 4) + 2  # h3..h6 under the page's own headings
         return Markup(f'<h{level} class="blk-heading" {attr}>{body}</h{level}>')

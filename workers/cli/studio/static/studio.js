@@ -46,6 +46,23 @@
     b.addEventListener("scroll", follow(b, a));
   }
 
+  function boxes() {  // point at a block of the result: its bbox is drawn over the source page
+    const img = $("#source-image"), mark = $("#bbox-mark"), rendered = $("#rendered");
+    if (!img || !mark || !rendered || !img.dataset.dpi) return;
+    const show = (el) => {
+      const box = el.dataset.bbox.split(",").map(Number);
+      const scale = (Number(img.dataset.dpi) / 72) * (img.clientWidth / (img.naturalWidth || 1));
+      Object.assign(mark.style, { left: img.offsetLeft + box[0] * scale + "px", top: img.offsetTop + box[1] * scale + "px",
+        width: (box[2] - box[0]) * scale + "px", height: (box[3] - box[1]) * scale + "px" });
+      mark.hidden = false;
+    };
+    rendered.addEventListener("mouseover", (e) => {
+      const el = e.target.closest && e.target.closest("[data-bbox]");
+      if (el && img.naturalWidth) show(el);
+    });
+    rendered.addEventListener("mouseleave", () => { mark.hidden = true; });
+  }
+
   function text(el, value, cls) { el.textContent = value; if (cls) el.className = cls; return el; }
   function say(status, value, cls) { status.replaceChildren(text(document.createElement("div"), value, cls)); }
 
@@ -86,7 +103,7 @@
   }
 
   document.addEventListener("DOMContentLoaded", () => {
-    keys(tabs()); syncScroll(); upload();
+    keys(tabs()); syncScroll(); upload(); boxes();
     document.documentElement.dataset.ready = "1";  // keys and tabs are live (tests wait for this)
   });
 })();
