@@ -5,7 +5,8 @@
           ─► same-baseline pieces merged into rows ─► reading order (order.py)
           ─► rows grouped into blocks: a new block at a style change, a list marker, a gap wider
              than `gap_ratio` × line height, or where the text is not contiguous
-          ─► heading (style has a level and the text is short) | list_item (marker) | paragraph
+          ─► caption ("Figure 2.", "טבלה 3") | heading (style has a level, short text; a section
+             number is part of it) | list_item (marker) | paragraph
 
 `start/end` index the page's display text, so a block's text is always ``text[start:end]`` and a
 block never spans lines that are not next to each other in the text.
@@ -19,7 +20,7 @@ from typing import Any
 
 from routing.scripts import is_latin, is_rtl_letter
 from routing.structure.headings import FontStats, HeadingRules, is_heading_text
-from routing.structure.markers import list_marker
+from routing.structure.markers import is_caption, list_marker
 from routing.structure.order import Box, reading_order
 
 
@@ -142,8 +143,10 @@ def _classify(group: list[_Row], text: str, stats: FontStats, heading_rules: Hea
     body = text[start:end]
     level = _style(group[0], stats)
     marker = list_marker(body.lstrip())
-    if level is not None and is_heading_text(body, len(group), heading_rules) and not marker:
-        return _block("heading", text, start, end, bbox, level=level)
+    if is_caption(body):
+        return _block("caption", text, start, end, bbox)
+    if level is not None and is_heading_text(body, len(group), heading_rules):
+        return _block("heading", text, start, end, bbox, level=level)  # "1. Introduction" included
     if marker:
         return _block("list_item", text, start, end, bbox, marker=marker.marker)
     return _block("paragraph", text, start, end, bbox)

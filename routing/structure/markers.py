@@ -2,7 +2,9 @@
 Hebrew and Arabic letters, Roman numerals.
 
     •  ◦  ▪  -  –  *           bullets
-    1.  1)  (1)  1.2.  ١.  (١)  ۱-   numbers (ASCII, Arabic-Indic, Extended Arabic-Indic)
+    1.  1)  (1)  1.2.  ١.  (١)  ۱-   numbers (ASCII, Arabic-Indic, Extended Arabic-Indic); a bare
+                                    number is not a marker ("1 for (…)" is code, "2024 …" a year),
+                                    except when the text layer split "1" and "." across a line end
     a.  b)  (c)  iv.  (ii)      Latin letters and Roman numerals
     א.  ב)  (ג)  ד'  יא.        Hebrew letters (one to three, with geresh)
     أ.  (ب)  ج-  د)             Arabic letters (one, Abjad order)
@@ -25,8 +27,18 @@ _HEBREW = r"[\u05D0-\u05EA]{1,2}['\u05F3]?"
 _ARABIC = r"[\u0623\u0627\u0628\u062C\u062F\u0647\u0648\u0632\u062D\u0637\u064A]"
 _ORDINAL = rf"(?:{_NUM}|{_AR_NUM}|{_ROMAN}|{_LATIN}|{_HEBREW}|{_ARABIC})"
 _MARKER = re.compile(
-    rf"^\s*(?P<m>[{re.escape(BULLETS)}]|\({_ORDINAL}\)|{_ORDINAL}[.)\-]|{_HEBREW}(?=\s)|{_NUM}\.?(?=\s))\s+(?=\S)"
+    rf"^\s*(?P<m>[{re.escape(BULLETS)}]|\({_ORDINAL}\)|{_ORDINAL}[.)\-]|{_HEBREW}(?=\s)|{_NUM}[ \t]*\n[ \t]*[.)])"
+    rf"\s+(?=\S)"
 )
+_CAPTION = re.compile(
+    r"^\s*(?:figure|fig\.|table|chart|איור|תרשים|טבלה|לוח|شكل|الشكل|جدول|الجدول)\s*[0-9\u0660-\u0669]+[.:)]?(?:\s|$)",
+    re.IGNORECASE,
+)
+
+
+def is_caption(text: str) -> bool:
+    """"Figure 2. …", "Table 3: …", "איור 1 …", "جدول ٢ …"."""
+    return bool(_CAPTION.match(text))
 
 
 @dataclass(frozen=True)
@@ -41,7 +53,7 @@ def list_marker(line: str) -> Marker | None:
     match = _MARKER.match(line)
     if not match:
         return None
-    marker = match.group("m")
+    marker = " ".join(match.group("m").split()).replace(" .", ".").replace(" )", ")")
     core = marker.strip("().-")
     if marker in BULLETS:
         kind = "bullet"

@@ -6,7 +6,7 @@ import pytest
 
 from routing.structure.furniture import BandLine, is_page_number, running_furniture
 from routing.structure.headings import font_stats, is_heading_text
-from routing.structure.markers import list_marker
+from routing.structure.markers import is_caption, list_marker
 from routing.structure.order import reading_order
 
 
@@ -24,10 +24,20 @@ def test_list_markers(line: str, marker: str) -> None:
 
 @pytest.mark.parametrize("line", [
     "שלום עולם", "הדוח מציג את התוצאות", "2024 was a good year", "א.", "Table 3 shows", "אבג. מילה",
-    "The end.", "", "•",
+    "The end.", "", "•", "1 for (var i = 2; i < 100; ++i) {", "2024 was a year",
 ])
 def test_not_list_markers(line: str) -> None:
     assert list_marker(line) is None
+
+
+def test_a_number_split_from_its_dot_by_the_text_layer_is_a_marker() -> None:
+    found = list_marker("1\n. בקרה רבעונית")
+    assert found is not None and found.marker == "1."
+
+
+def test_captions() -> None:
+    assert all(is_caption(t) for t in ("Figure 1. Sample program", "Table 3: results", "איור 2 מבנה", "جدول ١ النتائج"))
+    assert not any(is_caption(t) for t in ("Tables are fun", "Figure out the rest", "טבלאות רבות"))
 
 
 def test_heading_levels_from_document_statistics() -> None:
