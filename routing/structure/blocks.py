@@ -160,26 +160,33 @@ def page_blocks(
     stats: FontStats,
     tables: Sequence[TableIn] = (),
     furniture: dict[int, str] | None = None,
+    figures: Sequence[Box] = (),
     heading_rules: HeadingRules = HeadingRules(),
     rules: BlockRules = BlockRules(),
 ) -> list[dict[str, Any]]:
-    """Blocks of one page in reading order (furniture first/last by position)."""
+    """Blocks of one page in reading order (furniture first/last by position). A figure (an image's
+    box) is an empty block at its place in the order: `start == end`, at the text before it."""
     furniture = furniture or {}
     covered = set().union(*(t.lines for t in tables)) if tables else set()
     body = [ln for ln in lines if text[ln.start:ln.end].strip() and ln.index not in covered and ln.index not in furniture]
     rows = _rows(body, rules)
-    units: list[_Row | TableIn] = [*rows, *tables]
-    order = reading_order([u.bbox for u in units], rtl)
+    units: list[_Row | TableIn | Box] = [*rows, *tables, *figures]
+    order = reading_order([u if isinstance(u, tuple) else u.bbox for u in units], rtl)
     blocks: list[dict[str, Any]] = []
     run: list[_Row] = []
     for i in order:
         unit = units[i]
+        if isinstance(unit, _Row):
+            run.append(unit)
+            continue
+        blocks += _group(run, text, stats, heading_rules, rules)
+        run = []
         if isinstance(unit, TableIn):
-            blocks += _group(run, text, stats, heading_rules, rules)
-            run = []
             blocks.append(_table_block(text, unit, lines))
         else:
-            run.append(unit)
+            at = blocks[-1]["end"] if blocks else 0
+            blocks.append({"type": "figure", "text": "", "bbox": [round(v, 2) for v in unit], "direction": "ltr",
+                           "start": at, "end": at})
     blocks += _group(run, text, stats, heading_rules, rules)
     return _with_furniture(blocks, text, lines, furniture)
 

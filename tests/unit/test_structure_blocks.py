@@ -85,3 +85,12 @@ def test_reparse_chooses_older_and_weak_documents() -> None:
     assert why_reparse(doc, Criteria(min_confidence=50)) == ["OCR confidence < 50 on pages [1]"]
     assert why_reparse(doc, Criteria(min_confidence=40)) == []
     assert options_of(doc).ocr == "off"
+
+
+def test_a_figure_is_an_empty_block_in_its_place() -> None:
+    text, lines = _layout([("Above the image.", (60, 100, 300, 112), 11.0, False),
+                           ("Below the image.", (60, 400, 300, 412), 11.0, False)])
+    blocks = page_blocks(text, lines, rtl=False, stats=STATS, figures=[(60, 150, 300, 380)])
+    assert [b["type"] for b in blocks] == ["paragraph", "figure", "paragraph"]
+    figure = blocks[1]
+    assert figure["text"] == "" and figure["start"] == figure["end"] == blocks[0]["end"]

@@ -108,8 +108,9 @@ def page_structure(page: Mapping[str, Any], text: str, edits: Sequence[Mapping[s
              for i, ((s, e), ln) in enumerate(zip(ranges, page["layout"]["lines"]))]
     if tables is None:
         tables = [table_in(t) for t in page["layout"].get("tables", [])]
+    figures = [tuple(f) for f in page["layout"].get("figures", [])]
     blocks = page_blocks(text, lines, rtl=direction(text) == "rtl", stats=doc.stats, tables=tables,
-                         furniture=doc.furniture.get(int(page["number"]), {}))
+                         furniture=doc.furniture.get(int(page["number"]), {}), figures=figures)  # type: ignore[arg-type]
     return blocks, tables
 
 

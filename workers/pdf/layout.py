@@ -59,7 +59,19 @@ def gather(page: pymupdf.Page, flags: int, find_ruled: bool = True) -> dict[str,
     unruled, suspect = _unruled(lines, [c for c in chars if c[5] not in taken])
     if unruled:
         grids = 0  # the aligned rows read what the grid did not
-    return {"lines": lines, "tables": tables + unruled, "aligned_rows": max(suspect, grids)}
+    return {"lines": lines, "tables": tables + unruled, "aligned_rows": max(suspect, grids), "figures": _figures(page)}
+
+
+def _figures(page: pymupdf.Page, max_share: float = 0.8, min_side: float = 24.0) -> list[list[float]]:
+    """Boxes of the images drawn on the page, but a scan's full-page background or a tiny icon."""
+    area = abs(page.rect) or 1.0
+    out = []
+    for info in page.get_image_info():
+        box = pymupdf.Rect(info["bbox"]) & page.rect
+        if box.is_empty or abs(box) > max_share * area or min(box.width, box.height) < min_side:
+            continue
+        out.append([round(v, 2) for v in box])
+    return out
 
 
 def _inside(c: Char, box: tuple[float, float, float, float]) -> bool:
