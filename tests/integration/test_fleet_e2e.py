@@ -29,7 +29,7 @@ MIXED_EXPECTED = {
 
 
 def check_mixed_document(document: dict) -> None:
-    assert document["schema_version"] == 1
+    assert document["schema_version"] == 2  # issue 13: v1 + pages[].blocks
     assert document["page_count"] == 8
     assert [p["number"] for p in document["pages"]] == list(range(1, 9))
     for page in document["pages"]:
