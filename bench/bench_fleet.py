@@ -46,6 +46,7 @@ class Row:
     redis_mb: float | None = None
     tasks: int | None = None
     note: str = ""
+    cpu_s: float | None = None
 
     @property
     def pps(self) -> float:
@@ -56,7 +57,7 @@ def fleet_row(work: str, result: RunResult, note: str = "") -> Row:
     rss = " ".join(f"{role}={mb:.0f}" for role, mb in sorted(result.rss_mb.items()))
     ocr = sum(n for route, n in result.routes.items() if not route.startswith("text_layer"))
     note = note or (f"{ocr} pages climbed" if ocr else "")
-    return Row(work, "fleet", result.pages, result.wall, rss, result.redis_mb, result.tasks, note)
+    return Row(work, "fleet", result.pages, result.wall, rss, result.redis_mb, result.tasks, note, result.cpu_s)
 
 
 def options(structure: bool, **extra: object) -> dict[str, object]:
@@ -73,8 +74,8 @@ def digital_rows(fleet: WarmFleet, tmp: Path, corpus: Path, sizes: list[int], st
     for n in sizes:
         pdf = bench_docs.digital_pdf(corpus, n, tmp / f"digital-{n}.pdf")
         rows.append(fleet_row(f"digital {n}", fleet.run([pdf], storage, options(False), f"d{n}")))
-        wall, rss = bench_peers.get_text_limit(pdf, n)
-        rows.append(Row(f"digital {n}", "limit: get_text ×2", n, wall, f"each={rss:.0f}"))
+        wall, rss, cpu = bench_peers.get_text_limit(pdf, n)
+        rows.append(Row(f"digital {n}", "limit: get_text ×2", n, wall, f"each={rss:.0f}", cpu_s=cpu))
         pdf.unlink()
     return rows
 
@@ -124,11 +125,13 @@ def print_table(rows: list[Row], title: str) -> None:
     from rich.table import Table
 
     table = Table(title=title)
-    for col in ("work", "system", "pages", "wall s", "pages/s", "ms/page", "peak RSS MB", "Redis MB", "tasks", "note"):
+    for col in ("work", "system", "pages", "wall s", "pages/s", "ms/page", "CPU ms/page", "peak RSS MB", "Redis MB",
+                "tasks", "note"):
         table.add_column(col, justify="left" if col in ("work", "system", "peak RSS MB", "note") else "right")
     for r in rows:
+        cpu = f"{1000 * r.cpu_s / r.pages:.1f}" if r.cpu_s is not None and r.pages else ""
         table.add_row(r.work, r.system, str(r.pages), f"{r.wall:.2f}", f"{r.pps:.1f}", f"{1000 / r.pps:.1f}" if r.pps else "-",
-                      r.rss, f"{r.redis_mb:.1f}" if r.redis_mb is not None else "", "" if r.tasks is None else str(r.tasks),
+                      cpu, r.rss, f"{r.redis_mb:.1f}" if r.redis_mb is not None else "", "" if r.tasks is None else str(r.tasks),
                       r.note)
     Console(width=200).print(table)
 
@@ -168,25 +171,27 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--small", type=int)
     ap.add_argument("--scanned", type=int)
     ap.add_argument("--skip", nargs="*", default=[], choices=["structure", "small", "s3", "scanned"])
+    ap.add_argument("--split-concurrency", type=int, default=2, help="pool processes of the split/collect worker")
     args = ap.parse_args(argv)
     plan = dict(QUICK if args.quick else FULL)
     plan.update({k: v for k, v in (("sizes", args.sizes), ("small", args.small), ("scanned", args.scanned)) if v})
-    rows = measure(args.corpus.resolve(), plan, set(args.skip))
-    print_table(rows, "pagefleet throughput, warm fleet (split/collect ×1 + cpu ×2) vs the limit, same cores")
+    rows = measure(args.corpus.resolve(), plan, set(args.skip), args.split_concurrency)
+    print_table(rows, f"pagefleet throughput: warm fleet (one split/collect worker ×{args.split_concurrency}, one cpu "
+                      "worker ×2) beside the limit, same cores")
     digital_ratio, scanned_ratio, lines = verdicts(rows, plan["sizes"], plan["small"], plan["scanned"])
     print("\n".join(lines))
     print(f"digital_ratio={digital_ratio:.2f} scanned_ratio={scanned_ratio:.2f}")
     return 0
 
 
-def measure(corpus: Path, plan: dict, skip: set[str]) -> list[Row]:
+def measure(corpus: Path, plan: dict, skip: set[str], split_concurrency: int = 2) -> list[Row]:
     import shutil
 
     tmp = scratch()
     storage = (tmp / "out").as_uri()
     rows: list[Row] = []
     try:
-        with WarmFleet(tmp, s3="s3" not in skip) as fleet:
+        with WarmFleet(tmp, s3="s3" not in skip, split_concurrency=split_concurrency) as fleet:
             warm = bench_docs.one_page_pdfs(corpus, 1, tmp / "warm")
             fleet.run(warm, storage, options(False), "warm")
             ref = max((n for n in plan["sizes"] if n <= 1000), default=plan["sizes"][0])

@@ -1,5 +1,5 @@
-"""A warm fleet for the benchmark: the embedded default's Redis + one split/collect worker + one cpu
-worker of concurrency 2 (optionally a moto S3 server), kept running across measurements.
+"""A warm fleet for the benchmark: a private Redis + one split/collect worker + one cpu worker of
+concurrency 2 (optionally a moto S3 server), kept running across measurements.
 
 `WarmFleet.run(files, ...)` submits every file at once and times submit → every job done. Around
 each run it measures: the peak RSS of every worker process (the kernel's high-water mark, reset
@@ -34,6 +34,7 @@ class RunResult:
     redis_mb: float
     tasks: int
     routes: dict[str, int] = field(default_factory=dict)
+    cpu_s: float = 0.0  # CPU seconds the fleet's processes spent (a figure the machine's load barely moves)
 
     @property
     def pages_per_s(self) -> float:
@@ -74,29 +75,44 @@ class MotoServer:
 
 
 class WarmFleet:
-    def __init__(self, workdir: Path, *, s3: bool) -> None:
+    """Redis + one split/collect worker (prefork × split_concurrency) + one cpu worker (prefork × 2)."""
+
+    def __init__(self, workdir: Path, *, s3: bool, split_concurrency: int = 2, cpu_concurrency: int = 2) -> None:
         self.workdir = workdir
+        self.concurrency = (split_concurrency, cpu_concurrency)
         self.moto = MotoServer() if s3 else None
         if self.moto:
             os.environ.update(self.moto.env())
         os.environ["PAGEFLEET_CACHE_DIR"] = str(workdir / "cache")
-        from workers.cli.embedded import EmbeddedFleet
-
-        self.fleet = EmbeddedFleet(broker_url=None, cpu_workers=2, gpu=False, logdir=workdir / "logs")
+        self.workers: list[Any] = []
+        self.redis: Any = None
 
     def __enter__(self) -> "WarmFleet":
         from workers.app import use_broker
+        from workers.cli.embedded import RedisServer, WorkerProcess
         from workers.settings import get_settings
 
-        self.fleet.__enter__()
-        use_broker(self.fleet.broker_url or "")
+        self.redis = RedisServer(self.workdir)
+        url = self.redis.start()
+        env = dict(os.environ, PAGEFLEET_BROKER_URL=url, PAGEFLEET_RESULT_BACKEND=url, PAGEFLEET_GPU="0",
+                   OMP_THREAD_LIMIT="1")
+        (self.workdir / "logs").mkdir(parents=True, exist_ok=True)
+        self.workers = [WorkerProcess("split,collect", self.concurrency[0], env, self.workdir / "logs"),
+                        WorkerProcess("cpu", self.concurrency[1], env, self.workdir / "logs")]
+        use_broker(url)
         get_settings.cache_clear()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.fleet.__exit__(*exc)
+        for worker in self.workers:
+            worker.stop()
+        if self.redis is not None:
+            self.redis.stop()
         if self.moto:
             self.moto.stop()
+
+    def dead_worker(self) -> Any:
+        return next((w for w in self.workers if not w.alive()), None)
 
     def make_bucket(self, name: str) -> str:
         from workers.settings import get_settings
@@ -111,7 +127,7 @@ class WarmFleet:
 
     def _processes(self) -> dict[str, list[psutil.Process]]:
         roles: dict[str, list[psutil.Process]] = {}
-        for worker in self.fleet.workers:
+        for worker in self.workers:
             queue = "split" if "split" in worker.name else "cpu"
             with contextlib.suppress(psutil.Error):
                 main = psutil.Process(worker.proc.pid)
@@ -137,6 +153,15 @@ class WarmFleet:
                     peaks[role] = max(peaks.get(role, 0.0), kb / 1024)
         return peaks
 
+    def _cpu_seconds(self) -> float:
+        total = 0.0
+        for procs in self._processes().values():
+            for proc in procs:
+                with contextlib.suppress(psutil.Error):
+                    t = proc.cpu_times()
+                    total += t.user + t.system + t.children_user + t.children_system
+        return total
+
     def _task_lines(self) -> int:
         return sum(path.read_text(errors="replace").count(" succeeded in ")
                    for path in (self.workdir / "logs").glob("worker-*.log"))
@@ -150,7 +175,7 @@ class WarmFleet:
         specs = [spec_for_path(str(f), storage, f"{tag}/{f.stem}", opts, force=True) for f in files]
         r = jobs.client()
         self._reset_peaks()
-        tasks_before = self._task_lines()
+        tasks_before, cpu_before = self._task_lines(), self._cpu_seconds()
         started = time.perf_counter()
         for spec in specs:
             enqueue(spec)
@@ -165,7 +190,8 @@ class WarmFleet:
             pages += int(info.get("pages") or 0)
             for route, n in json.loads(info.get("routes") or "{}").items():
                 routes[route] = routes.get(route, 0) + n
-        return RunResult(pages, wall, self._peaks(), redis_peak, self._task_lines() - tasks_before, routes)
+        cpu = self._cpu_seconds() - cpu_before
+        return RunResult(pages, wall, self._peaks(), redis_peak, self._task_lines() - tasks_before, routes, cpu)
 
     def _wait(self, r: Any, ids: list[str], timeout_s: float = 7200) -> tuple[float, list[dict[str, str]]]:
         from workers import jobs
@@ -180,7 +206,7 @@ class WarmFleet:
             redis_peak = max(redis_peak, int(r.info("memory")["used_memory"]) / 2**20)
             if all(s in jobs.TERMINAL for s in states):
                 return redis_peak, [jobs.get(job_id) for job_id in ids]
-            dead = self.fleet.dead_worker()
+            dead = self.dead_worker()
             if dead is not None:
                 raise RuntimeError(f"worker {dead.name} died:\n{dead.tail()}")
             time.sleep(0.05)

@@ -11,7 +11,7 @@ from workers.app import task
 from workers.jobs import JobState
 from workers.model import JobSpec
 from workers import ranges
-from workers.pipeline import SplitOutcome, split_document, split_range as split_pages
+from workers.pipeline import PagesMissing, SplitOutcome, split_document, split_range as split_pages
 from workers.settings import get_settings
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ def split(self, spec: dict) -> dict:
 
 def dispatch(spec: dict, outcome: SplitOutcome, gpu_batch: int) -> None:
     """One chord per document: a CPU task per page, GPU tasks per batch; the collector as body."""
-    from tasks.collect import collect, collect_after_error
+    from tasks.collect import _finish, collect, collect_after_error
     from tasks.ocr import ocr_cpu, ocr_gpu
 
     job_id = outcome.job_id
@@ -62,7 +62,10 @@ def dispatch(spec: dict, outcome: SplitOutcome, gpu_batch: int) -> None:
     body = collect.si(spec).set(task_id=f"{job_id}-collect", **hidden).on_error(collect_after_error.si(spec).set(**hidden))
     if header:
         chord(header)(body)
-    else:
+        return
+    try:  # nothing climbs: collect here and now, not in a second task (a document's fixed cost)
+        _finish(spec, final_attempt=False)
+    except PagesMissing:
         body.apply_async()
 
 

@@ -14,6 +14,7 @@ one on the next call. Protocol: one JSON object per line each way.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -129,6 +130,8 @@ def serve() -> int:  # pragma: no cover - exercised through the client
     from workers.pdf import mupdf
 
     handlers = {"probe": mupdf.probe, "extract": mupdf.extract_range, "render": mupdf.render}
+    gc.collect()
+    gc.freeze()  # what the server holds is never scanned again: children do not copy it page by page
     for line in sys.stdin.buffer:
         request = json.loads(line)
         pid = os.fork()
