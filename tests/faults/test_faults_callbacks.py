@@ -73,4 +73,4 @@ def test_callback_endpoint_fails_or_is_slow(drill) -> None:
     assert [s for _, _, s in endpoint.seen[ids[1]]] == [500, 500, 200]
     assert {k for _, k, _ in endpoint.seen[ids[2]]} == {ids[2]}  # a receiver can drop the duplicate
     finish(drill, "callback endpoint answers 500 / slowly",
-           {"callbacks_delivered": len(delivered), "callbacks_dead_lettered": len(dead)})
+           {"callbacks_delivered": len(delivered), "callbacks_dead_lettered": len(dead), "settled_s": round(took, 1)})

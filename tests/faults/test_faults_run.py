@@ -87,9 +87,11 @@ def test_embedded_redis_dies(tmp_path: Path) -> None:
     groups = set(_descendants(run.pid))
     redis_pid = next(p for p in children(run.pid) if b"redis-server" in Path(f"/proc/{p}/cmdline").read_bytes())
     os.kill(redis_pid, signal.SIGKILL)
+    started = time.monotonic()
     rc = run.wait(timeout=120)
     assert rc == 1
-    tally = _outcome(paths, tmp_path / "out", 2, "the embedded run's Redis dies", rc, groups)
+    tally = _outcome(paths, tmp_path / "out", 2, "the embedded run's Redis dies", rc, groups,
+                     {"stopped_s": round(time.monotonic() - started, 1)})
     assert tally["errors"] >= 1  # the unfinished ones got `aborted`
 
 
@@ -110,10 +112,12 @@ def test_sigterm_to_run_leaves_nothing_behind(tmp_path: Path) -> None:
 
 def test_two_runs_over_one_out(tmp_path: Path) -> None:
     paths = make_docs(tmp_path / "in", 2, 2)
+    started = time.monotonic()
     first = _run(paths, tmp_path / "out", tmp_path / "first.log", slow=False)
     time.sleep(0.5)
     second = _run(paths, tmp_path / "out", tmp_path / "second.log", slow=False)
     rcs = (first.wait(timeout=240), second.wait(timeout=240))
     assert all(rc in (0, 2) for rc in rcs), rcs
     assert "waiting for another run" in (tmp_path / "second.log").read_text()
-    _outcome(paths, tmp_path / "out", 2, "two pagefleet run over the same --out", max(rcs), set())
+    _outcome(paths, tmp_path / "out", 2, "two pagefleet run over the same --out", max(rcs), set(),
+             {"settled_s": round(time.monotonic() - started, 1)})
