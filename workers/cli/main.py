@@ -7,6 +7,7 @@
     pagefleet deadletter list|replay|clear [--job ID]   (workers/cli/deadletter.py)
     pagefleet events ...            (bucket-event receiver, see `pagefleet events --help`)
     pagefleet eval CORPUS --labels LABELS.json
+    pagefleet review OUT|s3://bucket/prefix [--port 4173] [--host H --token T] [--broker URL]   (review studio)
 """
 
 from __future__ import annotations
