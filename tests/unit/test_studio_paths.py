@@ -114,3 +114,16 @@ def test_public_host_needs_a_token() -> None:
         check_bind("0.0.0.0", None)
     with pytest.raises(StudioConfigError):
         check_bind("10.0.0.7", "")
+
+
+def test_review_command_refuses_bad_setups_with_exit_64(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from workers.cli.main import parser
+    from workers.cli.review import cmd_review
+
+    console = Console(file=open(os.devnull, "w"), markup=False)
+    missing = parser().parse_args(["review", str(tmp_path / "nope")])
+    public = parser().parse_args(["review", str(tmp_path), "--host", "0.0.0.0"])
+    bad_port = parser().parse_args(["review", str(tmp_path), "--port", "70000"])
+    assert [cmd_review(a, console) for a in (missing, public, bad_port)] == [64, 64, 64]

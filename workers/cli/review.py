@@ -21,7 +21,7 @@ import pydantic
 from workers.cli.studio.config import StudioConfigError, StudioSettings, check_bind
 from workers.settings import get_settings
 
-USAGE_ERROR = 64
+USAGE_ERROR = 64  # as workers.cli.main.EX_USAGE: 2 means "needs review"
 log = logging.getLogger(__name__)
 
 
@@ -98,7 +98,9 @@ def cmd_review(args: argparse.Namespace, console: Any) -> int:
 def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
 
-    parser = argparse.ArgumentParser(prog="pagefleet review", description=__doc__.splitlines()[0])
+    from workers.cli.main import UsageParser
+
+    parser = UsageParser(prog="pagefleet review", description=__doc__.splitlines()[0])
     add_arguments(parser)
     args = parser.parse_args(argv)
     console = Console(stderr=True, markup=False)
