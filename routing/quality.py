@@ -43,7 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from routing.arabic import arabic_signals
+from routing.arabic import arabic_signals, fold_presentation_forms, lam_alef_positions
 from routing.lam import lam_signals, lam_violations
 from routing.normalize import SYMBOL_PUA_MAP
 from routing.order import PageOrder, page_order
@@ -308,7 +308,8 @@ def canonical_violations(text: str) -> list[str]:
         found.append("private_use_chars")
     if _PRESENTATION_FORM.search(text):
         found.append("presentation_forms")
-    if arabic_signals(text).decomposed_lam_alef:
+    folded = fold_presentation_forms(text) if _PRESENTATION_FORM.search(text) else text
+    if "\u0627" in folded and lam_alef_positions(folded):  # arabic_signals' decomposed_lam_alef, alone
         found.append("decomposed_lam_alef")
     if _CONTROL.search(text):
         found.append("control_chars")

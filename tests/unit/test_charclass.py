@@ -12,6 +12,7 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from routing.arabic import arabic_signals
 from routing.normalize import SYMBOL_PUA_MAP
 from routing.quality import GateInput, assess, canonical_violations, mixed_script_words
 from routing.scripts import script_stats
@@ -112,7 +113,8 @@ def _mixed_reference(text: str) -> tuple[int, int]:
 
 
 ALPHABET = st.sampled_from(list("abc XYZ é ß Ω Ж שלום ך מרحبا ﻻ ﺍ ٣ 7 ² \t\n\x0b\x1c\x85\x07 ‰ € ˆ × 中 ー ・ ") +
-                           ["\ue000", "\uf061", "\uf020", "\U000f0001", "\u200f", "\u202b", "\ufffd", "-", "/", "״"])
+                           ["\ue000", "\uf061", "\uf020", "\U000f0001", "\u200f", "\u202b", "\ufffd", "-", "/", "״",
+                            "ا", "أ", "ل", "و", "ﺍ", "ﺃ", "ﻟ", "ﻻ", "ﻷ", "\ufeff"])
 
 
 @settings(max_examples=300, deadline=None)
@@ -127,7 +129,14 @@ def test_random_mixed_texts(text: str) -> None:
     violations = canonical_violations(text)
     assert ("private_use_chars" in violations) == bool(pua)
     assert ("control_chars" in violations) == any(unicodedata.category(c) == "Cc" and c not in "\t\n\r\f" for c in text)
+    assert ("decomposed_lam_alef" in violations) == bool(arabic_signals(text).decomposed_lam_alef)
     unmapped = [c for c in pua if c not in SYMBOL_PUA_MAP]
     reasons = assess(GateInput(text=text, origin="text_layer")).reasons
     if unmapped:
         assert "private_use_chars" in reasons
+
+
+def test_canonical_lam_alef_check_matches_the_arabic_signal() -> None:
+    for text in ("اآلتى", "وال يجوز", "ﺍﺁﻟﺘﻰ", "لإلغاء", "الآتى", "abc", "ﻻ ا أ ل", "\ufeffاأل"):
+        found = "decomposed_lam_alef" in canonical_violations(text)
+        assert found == bool(arabic_signals(text).decomposed_lam_alef), text
