@@ -3,6 +3,7 @@ or written, whatever the id, key or symlink says."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
@@ -122,7 +123,7 @@ def test_review_command_refuses_bad_setups_with_exit_64(tmp_path: Path) -> None:
     from workers.cli.main import parser
     from workers.cli.review import cmd_review
 
-    console = Console(file=open(os.devnull, "w"), markup=False)
+    console = Console(file=io.StringIO(), markup=False)
     missing = parser().parse_args(["review", str(tmp_path / "nope")])
     public = parser().parse_args(["review", str(tmp_path), "--host", "0.0.0.0"])
     bad_port = parser().parse_args(["review", str(tmp_path), "--port", "70000"])

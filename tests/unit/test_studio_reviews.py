@@ -120,3 +120,18 @@ def test_release_lets_approved_previews_through_with_the_decision_recorded(store
     assert text.replace(text[text.index("<!-- page 4 -->"):text.index("<!-- page 5 -->")], "") == \
         original.replace(original[original.index("<!-- page 4 -->"):original.index("<!-- page 5 -->")], "")
     assert json.loads((folder / "review.json").read_text(encoding="utf-8"))["released"]["pages"] == [4]
+
+
+def test_decisions_from_another_run_are_marked_stale(stored) -> None:
+    from workers.cli.studio.app import Studio, _document_context
+    from workers.settings import StudioSettings
+
+    library, ref, doc, folder = stored
+    studio = Studio(library, StudioSettings(), broker=None)
+    reviews.decide(library, ref, doc, 4, "approve", "")
+    assert _document_context(studio, "x", False)["stale"] is False
+    saved = json.loads((folder / "review.json").read_text(encoding="utf-8"))
+    saved["document"]["job_id"] = "an-earlier-run"
+    (folder / "review.json").write_text(json.dumps(saved), encoding="utf-8")
+    context = _document_context(studio, "x", True)
+    assert context["stale"] is True and [r["page"]["number"] for r in context["rows"]] == [2, 3, 5]

@@ -112,7 +112,8 @@ def _document_context(studio: Studio, doc_id: str, only_unresolved: bool) -> dic
         rows = [r for r in rows if r["unresolved"]]
     return {"ref": ref, "doc": doc, "report": report, "review": review, "rows": rows,
             "stats": risk.page_stats(pages, review.pages, low), "only_unresolved": only_unresolved,
-            "first_flagged": risk.next_flagged(pages, None), "health": report.get("engine_health") or {}}
+            "first_flagged": risk.next_flagged(pages, None), "health": report.get("engine_health") or {},
+            "stale": review.document.get("job_id") not in (None, doc.get("job_id"))}
 
 
 async def document(request: Request) -> Response:
