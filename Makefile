@@ -71,4 +71,4 @@ fuzz: setup
 	$(BIN)/python bench/fuzz_inputs.py ../shared/corpus --count 500
 
 clean:
-	rm -rf $(OUT) fixtures/*.pdf fixtures/bad fixtures/structure .pytest_cache
+	rm -rf $(OUT) fixtures/*.pdf fixtures/bad fixtures/structure fixtures/wse .pytest_cache
