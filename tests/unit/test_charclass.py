@@ -140,3 +140,15 @@ def test_canonical_lam_alef_check_matches_the_arabic_signal() -> None:
     for text in ("اآلتى", "وال يجوز", "ﺍﺁﻟﺘﻰ", "لإلغاء", "الآتى", "abc", "ﻻ ا أ ل", "\ufeffاأل"):
         found = "decomposed_lam_alef" in canonical_violations(text)
         assert found == bool(arabic_signals(text).decomposed_lam_alef), text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(ALPHABET, max_size=80).map("".join))
+def test_arabic_counts_match_their_per_character_definitions(text: str) -> None:
+    from routing.arabic import fold_presentation_forms, is_arabic_letter, is_presentation_form
+
+    sig = arabic_signals(text)
+    assert sig.letters == sum(1 for c in text if is_arabic_letter(c))
+    assert sig.presentation_forms == sum(1 for c in text if is_presentation_form(c))
+    assert fold_presentation_forms(text) == "".join(
+        unicodedata.normalize("NFKC", c) if is_presentation_form(c) else c for c in text)
