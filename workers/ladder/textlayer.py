@@ -13,6 +13,7 @@ decides nothing. Only a layer that passed (or failed only by repairable order) d
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -22,11 +23,13 @@ from workers.ladder.accept import LAYER_ENGINE, Candidate, PageContext, consider
 from workers.model import PageRecord, PendingPage, Quality, RouterInfo, Rung
 
 
+_ALNUM = re.compile(r"[^\W_]")
+
+
 def layer_summary(page: dict[str, Any]) -> dict[str, Any]:
     text = page.get("text", "")
     kind = "text"
-    readable = sum(1 for c in text if c.isalnum())
-    if readable == 0:
+    if not _ALNUM.search(text):  # no str.isalnum() character (\w without the underscore)
         kind = "image_only" if (page.get("images") or page.get("drawings")) else "blank"
         # glyphs that map to nothing readable (controls, Private Use, U+FFFD) are not a blank page:
         # the page goes to the gate and climbs with its reasons (issue 9)
