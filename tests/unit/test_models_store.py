@@ -1,0 +1,79 @@
+"""Model provisioning without a network: a manifest written for model folders, a pull from a
+volume (`file://`, how a PVC is used), verification, and the reasons engines give for a model the
+models directory does not hold."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from workers.cli.main import main
+from workers.cli.models import ModelPullError, Source, pull, verify
+from workers.engines.hf import resolve, weights_present
+from workers.engines.models_store import MANIFEST, PULLED_MARK
+
+
+def _model(root: Path, model_id: str) -> None:
+    base = root / model_id
+    (base / "sub").mkdir(parents=True)
+    (base / "config.json").write_text('{"model_type": "qwen2_5_vl"}')
+    (base / "model.safetensors").write_bytes(b"\0weights" * 100)
+    (base / "sub" / "tokenizer.json").write_text("{}")
+
+
+@pytest.fixture
+def settings_env(monkeypatch: pytest.MonkeyPatch):
+    from workers.settings import get_settings
+
+    get_settings.cache_clear()
+    yield monkeypatch
+    get_settings.cache_clear()
+
+
+def test_manifest_pull_from_a_volume_and_verify(tmp_path: Path) -> None:
+    volume, models = tmp_path / "pvc", tmp_path / "models"
+    _model(volume, "org/one")
+    _model(volume, "org/two")
+    assert main(["models", "manifest", str(volume), "org/one", "org/two"]) == 0
+    manifest = json.loads((volume / MANIFEST).read_text())
+    assert sorted(manifest["models"]["org/one"]["files"]) == ["config.json", "model.safetensors", "sub/tokenizer.json"]
+    assert main(["models", "pull", "--from", f"file://{volume}", "--to", str(models)]) == 0
+    assert (models / "org/two/sub/tokenizer.json").read_text() == "{}" and (models / "org/one" / PULLED_MARK).is_file()
+    assert json.loads((models / MANIFEST).read_text())["source"] == f"file://{volume}"
+    assert pull(Source(f"file://{volume}"), models) == {"org/one": 0, "org/two": 0}, "verified files are kept"
+    assert verify(models) == [] and main(["models", "verify", str(models)]) == 0
+    (models / "org/one/model.safetensors").write_bytes(b"tampered")
+    assert verify(models) == ["org/one/model.safetensors: checksum mismatch"]
+    assert main(["models", "verify", str(models)]) == 1
+    (volume / "org/two/config.json").write_text("{}")  # the source changed after its manifest was written
+    with pytest.raises(ModelPullError, match="sha256"):
+        pull(Source(f"file://{volume}"), tmp_path / "fresh")
+
+
+def test_unsafe_or_unknown_sources_are_refused(tmp_path: Path) -> None:
+    (tmp_path / MANIFEST).write_text(json.dumps({"schema_version": 1, "models": {"../escape": {"files": {}}}}))
+    with pytest.raises(ModelPullError, match="unsafe path"):
+        pull(Source(f"file://{tmp_path}"), tmp_path / "out")
+    with pytest.raises(ModelPullError, match="unknown model source"):
+        Source("http://example.invalid/models")
+    with pytest.raises(ModelPullError, match="needs --manifest"):
+        Source("hf")
+
+
+def test_engines_say_why_a_model_is_missing(tmp_path: Path, settings_env: pytest.MonkeyPatch) -> None:
+    models = tmp_path / "models"
+    settings_env.setenv("PAGEFLEET_MODELS_DIR", str(models))
+    present, why = weights_present("rednote-hilab/dots.ocr")
+    assert not present and "no models pulled" in why
+    volume = tmp_path / "pvc"
+    _model(volume, "org/one")
+    main(["models", "manifest", str(volume), "org/one"])
+    pull(Source(f"file://{volume}"), models)
+    assert weights_present("org/one")[0] and resolve("org/one") == str(models / "org/one")
+    present, why = weights_present("rednote-hilab/dots.ocr")
+    assert not present and "not in the model manifest" in why and "org/one" in why
+    (models / "org/one" / PULLED_MARK).unlink()
+    present, why = weights_present("org/one")
+    assert not present and "not pulled completely" in why
