@@ -67,6 +67,23 @@ class StudioProcess:
         self.log.close()
 
 
+EVIL_NAME = '<img src=x onerror="window.pwned=1">'
+EVIL_TEXT = ('<script>window.pwned=2</script> This page tries to run <b>markup</b> in the reviewer\'s browser '
+             '<img src=x onerror="window.pwned=3"> and every word of it must be shown as text.')
+
+
+def _hostile_pdf(folder: Path) -> Path:
+    """Markup in the file name and in the text layer: the studio must show it, never run it."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_textbox(pymupdf.Rect(50, 50, 550, 400), EVIL_TEXT, fontsize=13)
+    target = folder / f"{EVIL_NAME}.pdf"
+    doc.save(target)
+    return target
+
+
 @pytest.fixture(scope="module")
 def out(fixtures_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real run (OCR off, so the scans and the mojibake layer stay refused): exit 2, needs review."""
@@ -74,7 +91,7 @@ def out(fixtures_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     structure = tmp_path_factory.mktemp("structure-fixtures")
     subprocess.run([sys.executable, str(Path(__file__).parents[2] / "fixtures" / "make_structure_fixtures.py"),
                     str(structure)], check=True, capture_output=True, timeout=300)
-    inputs = [str(fixtures_dir / n) for n in INPUTS] + [str(structure / f"{TABLES}.pdf")]
+    inputs = [str(fixtures_dir / n) for n in INPUTS] + [str(structure / f"{TABLES}.pdf"), str(_hostile_pdf(structure))]
     proc = subprocess.run([PAGEFLEET, "run", *inputs, "--out", str(target), "--ocr", "off", "--workers", "1"],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2, proc.stderr[-2000:]
@@ -127,7 +144,7 @@ def _refused(out: Path) -> list[int]:
 def test_documents_list_status_and_counts(studio: StudioProcess, out: Path, page) -> None:
     page.goto(studio.base + "/")
     rows = page.locator("#documents tbody tr")
-    assert rows.count() == len(INPUTS) + 1
+    assert rows.count() == len(INPUTS) + 2
     row = rows.filter(has_text=f"{DOC}.pdf")
     cells = [c.strip() for c in row.locator("td").all_inner_texts()]
     assert "needs_review" in cells[1] and cells[2] == str(_doc(out)["page_count"])
@@ -165,6 +182,18 @@ def test_rtl_page_renders_rtl_with_isolated_latin_and_numbers(studio: StudioProc
     ltr = next(p for p in pages if p["direction"] == "ltr")
     page.goto(f"{studio.base}/doc/{DOC}/page/{ltr['number']}")
     assert page.locator("#rendered").get_attribute("dir") == "ltr"
+
+
+def test_markup_in_names_and_text_is_shown_never_run(studio: StudioProcess, out: Path, page) -> None:
+    page.goto(studio.base + "/")
+    page.get_by_text(f"{EVIL_NAME}.pdf", exact=True).click()
+    page.wait_for_selector("#pages")
+    page.click("#pages tbody tr a")
+    page.wait_for_selector("html[data-ready]", state="attached")
+    assert "<script>window.pwned=2</script>" in page.locator("#rendered").inner_text().replace("\n", " ")
+    assert page.locator("#rendered script, #rendered img, #rendered b").count() == 0
+    assert page.evaluate("typeof window.pwned") == "undefined"
+    assert EVIL_NAME in page.locator("header .crumbs").inner_text()
 
 
 def test_table_blocks_render_as_rtl_tables(studio: StudioProcess, out: Path, page, tmp_path: Path) -> None:
