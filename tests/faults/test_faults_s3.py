@@ -25,15 +25,20 @@ def _wait_state(job_ids: list[str], states: tuple[str, ...], timeout_s: float = 
     raise AssertionError(f"no job reached {states}")
 
 
+def _outage(drill, ids: list[str], name: str) -> None:
+    """S3 is already cut: keep it away for OUTAGE_S, bring it back, wait, check the invariant."""
+    time.sleep(OUTAGE_S)
+    drill.fleet.proxy.restore()
+    took = settle(ids, 240)
+    finish(drill, name, {"outage_s": OUTAGE_S, "settled_s": round(took, 1)})
+
+
 def test_s3_unreachable_during_ocr(drill) -> None:
     with drill():
         ids = submit(drill, drill.docs(3, 2), pages=2)
         _wait_state(ids, ("ocr",))
         drill.fleet.proxy.cut()
-        time.sleep(OUTAGE_S)
-        drill.fleet.proxy.restore()
-        took = settle(ids, 240)
-    finish(drill, "S3 unreachable during OCR", {"outage_s": OUTAGE_S, "settled_s": round(took, 1)})
+        _outage(drill, ids, "S3 unreachable during OCR")
 
 
 def test_s3_unreachable_at_split_source_on_s3(drill) -> None:
@@ -41,10 +46,7 @@ def test_s3_unreachable_at_split_source_on_s3(drill) -> None:
         paths = drill.docs(2, 2)
         drill.fleet.proxy.cut()
         ids = submit(drill, paths, pages=2, on_s3=True)  # uploaded directly; the fleet cannot reach it
-        time.sleep(OUTAGE_S)
-        drill.fleet.proxy.restore()
-        took = settle(ids, 240)
-    finish(drill, "S3 unreachable at split (source on S3)", {"outage_s": OUTAGE_S, "settled_s": round(took, 1)})
+        _outage(drill, ids, "S3 unreachable at split (source on S3)")
 
 
 def test_s3_unreachable_during_collect(drill) -> None:
@@ -52,7 +54,4 @@ def test_s3_unreachable_during_collect(drill) -> None:
         ids = submit(drill, drill.docs(3, 2), pages=2)
         _wait_state(ids, ("collecting",))
         drill.fleet.proxy.cut()
-        time.sleep(OUTAGE_S)
-        drill.fleet.proxy.restore()
-        took = settle(ids, 240)
-    finish(drill, "S3 unreachable during collect", {"outage_s": OUTAGE_S, "settled_s": round(took, 1)})
+        _outage(drill, ids, "S3 unreachable during collect")

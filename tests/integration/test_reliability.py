@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PrivateFleet, wait_for_job
+from tests.support.drills import busy_child
 from workers import jobs
 from workers.settings import Options
 from workers.storage import LocalStorage
@@ -58,34 +59,13 @@ def test_page_that_kills_its_worker_is_capped_and_dead_lettered(fixtures_dir: Pa
     assert {(d["job_id"], d["page"]) for d in dead} >= {(job, 5), (job, 6)}
 
 
-def _pool_children(main_pid: int) -> list[int]:
-    kids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == main_pid:
-                kids.append(int(entry))
-    return kids
-
-
-def _busy_child(main_pid: int) -> int | None:
-    """The pool child that has a tesseract (or sandbox) process of its own running."""
-    for child in _pool_children(main_pid):
-        if _pool_children(child):
-            return child
-    return None
-
-
 def test_sigkill_pool_child_mid_page_requeues_once(fixtures_dir: Path, tmp_path: Path) -> None:
     with PrivateFleet(tmp_path, {}, (("split,collect", 1), ("cpu", 1))) as fleet:
         job = _submit(fixtures_dir / "image_only_hebrew_scan.pdf", tmp_path / "out")
         cpu_main = fleet.workers[1].proc.pid
         deadline, victim = time.monotonic() + 60, None
         while victim is None and time.monotonic() < deadline:
-            victim = _busy_child(cpu_main)
+            victim = busy_child(cpu_main)
             time.sleep(0.05)
         assert victim is not None, "never saw the page being worked on"
         os.kill(victim, signal.SIGKILL)
