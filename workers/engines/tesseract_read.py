@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from routing.structure.tsv import tsv_paragraphs
 from workers.engines import coverage
 from workers.engines.base import PageImage
 from workers.engines.coverage import Gap, Word
@@ -154,4 +155,6 @@ def read_prepared(image: PageImage, langs: str, psm: int, plan: ReadPlan, tmp: P
         words_all = words
     if rebuilt or extra:
         text = coverage.text_with_lines(words, extra)
+    details["paragraphs"] = tsv_paragraphs(  # issue 13: paragraph blocks with boxes (PDF points)
+        [(w.block, w.par, w.left, w.top, w.width, w.height, w.text) for w in words], 72.0 / max(prep.dpi, 1))
     return text, _mean_conf(words_all), details

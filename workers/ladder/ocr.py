@@ -27,6 +27,7 @@ from workers.pdf.source import render_page
 from workers.engines.base import Engine, EngineHealth, PageImage, create, device_of
 from workers.errors import EngineError, SandboxError
 from workers.ladder.accept import Candidate, PageContext, consider, failed_record, layer_candidate, review_record
+from workers.ladder.ocr_structure import with_paragraph_boxes
 from workers.model import Attempt, JobSpec, PageRecord, PendingPage, RouterInfo, Rung
 from workers.settings import Settings
 from workers.pdf.fetch import local_pdf
@@ -196,6 +197,8 @@ def _read_group(entry: str, group: list[PageWork]) -> None:
         return
     for w, out in zip(group, outputs):
         _judge(w, out.text, out.engine, rung, out.seconds, out.confidence, int(out.details.get("missing_lines", 0)))
+        if w.record is not None:  # issue 13: Tesseract's paragraphs with their boxes
+            w.record = with_paragraph_boxes(w.record, out.details.get("paragraphs"))
 
 
 def _judge(w: PageWork, text: str, label: str, rung: Rung, seconds: float, confidence: float | None,

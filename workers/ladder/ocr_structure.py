@@ -65,3 +65,37 @@ def ensure_blocks(record: PageRecord) -> PageRecord:
         blocks = plain_blocks(record.text)
         update = {}
     return record.model_copy(update={**update, "blocks": [Block.model_validate(b) for b in blocks]})
+
+
+def paragraph_blocks(text: str, paragraphs: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """Tesseract's paragraphs found in order in the page text (first word … last word before the
+    next paragraph), with their boxes; None when one is not found (text rebuilt or repaired)."""
+    starts, cursor = [], 0
+    for p in paragraphs:
+        at = text.find(p["first"], cursor)
+        if at < 0:
+            return None
+        starts.append(at)
+        cursor = at + len(p["first"])
+    blocks = []
+    for i, p in enumerate(paragraphs):
+        limit = starts[i + 1] if i + 1 < len(starts) else len(text)
+        last = text.rfind(p["last"], starts[i], limit)
+        if last < 0:
+            return None
+        end = last + len(p["last"])
+        body = text[starts[i]:end]
+        blocks.append({"type": "paragraph", "text": body, "bbox": p["bbox"], "direction": direction(body),
+                       "start": starts[i], "end": end})
+    return blocks
+
+
+def with_paragraph_boxes(record: PageRecord, paragraphs: list[dict[str, Any]] | None) -> PageRecord:
+    """An accepted OCR page gets Tesseract's paragraphs as blocks with boxes (else collect falls back
+    to blank-line paragraphs)."""
+    if record.route != "ocr" or not paragraphs or record.blocks:
+        return record
+    blocks = paragraph_blocks(record.text, paragraphs)
+    if not blocks:
+        return record
+    return record.model_copy(update={"blocks": [Block.model_validate(b) for b in blocks]})
