@@ -99,18 +99,6 @@ def test_recover_tables_wse_is_the_routes_tables(he_ruled):
     assert tables and best_match(tables, _truth(he_ruled))[1] == pytest.approx(1.0)
 
 
-def test_structured_recovery_registers_wse(he_ruled):
-    from workers.ladder import recovery
-    from workers.settings import Options
-
-    assert "wse" in recovery.names() and Options(structured_recovery="wse").structured_recovery == "wse"
-    raw = recovery.wse_tables(str(he_ruled), 1, 120.0)
-    rows = [row[::-1] for row in raw[0]["rows"]]  # as drawn → logical
-    assert best_match([rows], _truth(he_ruled))[1] == pytest.approx(1.0)
-    x0, y0, x1, y1 = raw[0]["bbox"]
-    assert 0 < x0 < x1 < 595 and 0 < y0 < y1 < 842
-
-
 @pytest.mark.skipif(not (CORPUS / "he_macro_table_ghostscript.pdf").exists(), reason="corpus not present")
 def test_corpus_hebrew_table_words_come_back():
     run = run_wse(str(CORPUS / "he_macro_table_ghostscript.pdf"), 1, "pymupdf")

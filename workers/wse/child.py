@@ -5,7 +5,7 @@
 Run by `workers.ladder.recovery` under the sandbox's limits. pymupdf4llm runs in this process
 (it switches PyMuPDF's layout model on for the whole process; here that harms nothing). Rows are
 returned as drawn on the original page, left to right (the recovery puts them in logical order);
-each table's box is the union of the original words its cells hold.
+each table's box is the union of the original words of its rows (`table_box`).
 """
 
 from __future__ import annotations
@@ -19,12 +19,25 @@ from workers.wse.words import PageWord
 
 
 def table_box(rows: list[list[str]], words: list[PageWord]) -> list[float] | None:
-    wanted = {w for row in rows for cell in row for w in words_of(cell)}
-    hits = [w.bbox for w in words if set(words_of(w.text)) & wanted]
+    """The table's box on the original page: for each row, the baseline band of the page holding
+    most of the row's words (body text elsewhere on the page may share a word or two, not a row),
+    and the union of the matching words of those bands."""
+    bands: dict[int, list[PageWord]] = {}
+    for w in words:
+        bands.setdefault(round(w.end[1] / 2), []).append(w)
+    hits: list[PageWord] = []
+    for row in rows:
+        wanted = {t for cell in row for t in words_of(cell)}
+        if not wanted:
+            continue
+        scored = [[w for w in band if set(words_of(w.text)) & wanted] for band in bands.values()]
+        best = max(scored, key=len, default=[])
+        if len(best) * 2 >= min(len(wanted), len([c for c in row if c.strip()])):
+            hits += best
     if not hits:
         return None
-    return [round(min(b[0] for b in hits), 2), round(min(b[1] for b in hits), 2),
-            round(max(b[2] for b in hits), 2), round(max(b[3] for b in hits), 2)]
+    return [round(min(w.bbox[0] for w in hits), 2), round(min(w.bbox[1] for w in hits), 2),
+            round(max(w.bbox[2] for w in hits), 2), round(max(w.bbox[3] for w in hits), 2)]
 
 
 def recover(pdf: str, number: int) -> dict[str, Any]:
