@@ -120,7 +120,9 @@ async def document(request: Request) -> Response:
     studio = _studio(request)
     only = request.query_params.get("filter") == "unresolved"
     context = await run_in_threadpool(_document_context, studio, request.path_params["doc"], only)
-    return studio.page("document.html", **context, message=request.query_params.get("message", ""))
+    released = [n for n in request.query_params.get("released", "").split(",") if n.isdigit()]  # no free text
+    message = f"released pages {', '.join(released)} into {reviews.REVIEWED_MD}" if released else ""
+    return studio.page("document.html", **context, message=message)
 
 
 def _page_context(studio: Studio, doc_id: str, number: int) -> dict[str, Any]:
@@ -218,8 +220,7 @@ async def export(request: Request) -> Response:
 async def release(request: Request) -> Response:
     studio, _, ref, doc = await _write_request(request)
     done = await run_in_threadpool(reviews.release, studio.library, ref, doc)
-    message = f"released pages {', '.join(map(str, done.pages))} into {done.file}"
-    return RedirectResponse(doc_url(ref.id) + "?" + urllib.parse.urlencode({"message": message}), 303)
+    return RedirectResponse(doc_url(ref.id) + "?released=" + ",".join(map(str, done.pages)), 303)
 
 
 async def upload(request: Request) -> Response:
