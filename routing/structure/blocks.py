@@ -5,7 +5,7 @@
           ─► same-baseline pieces merged into rows ─► reading order (order.py)
           ─► rows grouped into blocks: a new block at a style change, a list marker, a gap wider
              than `gap_ratio` × line height, or where the text is not contiguous
-          ─► caption ("Figure 2.", "טבלה 3") | heading (style has a level, short text; a section
+          ─► caption ("Figure 2.", "טבלה 3") | footnote (small print low on the page) | heading (style has a level, short text; a section
              number is part of it) | list_item (marker) | paragraph
 
 `start/end` index the page's display text, so a block's text is always ``text[start:end]`` and a
@@ -14,11 +14,12 @@ block never spans lines that are not next to each other in the text.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from routing.scripts import is_latin, is_rtl_letter
+from routing.charclass import classes
 from routing.structure.headings import FontStats, HeadingRules, is_heading_text
 from routing.structure.markers import is_caption, list_marker
 from routing.structure.order import Box, reading_order
@@ -69,9 +70,9 @@ class _Row:
 
 
 def direction(text: str) -> str:
-    rtl = sum(1 for c in text if is_rtl_letter(c))
-    latin = sum(1 for c in text if is_latin(c))
-    return "rtl" if rtl > latin else "ltr"
+    codes = classes(text)  # one translation (routing.charclass): h/r RTL letters, a Latin A-Z a-z
+    rtl = codes.count("h") + codes.count("r")
+    return "rtl" if rtl > codes.count("a") else "ltr"
 
 
 def _union(a: Box, b: Box) -> Box:
@@ -161,11 +162,13 @@ def page_blocks(
     tables: Sequence[TableIn] = (),
     furniture: dict[int, str] | None = None,
     figures: Sequence[Box] = (),
+    height: float = 0.0,
     heading_rules: HeadingRules = HeadingRules(),
     rules: BlockRules = BlockRules(),
 ) -> list[dict[str, Any]]:
     """Blocks of one page in reading order (furniture first/last by position). A figure (an image's
-    box) is an empty block at its place in the order: `start == end`, at the text before it."""
+    box) is an empty block at its place in the order: `start == end`, at the text before it. With
+    the page `height`, small-print notes low on the page are footnotes."""
     furniture = furniture or {}
     covered = set().union(*(t.lines for t in tables)) if tables else set()
     body = [ln for ln in lines if text[ln.start:ln.end].strip() and ln.index not in covered and ln.index not in furniture]
@@ -188,7 +191,22 @@ def page_blocks(
             blocks.append({"type": "figure", "text": "", "bbox": [round(v, 2) for v in unit], "direction": "ltr",
                            "start": at, "end": at})
     blocks += _group(run, text, stats, heading_rules, rules)
+    if height:
+        blocks = [_footnote(b, lines, stats, height) for b in blocks]
     return _with_furniture(blocks, text, lines, furniture)
+
+
+_FOOTNOTE = re.compile(r"^\s*(?:\d{1,3}|[*†‡§]+|[¹²³⁴⁵⁶⁷⁸⁹⁰]+)(?:[.)]|\s)")
+
+
+def _footnote(block: dict[str, Any], lines: Sequence[LineIn], stats: FontStats, height: float) -> dict[str, Any]:
+    """A paragraph in the page's lower part, smaller than the body, opening with a note mark."""
+    if block["type"] != "paragraph" or not block.get("bbox") or block["bbox"][1] < 0.6 * height:
+        return block
+    sizes = [ln.size for ln in lines if block["start"] <= ln.start < block["end"] and ln.size]
+    if sizes and max(sizes) < stats.body[0] - 1 and _FOOTNOTE.match(block["text"]):
+        return {**block, "type": "footnote"}
+    return block
 
 
 def _table_block(text: str, table: TableIn, lines: Sequence[LineIn]) -> dict[str, Any]:

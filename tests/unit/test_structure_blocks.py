@@ -94,3 +94,12 @@ def test_a_figure_is_an_empty_block_in_its_place() -> None:
     assert [b["type"] for b in blocks] == ["paragraph", "figure", "paragraph"]
     figure = blocks[1]
     assert figure["text"] == "" and figure["start"] == figure["end"] == blocks[0]["end"]
+
+
+def test_small_print_low_on_the_page_is_a_footnote() -> None:
+    text, lines = _layout([("Body text with a note.1", (60, 100, 300, 112), 11.0, False),
+                           ("1 The note itself, in small print.", (60, 760, 300, 768), 8.0, False),
+                           ("2024 was a good year for small print.", (60, 300, 300, 308), 8.0, False)])
+    blocks = page_blocks(text, lines, rtl=False, stats=STATS, height=842.0)
+    kinds = {b["text"][:4]: b["type"] for b in blocks}
+    assert kinds == {"Body": "paragraph", "1 Th": "footnote", "2024": "paragraph"}

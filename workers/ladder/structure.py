@@ -110,7 +110,8 @@ def page_structure(page: Mapping[str, Any], text: str, edits: Sequence[Mapping[s
         tables = [table_in(t) for t in page["layout"].get("tables", [])]
     figures = [tuple(f) for f in page["layout"].get("figures", [])]
     blocks = page_blocks(text, lines, rtl=direction(text) == "rtl", stats=doc.stats, tables=tables,
-                         furniture=doc.furniture.get(int(page["number"]), {}), figures=figures)  # type: ignore[arg-type]
+                         furniture=doc.furniture.get(int(page["number"]), {}), figures=figures,  # type: ignore[arg-type]
+                         height=float(page.get("height") or 0))
     return blocks, tables
 
 
