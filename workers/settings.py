@@ -56,7 +56,9 @@ class Chains(BaseModel):
     he: list[str] = ["dots", "qwen", "tesseract:heb+eng"]
     ar: list[str] = ["dots", "qwen", "paddle:arabic", "tesseract:ara+eng"]
     default: list[str] = ["dots", "qwen", "tesseract:heb+ara+eng"]
-    cpu_latin: list[str] = ["tesseract:eng"]
+    # a page OSD calls Latin may be a mixed page whose RTL lines `eng` cannot read: its reading's low
+    # confidence refuses it, and every script reads it again (issue 12, bench/eval_ocr.py)
+    cpu_latin: list[str] = ["tesseract:eng", "tesseract:heb+ara+eng"]
     cpu_he: list[str] = ["tesseract:heb+eng"]
     cpu_ar: list[str] = ["tesseract:ara+eng"]
     cpu_default: list[str] = ["tesseract:heb+ara+eng"]

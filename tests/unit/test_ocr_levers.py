@@ -91,6 +91,14 @@ def test_noise_specks_are_no_gap() -> None:
     assert coverage.gaps(img, words, dpi=DPI) == []
 
 
+def test_an_illustration_or_a_rule_is_no_missing_text() -> None:
+    img, words = _page()
+    h = coverage.line_height(words)
+    img[img.shape[0] - 8 * h:img.shape[0] - 2 * h:3, 10:8 * h] = 0  # a hatched drawing, 6 lines high
+    img[-h:-h + 2, 10:-10] = 0  # a thin rule across the page
+    assert coverage.gaps(img, words, dpi=DPI) == []
+
+
 def test_text_rebuilt_with_the_reread_line_in_place() -> None:
     _, words = _page()
     kept = [w for w in words if w.line != 2]
@@ -115,6 +123,8 @@ def test_gate_refuses_missing_lines_with_a_stable_reason() -> None:
     missing = assess(GateInput(text=text, origin="ocr", confidence=90.0, missing_lines=1))
     assert ok.ok and "text_missing" not in ok.reasons
     assert not missing.ok and "text_missing" in missing.reasons
+    # the calibrated floor (bench/eval_ocr.py): readings under 80 had CER > 0.15 there
+    assert "low_confidence" in assess(GateInput(text=text, origin="ocr", confidence=72.0)).reasons
 
 
 @pytest.mark.slow
@@ -151,3 +161,23 @@ def test_engine_deskews_before_reading(tmp_path: Path) -> None:
     out = TesseractEngine("eng").read([PageImage(str(png), 1, 200)], script="latin")[0]
     assert out.details["skew"] == pytest.approx(-3.0, abs=0.25)
     assert cer(out.text, "\n".join(LINES)) < 0.05
+
+
+def test_scanned_page_renders_at_its_own_resolution_pixel_for_pixel(tmp_path: Path) -> None:
+    from workers.pdf.mupdf import render
+
+    variant = Variant("noise150", 150, noise=10)
+    page = ocr_truth.make_page(tmp_path, 1, "he", variant, seed=12)
+    info = render(str(tmp_path / page.pdf), 1, 300, str(tmp_path / "r.png"))
+    assert info["dpi"] == 150 and info["native_dpi"] == 150
+    assert np.array_equal(scan_prep.load_gray(str(tmp_path / "r.png")), scan_prep.load_gray(str(tmp_path / page.png)))
+
+
+def test_vector_page_renders_at_the_requested_resolution(tmp_path: Path) -> None:
+    from workers.pdf.mupdf import render
+
+    doc = pymupdf.open()
+    doc.new_page(width=200, height=100).insert_text((20, 50), "vector text")
+    doc.save(tmp_path / "v.pdf")
+    info = render(str(tmp_path / "v.pdf"), 1, 300, str(tmp_path / "v.png"))
+    assert info["dpi"] == 300 and info["native_dpi"] is None and abs(info["width"] - 200 * 300 / 72) <= 1

@@ -2,8 +2,9 @@
 paragraph's second line, a page's first line); its text and confidence then look fine.
 
     binarised page ─► ink mask (Otsu) ─► minus every recognised word box (grown a little)
-    ─► leftover ink, row by row ─► runs at least half a text line high holding at least a word's
-       worth of ink ─► `Gap`s: regions to re-read, or evidence that text is missing
+    ─► leftover ink, row by row ─► runs shaped like one or two text lines (half a line to 2.5
+       lines high, wide) holding at least a word's worth of ink ─► `Gap`s: regions to re-read, or
+       evidence that text is missing. Illustrations, big initials, logos and rules are left alone.
 
 Pure functions over arrays and Tesseract's TSV; the re-reading is the engine's (tesseract.py).
 """
@@ -101,14 +102,19 @@ def gaps(img: np.ndarray, words: list[Word], *, dpi: int) -> list[Gap]:
     row_runs = _runs(rows >= 2, max_gap=max(1, height // (3 * CELL)))
     found = []
     for top, bottom in row_runs:
-        if (bottom - top) * CELL < height // 2:
-            continue
         band = inked[top:bottom]
-        if band.sum() * CELL * CELL < 0.6 * height * height:  # less ink than one short word
-            continue
         cols = np.flatnonzero(band.any(axis=0))
-        found.append(Gap(top * CELL, bottom * CELL, int(cols[0]) * CELL, (int(cols[-1]) + 1) * CELL))
+        gap = Gap(top * CELL, bottom * CELL, int(cols[0]) * CELL, (int(cols[-1]) + 1) * CELL)
+        if _line_like(gap, height) and band.sum() * CELL * CELL >= 0.6 * height * height:  # a word's ink
+            found.append(gap)
     return found
+
+
+def _line_like(gap: Gap, height: int) -> bool:
+    """One or two text lines: half a line to 2.5 lines high, at least 2.5 times as wide as high.
+    Taller ink (an illustration, a decorated initial, a logo) and rules are no missing text."""
+    tall, wide = gap.bottom - gap.top, gap.right - gap.left
+    return height // 2 <= tall <= 2.5 * height and wide >= 2.5 * tall
 
 
 def crop(img: np.ndarray, gap: Gap, pad: int) -> np.ndarray:
