@@ -148,5 +148,6 @@ def store(storage: Storage, prefix: str, document: DocumentRecord, rep: dict[str
     from workers import chunks  # noqa: PLC0415 - chunks reads ACCEPTED_ROUTES from here
 
     storage.put_text(base + "chunks.jsonl", chunks.jsonl(document), "application/x-ndjson; charset=utf-8")
-    storage.put_json(base + "document.json", document.model_dump(mode="json"))
+    # the same bytes as put_json(model_dump()), serialized by pydantic without the dict copy of every page
+    storage.put_bytes(base + "document.json", document.model_dump_json(indent=1).encode("utf-8"), "application/json")
     storage.put_json(base + "report.json", rep)
