@@ -42,6 +42,7 @@ class TableIn:
     header_rows: int
     markdown: str
     lines: set[int] = field(default_factory=set)  # raw line indices the table covers
+    cells: list[list[Box | None]] = field(default_factory=list)  # cell boxes, same order as rows
 
 
 @dataclass(frozen=True)

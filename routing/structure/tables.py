@@ -200,3 +200,47 @@ def cell_agreement(cells: Sequence[str], layout_text: str) -> tuple[float, float
     precision = common / sum(mine.values()) if mine else 0.0
     recall = common / sum(theirs.values()) if theirs else 0.0
     return round(precision, 4), round(recall, 4)
+
+
+def signature(text: str) -> str:
+    """A cell's characters, order-free: NFKC, no spaces, bidi controls or tatweel, sorted. Poppler
+    splits shaped Arabic into glyphs and orders RTL runs its own way; the characters stay."""
+    folded = unicodedata.normalize("NFKC", _BIDI.sub("", text)).casefold().replace("\u0640", "")
+    return "".join(sorted("".join(folded.split())))
+
+
+PopplerWord = tuple[float, float, float, float, str]
+
+
+def cell_box_agreement(cells: Sequence[tuple[str, Sequence[float] | None]],
+                       words: Sequence[PopplerWord]) -> tuple[float, float]:
+    """Per cell, our text against the Poppler words whose centres fall in the cell's box (order-free
+    signatures): (share of our non-empty cells matched, share of Poppler's non-empty cells matched)."""
+    theirs = [[] for _ in cells]  # type: list[list[str]]
+    for x0, y0, x1, y1, text in words:
+        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+        for i, (_, box) in enumerate(cells):
+            if box and box[0] <= cx <= box[2] and box[1] <= cy <= box[3]:
+                theirs[i].append(text)
+                break
+    ours = [signature(text) for text, _ in cells]
+    ref = [signature(" ".join(t)) for t in theirs]
+    matched = sum(1 for a, b in zip(ours, ref) if a and a == b)
+    mine, other = sum(1 for a in ours if a), sum(1 for b in ref if b)
+    return (round(matched / mine, 4) if mine else 0.0), (round(matched / other, 4) if other else 0.0)
+
+
+def poppler_tsv_words(tsv: str) -> dict[int, list[PopplerWord]]:
+    """`pdftotext -tsv` → per page its words (level 5) as (x0, y0, x1, y1, text)."""
+    pages: dict[int, list[PopplerWord]] = {}
+    for line in tsv.splitlines()[1:]:
+        parts = line.split("\t")
+        if len(parts) < 12 or parts[0] != "5":
+            continue
+        try:
+            left, top, width, height = (float(v) for v in parts[6:10])
+            page = int(parts[1])
+        except ValueError:
+            continue
+        pages.setdefault(page, []).append((left, top, left + width, top + height, "\t".join(parts[11:])))
+    return pages

@@ -71,3 +71,17 @@ def test_cell_agreement_ignores_poppler_word_splits() -> None:
     assert cell_agreement(["-4.5%", "٤٥٪"], "4.5%-   \u202a٪٤٥\u202c") == (1.0, 1.0)  # signs where Poppler puts them
     precision, recall = cell_agreement(["wrong", "cells"], layout)
     assert precision == 0.0 and recall == 0.0
+
+
+def test_cell_by_cell_agreement_is_order_free_and_checks_the_cells() -> None:
+    from routing.structure.tables import cell_box_agreement, poppler_tsv_words, signature
+
+    assert signature("صافي الربح") == signature("ﺢﺑﺮﻟا ﻲﻓﺎﺻ")  # glyphs, presentation forms, any order
+    cells = [("שם", (0, 0, 50, 10)), ("12.5", (50, 0, 100, 10)), ("", (100, 0, 150, 10))]
+    words = [(10, 1, 20, 9, "ם"), (20, 1, 30, 9, "ש"), (60, 1, 90, 9, "12.5")]
+    assert cell_box_agreement(cells, words) == (1.0, 1.0)
+    swapped = [("12.5", (0, 0, 50, 10)), ("שם", (50, 0, 100, 10))]
+    assert cell_box_agreement(swapped, words) == (0.0, 0.0)  # right words, wrong cells
+    tsv = "level\tpage_num\tpar_num\tblock_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext\n" \
+          "1\t1\t0\t0\t0\t0\t0\t0\t595\t842\t-1\t###PAGE###\n5\t1\t0\t0\t0\t0\t10.5\t20\t5\t8\t100\tשם\n"
+    assert poppler_tsv_words(tsv) == {1: [(10.5, 20.0, 15.5, 28.0, "שם")]}

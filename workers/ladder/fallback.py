@@ -28,15 +28,16 @@ def available() -> bool:
 
 
 def extract_page(pdf: str, page: int, *, timeout_s: float = 30.0, memory_mb: int | None = None,
-                 args: tuple[str, ...] = ()) -> tuple[str, float]:
+                 args: tuple[str, ...] = (), last: int | None = None) -> tuple[str, float]:
     """pdftotext on one page, sandboxed like every other parser of an untrusted PDF (memory and CPU
     limits, timeout); a run killed by a limit is an `engine_crashed` attempt, never a dead worker.
-    `args`: more pdftotext options (`-layout`, a crop box `-x -y -W -H`)."""
+    `args`: more pdftotext options (`-layout`, a crop box `-x -y -W -H`, `-tsv`); `last`: read the
+    pages `page`..`last` (pdftotext stops at the document's last page)."""
     if not available():
         raise EngineUnavailable(f"pdftotext is not installed; {INSTALL_HINT}")
     memory_mb = memory_mb or get_settings().sandbox_memory_mb
     started = time.monotonic()
-    argv = ["pdftotext", "-f", str(page), "-l", str(page), "-enc", "UTF-8", "-q", *args, pdf, "-"]
+    argv = ["pdftotext", "-f", str(page), "-l", str(last or page), "-enc", "UTF-8", "-q", *args, pdf, "-"]
     try:
         proc = run_tool(argv, timeout_s=timeout_s, memory_mb=memory_mb)
     except subprocess.TimeoutExpired as exc:

@@ -70,12 +70,13 @@ def table_in(raw: Mapping[str, Any], lines: Sequence[Mapping[str, Any]] = ()) ->
     is turned by its own evidence), columns in logical order, GFM. `raw["rows"]` holds cells as
     drawn, left to right: dicts with "raw" (from the child) or strings (from a recoverer)."""
     visual = [[normalize(c["raw"] if isinstance(c, Mapping) else str(c)).text for c in row] for row in raw["rows"]]
+    boxes = [[tuple(c["bbox"]) if isinstance(c, Mapping) and c.get("bbox") else None for c in row] for row in raw["rows"]]
     rtl = is_rtl_table([c for row in visual for c in row])
     rows = logical_rows(visual, rtl)
     box = tuple(raw["bbox"])
     covered = set(raw["lines"]) if "lines" in raw else {i for i, ln in enumerate(lines) if _inside(ln["bbox"], box)}
     return TableIn(bbox=box, rows=rows, header_rows=int(raw.get("header_rows", 1)), markdown=gfm(rows),  # type: ignore[arg-type]
-                   lines=covered)
+                   lines=covered, cells=logical_rows(boxes, rtl))  # type: ignore[arg-type]
 
 
 def plain_blocks(text: str) -> list[dict[str, Any]]:

@@ -1,7 +1,9 @@
 """Tables fail closed (seed 001): independent words for a recovered table, corroboration for a
 suspected one, both from Poppler (`pdftotext`, sandboxed like every parser of the source).
 
-    recovered table ─► pdftotext's words inside the table's box ─► precision and recall ≥ 0.85?
+    recovered table ─► cell by cell: Poppler's words (`pdftotext -tsv`, one call per 32 pages) in
+                       each cell's box, order-free ─► ≥ 0.85 of the cells agree both ways? else
+                    ─► pdftotext's words in a crop of the table's box ─► precision and recall ≥ 0.85?
                        no (or no reference at all) ─► table_unrecovered
     rows whose gaps line up but no table explains them (a suspicion)
                     ─► pdftotext -layout holds column-aligned rows? ─► table_unrecovered
@@ -11,12 +13,14 @@ suspected one, both from Poppler (`pdftotext`, sandboxed like every parser of th
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from routing.quality import word_agreement
 from routing.structure.blocks import TableIn
-from routing.structure.tables import cell_agreement, layout_rows
+from routing.structure.tables import PopplerWord, cell_agreement, cell_box_agreement, layout_rows, poppler_tsv_words
 from workers.errors import PagefleetError
 from workers.ladder import fallback
 
@@ -46,6 +50,45 @@ def _crop(box: Sequence[float]) -> tuple[str, ...]:
     return ("-layout", "-x", str(int(x0)), "-y", str(int(y0)), "-W", str(int(x1 - x0 + 1)), "-H", str(int(y1 - y0 + 1)))
 
 
+WINDOW = 32  # pages read by one `pdftotext -tsv` call
+
+
+@lru_cache(maxsize=8)
+def _tsv_window(pdf: str, first: int, stamp: tuple[int, int], timeout_s: float) -> dict[int, list[PopplerWord]] | None:
+    try:
+        tsv, _ = fallback.extract_page(pdf, first, timeout_s=timeout_s, args=("-tsv",), last=first + WINDOW - 1)
+    except PagefleetError as exc:
+        log.warning("pdftotext -tsv on pages %d-: %s", first, exc)
+        return None
+    return poppler_tsv_words(tsv)
+
+
+def poppler_words(pdf: str, page: int, timeout_s: float = 30.0) -> list[PopplerWord] | None:
+    """Poppler's words with boxes on `page` (one pdftotext call per 32 pages, cached)."""
+    try:
+        st = os.stat(pdf)
+    except OSError:
+        return None
+    first = (page - 1) // WINDOW * WINDOW + 1
+    words = _tsv_window(pdf, first, (st.st_size, st.st_mtime_ns), timeout_s)
+    return None if words is None else words.get(page, [])
+
+
+def table_agreement(pdf: str, page: int, table: TableIn, timeout_s: float = 30.0) -> tuple[float, float]:
+    """Cell by cell against Poppler's words in each cell's box when the table has cell boxes (one
+    cached pdftotext call for many pages); else, or when that disagrees, the words in a crop of
+    the table's box."""
+    if any(box for row in table.cells for box in row):
+        words = poppler_words(pdf, page, timeout_s)
+        if words:
+            cells = [(text, box) for texts, boxes in zip(table.rows, table.cells) for text, box in zip(texts, boxes)]
+            by_cell = cell_box_agreement(cells, words)
+            if min(by_cell) >= AGREEMENT:
+                return by_cell
+    reference = _pdftotext(pdf, page, _crop(table.bbox), timeout_s)
+    return agreement(table, reference) if reference else (0.0, 0.0)
+
+
 def agreement(table: TableIn, reference: str) -> tuple[float, float]:
     """The better of word agreement and cell agreement (routing.structure.tables.cell_agreement)."""
     cells = [c for row in table.rows for c in row]
@@ -59,8 +102,7 @@ def check_tables(pdf: str, page: int, tables: Sequence[TableIn], aligned_rows: i
     verdict = TableVerdict()
     worst = (1.0, 1.0)
     for table in tables:
-        reference = _pdftotext(pdf, page, _crop(table.bbox), timeout_s)
-        precision, recall = agreement(table, reference) if reference else (0.0, 0.0)
+        precision, recall = table_agreement(pdf, page, table, timeout_s)
         worst = (min(worst[0], precision), min(worst[1], recall))
         if precision < AGREEMENT or recall < AGREEMENT:
             verdict.reasons.append("table_unrecovered")
