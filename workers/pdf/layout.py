@@ -145,7 +145,7 @@ def _ruled(page: pymupdf.Page, chars: list[Char]) -> tuple[list[dict[str, Any]],
     for tab in found.tables:
         box = tuple(tab.bbox)
         near = [c for c in chars if _inside(c, box)]
-        grid = [[[c for c in near if _inside(c, cell)] if cell else [] for cell in row.cells] for row in tab.rows]
+        grid = [_row_cells(row, near) for row in tab.rows]
         if not _plausible(grid):
             suspect = max(suspect, len(grid))  # not the table's grid: a suspicion for the checks
             continue
@@ -154,6 +154,13 @@ def _ruled(page: pymupdf.Page, chars: list[Char]) -> tuple[list[dict[str, Any]],
         tables.append({"kind": "ruled", "bbox": [round(v, 2) for v in box], "rows": rows,
                        "header_rows": 0 if tab.header.external else 1, "lines": _covered_lines(chars, box)})
     return tables, suspect
+
+
+def _row_cells(row: Any, near: list[Char]) -> list[list[Char]]:
+    """The characters of each cell of one table row (the row's band first: rows × chars, not cells × chars)."""
+    y0, y1 = row.bbox[1], row.bbox[3]
+    band = [c for c in near if y0 <= (c[1] + c[3]) / 2 <= y1]
+    return [[c for c in band if _inside(c, cell)] if cell else [] for cell in row.cells]
 
 
 def _row_count(cell: list[Char], digits_only: bool = False) -> int:
