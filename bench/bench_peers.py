@@ -65,11 +65,21 @@ def pymupdf4llm_sample(pdf: Path, pages: int) -> tuple[float, float]:
     return float(wall), float(rss)
 
 
+def measured(argv: list[str], env: dict[str, str]) -> tuple[int, float]:
+    """Run a command; (exit status, its own peak RSS MB, from wait4 — not the bench's other children)."""
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{argv[0]} failed: {err.decode(errors='replace')[-500:]}")
+    return proc.returncode, usage.ru_maxrss / 1024
+
+
 def _tesseract(args: tuple[str, str, str]) -> float:
     png, langs, out = args
-    env = dict(os.environ, OMP_THREAD_LIMIT="1")
-    subprocess.run(["tesseract", png, out, "-l", langs], env=env, capture_output=True, check=True, timeout=600)
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return measured(["tesseract", png, out, "-l", langs], dict(os.environ, OMP_THREAD_LIMIT="1"))[1]
 
 
 def tesseract_limit(pngs: list[Path], scripts: list[str], workers: int = 2) -> tuple[float, float]:
@@ -86,10 +96,6 @@ def ocrmypdf_peer(pdf: Path, jobs: int = 2) -> tuple[float, float]:
     with tempfile.TemporaryDirectory(prefix="bench-ocrmypdf-") as tmp:
         argv = [exe, "--jobs", str(jobs), "-l", "heb+ara+eng", "--output-type", "pdf", "--sidecar",
                 f"{tmp}/out.txt", str(pdf), f"{tmp}/out.pdf"]
-        env = dict(os.environ, OMP_THREAD_LIMIT="1")
         started = time.perf_counter()
-        proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=3600)
-        wall = time.perf_counter() - started
-    if proc.returncode != 0:
-        raise RuntimeError(f"ocrmypdf failed: {proc.stderr[-500:]}")
-    return wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        _, rss = measured(argv, dict(os.environ, OMP_THREAD_LIMIT="1"))  # its largest process (ocrmypdf itself
+        return time.perf_counter() - started, rss                         # or a tesseract it waited for)
