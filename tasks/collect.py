@@ -36,8 +36,10 @@ def _finish(spec: dict, *, final_attempt: bool) -> dict:
 def _collect(job: JobSpec, settings, final_attempt: bool) -> dict:
     if jobs.get(job.job_id).get("state") == JobState.DONE:  # finished while we waited for the lock
         return {"job_id": job.job_id, "skipped": "already done"}
-    jobs.update(job.job_id, state=JobState.COLLECTING)
-    result = collect_document(job, settings, final_attempt=final_attempt)
+    # `collecting` (and the watchdog's clock) only once every page is there: a collect that waits
+    # for missing pages is no progress
+    result = collect_document(job, settings, final_attempt=final_attempt,
+                              on_complete=lambda: jobs.update(job.job_id, state=JobState.COLLECTING))
     jobs.update(job.job_id, state=JobState.DONE, status=result["status"], routes=result["routes"],
                 artifact_prefix=result["artifact_prefix"])
     notify(job, result)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,8 +151,10 @@ class PagesMissing(PagefleetError):
     retryable = True
 
 
-def collect_document(job: JobSpec, settings: Settings, *, final_attempt: bool) -> dict[str, Any]:
-    """Assemble and store the artifacts. Raises PagesMissing (retryable) unless final_attempt."""
+def collect_document(job: JobSpec, settings: Settings, *, final_attempt: bool,
+                     on_complete: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Assemble and store the artifacts. Raises PagesMissing (retryable) unless final_attempt.
+    `on_complete` runs once every page is there (or this is the final attempt), before writing."""
     storage = open_storage(job.storage, settings)
     manifest = storage.get_json(keys.job_manifest(job.job_id))
     count = int(manifest["page_count"])
@@ -160,6 +163,8 @@ def collect_document(job: JobSpec, settings: Settings, *, final_attempt: bool) -
     missing = [n for n in range(1, count + 1) if n not in found]
     if missing and not final_attempt:
         raise PagesMissing(f"job {job.job_id}: pages {missing[:10]} not recorded yet")
+    if on_complete is not None:
+        on_complete()
     for number in missing:
         router = RouterInfo(source="default", script="unknown")
         records.append(failed_record(number, router, [], ["page_missing"], layer={}))
