@@ -36,10 +36,16 @@ class LineEvidence:
     hebrew_words: int
 
     @property
+    def letters_strong(self) -> bool:
+        return self.visual_votes >= 2 and self.visual_votes > self.logical_votes
+
+    @property
     def letters_say_visual(self) -> bool:
-        if self.visual_votes >= 2 and self.visual_votes > self.logical_votes:
-            return True
-        return self.hebrew_words <= 3 and self.visual_votes >= 1 and self.logical_votes == 0
+        return self.letters_strong or (self.hebrew_words <= 3 and self.weak_visual)
+
+    @property
+    def letters_say_logical(self) -> bool:
+        return self.logical_votes >= 2 and self.logical_votes > self.visual_votes
 
     @property
     def weak_visual(self) -> bool:
@@ -112,7 +118,9 @@ class PageOrder:
 
 
 def page_order(text: str, geometry: Sequence[Sequence[int]] | None, *, from_ocr: bool) -> PageOrder:
-    """Per-line visual-order flags. A page with strong evidence lets weakly evidenced lines follow."""
+    """Per-line visual-order flags. A page with strong evidence lets weakly evidenced lines follow,
+    either way: on a page whose letters say logical order, one vote on a short line (a piece of a
+    running header, `- חברת דוגמה בע"מ`) reverses nothing; only a line's own strong evidence does."""
     lines = text.split("\n")
     evidence = [line_evidence(line, geometry[i] if geometry and i < len(geometry) else None) for i, line in enumerate(lines)]
     total = LineEvidence(
@@ -125,11 +133,11 @@ def page_order(text: str, geometry: Sequence[Sequence[int]] | None, *, from_ocr:
     )
     if from_ocr:
         return PageOrder([False] * len(lines), total)
-    page_strong = total.visual_votes >= 2 and total.visual_votes > total.logical_votes
+    page_strong, page_logical = total.letters_strong, total.letters_say_logical
     flags = []
     for e in evidence:
         letters_logical = e.logical_votes > 0 and e.visual_votes == 0
-        visual = e.letters_say_visual or (page_strong and e.weak_visual)
+        visual = e.letters_strong or (e.letters_say_visual and not page_logical) or (page_strong and e.weak_visual)
         visual = visual or (e.geometry_says_visual and not letters_logical)
         flags.append(visual)
     return PageOrder(flags, total)

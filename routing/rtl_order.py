@@ -72,7 +72,8 @@ def hebrew_order_evidence(text: str) -> OrderEvidence:
     """Count words that start with a final form, end with a medial form, end with a final form.
 
     Abbreviations (`עמ'`, `צה"ל` keep their quote) and prefixes joined by a hyphen (`כ-50`) are not
-    counted as medial-last; one-letter words are not counted at all.
+    counted as medial-last — nor an acronym's last letter, after the gershayim (`בע"מ`, `מע"מ` are
+    written with a plain mem in logical order); one-letter words are not counted at all.
     """
     text = _fold_hebrew_presentation(text)
     final_first = medial_last = final_last = words = 0
@@ -85,6 +86,7 @@ def hebrew_order_evidence(text: str) -> OrderEvidence:
         final_first += letters[0] in FINALS
         final_last += letters[-1] in FINALS
         abbreviated = after != "" and after in ABBREVIATION_MARKS + PREFIX_JOINERS
+        abbreviated = abbreviated or match.group()[-2] in ABBREVIATION_MARKS  # בע"מ: an acronym's last letter
         medial_last += letters[-1] in MEDIALS and not abbreviated
     return OrderEvidence(final_first, medial_last, final_last, words)
 
