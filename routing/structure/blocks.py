@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from routing.charclass import classes
-from routing.structure.headings import FontStats, HeadingRules, is_heading_text
+from routing.structure.headings import FontStats, HeadingRules, is_heading_text, semantic_heading
 from routing.structure.markers import is_caption, list_marker
 from routing.structure.order import Box, reading_order
 
@@ -149,6 +149,8 @@ def _classify(group: list[_Row], text: str, stats: FontStats, heading_rules: Hea
         return _block("caption", text, start, end, bbox)
     if level is not None and is_heading_text(body, len(group), heading_rules):
         return _block("heading", text, start, end, bbox, level=level)  # "1. Introduction" included
+    if level is None and semantic_heading(body):
+        return _block("heading", text, start, end, bbox, level=min(len(stats.levels) + 1, heading_rules.max_levels))
     if marker:
         return _block("list_item", text, start, end, bbox, marker=marker.marker)
     return _block("paragraph", text, start, end, bbox)

@@ -8,6 +8,7 @@ size): the largest is level 1. A line in a heading style is a heading only when 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -71,3 +72,17 @@ def is_heading_text(text: str, lines: int, rules: HeadingRules = HeadingRules())
     if not any(c.isalpha() for c in stripped):
         return False
     return not stripped.endswith((",", ";"))
+
+
+_SEMANTIC = re.compile(
+    r"^\s*(?:chapter|section|part|appendix|annex|schedule|פרק|סעיף|חלק|נספח|ביאור|תוספת|الفصل|الباب|القسم|الجزء|الملحق|ملحق)"
+    r"\s+\S{1,12}(?:\s*[:.\-–—]\s*.*)?$",
+    re.IGNORECASE,
+)
+
+
+def semantic_heading(text: str) -> bool:
+    """A standalone title by its words, whatever its font: "Chapter 3", "נספח ב': טבלאות", "ביאור 4",
+    "الفصل الثاني" (one line, short)."""
+    stripped = " ".join(text.split())
+    return "\n" not in text.strip() and len(stripped) <= 80 and bool(_SEMANTIC.match(stripped))

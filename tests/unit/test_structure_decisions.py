@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from routing.structure.furniture import BandLine, is_page_number, running_furniture
-from routing.structure.headings import font_stats, is_heading_text
+from routing.structure.headings import font_stats, is_heading_text, semantic_heading
 from routing.structure.markers import is_caption, list_marker
 from routing.structure.order import reading_order
 
@@ -110,3 +110,11 @@ def test_reading_order_narrow_marker_column_is_not_a_column() -> None:
     texts = [(80, 100 + 14 * i, 400, 112 + 14 * i) for i in range(4)]
     order = reading_order([*bullets, *texts], rtl=False)
     assert order == [0, 4, 1, 5, 2, 6, 3, 7]
+
+
+def test_semantic_headings_whatever_the_font() -> None:
+    for text in ("Chapter 3", "Appendix B: Tables", "נספח ב': טבלאות", "ביאור 4", "פרק שני", "الفصل الثاني", "ملحق ١"):
+        assert semantic_heading(text), text
+    for text in ("Chapter 3 describes the method we used for the survey and why we chose it over the others",
+                 "ביאור\nשורה שנייה", "the chapter 3", "חלקים רבים של המסמך"):
+        assert not semantic_heading(text), text
