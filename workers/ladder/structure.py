@@ -5,7 +5,7 @@
     column order, GFM) ─► routing.structure.blocks.page_blocks
 
 Only plain data comes in (the child's JSON); nothing here opens the PDF. A page whose layout does
-not line up with its text (a different line count) gets no geometric blocks: one paragraph block
+not add up to its text (line lengths, `raw_spans`) gets no geometric blocks: one paragraph block
 per blank-line-separated run, so `blocks` is never missing on an accepted page.
 """
 
