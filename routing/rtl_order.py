@@ -15,7 +15,11 @@ levels resolved on the visual text, which L2 maps onto itself for plain runs):
        neutral); N = everything else (spaces, punctuation, symbols, Private Use)
     2. paragraph direction: LTR if the leftmost strong character is a non-RTL letter, else RTL
     3. a run of N between two strongs of the same class takes that class, else the paragraph's
-       (so `1,000.00`, `12:30`, `2.Jun`, URLs, `Hello World` stay one L run)
+       (so `1,000.00`, `12:30`, `2.Jun`, URLs, `Hello World` stay one L run) — but for a run of N
+       between an L and a later R: the extractor gave every run the neutrals that follow it in
+       content order, so these are the L run's trailing neutrals followed by the R run's own,
+       mirrored; split at the word space (`12345  םוכסהו250` → `12345 ` + ` םוכסהו`, see
+       `_ltr_keeps`)
     4. levels: LTR paragraph L=0 R=1; RTL paragraph R=1 L=2; reverse every maximal run at level
        ≥ k for k = max … 1; mirror ()[]{}<> at odd levels
        → LTR paragraph: RTL runs reversed in place;  RTL paragraph: run order reversed too,
@@ -140,7 +144,21 @@ def paragraph_direction(line: str) -> Direction:
     return "rtl"
 
 
-def _levels(classes: list[str], direction: Direction) -> list[int]:
+def _ltr_keeps(neutrals: str, ltr_follows: bool) -> int:
+    """How many of the neutrals between an L run and the next R run (in visual text) are the L
+    run's own. They are the L run's trailing neutrals (`) `, `, `), then the R run's trailing
+    neutrals mirrored (`. `, ` ` → `.`, ` `). With more L text after the R run, the R run's ended
+    in the space before it: the last of two or more spaces starts the R run's share (`  ` →
+    ` ` + ` `, ` ( )` → ` (` + ` )`); a single space, or an R run that ends the line (its own
+    neutrals hold no word space), leaves the L run everything through the last space. No space at
+    all: the R run's (`100-ב`)."""
+    spaces = [i for i, ch in enumerate(neutrals) if ch.isspace()]
+    if not spaces:
+        return 0
+    return spaces[-1] if ltr_follows and len(spaces) >= 2 else spaces[-1] + 1
+
+
+def _levels(classes: list[str], direction: Direction, line: str) -> list[int]:
     para = "L" if direction == "ltr" else "R"
     resolved = list(classes)
     i = 0
@@ -153,7 +171,13 @@ def _levels(classes: list[str], direction: Direction) -> list[int]:
             j += 1
         left = resolved[i - 1] if i > 0 else para
         right = resolved[j] if j < len(resolved) else para
-        resolved[i:j] = [left if left == right else para] * (j - i)
+        if i > 0 and left == "L" and j == len(resolved):
+            resolved[i:j] = ["L"] * (j - i)  # an L run's trailing neutrals stay where they are
+        elif i > 0 and left == "L" and right == "R":
+            k = i + _ltr_keeps(line[i:j], "L" in classes[j:])
+            resolved[i:j] = ["L"] * (k - i) + ["R"] * (j - k)
+        else:
+            resolved[i:j] = [left if left == right else para] * (j - i)
         i = j
     table = {"L": 0, "R": 1} if direction == "ltr" else {"L": 2, "R": 1}
     return [table[c] for c in resolved]
@@ -189,8 +213,9 @@ def visual_line_replacements(line: str) -> list[tuple[int, int, str]]:
 
     A position-ordered extractor (MuPDF) reverses every RTL run of a line *in place* — it never
     moves runs — so a producer that drew a logical string left to right comes out with each RTL
-    run mirrored and the runs in their drawn order. The inverse is the same: reverse each RTL run
-    (neutrals resolved against the paragraph direction, as the extractor did) where it stands,
+    run mirrored and the runs in their drawn order; each run takes the neutrals that follow it in
+    content order (`אב 12 גד` → ` בא12 דג`). The inverse is the same: reverse each RTL run
+    (neutrals resolved as in the module docstring, step 3) where it stands,
     code points and marks together, with no bracket mirroring (the extractor mirrored none).
     Numbers, Latin runs, URLs and dates keep their order; never a whole-string reversal.
     """
@@ -199,7 +224,7 @@ def visual_line_replacements(line: str) -> list[tuple[int, int, str]]:
     classes = _classes(line)
     if "R" not in classes:
         return []
-    levels = _levels(classes, paragraph_direction(line))
+    levels = _levels(classes, paragraph_direction(line), line)
     found = []
     i = 0
     while i < len(line):

@@ -60,7 +60,8 @@ def test_visual_rtl_paragraph_pdfcpu_table_line() -> None:
 def test_unshaped_producer_line_with_numbers() -> None:
     # "מספר החשבון הוא 12345 והסכום 250" drawn left to right, as MuPDF extracts it
     raw = " אוה ןובשחה רפסמ12345  םוכסהו250"
-    assert normalize(raw, line_visual=[True]).text == "מספר החשבון הוא 12345והסכום  250"
+    # each run kept the space that followed it: `12345 ` stays, ` םוכסהו` is the run `והסכום ` mirrored
+    assert normalize(raw, line_visual=[True]).text == "מספר החשבון הוא 12345 והסכום 250"
 
 
 def test_unmapped_kashida_runs_removed() -> None:

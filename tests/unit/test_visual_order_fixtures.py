@@ -6,13 +6,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pymupdf
+import pytest
+
 from routing.edits import apply_edits
 from routing.normalize import normalize
 from routing.order import page_order
 from routing.quality import GateInput, assess
-from routing.rtl_order import hebrew_order_evidence
+from routing.rtl_order import hebrew_order_evidence, visual_to_logical
 from workers.pdf.mupdf import extract_range
 
+DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
 HEADER_PIECE = ' - חברת דוגמה בע"מ'  # fixtures/structure_texts.py: he_report_tables' header, second piece
 
 
@@ -54,3 +58,55 @@ def test_a_running_header_drawn_in_pieces_is_not_reversed(structure_dir: Path) -
         text, edits = _repair(page)
         assert HEADER_PIECE in text.split("\n")
         assert "visual_order_reversal" not in {e.kind for e in edits}
+
+
+def _drawn_left_to_right(path: Path, lines: list[str]) -> None:
+    """An unshaped producer: logical strings drawn left to right (the page shows mirrored words)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=1200, height=60 + 30 * len(lines))
+    writer = pymupdf.TextWriter(page.rect)
+    font = pymupdf.Font(fontfile=str(DEJAVU))  # fonts-dejavu-core (Makefile APT_PACKAGES)
+    for i, line in enumerate(lines):
+        writer.append((20, 40 + 30 * i), line, font=font, fontsize=14)
+    writer.write_text(page)
+    doc.save(path)
+
+
+def _x_order(path: Path) -> list[str]:
+    """Ground truth from the boxes: the producer drew each string left to right, so its
+    characters sorted by x are the string it drew."""
+    raw = pymupdf.open(path)[0].get_text("rawdict", flags=pymupdf.TEXT_PRESERVE_WHITESPACE)
+    return ["".join(c["c"] for c in sorted((c for s in line["spans"] for c in s["chars"]), key=lambda c: c["bbox"][0]))
+            for block in raw["blocks"] for line in block.get("lines", [])]
+
+
+def test_visual_order_repair_keeps_the_spaces_between_runs(fixtures_dir: Path, tmp_path: Path) -> None:
+    # make_fixtures.py: "מספר החשבון הוא 12345 והסכום 250" drawn left to right; MuPDF extracts
+    # ` אוה ןובשחה רפסמ12345  םוכסהו250` (each run kept the space that followed it)
+    for name, number in (("visual_order_hebrew.pdf", 1), ("mixed_multipage_document.pdf", 4)):
+        page = _page(fixtures_dir / name, number)
+        text, edits = _repair(page)
+        assert "visual_order_reversal" in {e.kind for e in edits}
+        truth = _x_order_page(fixtures_dir / name, number, tmp_path)
+        assert text.split("\n") == truth
+
+
+def _x_order_page(path: Path, number: int, tmp: Path) -> list[str]:
+    one = pymupdf.open()
+    one.insert_pdf(pymupdf.open(path), from_page=number - 1, to_page=number - 1)
+    out = tmp / f"{path.stem}_{number}.pdf"
+    one.save(out)
+    return _x_order(out)
+
+
+@pytest.mark.parametrize("line", [
+    "מספר החשבון הוא 12345 והסכום 250", "אב 12 גד.", "אב. 12 גד", "abc אב, גד def.", "12 אב", "אב 12",
+    "a (אב) b", "אב 12 גד 34 הו", "אב 12, גד", "אב 1 - 2 גד", "Hebrew: שלום עולם", "שנת 2024 (50%)",
+])
+def test_visual_to_logical_inverts_what_mupdf_extracts(tmp_path: Path, line: str) -> None:
+    pdf = tmp_path / "drawn.pdf"
+    _drawn_left_to_right(pdf, [line])
+    raw = extract_range(str(pdf), 1, 1)["pages"][0]["text"]
+    assert raw != line  # MuPDF mirrored the RTL runs
+    assert _x_order(pdf) == [line]
+    assert visual_to_logical(raw) == line
