@@ -71,3 +71,14 @@ def test_reparse_dry_run_lists_older_documents(run_out: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "he_report_tables/document.json: pipeline" in proc.stderr
     assert "document(s) chosen" in proc.stderr
+
+
+def test_structure_off_gives_text_only_blocks_and_still_chunks(structure_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = subprocess.run([PAGEFLEET, "run", str(structure_dir / "he_report_tables.pdf"), "--out", str(out),
+                           "--ocr", "off", "--workers", "1", "--no-structure"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads((out / "he_report_tables" / "document.json").read_text(encoding="utf-8"))
+    assert doc["options"]["structure"] is False
+    assert all(not p["blocks"] for p in doc["pages"])  # no layout gathered, no tables checked
+    assert (out / "he_report_tables" / "chunks.jsonl").read_text(encoding="utf-8").strip()
