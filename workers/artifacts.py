@@ -137,6 +137,19 @@ def report(document: DocumentRecord, manifest: dict[str, Any]) -> dict[str, Any]
         "needs_review": [p.number for p in pages if p.route not in ACCEPTED_ROUTES],
         "review_reasons": {str(p.number): p.quality.reasons for p in pages if p.route not in ACCEPTED_ROUTES},
         "warnings": dict(Counter(w for p in pages for w in p.quality.warnings)),
+        "structure": structure_summary(pages),
+    }
+
+
+def structure_summary(pages: list[PageRecord]) -> dict[str, Any]:
+    """Blocks by type on accepted pages, the pages whose output holds a verified table, and the
+    pages refused because a table could not be recovered (issue 13)."""
+    accepted = [p for p in pages if p.route in ACCEPTED_ROUTES]
+    return {
+        "blocks": dict(Counter(b.type for p in accepted for b in p.blocks)),
+        "pages_with_tables": [p.number for p in accepted if any(b.type == "table" for b in p.blocks)],
+        "table_unrecovered": [p.number for p in pages if "table_unrecovered" in p.quality.reasons],
+        "table_suspected": [p.number for p in accepted if "table_suspected" in p.quality.warnings],
     }
 
 

@@ -196,7 +196,7 @@ def page_blocks(
     blocks += _group(run, text, stats, heading_rules, rules)
     if height:
         blocks = [_footnote(b, lines, stats, height) for b in blocks]
-    return _with_furniture(blocks, text, lines, furniture)
+    return _with_furniture(blocks, text, lines, {i: k for i, k in furniture.items() if i not in covered})
 
 
 _FOOTNOTE = re.compile(r"^\s*(?:\d{1,3}|[*†‡§]+|[¹²³⁴⁵⁶⁷⁸⁹⁰]+)(?:[.)]|\s)")

@@ -103,3 +103,10 @@ def test_small_print_low_on_the_page_is_a_footnote() -> None:
     blocks = page_blocks(text, lines, rtl=False, stats=STATS, height=842.0)
     kinds = {b["text"][:4]: b["type"] for b in blocks}
     assert kinds == {"Body": "paragraph", "1 Th": "footnote", "2024": "paragraph"}
+
+
+def test_a_table_line_in_the_header_band_stays_in_the_table() -> None:
+    text, lines = _layout([("Region Total", (60, 30, 300, 42), 11.0, False), ("North 12", (60, 43, 300, 55), 11.0, False)])
+    table = TableIn((60, 30, 300, 55), [["Region", "Total"], ["North", "12"]], 1, "| Region | Total |", {0, 1})
+    blocks = page_blocks(text, lines, rtl=False, stats=STATS, tables=[table], furniture={0: "header"})
+    assert [b["type"] for b in blocks] == ["table"]
