@@ -53,11 +53,11 @@ def ops_worker(service_env, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 
 
 def test_failing_task_reaches_sentry_scrubbed(ops_worker: dict[str, Any]) -> None:
-    from workers.app import app
+    from workers.app import send  # a fresh connection to the broker configured now, result ignored
 
     spec = {"job_id": "sentry-probe", "source": f"s3://uploads/in/{SECRET_FILE}", "filename": SECRET_FILE,
             "storage": "s3://out", "artifact_prefix": "x", "text": SECRET_TEXT}  # `text`: not a JobSpec field
-    app.send_task("pagefleet.split", args=[spec], queue=ops_worker["queue"], task_id=f"sentry-{uuid.uuid4().hex}")
+    send("pagefleet.split", [spec], queue=ops_worker["queue"], task_id=f"sentry-{uuid.uuid4().hex}")
     items = ops_worker["sink"].items(1, timeout_s=60)
     events = [i for i in items if isinstance(i.get("exception"), dict)]
     assert events, items
