@@ -4,8 +4,9 @@ Logical order: a table whose letters are mostly Hebrew/Arabic is read right to l
 visual columns are reversed; the text inside each cell is left exactly as it is (numbers, Latin).
 
 Unruled tables (`aligned_columns`): consecutive visual rows, each split into segments at wide
-gaps, that share the same empty vertical gutters. Two-column prose shares one gutter too, so a
-region is a table only when its cells are short (few words, narrow) — see `TableRules`.
+gaps, that share the same empty vertical gutters. Columns of prose share gutters too, so a region
+is a table only when its cells are short (few words, narrow) and it has a number column or, with
+three columns or more, a column of short cells (labels) — see `TableRules`.
 
 `layout_rows` reads `pdftotext -layout` text: runs of lines whose wide gaps line up, the
 independent corroboration of a suspected table (seed 001).
@@ -32,6 +33,7 @@ class TableRules:
     max_cell_share: float = 0.45  # widest segment / region width
     min_columns_without_numbers: int = 3
     min_fill: float = 0.6  # every column holds text in this share of the rows
+    max_short_words: float = 2.0  # without numbers, one column's median cell has at most this many words
     layout_min_rows: int = 3
     layout_max_chunk: int = 30
 
@@ -113,7 +115,19 @@ def _is_table(rows: Sequence[Sequence[Segment]], gutters: list[tuple[float, floa
         return False
     if not _filled(rows, gutters, rules.min_fill):
         return False
-    return len(gutters) + 1 >= rules.min_columns_without_numbers or numeric
+    if numeric:
+        return True
+    return len(gutters) + 1 >= rules.min_columns_without_numbers and _short_column(rows, gutters, rules.max_short_words)
+
+
+def _short_column(rows: Sequence[Sequence[Segment]], gutters: list[tuple[float, float]], max_words: float) -> bool:
+    """Some column of short cells (labels, codes): columns of wrapped prose have none."""
+    edges = [float("-inf"), *[(a + b) / 2 for a, b in gutters], float("inf")]
+    for lo, hi in zip(edges, edges[1:]):
+        words = sorted(s[2] for row in rows for s in row if lo <= (s[0] + s[1]) / 2 < hi)
+        if words and words[len(words) // 2] <= max_words:
+            return True
+    return False
 
 
 def _filled(rows: Sequence[Sequence[Segment]], gutters: list[tuple[float, float]], min_fill: float) -> bool:
@@ -125,27 +139,45 @@ def _filled(rows: Sequence[Sequence[Segment]], gutters: list[tuple[float, float]
     return True
 
 
+def _stretches(rows: Sequence[Sequence[Segment]], i: int, min_gutter: float) -> list[tuple[int, list[tuple[float, float]]]]:
+    """From row i down, while the rows share gutters: (last row, gutters) where each stretch with
+    the same number of gutters ends."""
+    ends: list[tuple[int, list[tuple[float, float]]]] = []
+    last: list[tuple[float, float]] = []
+    j = i
+    while j < len(rows) and len(rows[j]) >= 2:
+        gutters = _gutters(rows[i:j + 1], min_gutter)
+        if not gutters:
+            break
+        if last and len(gutters) != len(last):
+            ends.append((j - 1, last))
+        last = gutters
+        j += 1
+    if last:
+        ends.append((j - 1, last))
+    return ends
+
+
 def aligned_columns(
     rows: Sequence[Sequence[Segment]], numeric: Sequence[bool] | None = None, rules: TableRules = TableRules()
 ) -> list[tuple[int, int, list[tuple[float, float]]]]:
     """Unruled tables among visual rows (top to bottom): [(first row, last row, gutters)].
 
+    The whole run of rows sharing gutters is judged (the longest stretch first), never a lucky
+    prefix of it: three columns of prose would otherwise give a "table" of their first rows.
     `numeric[i]`: row i holds a number-only segment (a two-column table needs one)."""
     found = []
     i = 0
     while i < len(rows):
-        j, best = i, None
-        while j < len(rows) and len(rows[j]) >= 2:
-            gutters = _gutters(rows[i:j + 1], rules.min_gutter)
-            if not gutters:
+        hit = None
+        for last, gutters in reversed(_stretches(rows, i, rules.min_gutter)):
+            has_number = bool(numeric) and 2 * sum(numeric[i:last + 1]) >= last + 1 - i
+            if _is_table(rows[i:last + 1], gutters, rules, has_number):
+                hit = (i, last, gutters)
                 break
-            has_number = bool(numeric) and 2 * sum(numeric[i:j + 1]) >= j + 1 - i
-            if _is_table(rows[i:j + 1], gutters, rules, has_number):
-                best = (i, j, gutters)
-            j += 1
-        if best:
-            found.append(best)
-            i = best[1] + 1
+        if hit:
+            found.append(hit)
+            i = hit[1] + 1
         else:
             i += 1
     return found

@@ -37,7 +37,7 @@ def _record(page: dict) -> PageRecord:
 
 @pytest.mark.parametrize("name", ["he_report_tables", "ar_report_tables", "en_report_tables", "he_two_columns",
                                   "en_two_columns", "ar_two_columns", "mix_he_en_table", "he_title_over_columns",
-                                  "ar_indic_digits_table", "en_long_report"])
+                                  "ar_indic_digits_table", "en_long_report", "en_three_columns", "he_three_columns"])
 def test_blocks_match_the_truth(structure_dir: Path, name: str) -> None:
     truth = json.loads((structure_dir / f"{name}.truth.json").read_text(encoding="utf-8"))
     pages = _pages(structure_dir / f"{name}.pdf")

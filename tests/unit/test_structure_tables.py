@@ -85,3 +85,10 @@ def test_cell_by_cell_agreement_is_order_free_and_checks_the_cells() -> None:
     tsv = "level\tpage_num\tpar_num\tblock_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext\n" \
           "1\t1\t0\t0\t0\t0\t0\t0\t595\t842\t-1\t###PAGE###\n5\t1\t0\t0\t0\t0\t10.5\t20\t5\t8\t100\tשם\n"
     assert poppler_tsv_words(tsv) == {1: [(10.5, 20.0, 15.5, 28.0, "שם")]}
+
+
+def test_three_columns_of_prose_are_not_a_table() -> None:
+    prose = [_row((60, 200, 4), (228, 368, 4), (395, 535, 5)) for _ in range(8)]
+    assert aligned_columns(prose) == []
+    labelled = [_row((60, 100, 1), (228, 368, 4), (395, 535, 4)) for _ in range(4)]
+    assert len(aligned_columns(labelled)) == 1  # a column of one-word labels: a table
