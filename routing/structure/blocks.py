@@ -96,6 +96,12 @@ def _rows(lines: Sequence[LineIn], rules: BlockRules) -> list[_Row]:
     return rows
 
 
+def same_baseline_rows(lines: Sequence[LineIn], rules: BlockRules = BlockRules()) -> list[list[LineIn]]:
+    """Lines grouped into rows: pieces of one drawn line (consecutive, one baseline, close together).
+    MuPDF gives an RTL `- 1 -` as three lines `- `, `1`, ` -`; a header as two bidi runs."""
+    return [row.lines for row in _rows(lines, rules)]
+
+
 def _style(row: _Row, stats: FontStats) -> int | None:
     big = max(row.lines, key=lambda ln: ln.end - ln.start)
     return stats.level(big.size, all(ln.bold for ln in row.lines))
@@ -196,7 +202,7 @@ def page_blocks(
     blocks += _group(run, text, stats, heading_rules, rules)
     if height:
         blocks = [_footnote(b, lines, stats, height) for b in blocks]
-    return _with_furniture(blocks, text, lines, {i: k for i, k in furniture.items() if i not in covered})
+    return _with_furniture(blocks, text, lines, {i: k for i, k in furniture.items() if i not in covered}, rules)
 
 
 _FOOTNOTE = re.compile(r"^\s*(?:\d{1,3}|[*†‡§]+|[¹²³⁴⁵⁶⁷⁸⁹⁰]+)(?:[.)]|\s)")
@@ -221,10 +227,11 @@ def _table_block(text: str, table: TableIn, lines: Sequence[LineIn]) -> dict[str
 
 
 def _with_furniture(blocks: list[dict[str, Any]], text: str, lines: Sequence[LineIn],
-                    furniture: dict[int, str]) -> list[dict[str, Any]]:
+                    furniture: dict[int, str], rules: BlockRules) -> list[dict[str, Any]]:
+    """Header and footer blocks, one per row: a line drawn in pieces is one block."""
     heads, feet = [], []
-    for ln in lines:
-        kind = furniture.get(ln.index)
-        if kind and text[ln.start:ln.end].strip():
-            (heads if kind == "header" else feet).append(_block(kind, text, ln.start, ln.end, ln.bbox))
+    marked = [ln for ln in lines if furniture.get(ln.index) and text[ln.start:ln.end].strip()]
+    for row in _rows(marked, rules):
+        kind = furniture[row.first]
+        (heads if kind == "header" else feet).append(_block(kind, text, row.lines[0].start, row.lines[-1].end, row.bbox))
     return heads + blocks + feet

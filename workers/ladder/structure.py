@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from routing.normalize import normalize
-from routing.structure.blocks import LineIn, TableIn, direction, page_blocks
+from routing.structure.blocks import LineIn, TableIn, direction, page_blocks, same_baseline_rows
 from routing.structure.furniture import BandLine, running_furniture
 from routing.structure.headings import FontStats, font_stats
 from routing.structure.markdown import blocks_markdown
@@ -48,16 +48,24 @@ def raw_spans(page: Mapping[str, Any]) -> list[tuple[int, int]] | None:
 
 
 def document_layout(pages: Sequence[Mapping[str, Any]]) -> DocumentLayout:
-    """Font statistics and running furniture over every page the child read."""
+    """Font statistics and running furniture over every page the child read. Furniture is decided
+    per row, so a line drawn in pieces (an RTL `- 1 -`: `- `, `1`, ` -`) is one page number."""
     usable = [(p, spans) for p in pages if (spans := raw_spans(p))]
     styles = [(ln["size"], ln["bold"], ln["chars"]) for p, _ in usable for ln in p["layout"]["lines"]]
-    bands = []
+    bands, rows = [], []
     for p, spans in usable:
-        lines = [BandLine(i, p["text"][a:b], ln["bbox"][1], ln["bbox"][3])
-                 for i, ((a, b), ln) in enumerate(zip(spans, p["layout"]["lines"]))]
-        bands.append((float(p.get("height") or 0), lines))
+        rows.append(same_baseline_rows([LineIn(i, a, b, tuple(ln["bbox"]), ln["size"], ln["bold"])  # type: ignore[arg-type]
+                                        for i, ((a, b), ln) in enumerate(zip(spans, p["layout"]["lines"]))]))
+        bands.append((float(p.get("height") or 0), [_band_line(p["text"], row) for row in rows[-1]]))
     marks = running_furniture(bands)
-    return DocumentLayout(font_stats(styles), {int(p["number"]): m for (p, _), m in zip(usable, marks)})
+    furniture = {int(p["number"]): {ln.index: m[row[0].index] for row in page_rows if row[0].index in m for ln in row}
+                 for (p, _), page_rows, m in zip(usable, rows, marks)}
+    return DocumentLayout(font_stats(styles), furniture)
+
+
+def _band_line(text: str, row: Sequence[LineIn]) -> BandLine:
+    return BandLine(row[0].index, " ".join(text[ln.start:ln.end] for ln in row),
+                    min(ln.bbox[1] for ln in row), max(ln.bbox[3] for ln in row))
 
 
 def _inside(box: Sequence[float], outer: Sequence[float]) -> bool:
