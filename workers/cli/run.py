@@ -143,7 +143,8 @@ def _process(unique: list[Tracked], outdir: Path, storage: LocalStorage, *, brok
             use_broker(fleet.broker_url or "")
             for t in unique:
                 (outdir / t.stem / "error.json").unlink(missing_ok=True)
-                enqueue(t.spec)
+                # not in OUT (checked above): done in a shared broker's memory is not done here
+                enqueue(t.spec.model_copy(update={"force": True}))
             why = _wait(unique, fleet, console)
     except KeyboardInterrupt:
         _abort(unique, outdir, storage, "interrupted", console)
