@@ -139,14 +139,33 @@ def _filled(rows: Sequence[Sequence[Segment]], gutters: list[tuple[float, float]
     return True
 
 
+def _subtract(free: list[tuple[float, float]], spans: Sequence[Segment]) -> list[tuple[float, float]]:
+    """The parts of the free intervals no span touches."""
+    for x0, x1, _ in spans:
+        out = []
+        for a, b in free:
+            if x1 <= a or x0 >= b:
+                out.append((a, b))
+                continue
+            if x0 > a:
+                out.append((a, x0))
+            if x1 < b:
+                out.append((x1, b))
+        free = out
+    return free
+
+
 def _stretches(rows: Sequence[Sequence[Segment]], i: int, min_gutter: float) -> list[tuple[int, list[tuple[float, float]]]]:
     """From row i down, while the rows share gutters: (last row, gutters) where each stretch with
-    the same number of gutters ends."""
+    the same number of gutters ends. Gutters are kept incrementally (each row taken out of the
+    strips still free), so a long run costs rows × segments, not rows²."""
     ends: list[tuple[int, list[tuple[float, float]]]] = []
     last: list[tuple[float, float]] = []
+    free: list[tuple[float, float]] = [(float("-inf"), float("inf"))]
     j = i
     while j < len(rows) and len(rows[j]) >= 2:
-        gutters = _gutters(rows[i:j + 1], min_gutter)
+        free = _subtract(free, rows[j])
+        gutters = [(a, b) for a, b in free if a != float("-inf") and b != float("inf") and b - a >= min_gutter]
         if not gutters:
             break
         if last and len(gutters) != len(last):

@@ -137,8 +137,11 @@ def _covered_lines(chars: list[Char], box: tuple[float, float, float, float]) ->
 
 def _ruled(page: pymupdf.Page, chars: list[Char]) -> tuple[list[dict[str, Any]], int]:
     """Ruled tables, and the rows of grids that are not a table's (a suspicion)."""
+    region = _grid_region(page)
+    if region is None:
+        return [], 0
     try:
-        found = page.find_tables()
+        found = page.find_tables(clip=region)  # clipped: the finder builds its characters in Python
     except Exception:  # noqa: BLE001 - a finder failure is "no table found", the checks decide the rest
         return [], 0
     tables, suspect = [], 0
@@ -154,6 +157,38 @@ def _ruled(page: pymupdf.Page, chars: list[Char]) -> tuple[list[dict[str, Any]],
         tables.append({"kind": "ruled", "bbox": [round(v, 2) for v in box], "rows": rows,
                        "header_rows": 0 if tab.header.external else 1, "lines": _covered_lines(chars, box)})
     return tables, suspect
+
+
+def _edges(item: Any, min_len: float) -> tuple[int, int, pymupdf.Rect | None]:
+    """(horizontal, vertical) rulings one drawing item gives, and its box."""
+    if item[0] == "l":
+        (x0, y0), (x1, y1) = item[1], item[2]
+        box = pymupdf.Rect(min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
+        horizontal = abs(y1 - y0) < 1 and abs(x1 - x0) >= min_len
+        vertical = abs(x1 - x0) < 1 and abs(y1 - y0) >= min_len
+        return int(horizontal), int(vertical), box if horizontal or vertical else None
+    if item[0] in ("re", "qu"):
+        box = pymupdf.Rect(item[1]) if item[0] == "re" else pymupdf.Quad(item[1]).rect
+        wide, tall = box.width >= min_len, box.height >= min_len
+        h, v = (2 if wide and tall else int(wide and box.height < 2)), (2 if wide and tall else int(tall and box.width < 2))
+        return h, v, box if h or v else None
+    return 0, 0, None
+
+
+def _grid_region(page: pymupdf.Page, min_len: float = 12.0) -> pymupdf.Rect | None:
+    """The box around the page's straight rulings and frames, if there are enough of them for a
+    grid (two each way); None: no ruled table can be there."""
+    h = v = 0
+    region = pymupdf.Rect()
+    for path in page.get_cdrawings():
+        for item in path.get("items", []):
+            dh, dv, box = _edges(item, min_len)
+            if box is not None:
+                h, v = h + dh, v + dv
+                region |= box
+    if h < 2 or v < 2 or region.is_empty:
+        return None
+    return (region + (-3, -3, 3, 3)) & page.rect
 
 
 def _row_cells(row: Any, near: list[Char]) -> list[list[Char]]:
@@ -256,11 +291,17 @@ def _unruled_table(rows: list[list[Char]], gutters: list[tuple[float, float]]) -
             "header_rows": 1, "lines": line_ids}
 
 
+MAX_DRAWINGS = 5000  # the table finder on a map or a CAD page costs seconds: such a page gets no ruled tables
+
+
 def add_layout(doc: pymupdf.Document, pages: list[dict[str, Any]], flags: int) -> None:
     """Attach `layout` to pages extracted by `workers.pdf.mupdf` (same text flags, same lines).
-    A page whose structure cannot be read gets none: its blocks are then plain paragraphs."""
+    A page whose structure cannot be read gets none: its blocks are then plain paragraphs. The
+    ruled-table finder runs only on pages with vector drawings, and not too many of them (a heavy
+    vector page must not push the text layer's batch past the sandbox's time limit)."""
     for page in pages:
+        ruled = 0 < int(page.get("drawings") or 0) <= MAX_DRAWINGS
         try:
-            page["layout"] = gather(doc.load_page(int(page["number"]) - 1), flags, find_ruled=bool(page.get("drawings")))
+            page["layout"] = gather(doc.load_page(int(page["number"]) - 1), flags, find_ruled=ruled)
         except Exception as exc:  # noqa: BLE001 - structure is an extra: the page's text stands without it
             page["layout_error"] = f"{type(exc).__name__}: {exc}"[:200]
