@@ -10,7 +10,7 @@ values, a broken header, junk appended, objects renumbered). All mutants go thro
 `pagefleet run --ocr off` on the embedded fleet (the split, with every parser of the untrusted
 bytes sandboxed, is what malformed input meets). The last line says how it ended:
 
-    fuzz: 500 inputs, 500 ended in artifacts or a typed error (412 artifacts, 88 errors), 0 without either, exit 1, 187.3 s
+    fuzz: 500 inputs, 500 ended in artifacts or a typed error (412 artifacts, 88 errors), 0 without either, exit 1, 187.3 s, largest process 120 MB
 
 (`aborted` does not count: it means the run gave up — a worker died or the deadline passed.)
 """
@@ -131,12 +131,47 @@ def mutants(sources: list[Path], count: int, seed: int, folder: Path) -> list[tu
 
 def run_fleet(inputs: list[Path], out: Path, timeout_s: float, workers: int = 2) -> tuple[int, float]:
     """One `pagefleet run --ocr off` over every input; (exit status, seconds)."""
+    rc, seconds, _ = run_fleet_measured(inputs, out, timeout_s, workers)
+    return rc, seconds
+
+
+def run_fleet_measured(inputs: list[Path], out: Path, timeout_s: float, workers: int = 2) -> tuple[int, float, int]:
+    """`run_fleet`, also sampling the largest resident set of any process of the run (bytes; 0
+    without psutil): the CLI, Redis, the workers, their pool children and sandbox children."""
     argv = [sys.executable, "-m", "workers.cli.main", "run", str(inputs[0].parent), "--out", str(out),
             "--ocr", "off", "--workers", str(workers)]
+    out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, timeout=timeout_s, check=False)
-    (out / "run.log").write_bytes(proc.stdout + proc.stderr)
-    return proc.returncode, time.monotonic() - started
+    with open(out / "run.log", "wb") as log:
+        proc = subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        peak = 0
+        while proc.poll() is None:
+            if time.monotonic() - started > timeout_s:
+                proc.terminate()
+                proc.wait(timeout=60)
+                break
+            peak = max(peak, _peak_rss(proc.pid))
+            time.sleep(0.2)
+    return proc.returncode, time.monotonic() - started, peak
+
+
+def _peak_rss(pid: int) -> int:
+    try:
+        import psutil
+    except ImportError:
+        return 0
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    best = 0
+    for proc in procs:
+        try:
+            best = max(best, proc.memory_info().rss)
+        except psutil.Error:
+            continue
+    return best
 
 
 def verdicts(inputs: list[tuple[Path, str]], out: Path) -> Counter[str]:
@@ -168,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     work = args.out or Path(tempfile.mkdtemp(prefix="pagefleet-fuzz-"))
     try:
         made = mutants(seeds(args.corpus, work), args.count, args.seed, work / "inputs")
-        rc, seconds = run_fleet([m[0] for m in made], work / "out", args.timeout)
+        rc, seconds, peak = run_fleet_measured([m[0] for m in made], work / "out", args.timeout)
         tally = verdicts(made, work / "out")
         for path, what in made:
             if (work / "out" / path.stem / "error.json").exists() == (work / "out" / path.stem / "report.json").exists():
@@ -178,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         good = tally["artifacts"] + sum(v for k, v in tally.items() if k.startswith("error:") and k != "error:aborted")
         errors = good - tally["artifacts"]
         print(f"fuzz: {len(made)} inputs, {good} ended in artifacts or a typed error ({tally['artifacts']} artifacts, "
-              f"{errors} errors), {len(made) - good} without either, exit {rc}, {seconds:.1f} s")
+              f"{errors} errors), {len(made) - good} without either, exit {rc}, {seconds:.1f} s, "
+              f"largest process {peak / 2**20:.0f} MB")
         return 0 if good == len(made) else 1
     finally:
         if args.out is None:
