@@ -120,20 +120,34 @@ def scanned_rows(fleet: WarmFleet, tmp: Path, corpus: Path, n: int, storage: str
     return rows
 
 
+HEAD = ("work", "system", "pages", "wall s", "pages/s", "ms/page", "CPU ms/page", "peak RSS MB", "Redis MB", "tasks",
+        "note")
+
+
+def _cells(r: Row) -> list[str]:
+    cpu = f"{1000 * r.cpu_s / r.pages:.1f}" if r.cpu_s is not None and r.pages else ""
+    return [r.work, r.system, str(r.pages), f"{r.wall:.2f}", f"{r.pps:.1f}", f"{1000 / r.pps:.1f}" if r.pps else "-",
+            cpu, r.rss, f"{r.redis_mb:.1f}" if r.redis_mb is not None else "", "" if r.tasks is None else str(r.tasks),
+            r.note]
+
+
 def print_table(rows: list[Row], title: str) -> None:
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title=title)
-    for col in ("work", "system", "pages", "wall s", "pages/s", "ms/page", "CPU ms/page", "peak RSS MB", "Redis MB",
-                "tasks", "note"):
+    for col in HEAD:
         table.add_column(col, justify="left" if col in ("work", "system", "peak RSS MB", "note") else "right")
     for r in rows:
-        cpu = f"{1000 * r.cpu_s / r.pages:.1f}" if r.cpu_s is not None and r.pages else ""
-        table.add_row(r.work, r.system, str(r.pages), f"{r.wall:.2f}", f"{r.pps:.1f}", f"{1000 / r.pps:.1f}" if r.pps else "-",
-                      cpu, r.rss, f"{r.redis_mb:.1f}" if r.redis_mb is not None else "", "" if r.tasks is None else str(r.tasks),
-                      r.note)
+        table.add_row(*_cells(r))
     Console(width=200).print(table)
+
+
+def markdown(rows: list[Row]) -> str:
+    """The same table as GitHub Markdown (for the README)."""
+    lines = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
+    lines += ["| " + " | ".join(_cells(r)) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
 
 
 def _find(rows: list[Row], work: str, system: str) -> Row | None:
@@ -172,6 +186,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--scanned", type=int)
     ap.add_argument("--skip", nargs="*", default=[], choices=["structure", "small", "s3", "scanned"])
     ap.add_argument("--split-concurrency", type=int, default=2, help="pool processes of the split/collect worker")
+    ap.add_argument("--markdown", type=Path, help="also write the table as Markdown to this file")
     args = ap.parse_args(argv)
     plan = dict(QUICK if args.quick else FULL)
     plan.update({k: v for k, v in (("sizes", args.sizes), ("small", args.small), ("scanned", args.scanned)) if v})
@@ -179,6 +194,8 @@ def main(argv: list[str]) -> int:
     print_table(rows, f"pagefleet throughput: warm fleet (one split/collect worker ×{args.split_concurrency}, one cpu "
                       "worker ×2) beside the limit, same cores")
     digital_ratio, scanned_ratio, lines = verdicts(rows, plan["sizes"], plan["small"], plan["scanned"])
+    if args.markdown:
+        args.markdown.write_text(markdown(rows) + "\n" + "\n".join(f"- {line}" for line in lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
     print(f"digital_ratio={digital_ratio:.2f} scanned_ratio={scanned_ratio:.2f}")
     return 0
