@@ -84,23 +84,26 @@ class AofRedis:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
-    def start(self) -> None:
-        import redis
+    def start(self, attempts: int = 5) -> None:
+        """Start (or restart, on the same port); a first start moves to another port if this one
+        turns out to be taken."""
+        from workers.cli.embedded import free_port, wait_own_redis
 
-        args = [shutil.which("redis-server") or "redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-                "--save", "", "--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.workdir),
-                "--maxmemory-policy", "noeviction"]
-        log = open(self.workdir / "redis.log", "ab")
-        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                     preexec_fn=die_with_parent)
-        client = redis.Redis(port=self.port, socket_connect_timeout=0.5)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                if client.ping():
-                    return
-            except redis.RedisError:
-                time.sleep(0.1)
+        for _ in range(attempts):
+            args = [shutil.which("redis-server") or "redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+                    "--save", "", "--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.workdir),
+                    "--maxmemory-policy", "noeviction"]
+            log = open(self.workdir / "redis.log", "ab")
+            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                         preexec_fn=die_with_parent)
+            if wait_own_redis(self.proc, self.port, 20):
+                self.started = True
+                return
+            self.kill()
+            if getattr(self, "started", False):
+                time.sleep(0.5)  # a restart keeps its port: the old socket may linger
+            else:
+                self.port = free_port()
         raise RuntimeError("redis-server did not start")
 
     def kill(self) -> None:

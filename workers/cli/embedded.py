@@ -86,6 +86,23 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def wait_own_redis(proc: subprocess.Popen[bytes], port: int, timeout_s: float = 10.0) -> bool:
+    """True once *this* redis-server answers on `port`: a free port can be taken by someone else's
+    server between choosing it and binding it, and a ping alone would then talk to that one."""
+    deadline = time.monotonic() + timeout_s
+    client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=0.5)
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        try:
+            if int(client.info("server")["process_id"]) == proc.pid:
+                return True
+        except redis.RedisError:
+            pass
+        time.sleep(0.05)
+    return False
+
+
 class RedisServer:
     """redis-server on 127.0.0.1:<free port>, no persistence, `noeviction`."""
 
@@ -115,17 +132,7 @@ class RedisServer:
         raise SetupError(f"redis-server did not start (see {self.workdir})")
 
     def _wait_ready(self, timeout_s: float = 10.0) -> bool:
-        deadline = time.monotonic() + timeout_s
-        client = redis.Redis(host="127.0.0.1", port=self.port, socket_connect_timeout=0.5)
-        while time.monotonic() < deadline:
-            if self.proc is not None and self.proc.poll() is not None:
-                return False
-            try:
-                if client.ping():
-                    return True
-            except redis.RedisError:
-                time.sleep(0.05)
-        return False
+        return self.proc is not None and wait_own_redis(self.proc, self.port, timeout_s)
 
     def stop(self) -> None:
         if self.proc is None:
