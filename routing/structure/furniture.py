@@ -1,6 +1,7 @@
 """Running headers, footers and page numbers, found by repetition across pages.
 
-A line in the top or bottom band of a page (`band` × page height) is furniture when the same text
+A line that starts in the top band or ends in the bottom band of a page (`band` × page height) is
+furniture when the same text
 — digits folded, so "Page 3" and "Page 4" are one text — stands in that band on at least
 `min_share` of the document's pages (and on two pages at least), or when it is a bare page number
 ("7", "- 7 -", "עמוד 7", "صفحة ٧", "Page 7 of 9"). Furniture stays in document.json as `header`
@@ -49,9 +50,9 @@ def is_page_number(text: str) -> bool:
 def _zone(line: BandLine, height: float, band: float) -> str | None:
     if height <= 0:
         return None
-    if line.y1 <= height * band:
+    if line.y0 <= height * band:  # starts in the band (a header set low still starts there)
         return "header"
-    if line.y0 >= height * (1 - band):
+    if line.y1 >= height * (1 - band):
         return "footer"
     return None
 

@@ -118,3 +118,10 @@ def test_semantic_headings_whatever_the_font() -> None:
     for text in ("Chapter 3 describes the method we used for the survey and why we chose it over the others",
                  "ביאור\nשורה שנייה", "the chapter 3", "חלקים רבים של המסמך"):
         assert not semantic_heading(text), text
+
+
+def test_a_header_set_low_still_starts_in_the_band() -> None:
+    pages = [(653.0, [BandLine(0, "الجريدة الرسمية - العدد 9", 44, 64), BandLine(1, str(n), 44, 65),
+                      BandLine(2, f"نص الصفحة {n}", 80, 300)]) for n in range(2, 6)]
+    marks = running_furniture(pages)
+    assert all(m == {0: "header", 1: "header"} for m in marks)
