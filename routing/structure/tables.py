@@ -157,24 +157,32 @@ def _subtract(free: list[tuple[float, float]], spans: Sequence[Segment]) -> list
 
 def _stretches(rows: Sequence[Sequence[Segment]], i: int, min_gutter: float) -> list[tuple[int, list[tuple[float, float]]]]:
     """From row i down, while the rows share gutters: (last row, gutters) where each stretch with
-    the same number of gutters ends. Gutters are kept incrementally (each row taken out of the
-    strips still free), so a long run costs rows × segments, not rows²."""
+    the same number of gutters ends. A one-segment row inside a run (a section label) is kept when it
+    stays inside one column; a run neither starts nor ends with one. Gutters are kept incrementally
+    (each row taken out of the strips still free): rows × segments, not rows²."""
     ends: list[tuple[int, list[tuple[float, float]]]] = []
     last: list[tuple[float, float]] = []
     free: list[tuple[float, float]] = [(float("-inf"), float("inf"))]
     j = i
-    while j < len(rows) and len(rows[j]) >= 2:
+    while j < len(rows) and rows[j] and (len(rows[j]) >= 2 or j > i):
         free = _subtract(free, rows[j])
         gutters = [(a, b) for a, b in free if a != float("-inf") and b != float("inf") and b - a >= min_gutter]
-        if not gutters:
+        if not gutters or (len(rows[j]) < 2 and len(gutters) < len(last)):
             break
         if last and len(gutters) != len(last):
-            ends.append((j - 1, last))
+            ends.append((_last_full(rows, i, j - 1), last))
         last = gutters
         j += 1
     if last:
-        ends.append((j - 1, last))
+        ends.append((_last_full(rows, i, j - 1), last))
     return ends
+
+
+def _last_full(rows: Sequence[Sequence[Segment]], i: int, j: int) -> int:
+    """The last row at or above j that has two segments or more."""
+    while j > i and len(rows[j]) < 2:
+        j -= 1
+    return j
 
 
 def aligned_columns(

@@ -92,3 +92,13 @@ def test_three_columns_of_prose_are_not_a_table() -> None:
     assert aligned_columns(prose) == []
     labelled = [_row((60, 100, 1), (228, 368, 4), (395, 535, 4)) for _ in range(4)]
     assert len(aligned_columns(labelled)) == 1  # a column of one-word labels: a table
+
+
+def test_section_label_rows_stay_inside_an_unruled_table() -> None:
+    header = _row((100, 130, 1), (200, 230, 1), (300, 340, 1))
+    data = _row((100, 130, 1), (200, 230, 1), (300, 340, 1))
+    label = _row((300, 380, 2))  # one segment, inside the label column
+    prose = _row((60, 500, 12))  # crosses the gutters: the table ends above it
+    rows = [header, label, data, data, label, data, data, prose]
+    found = aligned_columns(rows, [False, False, True, True, False, True, True, False])
+    assert [(a, b) for a, b, _ in found] == [(0, 6)]
