@@ -3,6 +3,7 @@
     pagefleet:job:<id>          hash: state, filename, pages, pages_done, status, error_code, ...
     pagefleet:jobs              sorted set of job ids by last update (trimmed: age and count)
     pagefleet:active            sorted set of jobs in a non-final state (what the watchdog sweeps)
+    pagefleet:progress          when any job last moved (a backlog is not a loss)
     pagefleet:attempts:<id>     hash: page -> deliveries of its current message (the redelivery
                                 cap), page:retry -> which retry that message is; reset per run
     pagefleet:lock:<name>       redis-py Lock (owner token, TTL above the hard time limit)
@@ -70,6 +71,7 @@ def _wrap(fn):  # translate redis errors where they enter
 
 
 ACTIVE = "pagefleet:active"
+PROGRESS = "pagefleet:progress"  # when any job last changed state or finished a page
 
 
 @_wrap
@@ -84,6 +86,8 @@ def update(job_id: str, r: redis.Redis | None = None, **fields: Any) -> None:
     pipe.persist(_key(job_id))
     pipe.zadd("pagefleet:jobs", {job_id: now})
     state = fields.get("state")
+    if state is not None:
+        pipe.set(PROGRESS, now)  # the fleet as a whole is moving (the watchdog tells backlog from loss)
     if state in TERMINAL:
         _finished(pipe, job_id, now)
     elif state is not None:
@@ -145,6 +149,7 @@ def page_done(job_id: str, count: int = 1, r: redis.Redis | None = None) -> int:
     pipe.hset(_key(job_id), "updated", now)
     pipe.zadd("pagefleet:jobs", {job_id: now})
     pipe.zadd(ACTIVE, {job_id: now}, xx=True)
+    pipe.set(PROGRESS, now)
     return int(pipe.execute()[0])
 
 

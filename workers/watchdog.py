@@ -83,18 +83,31 @@ def sweep(deadline_s: float | None = None, now: float | None = None) -> list[tup
             info = jobs.get(job_id)
             if info.get("state") not in NONFINAL:
                 continue
-            action = _act(job_id, info, settings, rel)
+            action = _act(job_id, info, settings, rel, deadline_s, now)
         except (StorageError, BrokerUnavailable) as exc:
             log.warning("watchdog: job %s left for the next sweep: %s", job_id, exc)
             continue
         finally:
             jobs.release(lock)
+        if action is None:
+            continue
         log.warning("watchdog: job %s stalled in %s for > %.0fs: %s", job_id, info.get("state"), deadline_s, action)
         done.append((job_id, action))
     return done
 
 
-def _act(job_id: str, info: dict[str, str], settings: Settings, rel: ReliabilitySettings) -> str:
+def backlogged(queues: list[str], deadline_s: float, now: float | None = None) -> bool:
+    """Work waits in one of these queues while the fleet keeps moving: a job behind a backlog has
+    made no progress of its own, but nothing of it is lost (its messages are in the queue)."""
+    now = time.time() if now is None else now
+    r = jobs.client()
+    progress = float(r.get(jobs.PROGRESS) or 0)
+    return now - progress < deadline_s and any(r.llen(q) > 0 for q in queues)
+
+
+def _act(job_id: str, info: dict[str, str], settings: Settings, rel: ReliabilitySettings, deadline_s: float,
+         now: float | None) -> str | None:
+    """What to do with one stalled job (None: it only waits behind a backlog)."""
     from workers.app import send
 
     spec: dict[str, Any] = json.loads(info["spec"])
@@ -102,6 +115,8 @@ def _act(job_id: str, info: dict[str, str], settings: Settings, rel: Reliability
     tries = int(info.get("redispatched") or 0)
     label = f"(job {job_id})"
     if info.get("state") in SPLIT_STATES:
+        if backlogged(["split"], deadline_s, now):
+            return None
         if tries < rel.max_redispatch:
             jobs.update(job_id, state=JobState.QUEUED, redispatched=tries + 1)
             jobs.break_lock(f"split:{job_id}")  # its owner is dead: no task outlives the deadline
@@ -110,6 +125,8 @@ def _act(job_id: str, info: dict[str, str], settings: Settings, rel: Reliability
         _abandon(job, info, settings)
         return "abandoned: aborted error.json, dead-lettered"
     missing = missing_pages(job, info, settings)
+    if backlogged(list(missing) or ["collect"], deadline_s, now):
+        return None
     if tries < rel.max_redispatch:
         jobs.update(job_id, redispatched=tries + 1)
         if missing:

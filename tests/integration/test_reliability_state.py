@@ -102,3 +102,17 @@ def test_deadletter_list_replay_clear(redis_url: str, capsys, tmp_path) -> None:
     assert [d["job_id"] for d in jobs.dead_letters()] == ["job-e"]
     assert main(["deadletter", "clear", "--broker", redis_url]) == 0
     assert jobs.dead_letters() == []
+
+
+def test_a_backlog_is_not_a_loss(redis_url: str) -> None:
+    import time
+
+    from workers.watchdog import backlogged
+
+    r = jobs.client()
+    r.set(jobs.PROGRESS, time.time())
+    assert not backlogged(["cpu"], 60)  # nothing waits: a stalled job's pages are lost
+    r.rpush("cpu", "a message")
+    assert backlogged(["cpu"], 60)  # work waits and the fleet moves: wait for it
+    r.set(jobs.PROGRESS, time.time() - 120)
+    assert not backlogged(["cpu"], 60)  # the fleet stopped moving: act
