@@ -75,8 +75,9 @@ PROGRESS = "pagefleet:progress"  # when any job last changed state or finished a
 
 
 @_wrap
-def update(job_id: str, r: redis.Redis | None = None, **fields: Any) -> None:
-    """Set fields (and `updated`). A final state starts the record's TTL and trims the index."""
+def update(job_id: str, r: redis.Redis | None = None, *, progress: bool = True, **fields: Any) -> None:
+    """Set fields (and `updated`). A final state starts the record's TTL and trims the index.
+    A state change counts as the fleet's progress unless `progress=False` (the watchdog's own)."""
     r = r or client()
     now = time.time()
     mapping = {k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in fields.items() if v is not None}
@@ -86,7 +87,7 @@ def update(job_id: str, r: redis.Redis | None = None, **fields: Any) -> None:
     pipe.persist(_key(job_id))
     pipe.zadd("pagefleet:jobs", {job_id: now})
     state = fields.get("state")
-    if state is not None:
+    if state is not None and progress:
         pipe.set(PROGRESS, now)  # the fleet as a whole is moving (the watchdog tells backlog from loss)
     if state in TERMINAL:
         _finished(pipe, job_id, now)

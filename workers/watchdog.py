@@ -118,7 +118,7 @@ def _act(job_id: str, info: dict[str, str], settings: Settings, rel: Reliability
         if backlogged(["split"], deadline_s, now):
             return None
         if tries < rel.max_redispatch:
-            jobs.update(job_id, state=JobState.QUEUED, redispatched=tries + 1)
+            jobs.update(job_id, state=JobState.QUEUED, redispatched=tries + 1, progress=False)
             jobs.break_lock(f"split:{job_id}")  # its owner is dead: no task outlives the deadline
             send("pagefleet.split", [spec], queue="split", task_id=f"{job_id}-split-w{tries + 1}", label=label)
             return "split re-dispatched"
@@ -136,7 +136,7 @@ def _act(job_id: str, info: dict[str, str], settings: Settings, rel: Reliability
         return "collect re-dispatched"
     jobs.dead_letter({"job_id": job_id, "page": None, "reason": "deadline", "state": info.get("state"),
                       "missing": missing, "spec": spec})
-    jobs.update(job_id, state=JobState.COLLECTING, watchdog=time.time())
+    jobs.update(job_id, state=JobState.COLLECTING, watchdog=time.time(), progress=False)
     send("pagefleet.collect_final", [spec], queue="collect", label=label)
     return f"finished with missing pages {missing}, dead-lettered"
 
@@ -150,7 +150,7 @@ def _abandon(job: JobSpec, info: dict[str, str], settings: Settings) -> None:
     jobs.dead_letter({"job_id": job.job_id, "page": None, "reason": "deadline", "state": info.get("state"),
                       "spec": job.model_dump(mode="json")})
     jobs.update(job.job_id, state=JobState.ERROR, status="error", error_code=record["code"],
-                error_message=record["message"])
+                error_message=record["message"], progress=False)
     jobs.announce({"job_id": job.job_id, "status": "error", "error": record, "storage": job.storage})
 
 
