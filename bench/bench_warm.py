@@ -86,6 +86,8 @@ class WarmFleet:
         os.environ["PAGEFLEET_CACHE_DIR"] = str(workdir / "cache")
         self.workers: list[Any] = []
         self.redis: Any = None
+        self._cpu_seen: dict[int, float] = {}
+        self._sampled = 0.0
 
     def __enter__(self) -> "WarmFleet":
         from workers.app import use_broker
@@ -153,14 +155,21 @@ class WarmFleet:
                     peaks[role] = max(peaks.get(role, 0.0), kb / 1024)
         return peaks
 
-    def _cpu_seconds(self) -> float:
-        total = 0.0
-        for procs in self._processes().values():
+    def _sample_cpu(self) -> None:
+        """Remember every fleet process's CPU so far, by pid: a pool child recycled mid-run (and the
+        sandbox server that leaves with it) keeps what it spent. A process counts what it reaped
+        (Tesseract, sandbox children) too, except a worker's main process, whose reaped children
+        are the pool processes counted here themselves."""
+        for role, procs in self._processes().items():
             for proc in procs:
                 with contextlib.suppress(psutil.Error):
                     t = proc.cpu_times()
-                    total += t.user + t.system + t.children_user + t.children_system
-        return total
+                    reaped = 0.0 if role.endswith("-main") else t.children_user + t.children_system
+                    self._cpu_seen[proc.pid] = t.user + t.system + reaped
+
+    def _cpu_seconds(self) -> float:
+        self._sample_cpu()
+        return sum(self._cpu_seen.values())
 
     def _task_lines(self) -> int:
         return sum(path.read_text(errors="replace").count(" succeeded in ")
@@ -204,6 +213,9 @@ class WarmFleet:
                 pipe.hget(f"pagefleet:job:{job_id}", "state")
             states = pipe.execute()
             redis_peak = max(redis_peak, int(r.info("memory")["used_memory"]) / 2**20)
+            if time.monotonic() - self._sampled > 0.5:
+                self._sample_cpu()
+                self._sampled = time.monotonic()
             if all(s in jobs.TERMINAL for s in states):
                 return redis_peak, [jobs.get(job_id) for job_id in ids]
             dead = self.dead_worker()
