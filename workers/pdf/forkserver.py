@@ -22,8 +22,10 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import traceback
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,7 @@ class ForkServerClient:
         self._proc: subprocess.Popen[bytes] | None = None
         self._owner = 0
         self._lock = threading.Lock()
+        self._scratch: tuple[int, Path] | None = None
 
     def _ensure(self) -> subprocess.Popen[bytes]:
         if self._proc is not None and self._owner == os.getpid() and self._proc.poll() is None:
@@ -50,6 +53,14 @@ class ForkServerClient:
                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         self._owner = os.getpid()
         return self._proc
+
+    def scratch_files(self) -> tuple[Path, Path]:
+        """Fresh (result, stderr) paths in this process's private scratch folder (mkdtemp, once per
+        process: an empty folder is all a process leaves behind)."""
+        if self._scratch is None or self._scratch[0] != os.getpid() or not self._scratch[1].is_dir():
+            self._scratch = (os.getpid(), Path(tempfile.mkdtemp(prefix="pagefleet-sbx-")))
+        name = uuid.uuid4().hex
+        return self._scratch[1] / f"{name}.json", self._scratch[1] / f"{name}.err"
 
     def run(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """Send one command; return the server's reply ({"rc": exit code, "timed_out": bool})."""

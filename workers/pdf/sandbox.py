@@ -71,11 +71,13 @@ def run_child(
 
 
 def _run_forked(command: str, pdf: str, params: dict[str, Any], *, timeout_s: float, memory_mb: int) -> dict[str, Any]:
-    """The same command in a child forked from the worker's warm sandbox server (`forkserver`)."""
+    """The same command in a child forked from the worker's warm sandbox server (`forkserver`).
+    Its result and stderr files live in the worker process's scratch folder, removed after reading
+    (no folder made and removed per command)."""
     from workers.pdf.forkserver import CLIENT
 
-    with tempfile.TemporaryDirectory(prefix="pagefleet-sbx-") as tmp:
-        out, err = Path(tmp) / "result.json", Path(tmp) / "stderr.txt"
+    out, err = CLIENT.scratch_files()
+    try:
         request = {"command": command, "pdf": pdf, "params": params, "out": str(out), "err": str(err),
                    "timeout_s": timeout_s, "memory_mb": memory_mb}
         reply = CLIENT.run(request, timeout_s)
@@ -87,6 +89,9 @@ def _run_forked(command: str, pdf: str, params: dict[str, Any], *, timeout_s: fl
         if reply["rc"] != 0 or not out.exists():
             raise SandboxError(f"{command} failed: {_death_reason(int(reply['rc']), stderr)}")
         return json.loads(out.read_text(encoding="utf-8"))
+    finally:
+        for path in (out, err, out.with_suffix(".tmp")):
+            path.unlink(missing_ok=True)
 
 
 def run_tool(argv: list[str], *, timeout_s: float, memory_mb: int, env: dict[str, str] | None = None,
