@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import logging
 
+from celery import Task
+
 from workers import jobs
 from workers.app import task
 from workers.jobs import JobState
 from workers.model import JobSpec
 from workers.notify import notify
 from workers.pipeline import PagesMissing, collect_document
-from workers.settings import get_settings
+from workers.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
 def _finish(spec: dict, *, final_attempt: bool) -> dict:
@@ -33,7 +35,7 @@ def _finish(spec: dict, *, final_attempt: bool) -> dict:
         jobs.release(lock)
 
 
-def _collect(job: JobSpec, settings, final_attempt: bool) -> dict:
+def _collect(job: JobSpec, settings: Settings, final_attempt: bool) -> dict:
     if jobs.get(job.job_id).get("state") == JobState.DONE:  # finished while we waited for the lock
         return {"job_id": job.job_id, "skipped": "already done"}
     # `collecting` (and the watchdog's clock) only once every page is there: a collect that waits
@@ -47,7 +49,7 @@ def _collect(job: JobSpec, settings, final_attempt: bool) -> dict:
     return result
 
 
-def _collect_or_wait(request_task, spec: dict) -> dict:
+def _collect_or_wait(request_task: Task, spec: dict) -> dict:
     """Collect if every page is there; else retry with backoff, then leave it to the watchdog."""
     try:
         return _finish(spec, final_attempt=False)
