@@ -11,7 +11,7 @@ from workers.app import task
 from workers.jobs import JobState
 from workers.model import JobSpec
 from workers import ranges
-from workers.pipeline import PagesMissing, SplitOutcome, split_document, split_range as split_pages
+from workers.pipeline import PagesMissing, SplitOutcome, head_outcome, split_document, split_range as split_pages
 from workers.settings import get_settings
 
 log = logging.getLogger(__name__)
@@ -27,7 +27,11 @@ def split(self, spec: dict) -> dict:
         return {"job_id": job.job_id, "skipped": "already splitting"}
     try:
         jobs.update(job.job_id, state=JobState.SPLITTING, filename=job.filename, storage=job.storage)
-        outcome = split_document(job, settings)
+
+        def start_ranges(left: list[tuple[int, int]]) -> None:  # before this task reads its own pages
+            dispatch_ranges(spec, job.job_id, left, settings.split_range_queue)
+
+        outcome = split_document(job, settings, on_ranges=start_ranges)
         log.info("job %s: %d pages, %d accepted from the text layer, pending %s",  # no file names at INFO
                  job.job_id, outcome.page_count, outcome.accepted, outcome.pending)
         if outcome.error:
@@ -35,9 +39,9 @@ def split(self, spec: dict) -> dict:
                         error_message=outcome.error["message"])
             jobs.announce({"job_id": job.job_id, "status": "error", "error": outcome.error, "storage": job.storage})
             return outcome.as_dict()
-        if outcome.ranges:  # a big document: the other ranges run as a chord on every core
-            jobs.update(job.job_id, pages=outcome.page_count, pages_done=outcome.accepted)
-            dispatch_ranges(spec, outcome, settings.split_range_queue)
+        if outcome.ranges:  # a big document: the other ranges already run as a chord on every core
+            jobs.update(job.job_id, pages=outcome.page_count)
+            jobs.page_done(job.job_id, outcome.accepted)
             return outcome.as_dict()
         jobs.update(job.job_id, state=JobState.OCR if outcome.pending else JobState.COLLECTING,
                     pages=outcome.page_count, pages_done=outcome.accepted)
@@ -69,16 +73,15 @@ def dispatch(spec: dict, outcome: SplitOutcome, gpu_batch: int) -> None:
         body.apply_async()
 
 
-def dispatch_ranges(spec: dict, outcome: SplitOutcome, queue: str) -> None:
-    """A chord of range tasks (rung 1 for pages the split task left); `split_done` merges them."""
+def dispatch_ranges(spec: dict, job_id: str, left: list[tuple[int, int]], queue: str) -> None:
+    """A chord of range tasks (rung 1 for the pages the split task leaves); `split_done` merges
+    them with the split task's own range (pages 1 .. the first range's start - 1)."""
     from tasks.collect import collect_after_error
 
-    job_id = outcome.job_id
     hidden = {"argsrepr": f"(job {job_id})", "kwargsrepr": "{}"}
     header = [split_range.si(spec, first, last).set(task_id=f"{job_id}-r{first}", queue=queue, **hidden)
-              for first, last in outcome.ranges]
-    head = ranges.RangeOutcome(1, outcome.ranges[0][0] - 1, outcome.accepted, outcome.pending).as_dict()
-    body = split_done.s(spec, head).set(task_id=f"{job_id}-ranges", **hidden)
+              for first, last in left]
+    body = split_done.s(spec, [1, left[0][0] - 1]).set(task_id=f"{job_id}-ranges", **hidden)
     chord(header)(body.on_error(collect_after_error.si(spec).set(**hidden)))
 
 
@@ -90,11 +93,14 @@ def split_range(spec: dict, first: int, last: int) -> dict:
     return outcome.as_dict()
 
 
-@task("pagefleet.split_done")
-def split_done(results: list[dict], spec: dict, head: dict) -> dict:
+@task("pagefleet.split_done", bind=True, max_retries=3000)
+def split_done(self, results: list[dict], spec: dict, head: list[int]) -> dict:
     """Every range is decided: the pages that climb go out as the document's OCR chord."""
     job = JobSpec.model_validate(spec)
-    outcomes = [ranges.RangeOutcome.from_dict(head), *(ranges.RangeOutcome.from_dict(r) for r in results)]
+    own = head_outcome(job, head[0], head[1], get_settings())
+    if own is None:  # the split task is still deciding its own pages
+        raise self.retry(countdown=0.2)
+    outcomes = [own, *(ranges.RangeOutcome.from_dict(r) for r in results)]
     accepted, pending = ranges.merge(outcomes)
     outcome = SplitOutcome(job.job_id, page_count=max(o.last for o in outcomes), accepted=accepted, pending=pending)
     jobs.update(job.job_id, state=JobState.OCR if pending else JobState.COLLECTING, pages_done=accepted)

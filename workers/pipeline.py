@@ -75,7 +75,10 @@ def write_error(job: JobSpec, storage: Storage, exc: BaseException, sha256: str 
     return record
 
 
-def split_document(job: JobSpec, settings: Settings) -> SplitOutcome:
+def split_document(job: JobSpec, settings: Settings,
+                   on_ranges: Callable[[list[tuple[int, int]]], None] | None = None) -> SplitOutcome:
+    """`on_ranges` gets the ranges left for range tasks as soon as the page count is known, before
+    this task reads its own pages, so the range tasks start while it works."""
     started = time.monotonic()
     storage = open_storage(job.storage, settings)
     outcome = SplitOutcome(job.job_id)
@@ -91,6 +94,8 @@ def split_document(job: JobSpec, settings: Settings) -> SplitOutcome:
     outcome.page_count = info["page_count"]
     # structure needs every page in one place (document-wide font statistics, running furniture)
     plan = [(1, outcome.page_count)] if options.structure else ranges.plan(outcome.page_count, settings)
+    if on_ranges is not None and len(plan) > 1:
+        on_ranges(plan[1:])
     pages = pdf.extract_pages(source, plan[0][1], settings, already=info.pop("pages", None),
                               structure=options.structure)
     layout = structure.document_layout(pages) if options.structure else None
@@ -110,6 +115,14 @@ def split_document(job: JobSpec, settings: Settings) -> SplitOutcome:
     manifest["split_seconds"] = round(outcome.seconds, 4)
     storage.put_json(keys.job_manifest(job.job_id), manifest)
     return outcome
+
+
+def head_outcome(job: JobSpec, first: int, last: int, settings: Settings) -> ranges.RangeOutcome | None:
+    """The split task's own range, once it finished: its range object and the manifest are stored."""
+    storage = open_storage(job.storage, settings)
+    if not storage.exists(keys.job_manifest(job.job_id)):
+        return None
+    return ranges.stored_outcome(storage, job.job_id, first, last)
 
 
 def _decide_range(job: JobSpec, pages: list[dict[str, Any]], span: tuple[int, int], options: Options,

@@ -57,8 +57,16 @@ def key(job_id: str, first: int, last: int) -> str:
 def store(storage: Storage, job_id: str, outcome: RangeOutcome, records: Sequence[PageRecord],
           pending: Sequence[PendingPage]) -> None:
     storage.put_json(key(job_id, outcome.first, outcome.last),
-                     {"records": [r.model_dump(mode="json") for r in records],
+                     {"outcome": outcome.as_dict(), "records": [r.model_dump(mode="json") for r in records],
                       "pending": [p.model_dump(mode="json") for p in pending]})
+
+
+def stored_outcome(storage: Storage, job_id: str, first: int, last: int) -> RangeOutcome | None:
+    """A range's outcome as its object recorded it; None while the range is not written yet."""
+    try:
+        return RangeOutcome.from_dict(storage.get_json(key(job_id, first, last))["outcome"])
+    except KeyError:
+        return None
 
 
 def decide(pages: Iterable[dict[str, Any]], first: int, last: int, *, ocr: str,

@@ -44,8 +44,10 @@ def test_records_come_from_range_objects_and_ocr_pages(tmp_path: Path) -> None:
     for first, last in manifest["ranges"]:
         outcome, recs, pend = ranges.decide(({"number": n} for n in range(first, last + 1)), first, last,
                                             ocr="auto", judge=judge, unread=lambda p: _record(p.number))
+        assert ranges.stored_outcome(storage, job, first, last) is None  # not written yet
         ranges.store(storage, job, outcome, recs, pend)
         assert outcome.pending == {"cpu": [n for n in range(first, last + 1) if n % 3 == 0]}
+        assert ranges.stored_outcome(storage, job, first, last) == outcome
     storage.put_json(keys.job_manifest(job), manifest)
     assert len(storage.list_keys(keys.work(job, "ranges"))) == 2  # one object per range, not per page
     assert ranges.pending_page(storage, job, 6).number == 6
