@@ -230,7 +230,7 @@ class Settings(BaseSettings):
     sandbox_fork_server: bool = True
     # rung 1 by page range: a document of more pages than split_range_pages is split into a chord of
     # range tasks (queue split_range_queue) so every core works on it; never more than split_max_ranges
-    split_range_pages: int = Field(50, ge=1)
+    split_range_pages: int = Field(25, ge=1)
     split_max_ranges: int = Field(64, ge=1)
     split_range_queue: Literal["split", "cpu"] = "cpu"
 
