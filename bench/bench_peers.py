@@ -13,6 +13,7 @@ Each returns (wall seconds, peak RSS MB of its largest process).
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import os
 import resource
 import shutil
@@ -34,7 +35,18 @@ def _get_text(args: tuple[str, int, int]) -> tuple[int, float]:
         for i in range(first, last):
             doc[i].get_text()
     after = resource.getrusage(resource.RUSAGE_SELF)
-    return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, after.ru_maxrss / 1024
+    return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, hwm_mb(os.getpid())
+
+
+def hwm_mb(pid: int) -> float:
+    """A process's own peak RSS (VmHWM: reset by exec, unlike ru_maxrss, which a child inherits
+    from the process that forked it), 0 once it is gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0.0
+    line = next((ln for ln in status.splitlines() if ln.startswith("VmHWM:")), "VmHWM: 0 kB")
+    return int(line.split()[1]) / 1024
 
 
 def get_text_limit(pdf: Path, pages: int, procs: int = 2) -> tuple[float, float, float]:
@@ -66,15 +78,21 @@ def pymupdf4llm_sample(pdf: Path, pages: int) -> tuple[float, float]:
 
 
 def measured(argv: list[str], env: dict[str, str]) -> tuple[int, float]:
-    """Run a command; (exit status, its own peak RSS MB, from wait4 — not the bench's other children)."""
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    assert proc.stderr is not None
-    err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{argv[0]} failed: {err.decode(errors='replace')[-500:]}")
-    return proc.returncode, usage.ru_maxrss / 1024
+    """Run a command; (exit status, the peak RSS MB of its largest process, sampled every 50 ms)."""
+    import psutil
+
+    with tempfile.TemporaryFile() as err:  # a file, not a pipe: a chatty tool never blocks on it
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        peak = 0.0
+        while proc.poll() is None:
+            with contextlib.suppress(psutil.Error):
+                tree = [proc.pid, *(c.pid for c in psutil.Process(proc.pid).children(recursive=True))]
+                peak = max([peak, *(hwm_mb(pid) for pid in tree)])
+            time.sleep(0.05)
+        if proc.returncode != 0:
+            err.seek(0)
+            raise RuntimeError(f"{argv[0]} failed: {err.read().decode(errors='replace')[-500:]}")
+    return proc.returncode, peak
 
 
 def _tesseract(args: tuple[str, str, str]) -> float:
