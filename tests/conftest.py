@@ -19,22 +19,24 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
 
 
+def _generate(tmp_path_factory: pytest.TempPathFactory, script: str, name: str, timeout_s: int) -> Path:
+    """Run one of the fixtures/ generator scripts into a fresh session folder."""
+    out = tmp_path_factory.mktemp(name)
+    subprocess.run([sys.executable, str(ROOT / "fixtures" / script), str(out)], check=True,
+                   capture_output=True, timeout=timeout_s)
+    return out
+
+
 @pytest.fixture(scope="session")
 def fixtures_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The project's fixture PDFs, generated fresh by fixtures/make_fixtures.py."""
-    out = tmp_path_factory.mktemp("fixtures")
-    subprocess.run([sys.executable, str(ROOT / "fixtures" / "make_fixtures.py"), str(out)], check=True,
-                   capture_output=True, timeout=120)
-    return out
+    return _generate(tmp_path_factory, "make_fixtures.py", "fixtures", 120)
 
 
 @pytest.fixture(scope="session")
 def structure_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Documents with known structure (+ NAME.truth.json), by fixtures/make_structure_fixtures.py."""
-    out = tmp_path_factory.mktemp("structure")
-    subprocess.run([sys.executable, str(ROOT / "fixtures" / "make_structure_fixtures.py"), str(out)], check=True,
-                   capture_output=True, timeout=300)
-    return out
+    return _generate(tmp_path_factory, "make_structure_fixtures.py", "structure", 300)
 
 
 @pytest.fixture(scope="module")
