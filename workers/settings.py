@@ -92,6 +92,8 @@ class TesseractReadSettings(BaseModel):
     coverage: bool = Field(True, description="re-read ink no recognised word covers; unread → text_missing")
     reread_min_conf: float = Field(40.0, ge=0, le=100, description="a re-read gap is kept at this confidence")
     reread_below: float = Field(0.0, ge=0, le=100, description="re-read lines under this confidence (0: never)")
+    detect_inverted: bool = Field(False, description="the page pass also tries doubtful lines inverted (white on "
+                                  "black; ≈ 7 % slower; gap re-reads always do)")
 
 
 class RouterSettings(BaseModel):
@@ -113,6 +115,10 @@ class RouterSettings(BaseModel):
     # before a SigLIP2 "latin" verdict sends a page to English-only engines, OSD (+ probe) must not
     # see Hebrew or Arabic on it: no RTL page is read by an English-only engine
     confirm_latin: bool = True
+    # CPU pages with no text-layer hint: the default chain's multilingual Tesseract reads the page
+    # first and the script of its reading routes it (OSD only where that reading is refused);
+    # false: OSD (+ the recognition probe) before any reading (workers/ladder/ocr.py, make eval-ocr)
+    read_first: bool = True
     # a scan with no trustworthy text layer is turned upright first when OSD is this sure
     min_orientation_confidence: float = Field(2.0, ge=0)
 
@@ -221,6 +227,9 @@ class Settings(BaseSettings):
     gpu: bool = Field(False, description="route OCR to the gpu queue and its VLM chains")
     tesseract_cmd: str = "tesseract"
     tesseract_timeout_s: float = Field(180.0, gt=0)
+    # Tesseract's C++ API in the worker (tesserocr): models loaded once per process, no process
+    # start per read; false: the `tesseract` command (workers/engines/tesseract_api.py)
+    tesseract_inprocess: bool = True
     omp_thread_limit: int = Field(1, ge=1)
     sandbox_timeout_s: float = Field(120.0, gt=0)
     sandbox_memory_mb: int = Field(3072, ge=256)

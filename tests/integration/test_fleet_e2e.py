@@ -18,11 +18,11 @@ pytestmark = pytest.mark.integration
 # page number -> (route, engine prefix, router source, a phrase the text must hold)
 MIXED_EXPECTED = {
     1: ("text_layer", "pymupdf", "text_layer", "פרק ראשון: מבוא"),
-    2: ("ocr", "tesseract:eng", "osd", "This is a scanned page"),
+    2: ("ocr", "tesseract:heb+ara+eng", "osd", "This is a scanned page"),  # routed by its reading
     3: ("text_layer_repaired", "pymupdf", "text_layer", "الفصل الأول: مقدمة"),
     4: ("text_layer_repaired", "pymupdf", "text_layer", "כותרת: שלום עולם"),
-    5: ("ocr", "tesseract:heb+eng", "osd", "המערכת צריכה לקרוא אותו"),
-    6: ("ocr", "tesseract:heb+eng", "osd", "המערכת צריכה לקרוא אותו"),
+    5: ("ocr", "tesseract:heb+ara+eng", "osd", "המערכת צריכה לקרוא אותו"),
+    6: ("ocr", "tesseract:heb+ara+eng", "osd", "המערכת צריכה לקרוא אותו"),
     7: ("text_layer", "pymupdf", "text_layer", "Chapter One: Introduction"),
     8: ("text_layer", "pymupdf", "text_layer", ""),
 }

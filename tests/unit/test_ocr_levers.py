@@ -123,7 +123,7 @@ def test_gate_refuses_missing_lines_with_a_stable_reason() -> None:
     missing = assess(GateInput(text=text, origin="ocr", confidence=90.0, missing_lines=1))
     assert ok.ok and "text_missing" not in ok.reasons
     assert not missing.ok and "text_missing" in missing.reasons
-    # the calibrated floor (bench/eval_ocr.py): readings with CER > 0.15 there had confidence ≤ 80.2
+    # the calibrated floor (bench/eval_ocr.py): readings with CER > 0.15 there had confidence ≤ 81.84
     assert "low_confidence" in assess(GateInput(text=text, origin="ocr", confidence=72.0)).reasons
 
 

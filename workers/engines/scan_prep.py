@@ -26,7 +26,7 @@ def load_gray(path: str) -> np.ndarray:
 
 
 def save_gray(img: np.ndarray, path: str, dpi: int) -> None:
-    Image.fromarray(img).save(path, dpi=(dpi, dpi))
+    Image.fromarray(img).save(path, dpi=(dpi, dpi), compress_level=1)  # read back at once: speed over size
 
 
 def otsu_threshold(img: np.ndarray) -> int:

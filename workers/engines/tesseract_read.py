@@ -27,7 +27,7 @@ from workers.engines.base import PageImage
 from workers.engines.coverage import Gap, Word
 from workers.engines.scan_prep import load_gray, prepare, save_gray, upscale
 
-Recognise = Callable[[str, str, int, int, Path, str], tuple[str, str]]
+Recognise = Callable[..., tuple[str, str]]  # tesseract.recognise(png, langs, psm, dpi, tmp, name, *, invert)
 TARGET_LINE_PX = 48  # a re-read crop is scaled until its text line is about this tall
 
 
@@ -40,6 +40,7 @@ class ReadPlan:
     coverage: bool
     reread_min_conf: float
     reread_below: float
+    detect_inverted: bool = False
 
     @property
     def active(self) -> bool:
@@ -138,7 +139,7 @@ def read_prepared(image: PageImage, langs: str, psm: int, plan: ReadPlan, tmp: P
     if prep.skew or prep.scale != 1.0:
         path = str(tmp / "prepared.png")
         save_gray(prep.image, path, prep.dpi)
-    text, tsv = recognise(path, langs, psm, prep.dpi, tmp, "page")
+    text, tsv = recognise(path, langs, psm, prep.dpi, tmp, "page", invert=plan.detect_inverted)
     words = coverage.parse_tsv(tsv)
     details: dict[str, Any] = {"skew": prep.skew, "scale": round(prep.scale, 3)}
     rebuilt = False

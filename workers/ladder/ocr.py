@@ -21,6 +21,7 @@ from typing import Any
 
 from routing import chains as routing_chains
 from routing.quality import GateInput, assess
+from routing.scripts import classify_text_layer
 from workers import keys, ranges
 from workers.ladder import fallback, visual
 from workers.pdf.source import render_page
@@ -48,6 +49,7 @@ class PageWork:
     decision: routing_chains.RouteDecision | None = None
     record: PageRecord | None = None
     reference: str | None = None
+    tried: set[str] = field(default_factory=set)  # chain entries that already read this page
 
     @property
     def number(self) -> int:
@@ -117,18 +119,28 @@ def _prepare(job: JobSpec, storage: Storage, number: int, pdf: str, render_dir: 
     try:
         info = render_page(pdf, number, dpi, str(png), settings)
         work.image = PageImage(path=str(png), page=number, dpi=int(info["dpi"]), pdf=pdf)
-        if pending.hint_script is None:  # no trustworthy text layer: the page may be a turned scan
-            turn = visual.orientation(work.image, settings)
-            if turn:
-                visual.forget(work.image)
-                info = render_page(pdf, number, dpi, str(png), settings, rotate=turn)
-                work.image = PageImage(path=str(png), page=number, dpi=int(info["dpi"]), pdf=pdf)
-                work.pending.layer["rotated"] = turn
+        if pending.hint_script is None and not _reads_first(work, settings):  # the page may be a turned scan
+            _turn_upright(work, settings)
     except SandboxError as exc:
         log.warning("job %s page %d: render failed: %s", job.job_id, number, exc.message)
         work.attempts.append(Attempt(engine="render", accepted=False, reasons=["render_failed"], rung=Rung.OCR,
                                      detail=exc.message))
     return work
+
+
+def _turn_upright(work: PageWork, settings: Settings) -> bool:
+    """Tesseract OSD's orientation; a turned scan is rendered again upright. True when turned."""
+    image = work.image
+    if image is None or image.pdf is None:
+        return False
+    turn = visual.orientation(image, settings)
+    if not turn:
+        return False
+    visual.forget(image)
+    info = render_page(image.pdf, image.page, image.dpi, image.path, settings, rotate=turn)
+    work.image = PageImage(path=image.path, page=image.page, dpi=int(info["dpi"]), pdf=image.pdf)
+    work.pending.layer["rotated"] = turn
+    return True
 
 
 def _try_fallback(work: PageWork, pdf: str) -> None:
@@ -148,8 +160,65 @@ def _consider(work: PageWork, cand: Candidate, route: str, router: RouterInfo) -
     work.record = consider(cand, work.attempts, PageContext(work.number, router, work.pending.layer), route=route)
 
 
+def _reads_first(w: PageWork, settings: Settings) -> bool:
+    """A CPU page with no text-layer hint is routed by reading it (see `_read_first`)."""
+    entry = settings.chains.cpu_default[0] if settings.chains.cpu_default else ""
+    return (settings.router.read_first and not w.gpu and w.pending.hint_script is None
+            and entry.split(":")[0] == "tesseract")
+
+
+def _read_first(works: list[PageWork], settings: Settings) -> list[PageWork]:
+    """The CPU router that costs no extra pass: the default chain's multilingual Tesseract reads the
+    page, the script of what it read routes it, and that reading is judged first, with the routed
+    script expected. OSD (≈ 0.4 s a page, a quarter of a read) and the recognition probe run only
+    where the reading names no script or is refused (a turned scan: OSD turns it, and the page is
+    routed again). Returns the pages still to route by votes."""
+    chains = settings.chains.model_dump()
+    entry = settings.chains.cpu_default[0]
+    group = [w for w in works if w.image is not None]
+    _read_group(entry, group, route_by_reading=True)
+    rest = []
+    for w in group:
+        if w.record is not None:
+            continue
+        if _turn_upright(w, settings):
+            w.decision, w.tried = None, set()
+            rest.append(w)
+        elif w.decision is None or w.decision.source == "default":  # no script in what it read
+            rest.append(w)
+        else:  # refused: the rest of its script's chain reads it
+            chain = routing_chains.chain_for(w.decision.script, chains, gpu=False)
+            w.tried |= {e for e in chain if _narrower(e, entry)}
+            w.decision = routing_chains.RouteDecision(w.decision.script, w.decision.source, w.decision.margin,
+                                                      chain, w.decision.tried)
+    return rest
+
+
+def _narrower(entry: str, read: str) -> bool:
+    """A Tesseract entry whose languages are a subset of those that already read the page (same
+    image, same preparation, fewer models): measured on make eval-ocr's refused pages, it refuses them
+    again at the cost of a whole read."""
+    name, _, langs = entry.partition(":")
+    read_name, _, read_langs = read.partition(":")
+    return (name == read_name == "tesseract" and bool(langs)
+            and set(langs.split("+")) <= set(read_langs.split("+")))
+
+
+def _decide_by_reading(w: PageWork, text: str, entry: str) -> None:
+    decision = classify_text_layer(text)
+    script = decision.script or visual.mixed_rtl(decision.stats)
+    if script is None:
+        w.decision = routing_chains.RouteDecision("default", "default", None, (entry,), ("read:undecided",))
+    else:
+        w.decision = routing_chains.RouteDecision(script, "osd", decision.margin, (entry,), (f"read:{script}",))
+
+
 def _route(works: list[PageWork], settings: Settings) -> None:
     chains = settings.chains.model_dump()
+    first = [w for w in works if w.image is not None and _reads_first(w, settings)]
+    if first:
+        later = {w.number for w in _read_first(first, settings)}
+        works = [w for w in works if w.decision is None or w.number in later]
     needs_votes = [w for w in works if w.image is not None and w.pending.hint_script is None]
     votes = visual.visual_votes([w.image for w in needs_votes if w.image], gpu=any(w.gpu for w in needs_votes), settings=settings)
     by_page = dict(zip((w.number for w in needs_votes), votes))
@@ -160,12 +229,15 @@ def _route(works: list[PageWork], settings: Settings) -> None:
 
 
 def _run_chains(works: list[PageWork]) -> None:
+    # each page's chain without the entries that read it while it was routed
+    chains = {w.number: [e for e in w.decision.chain if e not in w.tried] if w.decision else [] for w in works}
     position = 0
     while True:
         groups: dict[str, list[PageWork]] = {}
         for w in works:
-            if w.record is None and w.image is not None and w.decision and position < len(w.decision.chain):
-                groups.setdefault(w.decision.chain[position], []).append(w)
+            chain = chains[w.number]
+            if w.record is None and w.image is not None and position < len(chain):
+                groups.setdefault(chain[position], []).append(w)
         if not groups:
             return
         for entry, group in groups.items():
@@ -173,7 +245,7 @@ def _run_chains(works: list[PageWork]) -> None:
         position += 1
 
 
-def _read_group(entry: str, group: list[PageWork]) -> None:
+def _read_group(entry: str, group: list[PageWork], route_by_reading: bool = False) -> None:
     try:
         eng, health = engine(entry)
     except EngineError as exc:
@@ -196,6 +268,9 @@ def _read_group(entry: str, group: list[PageWork]) -> None:
             w.attempts.append(Attempt(engine=eng.label, accepted=False, reasons=[exc.code], rung=rung, detail=exc.message))
         return
     for w, out in zip(group, outputs):
+        w.tried.add(entry)
+        if route_by_reading:
+            _decide_by_reading(w, out.text, entry)
         _judge(w, out.text, out.engine, rung, out.seconds, out.confidence, int(out.details.get("missing_lines", 0)))
         if w.record is not None:  # issue 13: Tesseract's paragraphs with their boxes
             w.record = with_paragraph_boxes(w.record, out.details.get("paragraphs"))

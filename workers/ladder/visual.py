@@ -109,13 +109,13 @@ def probe_vote(image: PageImage, settings: Settings, why: str) -> VisualVote:
     finally:
         Path(probe_png).unlink(missing_ok=True)
     decision = classify_text_layer(text)
-    script = decision.script or _mixed_rtl(decision.stats)
+    script = decision.script or mixed_rtl(decision.stats)
     if script is None:
         return VisualVote("osd", None, decision.margin, f"{why}; probe undecided")
     return VisualVote("osd", script, decision.margin, f"{why}; probe script={script}")
 
 
-def _mixed_rtl(stats: ScriptStats) -> str | None:
+def mixed_rtl(stats: ScriptStats) -> str | None:
     """A mixed Hebrew+Latin (or Arabic+Latin) page: the RTL script's chain reads its Latin too
     (heb+eng, ara+eng), the three-language default would mix Arabic into Hebrew and back."""
     for rtl, other in (("he", "ar"), ("ar", "he")):
