@@ -24,7 +24,7 @@ import unicodedata
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
-from routing.charclass import LazyTable
+from routing.charclass import ARABIC_ANY, LazyTable
 from routing.scripts import ARABIC_PRESENTATION_RANGES, in_ranges, is_arabic, is_private_use
 
 ALEF = "\u0627"
@@ -197,8 +197,10 @@ def _word_counts(text: str) -> tuple[int, int, int, int, int]:
             runs, run_letters = runs + 1, run_letters + streak
         streak = 0
 
+    if not ARABIC_ANY.search(text):  # most pages: no Arabic at all, nothing to count
+        return 0, 0, 0, 0, 0
     for token in _WORD_SPLIT.split(text):
-        arabic = sum(1 for c in token if is_arabic_letter(c))
+        arabic = sum(1 for c in token if is_arabic_letter(c)) if ARABIC_ANY.search(token) else 0
         if not arabic:
             close()
             continue

@@ -12,6 +12,7 @@ a page costs one dict lookup in C per character. Pure functions, no I/O.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Callable
 
@@ -32,6 +33,14 @@ def _chars(ranges: tuple[tuple[int, int], ...]) -> frozenset[str]:
 
 _HEBREW = _chars(HEBREW_RANGES)
 _ARABIC = _chars(ARABIC_RANGES)
+
+
+def ranges_pattern(ranges: tuple[tuple[int, int], ...]) -> re.Pattern[str]:
+    """A compiled character class for `ranges`: one C-level search instead of a call per character."""
+    return re.compile("[" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in ranges) + "]")
+
+
+ARABIC_ANY = ranges_pattern(ARABIC_RANGES)
 
 
 def in_ranges(ch: str, ranges: tuple[tuple[int, int], ...]) -> bool:

@@ -58,7 +58,7 @@ def store(storage: Storage, job_id: str, outcome: RangeOutcome, records: Sequenc
           pending: Sequence[PendingPage]) -> None:
     storage.put_json(key(job_id, outcome.first, outcome.last),
                      {"outcome": outcome.as_dict(), "records": [r.model_dump(mode="json") for r in records],
-                      "pending": [p.model_dump(mode="json") for p in pending]})
+                      "pending": [p.model_dump(mode="json") for p in pending]}, compact=True)
 
 
 def stored_outcome(storage: Storage, job_id: str, first: int, last: int) -> RangeOutcome | None:

@@ -49,8 +49,12 @@ class Storage(abc.ABC):
     @abc.abstractmethod
     def list_keys(self, prefix: str) -> list[str]: ...
 
-    def put_json(self, key: str, obj: Any) -> None:
-        data = json.dumps(obj, ensure_ascii=False, indent=1).encode("utf-8")
+    def put_json(self, key: str, obj: Any, *, compact: bool = False) -> None:
+        """`compact` for work state no person reads: the C encoder (an indent uses the Python one)."""
+        if compact:
+            data = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        else:
+            data = json.dumps(obj, ensure_ascii=False, indent=1).encode("utf-8")
         self.put_bytes(key, data, "application/json")
 
     def get_json(self, key: str) -> Any:

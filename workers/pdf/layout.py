@@ -300,8 +300,11 @@ def add_layout(doc: pymupdf.Document, pages: list[dict[str, Any]], flags: int) -
     ruled-table finder runs only on pages with vector drawings, and not too many of them (a heavy
     vector page must not push the text layer's batch past the sandbox's time limit)."""
     for page in pages:
-        ruled = 0 < int(page.get("drawings") or 0) <= MAX_DRAWINGS
         try:
-            page["layout"] = gather(doc.load_page(int(page["number"]) - 1), flags, find_ruled=ruled)
+            loaded = doc.load_page(int(page["number"]) - 1)
+            if not page.get("drawings"):  # rung 1 counts vector paths only where it needs them
+                page["drawings"] = len(loaded.get_cdrawings())
+            ruled = 0 < int(page["drawings"]) <= MAX_DRAWINGS
+            page["layout"] = gather(loaded, flags, find_ruled=ruled)
         except Exception as exc:  # noqa: BLE001 - structure is an extra: the page's text stands without it
             page["layout_error"] = f"{type(exc).__name__}: {exc}"[:200]

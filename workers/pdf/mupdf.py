@@ -9,6 +9,7 @@ page images cover.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Any
 
@@ -83,25 +84,39 @@ def _extract_page(doc: pymupdf.Document, number: int) -> dict[str, Any]:
                 if order:
                     run_orders.append([[offset + a, offset + b] for a, b in order])
             offset += len(lines[-1]) + 1
-    area = abs(page.rect) or 1.0
-    covered = 0.0
-    for info in page.get_image_info():
-        rect = pymupdf.Rect(info["bbox"]) & page.rect
-        covered += abs(rect)
+    images = len(page.get_images(full=False))  # from the resources: no second text page
+    drawn = images or _INLINE_IMAGE.search(page.read_contents() or b"") is not None
+    text = "\n".join(lines)
     return {
         "number": number,
-        "text": "\n".join(lines),
+        "text": text,
         "line_geometry": geometry,
         "glyph_clusters": clusters,
         "run_orders": run_orders,
         "glyphs": glyphs,
         "shared_position_runs": shared_runs,
-        "images": len(page.get_images(full=False)),
-        "image_coverage": round(min(covered / area, 1.0), 4),
-        "drawings": len(page.get_cdrawings()) if hasattr(page, "get_cdrawings") else 0,
+        "images": images,
+        "image_coverage": _image_coverage(page) if drawn else 0.0,
+        # vector paths tell a drawn page from a blank one (layout.add_layout counts them for tables)
+        "drawings": _drawings(page) if not text.strip() else 0,
         "width": round(page.rect.width, 2),
         "height": round(page.rect.height, 2),
     }
+
+
+_INLINE_IMAGE = re.compile(rb"(?:^|\s)BI\s")  # an inline image (BI … ID … EI) in the content stream
+
+
+def _image_coverage(page: pymupdf.Page) -> float:
+    """Share of the page that images cover (get_image_info builds a text page of its own: only on
+    pages whose resources hold an image)."""
+    area = abs(page.rect) or 1.0
+    covered = sum(abs(pymupdf.Rect(info["bbox"]) & page.rect) for info in page.get_image_info())
+    return round(min(covered / area, 1.0), 4)
+
+
+def _drawings(page: pymupdf.Page) -> int:
+    return len(page.get_cdrawings()) if hasattr(page, "get_cdrawings") else 0
 
 
 def _rtl_order(chars: list[dict[str, Any]]) -> list[int]:
