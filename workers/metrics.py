@@ -31,7 +31,7 @@ HASH = "pagefleet:metrics"
 COUNTED = "pagefleet:metrics:counted:{job_id}"
 # attempt reasons that are not the gate's: an engine that could not run, OCR switched off
 NOT_GATE = frozenset({"engine_unavailable", "engine_crashed", "engine_timeout", "engine_error", "render_failed",
-                      "ocr_disabled", "attempts_exhausted"})
+                      "ocr_disabled", "attempts_exhausted", "stray_rtl_letters"})
 
 
 def field(name: str, **labels: str) -> str:

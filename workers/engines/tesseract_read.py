@@ -76,6 +76,9 @@ def reread(img: np.ndarray, box: Gap, line_px: int, langs: str, dpi: int, tmp: P
     save_gray(part, str(png), round(dpi * scale))
     _, tsv = recognise(str(png), langs, psm, round(dpi * scale), tmp, name)
     words = coverage.parse_tsv(tsv)
+    if not words and psm == 7:  # Tesseract 5.5's line mode finds no line on some crops 5.3 read;
+        _, tsv = recognise(str(png), langs, 13, round(dpi * scale), tmp, name)  # raw line mode does
+        words = coverage.parse_tsv(tsv)
     return " ".join(w.text for w in words), words
 
 

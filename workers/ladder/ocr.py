@@ -21,6 +21,7 @@ from typing import Any
 
 from routing import chains as routing_chains
 from routing.quality import GateInput, assess
+from routing.charclass import has_rtl_letter
 from routing.scripts import classify_text_layer
 from workers import keys, ranges
 from workers.ladder import fallback, visual
@@ -188,7 +189,8 @@ def _read_first(works: list[PageWork], settings: Settings) -> list[PageWork]:
             rest.append(w)
         else:  # refused: the rest of its script's chain reads it
             chain = routing_chains.chain_for(w.decision.script, chains, gpu=False)
-            w.tried |= {e for e in chain if _narrower(e, entry)}
+            if w.attempts and set(w.attempts[-1].reasons) <= {"low_confidence"}:
+                w.tried |= {e for e in chain if _narrower(e, entry)}
             w.decision = routing_chains.RouteDecision(w.decision.script, w.decision.source, w.decision.margin,
                                                       chain, w.decision.tried)
     return rest
@@ -196,12 +198,20 @@ def _read_first(works: list[PageWork], settings: Settings) -> list[PageWork]:
 
 def _narrower(entry: str, read: str) -> bool:
     """A Tesseract entry whose languages are a subset of those that already read the page (same
-    image, same preparation, fewer models): measured on make eval-ocr's refused pages, it refuses them
-    again at the cost of a whole read."""
+    image, same preparation, fewer models). After a `low_confidence` refusal it is skipped: on make
+    eval-ocr's refused pages it refused them again at the cost of a whole read. After a line went
+    missing or stray letters it still reads (the corpus's ar_freetext_annot_only: ara+eng reads
+    the line heb+ara+eng dropped)."""
     name, _, langs = entry.partition(":")
     read_name, _, read_langs = read.partition(":")
     return (name == read_name == "tesseract" and bool(langs)
             and set(langs.split("+")) <= set(read_langs.split("+")))
+
+
+def _stray_rtl(w: PageWork, text: str) -> bool:
+    """A page whose reading is Latin yet holds a Hebrew or Arabic letter: the multilingual models
+    turned a speck or an ornament into one (en_scan_huckfinn's `chapter ل`); `eng` reads it instead."""
+    return w.decision is not None and w.decision.script == "latin" and has_rtl_letter(text)
 
 
 def _decide_by_reading(w: PageWork, text: str, entry: str) -> None:
@@ -271,6 +281,10 @@ def _read_group(entry: str, group: list[PageWork], route_by_reading: bool = Fals
         w.tried.add(entry)
         if route_by_reading:
             _decide_by_reading(w, out.text, entry)
+            if _stray_rtl(w, out.text):  # specks read as Hebrew/Arabic letters: the Latin chain reads it
+                w.attempts.append(Attempt(engine=out.engine, accepted=False, reasons=["stray_rtl_letters"], rung=rung,
+                                          seconds=round(out.seconds, 4)))
+                continue
         _judge(w, out.text, out.engine, rung, out.seconds, out.confidence, int(out.details.get("missing_lines", 0)))
         if w.record is not None:  # issue 13: Tesseract's paragraphs with their boxes
             w.record = with_paragraph_boxes(w.record, out.details.get("paragraphs"))
