@@ -15,14 +15,13 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from routing import chains as routing_chains
 from routing.quality import GateInput, assess
 from routing.charclass import has_rtl_letter
-from routing.scripts import classify_text_layer
 from workers import keys, ranges
 from workers.ladder import fallback, visual
 from workers.pdf.source import render_page
@@ -191,8 +190,7 @@ def _read_first(works: list[PageWork], settings: Settings) -> list[PageWork]:
             chain = routing_chains.chain_for(w.decision.script, chains, gpu=False)
             if w.attempts and set(w.attempts[-1].reasons) <= {"low_confidence"}:
                 w.tried |= {e for e in chain if _narrower(e, entry)}
-            w.decision = routing_chains.RouteDecision(w.decision.script, w.decision.source, w.decision.margin,
-                                                      chain, w.decision.tried)
+            w.decision = replace(w.decision, chain=chain)
     return rest
 
 
@@ -215,12 +213,11 @@ def _stray_rtl(w: PageWork, text: str) -> bool:
 
 
 def _decide_by_reading(w: PageWork, text: str, entry: str) -> None:
-    decision = classify_text_layer(text)
-    script = decision.script or visual.mixed_rtl(decision.stats)
+    script, margin = visual.script_of_reading(text)
     if script is None:
         w.decision = routing_chains.RouteDecision("default", "default", None, (entry,), ("read:undecided",))
     else:
-        w.decision = routing_chains.RouteDecision(script, "osd", decision.margin, (entry,), (f"read:{script}",))
+        w.decision = routing_chains.RouteDecision(script, "osd", margin, (entry,), (f"read:{script}",))
 
 
 def _route(works: list[PageWork], settings: Settings) -> None:

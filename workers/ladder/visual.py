@@ -108,14 +108,20 @@ def probe_vote(image: PageImage, settings: Settings, why: str) -> VisualVote:
         return VisualVote("osd", None, None, f"{why}; probe failed: {exc}")
     finally:
         Path(probe_png).unlink(missing_ok=True)
-    decision = classify_text_layer(text)
-    script = decision.script or mixed_rtl(decision.stats)
+    script, margin = script_of_reading(text)
     if script is None:
-        return VisualVote("osd", None, decision.margin, f"{why}; probe undecided")
-    return VisualVote("osd", script, decision.margin, f"{why}; probe script={script}")
+        return VisualVote("osd", None, margin, f"{why}; probe undecided")
+    return VisualVote("osd", script, margin, f"{why}; probe script={script}")
 
 
-def mixed_rtl(stats: ScriptStats) -> str | None:
+def script_of_reading(text: str) -> tuple[str | None, float | None]:
+    """The script an OCR reading is in (a mixed RTL+Latin page: its RTL script), with the
+    classifier's margin; None when it names none. The probe and the read-first router use it."""
+    decision = classify_text_layer(text)
+    return decision.script or _mixed_rtl(decision.stats), decision.margin
+
+
+def _mixed_rtl(stats: ScriptStats) -> str | None:
     """A mixed Hebrew+Latin (or Arabic+Latin) page: the RTL script's chain reads its Latin too
     (heb+eng, ara+eng), the three-language default would mix Arabic into Hebrew and back."""
     for rtl, other in (("he", "ar"), ("ar", "he")):

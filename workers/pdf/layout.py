@@ -294,6 +294,11 @@ def _unruled_table(rows: list[list[Char]], gutters: list[tuple[float, float]]) -
 MAX_DRAWINGS = 5000  # the table finder on a map or a CAD page costs seconds: such a page gets no ruled tables
 
 
+def drawings(page: pymupdf.Page) -> int:
+    """How many vector paths the page draws (rung 1: a drawn page vs a blank one; here: ruled tables)."""
+    return len(page.get_cdrawings()) if hasattr(page, "get_cdrawings") else 0
+
+
 def add_layout(doc: pymupdf.Document, pages: list[dict[str, Any]], flags: int) -> None:
     """Attach `layout` to pages extracted by `workers.pdf.mupdf` (same text flags, same lines).
     A page whose structure cannot be read gets none: its blocks are then plain paragraphs. The
@@ -303,7 +308,7 @@ def add_layout(doc: pymupdf.Document, pages: list[dict[str, Any]], flags: int) -
         try:
             loaded = doc.load_page(int(page["number"]) - 1)
             if not page.get("drawings"):  # rung 1 counts vector paths only where it needs them
-                page["drawings"] = len(loaded.get_cdrawings())
+                page["drawings"] = drawings(loaded)
             ruled = 0 < int(page["drawings"]) <= MAX_DRAWINGS
             page["layout"] = gather(loaded, flags, find_ruled=ruled)
         except Exception as exc:  # noqa: BLE001 - structure is an extra: the page's text stands without it

@@ -98,7 +98,7 @@ def _extract_page(doc: pymupdf.Document, number: int) -> dict[str, Any]:
         "images": images,
         "image_coverage": _image_coverage(page) if drawn else 0.0,
         # vector paths tell a drawn page from a blank one (layout.add_layout counts them for tables)
-        "drawings": _drawings(page) if not text.strip() else 0,
+        "drawings": layout.drawings(page) if not text.strip() else 0,
         "width": round(page.rect.width, 2),
         "height": round(page.rect.height, 2),
     }
@@ -113,10 +113,6 @@ def _image_coverage(page: pymupdf.Page) -> float:
     area = abs(page.rect) or 1.0
     covered = sum(abs(pymupdf.Rect(info["bbox"]) & page.rect) for info in page.get_image_info())
     return round(min(covered / area, 1.0), 4)
-
-
-def _drawings(page: pymupdf.Page) -> int:
-    return len(page.get_cdrawings()) if hasattr(page, "get_cdrawings") else 0
 
 
 def _rtl_order(chars: list[dict[str, Any]]) -> list[int]:
