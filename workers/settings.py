@@ -71,6 +71,9 @@ class VlmSettings(BaseModel):
     dots_model: str = "rednote-hilab/dots.ocr"
     qwen_model: str = "Qwen/Qwen2.5-VL-7B-Instruct"
     max_new_tokens: int = Field(2048, ge=16, le=16384)
+    # bench/gpu_bench.py on an H200 (LightOnOCR-sized, 1540-px pages, sdpa): peak 3.0 / 6.0 / 13.7 / 42.4 GiB
+    # at batch 1 / 4 / 8 / 16 (Pixtral's block mask grows with the batch squared), 0.06 / 0.23 / 0.42 /
+    # 0.65 pages/s; 8 fits a 24 GB card, 16 an 80 GB+ one (its `recommended:` line)
     batch_size: int = Field(8, ge=1, le=128)
     http_base_url: str | None = None  # an OpenAI-compatible server (vLLM) serving the same models
     http_model: str | None = None
@@ -106,7 +109,9 @@ class RouterSettings(BaseModel):
     ]
     siglip_labels: list[str] = ["latin", "ar", "he"]
     siglip_threshold: float = -0.028
-    siglip_batch_size: int = Field(16, ge=1, le=256)
+    # bench/gpu_bench.py on an H200, SiglipRouter.classify on 64 page files: 19.5 / 65 / 107 / 122 / 137
+    # pages/s at batch 1 / 8 / 16 / 32 / 64 (the forward pass alone: 2 000 pages/s at 16; CPU decode bounds it)
+    siglip_batch_size: int = Field(32, ge=1, le=256)
     local_files_only: bool = True  # never fetch weights at run time
     osd_min_confidence: float = Field(1.0, ge=0)
     # OSD says "Latin" for Hebrew tables at ~0.8: a Latin verdict must be surer before an

@@ -143,3 +143,30 @@ def test_missing_weights_are_unavailable(tmp_path: Path, images: list[str], monk
         router.classify(images[:1])
     empty = SiglipRouter(model=str(tmp_path))
     assert not empty.health().available
+
+
+def test_page_images_are_reduced_before_the_processor(tmp_path: Path) -> None:
+    """A 300-DPI A4 page reaches the processor box-reduced (short side 448…895 px, aspect kept) and
+    the 224-px input it yields is the full image's to within a few levels; small images pass as they are."""
+    from transformers.models.siglip.image_processing_pil_siglip import SiglipImageProcessorPil
+
+    from workers.ladder.siglip import THUMB_SIDE, open_thumbnail
+
+    page = Image.new("RGB", (2480, 3508), "white")
+    draw = ImageDraw.Draw(page)
+    font = ImageFont.load_default(size=60)
+    for y in range(200, 3300, 120):
+        draw.text((200, y), "Annual report, chapter one: 0123456789", font=font, fill="black")
+    big, small = tmp_path / "big.png", tmp_path / "small.png"
+    page.save(big)
+    page.resize((300, 424)).save(small)
+    thumb = open_thumbnail(str(big))
+    assert THUMB_SIDE <= min(thumb.size) < 2 * THUMB_SIDE and thumb.size == (496, 702)  # 2480/5, ceil(3508/5)
+    with Image.open(small) as raw:
+        assert open_thumbnail(str(small)).tobytes() == raw.convert("RGB").tobytes()
+    processor = SiglipImageProcessorPil(size={"height": 224, "width": 224})
+    full = processor(images=[page], return_tensors="pt")["pixel_values"]
+    reduced = processor(images=[thumb], return_tensors="pt")["pixel_values"]
+    assert (full - reduced).abs().mean().item() < 0.02  # values span [-1, 1]
+    (tmp_path / "broken.png").write_bytes(b"\x89PNG not really")
+    assert open_thumbnail(str(tmp_path / "broken.png")) is None

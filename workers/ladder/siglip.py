@@ -14,12 +14,19 @@ says `siglip`, so AutoModel gives `SiglipModel`; NaFlex checkpoints (`siglip2-*-
 engines (`workers.engines.hf`).
 An image that cannot be opened gets `VisualVerdict(None, 0.0, {})`: the caller falls back to OSD or
 the default chain, the document goes on.
+
+Preprocessing is the router's cost, not the model (bench/gpu_bench.py on an H200: the forward
+pass runs 2 000 pages/s at batch 16, the processor on full pages 33 pages/s): a page image is
+box-reduced to at least `THUMB_SIDE` px on its short side before the processor's resize (a 300-DPI
+page 231 → 91 ms here), and a batch's images are decoded on threads (PIL releases the GIL).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +38,16 @@ from workers.errors import EngineCrashed, EngineUnavailable
 from workers.settings import get_settings
 
 log = logging.getLogger(__name__)
+THUMB_SIDE = 448  # twice the model's 224 px: a box reduce to here, then the processor's bicubic resize
+_DECODERS: dict[int, ThreadPoolExecutor] = {}  # per process: a pool made before a fork has no threads after it
+
+
+def _decoders() -> ThreadPoolExecutor:
+    pool = _DECODERS.get(os.getpid())
+    if pool is None:
+        _DECODERS.clear()
+        pool = _DECODERS[os.getpid()] = ThreadPoolExecutor(min(8, os.cpu_count() or 1), "siglip-decode")
+    return pool
 
 
 @dataclass(frozen=True)
@@ -107,8 +124,7 @@ class SiglipRouter:
     def _classify_batch(self, loaded: LoadedModel, paths: list[str]) -> list[VisualVerdict]:
         images: list[Any] = []
         readable: list[int] = []
-        for i, path in enumerate(paths):
-            image = _open_rgb(path)
+        for i, image in enumerate(_decoders().map(open_thumbnail, paths)):
             if image is not None:
                 images.append(image)
                 readable.append(i)
@@ -147,12 +163,17 @@ class SiglipRouter:
         return VisualVerdict(script, float(margin), {k: float(v) for k, v in by_label.items()})
 
 
-def _open_rgb(path: str) -> Any:
+def open_thumbnail(path: str) -> Any:
+    """The image in RGB, box-reduced by an integer factor to a short side ≥ THUMB_SIDE (JPEG: decoded
+    at that scale); None when it cannot be read."""
     from PIL import Image
 
     try:
         with Image.open(path) as raw:
-            return raw.convert("RGB")
+            raw.draft("RGB", (THUMB_SIDE, THUMB_SIDE))
+            image = raw.convert("RGB")
+        factor = min(image.size) // THUMB_SIDE
+        return image.reduce(factor) if factor > 1 else image
     except (OSError, ValueError) as e:
         log.warning("siglip router: cannot open %s: %s", path, e)
         return None
