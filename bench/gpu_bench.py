@@ -283,6 +283,28 @@ def profile_vlm(device: str, quick: bool, pages: list[PageImage], root: Path) ->
     return {"engine_s": engine_s, "bare_generate_s": bare_s, "profile": text.getvalue()}
 
 
+def bench_static(device: str, quick: bool, pages: list[PageImage], root: Path) -> dict[str, Any]:
+    """The engine with and without `static_cache` (compiled decoding): seconds of each call, 64 new
+    tokens, batch 1 then 8; the first static call of a shape includes its compile."""
+    path, _ = vlm_checkpoint(device, quick, root)
+    rows = []
+    for static in (False, True):
+        for batch in (1, 8):
+            engine = create("lightonocr", model=str(path), device=device, batch_size=batch, max_new_tokens=64,
+                            min_span=IDLE, max_pixels=1540 * 1540, local_files_only=True, static_cache=static)
+            engine.load()
+            for call in range(3):
+                sync(device)
+                started = time.perf_counter()
+                out = engine.read([pages[i % len(pages)] for i in range(batch)], script="latin")
+                sync(device)
+                rows.append({"static": static, "batch": batch, "call": call + 1,
+                             "seconds": time.perf_counter() - started, "tokens": sum(o.details["tokens"] for o in out)})
+                print(f"static={static} batch={batch} call={call + 1}: {rows[-1]['seconds']:.2f}s", flush=True)
+    hf._CACHE.clear()
+    return {"rows": rows}
+
+
 def render_pages(root: Path, count: int, quick: bool) -> list[PageImage]:
     """A4 pages at 150 DPI (quick: a quarter of that) with lines of text."""
     from PIL import Image, ImageDraw, ImageFont
@@ -376,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny model sizes (smoke-test the script on a CPU)")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--parts", nargs="+", default=["router", "e2e", "vlm"],
-                        choices=["router", "e2e", "vlm", "profile"], help="what to run (default: all but profile)")
+                        choices=["router", "e2e", "vlm", "profile", "static"], help="what to run (default: all but profile)")
     args = parser.parse_args(argv)
     import torch
 
@@ -406,6 +428,8 @@ def main(argv: list[str] | None = None) -> int:
             save(args.json, results)
         if "profile" in args.parts:
             results["profile"] = profile_vlm(args.device, args.quick, pages, Path(tmp))
+        if "static" in args.parts:
+            results["static"] = bench_static(args.device, args.quick, pages, Path(tmp))
     gpu_gib = torch.cuda.get_device_properties(0).total_memory / 2**30 if args.device.startswith("cuda") else 0.0
     results["recommended"] = recommend(results, gpu_gib) if gpu_gib else {}
     if args.device.startswith("cuda"):

@@ -75,6 +75,7 @@ class VlmSettings(BaseModel):
     # at batch 1 / 4 / 8 / 16 (Pixtral's block mask grows with the batch squared), 0.06 / 0.23 / 0.42 /
     # 0.65 pages/s; 8 fits a 24 GB card, 16 an 80 GB+ one (its `recommended:` line)
     batch_size: int = Field(8, ge=1, le=128)
+    static_cache: bool = False  # CUDA only: static KV cache, decoding step compiled (see README, GPU path)
     http_base_url: str | None = None  # an OpenAI-compatible server (vLLM) serving the same models
     http_model: str | None = None
     http_api_key: str | None = None

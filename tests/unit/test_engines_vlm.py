@@ -264,3 +264,24 @@ def test_generation_past_its_time_budget_times_out(models: ModelDirs, pages: lis
     )
     with pytest.raises(EngineTimeout, match="generation passed"):
         engine.read(pages[:2], script="latin")
+
+
+def test_static_cache_is_opt_in_and_cuda_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`static_cache` (compiled decoding, measured on an H200 in the README) reaches `generate` only on CUDA."""
+    from workers.engines.base import create
+    from workers.settings import get_settings
+
+    assert get_settings().vlm.static_cache is False
+    plain = create("lightonocr", model="unused", timeout_s=30)
+    assert "cache_implementation" not in plain.generate_options("cuda", object(), 0)
+    static = create("lightonocr", model="unused", static_cache=True)
+    assert static.generate_options("cuda:0", object(), 0)["cache_implementation"] == "static"
+    assert "cache_implementation" not in static.generate_options("cpu", object(), 0)
+    assert plain.generate_options("cpu", object(), 0)["max_time"] == 30.0
+    monkeypatch.setenv("PAGEFLEET_VLM__STATIC_CACHE", "true")
+    get_settings.cache_clear()
+    try:
+        assert create("lightonocr", model="unused").static_cache is True
+    finally:
+        monkeypatch.delenv("PAGEFLEET_VLM__STATIC_CACHE")
+        get_settings.cache_clear()

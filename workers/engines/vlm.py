@@ -45,7 +45,7 @@ DEFAULT_MAX_PIXELS = 1540 * 1540  # LightOnOCR-2's training resolution; a 300-DP
 SCRIPT_HINTS = {"he": "Hebrew", "ar": "Arabic"}
 _KNOWN_OPTIONS = {
     "model", "max_new_tokens", "batch_size", "local_files_only", "device", "max_pixels", "timeout_s",
-    "trust_remote_code", "max_period", "min_span", "min_repeats", "attn_implementation",
+    "trust_remote_code", "max_period", "min_span", "min_repeats", "attn_implementation", "static_cache",
 }
 
 
@@ -148,6 +148,9 @@ class VlmEngine(Engine):
         self.timeout_s: float | None = float(timeout) if timeout else None
         self.trust_remote_code = bool(options.get("trust_remote_code", self.spec.trust_remote_code))
         self.attention: str | None = options.get("attn_implementation")
+        # a static KV cache on CUDA makes transformers compile the decoding step (CUDA graphs):
+        # the first batch of each shape pays the compile (bench/gpu_bench.py --parts static)
+        self.static_cache = bool(options.get("static_cache", vlm.static_cache))
         self.policy = RepetitionPolicy(
             int(options.get("max_period", 32)), int(options.get("min_span", 64)), int(options.get("min_repeats", 4))
         )
@@ -216,12 +219,7 @@ class VlmEngine(Engine):
         prompt_len = int(inputs["input_ids"].shape[1])
         stop_ids = _stop_ids(loaded.model, tokenizer)
         criteria = make_repetition_criteria(prompt_len, self.policy, stop_ids, check_every=2)
-        kwargs: dict[str, Any] = {
-            "max_new_tokens": self.max_new_tokens, "do_sample": False, "num_beams": 1,
-            "stopping_criteria": [criteria], "pad_token_id": tokenizer.pad_token_id,
-        }
-        if self.timeout_s:
-            kwargs["max_time"] = self.timeout_s
+        kwargs = self.generate_options(loaded.device, criteria, tokenizer.pad_token_id)
         started = time.monotonic()
         try:
             with torch.inference_mode():
@@ -238,6 +236,18 @@ class VlmEngine(Engine):
         finished = time.monotonic()
         timing = (finished - wall_started, finished - started)
         return self._outputs(loaded, pages, generated, criteria, stop_ids, timing)
+
+    def generate_options(self, device: str, criteria: Any, pad_token_id: int | None) -> dict[str, Any]:
+        """`generate` arguments: greedy, the repetition stopper, the deadline, the static cache on CUDA."""
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": self.max_new_tokens, "do_sample": False, "num_beams": 1,
+            "stopping_criteria": [criteria], "pad_token_id": pad_token_id,
+        }
+        if self.timeout_s:
+            kwargs["max_time"] = self.timeout_s
+        if self.static_cache and device.startswith("cuda"):
+            kwargs["cache_implementation"] = "static"
+        return kwargs
 
     def _outputs(
         self, loaded: LoadedModel, pages: list[PageImage], generated: Any, criteria: Any,
