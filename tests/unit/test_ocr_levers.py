@@ -181,3 +181,28 @@ def test_vector_page_renders_at_the_requested_resolution(tmp_path: Path) -> None
     doc.save(tmp_path / "v.pdf")
     info = render(str(tmp_path / "v.pdf"), 1, 300, str(tmp_path / "v.png"))
     assert info["dpi"] == 300 and info["native_dpi"] is None and abs(info["width"] - 200 * 300 / 72) <= 1
+
+
+@pytest.mark.parametrize("shape, dpi", [((3509, 2480), 300), ((2339, 1653), 200), ((1754, 1240), 150), ((7, 5), 300)])
+def test_shrink_keeps_the_darkest_pixel_of_each_block(shape: tuple[int, int], dpi: int) -> None:
+    """The skew probe's shrink (strided minimums) equals the block minimum it stands for."""
+    img = np.random.default_rng(7).integers(0, 256, shape, dtype=np.uint8)
+    step = max(1, round(dpi / scan_prep.PROBE_DPI))
+    h, w = shape[0] // step * step, shape[1] // step * step
+    expected = img[:h, :w].reshape(h // step, step, w // step, step).min(axis=(1, 3))
+    assert np.array_equal(scan_prep._shrink(img, dpi), expected)
+
+
+def test_histogram_and_coverage_cells_equal_their_definitions() -> None:
+    """The fast forms (PIL's histogram, strided cell sums) give numpy's reference results exactly."""
+    rng = np.random.default_rng(3)
+    for shape in ((2339, 1653), (13, 7), (3, 3)):
+        img = rng.integers(0, 256, shape, dtype=np.uint8)
+        assert np.array_equal(scan_prep.grey_histogram(img), np.bincount(img.ravel(), minlength=256))
+        assert np.array_equal(scan_prep.grey_histogram(img[::2, 1::3]), np.bincount(img[::2, 1::3].ravel(), minlength=256))
+        ink = img < 80
+        h, w = shape[0] // coverage.CELL * coverage.CELL, shape[1] // coverage.CELL * coverage.CELL
+        cell = coverage.CELL
+        expected = ink[:h, :w].reshape(h // cell, cell, w // cell, cell).sum(axis=(1, 3))
+        assert np.array_equal(coverage._cells(ink), expected)
+    assert coverage._cells(np.ones((8, 8), dtype=bool)).tolist() == [[16, 16], [16, 16]]

@@ -48,6 +48,23 @@ def test_in_process_reads_what_the_command_reads(page_png: Path, tmp_path: Path,
     assert tsv_api.splitlines()[0].split("\t")[:3] == ["level", "page_num", "block_num"]
 
 
+def test_an_array_reads_as_its_file(page_png: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The page and its crops go to Tesseract as grey arrays (raw bytes in process, a PGM for the
+    command): word for word the reading of the same pixels from a PNG."""
+    img = scan_prep.load_gray(str(page_png))
+    assert recognise(img, "eng", 3, 200, tmp_path, "array") == recognise(str(page_png), "eng", 3, 200, tmp_path, "f")
+    monkeypatch.setenv("PAGEFLEET_TESSERACT_INPROCESS", "false")
+    get_settings.cache_clear()
+    try:
+        text, tsv = recognise(img[:, : img.shape[1] // 2 * 2], "eng", 3, 200, tmp_path, "cli")
+        assert (tmp_path / "cli.pgm").exists()
+    finally:
+        monkeypatch.delenv("PAGEFLEET_TESSERACT_INPROCESS")
+        get_settings.cache_clear()
+    assert [line for line in text.splitlines() if line.strip()] == LINES
+    assert _words(tsv) == " ".join(LINES).split()
+
+
 def test_in_process_models_stay_loaded_per_thread(page_png: Path) -> None:
     recognise_twice = [tesseract_api.recognise(str(page_png), "eng", 3, 200, timeout_s=60) for _ in range(2)]
     assert recognise_twice[0] == recognise_twice[1]

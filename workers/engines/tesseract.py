@@ -18,8 +18,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from workers.engines.base import Engine, EngineHealth, EngineOutput, PageImage, register
 from workers.engines import tesseract_api
+from workers.engines.scan_prep import save_gray
 from workers.engines.tesseract_read import ReadPlan, read_prepared
 from workers.errors import EngineCrashed, EngineTimeout, EngineUnavailable, SetupError
 from workers.settings import get_settings
@@ -127,14 +130,20 @@ class TesseractEngine(Engine):
                             details=details)
 
 
-def recognise(png: str, langs: str, psm: int, dpi: int, tmp: Path, name: str = "out", *,
+def recognise(image: str | np.ndarray, langs: str, psm: int, dpi: int, tmp: Path, name: str = "out", *,
               invert: bool = True) -> tuple[str, str]:
-    """One Tesseract pass giving the text and the TSV (word boxes and confidences): in this process
-    where tesserocr is installed (`tesseract_inprocess`), else the `tesseract` command. `invert`:
-    Tesseract also tries each doubtful line inverted (white on black), which costs ≈ 7 % of a page."""
+    """One Tesseract pass over an image file or a grey array, giving the text and the TSV (word boxes
+    and confidences): in this process where tesserocr is installed (`tesseract_inprocess`), else the
+    `tesseract` command (an array is written to `tmp` as PGM first). `invert`: Tesseract also tries
+    each doubtful line inverted (white on black), which costs ≈ 7 % of a page."""
     settings = get_settings()
     if settings.tesseract_inprocess and tesseract_api.available():
-        return tesseract_api.recognise(png, langs, psm, dpi, timeout_s=settings.tesseract_timeout_s, invert=invert)
+        return tesseract_api.recognise(image, langs, psm, dpi, timeout_s=settings.tesseract_timeout_s, invert=invert)
+    if isinstance(image, np.ndarray):
+        path = tmp / f"{name}.pgm"
+        save_gray(image, str(path), dpi)
+        image = str(path)
+    png = image
     base = tmp / name
     args = [png, str(base), "-l", langs, "--psm", str(psm), "--dpi", str(dpi)]
     args += ([] if invert else ["-c", "tessedit_do_invert=0"]) + ["txt", "tsv"]

@@ -2,7 +2,7 @@
 pages, so a read pays no process start and no model load (≈ 0.1–0.15 s per call with the CLI, and a
 page makes up to 20 calls when coverage re-reads its gaps). `make eval-ocr` measures it.
 
-    recognise(png, langs, psm, dpi) ─► one API per thread, language set and page segmentation mode
+    recognise(image, langs, psm, dpi) ─► one API per thread, language set and page segmentation mode
                                      ─► (text, TSV with the CLI's header row)
 
 A read that runs past the timeout is cancelled inside Tesseract (its progress monitor's deadline)
@@ -17,6 +17,8 @@ import functools
 import os
 import threading
 from typing import Any
+
+import numpy as np
 
 from workers.errors import EngineCrashed, EngineTimeout
 
@@ -70,12 +72,19 @@ def _api(langs: str, psm: int) -> Any:
     return apis[key]
 
 
-def recognise(png: str, langs: str, psm: int, dpi: int, *, timeout_s: float, invert: bool = True) -> tuple[str, str]:
-    """One recognition pass: the text and the TSV (word boxes and confidences), as the CLI writes."""
+def recognise(image: str | np.ndarray, langs: str, psm: int, dpi: int, *, timeout_s: float,
+              invert: bool = True) -> tuple[str, str]:
+    """One recognition pass over an image file or a grey uint8 array: the text and the TSV (word
+    boxes and confidences), as the CLI writes. An array goes in as raw bytes (no encode, no decode;
+    the same reading as its file, tested)."""
     api = _api(langs, psm)
     api.SetVariable("tessedit_do_invert", "1" if invert else "0")
     try:
-        api.SetImageFile(png)  # Leptonica reads the file: no PIL decode and re-encode (≈ 0.2 s a page)
+        if isinstance(image, np.ndarray):
+            grey = np.ascontiguousarray(image, dtype=np.uint8)
+            api.SetImageBytes(grey.tobytes(), grey.shape[1], grey.shape[0], 1, grey.shape[1])
+        else:
+            api.SetImageFile(image)  # Leptonica reads the file: no PIL decode and re-encode (≈ 0.2 s a page)
     except (RuntimeError, OSError, ValueError) as exc:
         raise EngineCrashed(f"tesseract could not read the image: {exc}") from exc
     api.SetSourceResolution(int(dpi))

@@ -8,8 +8,9 @@
     ─► optionally: lines under `reread_below` confidence re-read at a larger scale, the more
        confident reading kept
 
-`recognise` is passed in (tesseract.py owns the subprocess), so this module has no I/O of its own
-besides the image files it writes into the caller's temporary folder.
+`recognise` is passed in (tesseract.py owns Tesseract), so this module has no I/O of its own: the
+page and its crops go to Tesseract as arrays (the CLI fallback writes them to the caller's
+temporary folder).
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ from routing.structure.tsv import tsv_paragraphs
 from workers.engines import coverage
 from workers.engines.base import PageImage
 from workers.engines.coverage import Gap, Word
-from workers.engines.scan_prep import load_gray, prepare, save_gray, upscale
+from workers.engines.scan_prep import load_gray, prepare, upscale
 
-Recognise = Callable[..., tuple[str, str]]  # tesseract.recognise(png, langs, psm, dpi, tmp, name, *, invert)
+Recognise = Callable[..., tuple[str, str]]  # tesseract.recognise(image, langs, psm, dpi, tmp, name, *, invert)
 TARGET_LINE_PX = 48  # a re-read crop is scaled until its text line is about this tall
 
 
@@ -72,12 +73,10 @@ def reread(img: np.ndarray, box: Gap, line_px: int, langs: str, dpi: int, tmp: P
     if scale > 1.05:
         part = upscale(part, scale)
     psm = 7 if (box.bottom - box.top) < 1.8 * max(line_px, 1) else 6
-    png = tmp / f"{name}.png"
-    save_gray(part, str(png), round(dpi * scale))
-    _, tsv = recognise(str(png), langs, psm, round(dpi * scale), tmp, name)
+    _, tsv = recognise(part, langs, psm, round(dpi * scale), tmp, name)
     words = coverage.parse_tsv(tsv)
     if not words and psm == 7:  # Tesseract 5.5's line mode finds no line on some crops 5.3 read;
-        _, tsv = recognise(str(png), langs, 13, round(dpi * scale), tmp, name)  # raw line mode does
+        _, tsv = recognise(part, langs, 13, round(dpi * scale), tmp, name)  # raw line mode does
         words = coverage.parse_tsv(tsv)
     return " ".join(w.text for w in words), words
 
@@ -138,11 +137,7 @@ def read_prepared(image: PageImage, langs: str, psm: int, plan: ReadPlan, tmp: P
                   recognise: Recognise) -> tuple[str, float | None, dict[str, Any]]:
     """The page read with the plan's levers: text, mean word confidence, and what was done."""
     prep = prepare(load_gray(image.path), image.dpi, deskew=plan.deskew, min_dpi=plan.min_dpi)
-    path = image.path
-    if prep.skew or prep.scale != 1.0:
-        path = str(tmp / "prepared.png")
-        save_gray(prep.image, path, prep.dpi)
-    text, tsv = recognise(path, langs, psm, prep.dpi, tmp, "page", invert=plan.detect_inverted)
+    text, tsv = recognise(prep.image, langs, psm, prep.dpi, tmp, "page", invert=plan.detect_inverted)
     words = coverage.parse_tsv(tsv)
     details: dict[str, Any] = {"skew": prep.skew, "scale": round(prep.scale, 3)}
     rebuilt = False

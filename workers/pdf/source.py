@@ -156,7 +156,7 @@ def _unreadable(number: int, why: str) -> dict[str, Any]:
 
 
 def render_page(pdf: str, page: int, dpi: int, png: str, settings: Settings, rotate: int = 0) -> dict[str, Any]:
-    """Render one page (grayscale PNG), capped at 100 megapixels against huge MediaBoxes."""
+    """Render one page (grey PNG or PGM, by the file's suffix), capped at 100 megapixels against huge MediaBoxes."""
     return run_child(
         "render",
         pdf,
