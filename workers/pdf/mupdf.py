@@ -15,7 +15,7 @@ from typing import Any
 
 import pymupdf
 
-from routing.charclass import has_rtl_letter
+from routing.charclass import LazyTable
 from routing.scripts import is_rtl_letter
 from workers.pdf import layout
 from workers.pdf.runs import run_order
@@ -73,13 +73,14 @@ def _extract_page(doc: pymupdf.Document, number: int) -> dict[str, Any]:
     for block in raw.get("blocks", []):
         for line in block.get("lines", []):
             chars = [c for span in line["spans"] for c in span["chars"]]
-            glyphs += sum(1 for c in chars if not c["c"].isspace())
-            lines.append("".join(c["c"] for c in chars))
-            rtl = has_rtl_letter(lines[-1])  # RTL geometry only where the line holds RTL letters
-            geometry.append(_rtl_order(chars) if rtl else [0, 0])
-            shared_runs += _shared_position_runs(chars)
+            lines.append("".join([c["c"] for c in chars]))
+            kinds = glyph_kinds(lines[-1])
+            glyphs += len(kinds) - kinds.count(" ")
+            rtl = "R" in kinds  # RTL geometry only where the line holds RTL letters
+            geometry.append(_rtl_order(chars, kinds) if rtl else [0, 0])
+            shared_runs += _shared_position_runs(chars, kinds)
             if rtl:
-                clusters += [[offset + a, offset + b] for a, b in glyph_clusters(chars)]
+                clusters += [[offset + a, offset + b] for a, b in glyph_clusters(chars, kinds)]
                 order = run_order(chars)
                 if order:
                     run_orders.append([[offset + a, offset + b] for a, b in order])
@@ -115,62 +116,75 @@ def _image_coverage(page: pymupdf.Page) -> float:
     return round(min(covered / area, 1.0), 4)
 
 
-def _rtl_order(chars: list[dict[str, Any]]) -> list[int]:
-    """[increasing, decreasing]: x-order of consecutive RTL letters (box centres) in extraction order.
+def _glyph_kind(ch: str) -> str:
+    if ch.isspace():
+        return " "
+    if unicodedata.category(ch).startswith("M"):
+        return "M"
+    return "R" if is_rtl_letter(ch) else "o"
+
+
+_GLYPH_KINDS = LazyTable(_glyph_kind)
+_RTL_RUN = re.compile("[RM]+")  # RTL letters with their marks: anything else ends a run
+
+
+def glyph_kinds(text: str) -> str:
+    """One code per character, in one C-level pass: " " whitespace, "M" combining mark, "R" Hebrew or
+    Arabic letter, "o" anything else."""
+    return text.translate(_GLYPH_KINDS)
+
+
+def _rtl_order(chars: list[dict[str, Any]], kinds: str) -> list[int]:
+    """[increasing, decreasing]: x-order of consecutive RTL letters (box centres) in extraction order;
+    a mark keeps a run going, anything else ends it.
 
     Increasing x inside an RTL run means the run was stored in visual order (pdf-inspector's test).
     """
     inc = dec = 0
-    prev: float | None = None
-    for c in chars:
-        ch = c["c"]
-        if not is_rtl_letter(ch):
-            if not unicodedata.category(ch).startswith("M"):
-                prev = None  # a mark keeps the run going; anything else ends it
-            continue
-        x0, _, x1, _ = c["bbox"]
-        centre = (x0 + x1) / 2
-        if prev is not None and abs(centre - prev) > 0.5:
-            if centre > prev:
-                inc += 1
-            else:
-                dec += 1
-        prev = centre
+    for run in _RTL_RUN.finditer(kinds):
+        prev: float | None = None
+        for i in range(run.start(), run.end()):
+            if kinds[i] != "R":
+                continue
+            x0, _, x1, _ = chars[i]["bbox"]
+            centre = (x0 + x1) / 2
+            if prev is not None and abs(centre - prev) > 0.5:
+                if centre > prev:
+                    inc += 1
+                else:
+                    dec += 1
+            prev = centre
     return [inc, dec]
 
 
-def _is_base(ch: str) -> bool:
-    return not ch.isspace() and not unicodedata.category(ch).startswith("M")
-
-
-def _zero_width_partner(chars: list[dict[str, Any]], i: int) -> int | None:
+def _zero_width_partner(chars: list[dict[str, Any]], kinds: str, i: int) -> int | None:
     """The neighbour a zero-width base character came from: the one whose box's right edge it
     sits on (a ligature glyph's extra code point; MuPDF puts it before or after the glyph's box
     depending on the drawing order)."""
     x = chars[i]["bbox"][0]
     best: tuple[float, int] | None = None
     for j in (i + 1, i - 1):  # the next one first: ties go to it
-        if 0 <= j < len(chars) and _is_base(chars[j]["c"]) and chars[j]["bbox"][2] - chars[j]["bbox"][0] > _ZERO:
+        if 0 <= j < len(chars) and kinds[j] in "Ro" and chars[j]["bbox"][2] - chars[j]["bbox"][0] > _ZERO:
             distance = abs(chars[j]["bbox"][2] - x)
             if distance < 1.0 and (best is None or distance < best[0]):
                 best = (distance, j)
     return best[1] if best else None
 
 
-def glyph_clusters(chars: list[dict[str, Any]]) -> list[tuple[int, int]]:
+def glyph_clusters(chars: list[dict[str, Any]], kinds: str) -> list[tuple[int, int]]:
     """``(start, end)`` char offsets of code points that come from one glyph and hold an RTL
     letter: a zero-width base character with the neighbour whose box it sits on, or neighbours
     sharing one box. Combining marks (zero-width by nature) never start a cluster."""
     joined = [False] * len(chars)  # joined[k]: chars[k] and chars[k + 1] are one glyph
     for i, c in enumerate(chars):
-        if not _is_base(c["c"]):
+        if kinds[i] not in "Ro":  # base characters only
             continue
         x0, y0, x1, y1 = c["bbox"]
         if x1 - x0 <= _ZERO:
-            partner = _zero_width_partner(chars, i)
+            partner = _zero_width_partner(chars, kinds, i)
             if partner is not None:
                 joined[min(i, partner)] = True
-        elif i + 1 < len(chars) and _is_base(chars[i + 1]["c"]):
+        elif i + 1 < len(chars) and kinds[i + 1] in "Ro":
             if all(abs(a - b) <= _ZERO for a, b in zip(c["bbox"], chars[i + 1]["bbox"])):
                 joined[i] = True
     found: list[tuple[int, int]] = []
@@ -179,21 +193,24 @@ def glyph_clusters(chars: list[dict[str, Any]]) -> list[tuple[int, int]]:
         j = i
         while j < len(joined) and joined[j]:
             j += 1
-        if j > i and any(is_rtl_letter(ch["c"]) for ch in chars[i : j + 1]):
+        if j > i and "R" in kinds[i : j + 1]:
             found.append((i, j + 1))
         i = j + 1
     return found
 
 
-def _shared_position_runs(chars: list[dict[str, Any]]) -> int:
+def _shared_position_runs(chars: list[dict[str, Any]], kinds: str) -> int:
     """Runs of >= 3 base letters drawn at one origin (rounded to 0.1 pt): one glyph mapped to a
-    whole word. Origins further apart than 0.11 pt cannot round alike, so most characters skip
-    the rounding."""
+    whole word. Three such letters lie within 0.22 pt in x, so a line whose sorted x origins are
+    never that close three at a time has none (most lines: no per-character pass); origins
+    further apart than 0.11 pt cannot round alike, so most characters skip the rounding."""
+    xs = sorted([c["origin"][0] for c in chars])
+    if all(b - a >= 0.23 for a, b in zip(xs, xs[2:])):
+        return 0
     runs = count = 0
     prev: tuple[float, float] | None = None
-    for c in chars:
-        ch = c["c"]
-        if ch.isspace() or unicodedata.category(ch)[0] == "M":
+    for i, c in enumerate(chars):
+        if kinds[i] in " M":
             continue
         x, y = c["origin"]
         if (prev is not None and abs(x - prev[0]) < 0.11 and abs(y - prev[1]) < 0.11
@@ -219,7 +236,7 @@ def _scan_dpi(p: pymupdf.Page) -> float | None:
 
 
 def render(pdf: str, page: int, dpi: int, png: str, max_pixels: int = 0, rotate: int = 0) -> dict[str, Any]:
-    """Render one page to grayscale PNG, turned by `rotate` degrees (Tesseract OSD's "Rotate");
+    """Render one page to a grey image file (PNG or PGM, by `png`'s suffix), turned by `rotate` degrees (Tesseract OSD's "Rotate");
     lower the resolution if it would exceed max_pixels. A scanned page below `dpi` is rendered at
     its image's own resolution (pixel for pixel: interpolating up adds nothing a reader can use;
     the OCR engine decides whether to upscale); `native_dpi` in the result says so."""

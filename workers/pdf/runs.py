@@ -26,11 +26,13 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-from routing.scripts import is_arabic, is_hebrew, is_latin
+from routing.charclass import HEBREW_RANGES, LazyTable, classes, ranges_pattern
+from routing.scripts import is_arabic
 
 _TOLERANCE = 0.5  # points
 _BASELINE = 2.0
 _ELONGATION = "\u0640\ufffd"  # tatweel, and kashida glyphs with no mapping: inside a word
+_HEBREW_ANY = ranges_pattern(HEBREW_RANGES)
 
 
 @dataclass
@@ -59,10 +61,13 @@ def _kind(ch: str) -> str:
     return "N"
 
 
-def _units(chars: list[dict[str, Any]]) -> list[_Unit]:
+_KINDS = LazyTable(_kind)
+
+
+def _units(chars: list[dict[str, Any]], kinds: str) -> list[_Unit]:
     units: list[_Unit] = []
     for i, c in enumerate(chars):
-        kind = _kind(c["c"])
+        kind = kinds[i]
         x0, _, x1, _ = c["bbox"]
         last = units[-1] if units else None
         if last is not None and (kind == "M" or (kind == last.kind and kind in "RL")):
@@ -72,23 +77,26 @@ def _units(chars: list[dict[str, Any]]) -> list[_Unit]:
     return units
 
 
-def _inside_agrees(chars: list[dict[str, Any]], unit: _Unit) -> bool:
+def _inside_agrees(chars: list[dict[str, Any]], kinds: str, unit: _Unit) -> bool:
     """x falls along an Arabic word and rises along an LTR run (zero-width code points skipped)."""
-    centres = [(c["bbox"][0] + c["bbox"][2]) / 2 for c in chars[unit.start : unit.end]
-               if c["bbox"][2] - c["bbox"][0] > 0.01 and _kind(c["c"]) != "M"]
+    centres = [(c["bbox"][0] + c["bbox"][2]) / 2 for c, kind in zip(chars[unit.start : unit.end], kinds[unit.start :])
+               if c["bbox"][2] - c["bbox"][0] > 0.01 and kind != "M"]
     sign = -1 if unit.kind == "R" else 1
     return all(sign * (b - a) >= -_TOLERANCE for a, b in zip(centres, centres[1:]))
 
 
-def _proven(chars: list[dict[str, Any]], units: list[_Unit]) -> bool:
-    text = "".join(c["c"] for c in chars)
-    arabic = sum(1 for ch in text if is_arabic(ch) and ch.isalpha())
-    if not arabic or arabic <= sum(1 for ch in text if is_latin(ch)) or any(is_hebrew(ch) for ch in text):
-        return False
+def _arabic_line(text: str) -> bool:
+    """Arabic letters outnumber Latin ones and nothing is Hebrew (class codes: one C-level pass)."""
+    codes = classes(text)
+    arabic = codes.count("r")
+    return bool(arabic) and arabic > codes.count("a") and _HEBREW_ANY.search(text) is None
+
+
+def _proven(chars: list[dict[str, Any]], kinds: str, units: list[_Unit]) -> bool:
     ys = [c["origin"][1] for c in chars]
     if max(ys) - min(ys) > _BASELINE:
         return False
-    if not all(_inside_agrees(chars, u) for u in units if u.kind in "RL"):
+    if not all(_inside_agrees(chars, kinds, u) for u in units if u.kind in "RL"):
         return False
     inked = sorted((u for u in units if u.kind != "S"), key=lambda u: u.x0)
     return all(b.x0 >= a.x1 - _TOLERANCE for a, b in zip(inked, inked[1:]))
@@ -124,8 +132,12 @@ def run_order(chars: list[dict[str, Any]]) -> list[list[int]] | None:
     other than the extracted one (see the module docstring); else None."""
     if len(chars) < 3:
         return None
-    units = _units(chars)
-    if len(units) < 2 or not _proven(chars, units):
+    text = "".join([c["c"] for c in chars])
+    if not _arabic_line(text):  # the text's own test first: most lines stop here
+        return None
+    kinds = text.translate(_KINDS)
+    units = _units(chars, kinds)
+    if len(units) < 2 or not _proven(chars, kinds, units):
         return None
     ordered = [u for group in reversed(_groups(units)) for u in group]
     if [u.start for u in ordered if u.kind != "S"] == [u.start for u in units if u.kind != "S"]:
