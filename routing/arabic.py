@@ -184,10 +184,28 @@ class ArabicSignals:
         return asdict(self)
 
 
+def _word_code(ch: str) -> str:
+    """For _WORD_CODES: a Arabic letter, f foreign letter, g foreign non-letter (PUA), o other
+    non-Arabic letter, c control character, . anything else (one code per character)."""
+    if is_arabic_letter(ch):
+        return "a"
+    letter = unicodedata.category(ch).startswith("L") and not is_arabic(ch)
+    if _is_foreign(ch):
+        return "f" if letter else "g"
+    if letter:
+        return "o"
+    return "c" if unicodedata.category(ch) == "Cc" else "."
+
+
+_WORD_CODES = LazyTable(_word_code)
+_TOKEN = re.compile(r"[^ \t\n\r\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]+")  # what _WORD_SPLIT leaves
+
+
 def _word_counts(text: str) -> tuple[int, int, int, int, int]:
     """(Arabic words, fragment runs, letters in those runs, foreign letters and control characters
     inside Arabic words). Words split on spaces, tabs and line breaks only, so a stray control
-    character (`ﺍƾ\x0cﻧﺘﺮﻧﺖ`) stays inside the word it broke."""
+    character (`ﺍƾ\x0cﻧﺘﺮﻧﺖ`) stays inside the word it broke. One translation of the text gives
+    every character's code; the counts are str.count per word."""
     words = runs = run_letters = foreign = controls = 0
     streak = 0
 
@@ -199,16 +217,17 @@ def _word_counts(text: str) -> tuple[int, int, int, int, int]:
 
     if not ARABIC_ANY.search(text):  # most pages: no Arabic at all, nothing to count
         return 0, 0, 0, 0, 0
-    for token in _WORD_SPLIT.split(text):
-        arabic = sum(1 for c in token if is_arabic_letter(c)) if ARABIC_ANY.search(token) else 0
+    codes = text.translate(_WORD_CODES)
+    for token in _TOKEN.finditer(text):
+        word = codes[token.start() : token.end()]
+        arabic = word.count("a")
         if not arabic:
             close()
             continue
         words += 1
-        foreign += sum(1 for c in token if _is_foreign(c))
-        controls += sum(1 for c in token if unicodedata.category(c) == "Cc")
-        other = sum(1 for c in token if unicodedata.category(c).startswith("L") and not is_arabic(c))
-        if arabic == 1 and other == 0:
+        foreign += word.count("f") + word.count("g")
+        controls += word.count("c")
+        if arabic == 1 and word.count("f") + word.count("o") == 0:
             streak += 1
         else:
             close()

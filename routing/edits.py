@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from bisect import bisect_right
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from itertools import accumulate
 from typing import Any, NamedTuple
 
@@ -75,7 +75,9 @@ class Edit:
     out_end: int
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The JSON form (what `dataclasses.asdict` gives, without its recursive deep copy)."""
+        return {"start": self.start, "end": self.end, "replacement": self.replacement, "kind": self.kind,
+                "out_start": self.out_start, "out_end": self.out_end}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Edit:

@@ -18,6 +18,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from routing.rtl_order import FINALS, hebrew_order_evidence
 
@@ -56,6 +57,7 @@ class LineEvidence:
         return self.geometry_visual >= 2 and self.geometry_visual > 2 * self.geometry_logical
 
 
+@lru_cache(maxsize=4096)
 def _form(ch: str) -> str:
     """The positional form of an Arabic presentation-form character: initial/medial/final/isolated."""
     tag = unicodedata.decomposition(ch)

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
+from routing.charclass import LazyTable
 from routing.edits import splice
 from routing.scripts import in_ranges, is_arabic, is_hebrew, is_private_use, is_rtl_letter
 
@@ -68,8 +69,13 @@ class OrderEvidence:
     words: int = 0
 
 
+_HEBREW_PRESENTATION = re.compile("[\ufb1d-\ufb4f]")
+_FOLD_HEBREW = LazyTable(lambda c: unicodedata.normalize("NFKC", c) if "\ufb1d" <= c <= "\ufb4f" else c)
+
+
 def _fold_hebrew_presentation(text: str) -> str:
-    return "".join(unicodedata.normalize("NFKC", c) if "\ufb1d" <= c <= "\ufb4f" else c for c in text)
+    """NFKC on Hebrew presentation forms only: one translation, and none where there are none."""
+    return text.translate(_FOLD_HEBREW) if _HEBREW_PRESENTATION.search(text) else text
 
 
 def hebrew_order_evidence(text: str) -> OrderEvidence:

@@ -107,3 +107,36 @@ def test_signals_never_raise_and_are_non_negative(text: str) -> None:
     assert all(v >= 0 for v in signals.to_dict().values())
     assert signals.isolated_letters >= 3 * signals.isolated_letter_fragments
     assert signals.tatweel_chars >= signals.tatweel_runs
+
+
+def _reference_word_counts(text: str) -> tuple[int, int, int, int, int]:
+    """The per-character definition `_word_counts` computes with one translation."""
+    import re
+    import unicodedata
+
+    from routing.arabic import _is_foreign, is_arabic, is_arabic_letter
+
+    words = runs = run_letters = foreign = controls = streak = 0
+    tokens = re.split(r"[ \t\n\r\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]+", text) + [""]
+    for token in tokens:
+        arabic = sum(1 for c in token if is_arabic_letter(c))
+        other = sum(1 for c in token if unicodedata.category(c).startswith("L") and not is_arabic(c))
+        if arabic:
+            words += 1
+            foreign += sum(1 for c in token if _is_foreign(c))
+            controls += sum(1 for c in token if unicodedata.category(c) == "Cc")
+        if arabic == 1 and other == 0:
+            streak += 1
+            continue
+        if streak >= 3:
+            runs, run_letters = runs + 1, run_letters + streak
+        streak = 0
+    return words, runs, run_letters, foreign, controls
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="ابتثجحخدذرزسشصضطظعغفقكلمنهويـ\ufffd\ufeb1ǄƾΩ\ue000\x0c\x01 \t\n\u00a0\u2003abcא1.ﻧ", max_size=80))
+def test_word_counts_equal_their_per_character_definition(text: str) -> None:
+    from routing.arabic import _word_counts
+
+    assert _word_counts(text) == (_reference_word_counts(text) if any("\u0600" <= c <= "\u06ff" or "\ufb50" <= c <= "\ufeff" for c in text) else (0, 0, 0, 0, 0))

@@ -45,6 +45,7 @@ def test_dict_round_trip_uses_exactly_the_field_names() -> None:
     edit = _map()[1]
     data = edit.to_dict()
     assert set(data) == {"start", "end", "replacement", "kind", "out_start", "out_end"}
+    assert data == __import__("dataclasses").asdict(edit)
     assert Edit.from_dict(json.loads(json.dumps(data))) == edit
 
 

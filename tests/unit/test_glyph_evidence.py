@@ -108,7 +108,7 @@ def test_glyph_evidence_equals_its_per_character_definition(seed: int) -> None:
         assert len(kinds) == len(chars)
         assert _shared_position_runs(chars, kinds) == reference_shared_runs(chars)
         assert glyph_clusters(chars, kinds) == reference_clusters(chars)
-        assert _rtl_order(chars, kinds) == reference_rtl_order(chars)
+        assert _rtl_order(chars, kinds) == _rtl_order(chars) == reference_rtl_order(chars)
         hits["runs"] += reference_shared_runs(chars) > 0
         hits["clusters"] += bool(reference_clusters(chars))
         hits["order"] += sum(reference_rtl_order(chars)) > 0

@@ -134,12 +134,14 @@ def glyph_kinds(text: str) -> str:
     return text.translate(_GLYPH_KINDS)
 
 
-def _rtl_order(chars: list[dict[str, Any]], kinds: str) -> list[int]:
+def _rtl_order(chars: list[dict[str, Any]], kinds: str | None = None) -> list[int]:
     """[increasing, decreasing]: x-order of consecutive RTL letters (box centres) in extraction order;
     a mark keeps a run going, anything else ends it.
 
     Increasing x inside an RTL run means the run was stored in visual order (pdf-inspector's test).
     """
+    if kinds is None:
+        kinds = glyph_kinds("".join([c["c"] for c in chars]))
     inc = dec = 0
     for run in _RTL_RUN.finditer(kinds):
         prev: float | None = None
