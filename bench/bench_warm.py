@@ -87,6 +87,8 @@ class WarmFleet:
         self.workers: list[Any] = []
         self.redis: Any = None
         self._cpu_seen: dict[int, float] = {}
+        self._parents: dict[int, int] = {}  # pid -> parent pid, as last seen
+        self._reaping: dict[int, bool] = {}  # pid -> does its sample include what it reaped
         self._sampled = 0.0
 
     def __enter__(self) -> "WarmFleet":
@@ -159,13 +161,24 @@ class WarmFleet:
         """Remember every fleet process's CPU so far, by pid: a pool child recycled mid-run (and the
         sandbox server that leaves with it) keeps what it spent. A process counts what it reaped
         (Tesseract, sandbox children) too, except a worker's main process, whose reaped children
-        are the pool processes counted here themselves."""
+        are the pool processes counted here themselves. A sampled process that has since been reaped
+        by a parent that counts what it reaps is dropped: its time is in that parent's now (it was
+        counted twice before: a sandbox fork or a Tesseract run alive at a sample)."""
+        live: set[int] = set()
         for role, procs in self._processes().items():
             for proc in procs:
                 with contextlib.suppress(psutil.Error):
                     t = proc.cpu_times()
-                    reaped = 0.0 if role.endswith("-main") else t.children_user + t.children_system
+                    counts_reaped = not role.endswith("-main")
+                    reaped = t.children_user + t.children_system if counts_reaped else 0.0
                     self._cpu_seen[proc.pid] = t.user + t.system + reaped
+                    self._parents[proc.pid] = proc.ppid()
+                    self._reaping[proc.pid] = counts_reaped
+                    live.add(proc.pid)
+        for pid in [pid for pid in self._cpu_seen if pid not in live]:
+            parent = self._parents.get(pid)
+            if parent in live and self._reaping.get(parent, False):
+                del self._cpu_seen[pid]
 
     def _cpu_seconds(self) -> float:
         self._sample_cpu()
