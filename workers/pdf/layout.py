@@ -16,6 +16,7 @@ Cell text is raw here; the parent normalizes it like any text and orders columns
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -42,8 +43,12 @@ def _line_info(line: dict[str, Any]) -> dict[str, Any]:
             "chars": total, "n": n}
 
 
-def gather(page: pymupdf.Page, flags: int, find_ruled: bool = True) -> dict[str, Any]:
-    raw = page.get_text("rawdict", flags=flags)
+def gather(page: pymupdf.Page, flags: int, find_ruled: bool = True, raw: dict[str, Any] | None = None,
+           images: bool = True) -> dict[str, Any]:
+    """`raw`: the page's `rawdict` with `flags` when rung 1 already made it; `images`: False when the
+    page draws no image (no text page is built to look for figures)."""
+    if raw is None:
+        raw = page.get_text("rawdict", flags=flags)
     lines: list[dict[str, Any]] = []
     chars: list[Char] = []
     for block in raw.get("blocks", []):
@@ -59,7 +64,8 @@ def gather(page: pymupdf.Page, flags: int, find_ruled: bool = True) -> dict[str,
     unruled, suspect = _unruled(lines, [c for c in chars if c[5] not in taken])
     if unruled:
         grids = 0  # the aligned rows read what the grid did not
-    return {"lines": lines, "tables": tables + unruled, "aligned_rows": max(suspect, grids), "figures": _figures(page)}
+    figures = _figures(page) if images else []
+    return {"lines": lines, "tables": tables + unruled, "aligned_rows": max(suspect, grids), "figures": figures}
 
 
 def _figures(page: pymupdf.Page, max_share: float = 0.8, min_side: float = 24.0) -> list[list[float]]:
@@ -294,12 +300,20 @@ def _unruled_table(rows: list[list[Char]], gutters: list[tuple[float, float]]) -
 MAX_DRAWINGS = 5000  # the table finder on a map or a CAD page costs seconds: such a page gets no ruled tables
 
 
+_INLINE_IMAGE = re.compile(rb"(?:^|\s)BI\s")  # an inline image (BI … ID … EI) in the content stream
+
+
+def has_inline_image(page: pymupdf.Page) -> bool:
+    return _INLINE_IMAGE.search(page.read_contents() or b"") is not None
+
+
 def drawings(page: pymupdf.Page) -> int:
     """How many vector paths the page draws (rung 1: a drawn page vs a blank one; here: ruled tables)."""
     return len(page.get_cdrawings()) if hasattr(page, "get_cdrawings") else 0
 
 
-def add_layout(doc: pymupdf.Document, pages: list[dict[str, Any]], flags: int) -> None:
+def add_layout(doc: pymupdf.Document, pages: list[dict[str, Any]], flags: int,
+               raws: dict[int, Any] | None = None) -> None:
     """Attach `layout` to pages extracted by `workers.pdf.mupdf` (same text flags, same lines).
     A page whose structure cannot be read gets none: its blocks are then plain paragraphs. The
     ruled-table finder runs only on pages with vector drawings, and not too many of them (a heavy
@@ -310,6 +324,8 @@ def add_layout(doc: pymupdf.Document, pages: list[dict[str, Any]], flags: int) -
             if not page.get("drawings"):  # rung 1 counts vector paths only where it needs them
                 page["drawings"] = drawings(loaded)
             ruled = 0 < int(page["drawings"]) <= MAX_DRAWINGS
-            page["layout"] = gather(loaded, flags, find_ruled=ruled)
+            drawn = bool(page.get("images")) or has_inline_image(loaded)
+            raw = (raws or {}).get(int(page["number"]))
+            page["layout"] = gather(loaded, flags, find_ruled=ruled, raw=raw, images=drawn)
         except Exception as exc:  # noqa: BLE001 - structure is an extra: the page's text stands without it
             page["layout_error"] = f"{type(exc).__name__}: {exc}"[:200]

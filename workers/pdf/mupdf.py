@@ -43,9 +43,10 @@ def probe(pdf: str, extract_upto: int = 0, max_pages: int = 0, structure: bool =
             doc.load_page(0)  # a recursive or broken page tree fails here, not later in a worker
         count = info["page_count"]
         if extract_upto and 0 < count <= (max_pages or count):
-            info["pages"] = [_extract_page(doc, n) for n in range(1, min(extract_upto, count) + 1)]
+            raws: dict[int, Any] | None = {} if structure else None
+            info["pages"] = [_extract_page(doc, n, raws) for n in range(1, min(extract_upto, count) + 1)]
             if structure:
-                layout.add_layout(doc, info["pages"], _TEXT_FLAGS)
+                layout.add_layout(doc, info["pages"], _TEXT_FLAGS, raws)
         return info
     finally:
         doc.close()
@@ -54,17 +55,22 @@ def probe(pdf: str, extract_upto: int = 0, max_pages: int = 0, structure: bool =
 def extract_range(pdf: str, first: int, last: int, structure: bool = False) -> dict[str, Any]:
     doc = pymupdf.open(pdf, filetype="pdf")
     try:
-        pages = [_extract_page(doc, number) for number in range(first, min(last, doc.page_count) + 1)]
+        raws: dict[int, Any] | None = {} if structure else None
+        pages = [_extract_page(doc, number, raws) for number in range(first, min(last, doc.page_count) + 1)]
         if structure:  # headings, lists, tables: plain JSON gathered here, in the sandbox child
-            layout.add_layout(doc, pages, _TEXT_FLAGS)
+            layout.add_layout(doc, pages, _TEXT_FLAGS, raws)
         return {"pages": pages}
     finally:
         doc.close()
 
 
-def _extract_page(doc: pymupdf.Document, number: int) -> dict[str, Any]:
+def _extract_page(doc: pymupdf.Document, number: int, raws: dict[int, Any] | None = None) -> dict[str, Any]:
+    """One page's text layer and evidence; `raws`, when given, keeps the page's `rawdict` for the
+    structure pass (one text page per page, not two)."""
     page = doc.load_page(number - 1)
     raw = page.get_text("rawdict", flags=_TEXT_FLAGS)
+    if raws is not None:
+        raws[number] = raw
     lines: list[str] = []
     geometry: list[list[int]] = []
     clusters: list[list[int]] = []
@@ -86,7 +92,7 @@ def _extract_page(doc: pymupdf.Document, number: int) -> dict[str, Any]:
                     run_orders.append([[offset + a, offset + b] for a, b in order])
             offset += len(lines[-1]) + 1
     images = len(page.get_images(full=False))  # from the resources: no second text page
-    drawn = images or _INLINE_IMAGE.search(page.read_contents() or b"") is not None
+    drawn = images > 0 or layout.has_inline_image(page)
     text = "\n".join(lines)
     return {
         "number": number,
@@ -105,7 +111,6 @@ def _extract_page(doc: pymupdf.Document, number: int) -> dict[str, Any]:
     }
 
 
-_INLINE_IMAGE = re.compile(rb"(?:^|\s)BI\s")  # an inline image (BI … ID … EI) in the content stream
 
 
 def _image_coverage(page: pymupdf.Page) -> float:
