@@ -276,8 +276,13 @@ def cell_box_agreement(cells: Sequence[tuple[str, Sequence[float] | None]],
     """Per cell, our text against the Poppler words whose centres fall in the cell's box (order-free
     signatures): (share of our non-empty cells matched, share of Poppler's non-empty cells matched)."""
     theirs = [[] for _ in cells]  # type: list[list[str]]
+    boxes = [box for _, box in cells if box]
+    left, top = min((b[0] for b in boxes), default=0.0), min((b[1] for b in boxes), default=0.0)
+    right, bottom = max((b[2] for b in boxes), default=-1.0), max((b[3] for b in boxes), default=-1.0)
     for x0, y0, x1, y1, text in words:
         cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+        if not (left <= cx <= right and top <= cy <= bottom):  # outside every cell: no cell loop
+            continue
         for i, (_, box) in enumerate(cells):
             if box and box[0] <= cx <= box[2] and box[1] <= cy <= box[3]:
                 theirs[i].append(text)

@@ -102,3 +102,36 @@ def test_section_label_rows_stay_inside_an_unruled_table() -> None:
     rows = [header, label, data, data, label, data, data, prose]
     found = aligned_columns(rows, [False, False, True, True, False, True, True, False])
     assert [(a, b) for a, b, _ in found] == [(0, 6)]
+
+
+def test_cell_box_agreement_equals_its_per_word_definition() -> None:
+    """Words outside every cell are skipped before the cell loop: the same result as matching each
+    word against every cell, first cell wins (random tables, overlapping and missing boxes)."""
+    import random
+
+    from routing.structure.tables import cell_box_agreement, signature
+
+    def reference(cells, words):  # type: ignore[no-untyped-def]
+        theirs = [[] for _ in cells]
+        for x0, y0, x1, y1, text in words:
+            cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+            hit = next((i for i, (_, b) in enumerate(cells) if b and b[0] <= cx <= b[2] and b[1] <= cy <= b[3]), None)
+            if hit is not None:
+                theirs[hit].append(text)
+        ours, ref = [signature(t) for t, _ in cells], [signature(" ".join(t)) for t in theirs]
+        matched = sum(1 for a, b in zip(ours, ref) if a and a == b)
+        mine, other = sum(1 for a in ours if a), sum(1 for b in ref if b)
+        return (round(matched / mine, 4) if mine else 0.0), (round(matched / other, 4) if other else 0.0)
+
+    rng = random.Random(5)
+    for _ in range(2000):
+        cells = []
+        for _ in range(rng.randint(0, 8)):
+            x, y = rng.uniform(0, 500), rng.uniform(0, 700)
+            box = None if rng.random() < 0.2 else (x, y, x + rng.uniform(0, 80), y + rng.uniform(0, 30))
+            cells.append((rng.choice(["a b", "", "12", "שלום", "ab"]), box))
+        words = []
+        for _ in range(rng.randint(0, 30)):
+            x, y = rng.uniform(0, 600), rng.uniform(0, 800)
+            words.append((x, y, x + rng.uniform(0, 40), y + rng.uniform(0, 12), rng.choice(["a", "b", "12", "שלום", "ab"])))
+        assert cell_box_agreement(cells, words) == reference(cells, words)

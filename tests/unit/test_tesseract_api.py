@@ -80,10 +80,15 @@ def test_a_read_past_its_deadline_is_cancelled(page_png: Path) -> None:
 
 
 def test_a_missing_image_is_a_typed_error(tmp_path: Path) -> None:
+    import numpy as np
+
     from workers.errors import EngineCrashed
 
     with pytest.raises(EngineCrashed):
         tesseract_api.recognise(str(tmp_path / "none.png"), "eng", 3, 200, timeout_s=10)
+    for bad in (np.zeros((10, 10, 3), dtype=np.uint8), np.zeros((0, 5), dtype=np.uint8)):
+        with pytest.raises(EngineCrashed, match="grey image"):
+            tesseract_api.recognise(bad, "eng", 3, 200, timeout_s=10)
 
 
 @pytest.mark.parametrize("entry, read, skip", [

@@ -81,6 +81,8 @@ def recognise(image: str | np.ndarray, langs: str, psm: int, dpi: int, *, timeou
     api.SetVariable("tessedit_do_invert", "1" if invert else "0")
     try:
         if isinstance(image, np.ndarray):
+            if image.ndim != 2 or 0 in image.shape:
+                raise ValueError(f"expected a non-empty grey image (2-D array), got shape {image.shape}")
             grey = np.ascontiguousarray(image, dtype=np.uint8)
             api.SetImageBytes(grey.tobytes(), grey.shape[1], grey.shape[0], 1, grey.shape[1])
         else:
