@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workers.engines.scan_prep import ink_mask
+from workers.engines.scan_prep import block_reduce, ink_mask
 
 CELL = 4  # the coverage grid: 4×4 pixel cells
 
@@ -76,16 +76,8 @@ def _covered(shape: tuple[int, int], words: list[Word], grow: int) -> np.ndarray
 
 
 def _cells(ink: np.ndarray) -> np.ndarray:
-    """Ink pixels per CELL×CELL cell, by strided sums (≈ 10× faster than a reshape and a sum over two axes)."""
-    h, w = (ink.shape[0] // CELL) * CELL, (ink.shape[1] // CELL) * CELL
-    pixels = ink[:h, :w].view(np.uint8)
-    rows = pixels[0:h:CELL].copy()  # uint8 holds CELL² = 16 at most
-    for i in range(1, CELL):
-        rows += pixels[i:h:CELL]
-    cells = rows[:, 0:w:CELL].copy()
-    for j in range(1, CELL):
-        cells += rows[:, j:w:CELL]
-    return cells.astype(np.int64)
+    """Ink pixels per CELL×CELL cell (uint8 holds CELL² = 16 at most)."""
+    return block_reduce(ink.view(np.uint8), CELL, np.add).astype(np.int64)
 
 
 def _runs(flags: np.ndarray, max_gap: int) -> list[tuple[int, int]]:

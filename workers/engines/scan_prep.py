@@ -53,18 +53,25 @@ def ink_mask(img: np.ndarray) -> np.ndarray:
     return img <= otsu_threshold(img)
 
 
+def block_reduce(img: np.ndarray, step: int, combine: np.ufunc) -> np.ndarray:
+    """`combine` (np.minimum, np.add, …) over each step×step block (the ragged edge dropped), by
+    strided passes: ≈ 10–20× faster than a reshape and a reduction over two axes. The result has
+    `img`'s dtype (a sum must fit in it)."""
+    h, w = (img.shape[0] // step) * step, (img.shape[1] // step) * step
+    rows = img[0:h:step, :w]
+    for i in range(1, step):
+        rows = combine(rows, img[i:h:step, :w])
+    out = rows[:, 0:w:step]
+    for j in range(1, step):
+        out = combine(out, rows[:, j:w:step])
+    return np.ascontiguousarray(out)
+
+
 def _shrink(img: np.ndarray, dpi: int, target: int = PROBE_DPI) -> np.ndarray:
     step = max(1, round(dpi / target))
     if step == 1:
         return img
-    h, w = (img.shape[0] // step) * step, (img.shape[1] // step) * step
-    rows = img[0:h:step, :w]  # the darkest of each step×step block, by strided minimums
-    for i in range(1, step):  # (≈ 20× faster than a reshape and min over two axes)
-        rows = np.minimum(rows, img[i:h:step, :w])
-    out = rows[:, 0:w:step]
-    for j in range(1, step):
-        out = np.minimum(out, rows[:, j:w:step])
-    return np.ascontiguousarray(out)
+    return block_reduce(img, step, np.minimum)  # the darkest pixel of each block: thin strokes stay
 
 
 def _sharpness(ys: np.ndarray, xs: np.ndarray, angle: float, rows: int) -> float:
