@@ -313,19 +313,22 @@ def drawings(page: pymupdf.Page) -> int:
 
 
 def add_layout(doc: pymupdf.Document, pages: list[dict[str, Any]], flags: int,
-               raws: dict[int, Any] | None = None) -> None:
+               kept: dict[int, tuple[dict[str, Any], bool]] | None = None) -> None:
     """Attach `layout` to pages extracted by `workers.pdf.mupdf` (same text flags, same lines).
     A page whose structure cannot be read gets none: its blocks are then plain paragraphs. The
     ruled-table finder runs only on pages with vector drawings, and not too many of them (a heavy
-    vector page must not push the text layer's batch past the sandbox's time limit)."""
+    vector page must not push the text layer's batch past the sandbox's time limit). `kept`: per
+    page number, rung 1's `rawdict` and whether the page draws an image (`mupdf._extract_page`)."""
     for page in pages:
         try:
             loaded = doc.load_page(int(page["number"]) - 1)
             if not page.get("drawings"):  # rung 1 counts vector paths only where it needs them
                 page["drawings"] = drawings(loaded)
             ruled = 0 < int(page["drawings"]) <= MAX_DRAWINGS
-            drawn = bool(page.get("images")) or has_inline_image(loaded)
-            raw = (raws or {}).get(int(page["number"]))
+            if kept and int(page["number"]) in kept:  # rung 1's rawdict and image test, not made again
+                raw, drawn = kept[int(page["number"])]
+            else:
+                raw, drawn = None, bool(page.get("images")) or has_inline_image(loaded)
             page["layout"] = gather(loaded, flags, find_ruled=ruled, raw=raw, images=drawn)
         except Exception as exc:  # noqa: BLE001 - structure is an extra: the page's text stands without it
             page["layout_error"] = f"{type(exc).__name__}: {exc}"[:200]

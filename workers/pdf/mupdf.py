@@ -43,10 +43,10 @@ def probe(pdf: str, extract_upto: int = 0, max_pages: int = 0, structure: bool =
             doc.load_page(0)  # a recursive or broken page tree fails here, not later in a worker
         count = info["page_count"]
         if extract_upto and 0 < count <= (max_pages or count):
-            raws: dict[int, Any] | None = {} if structure else None
-            info["pages"] = [_extract_page(doc, n, raws) for n in range(1, min(extract_upto, count) + 1)]
+            kept: dict[int, tuple[dict[str, Any], bool]] | None = {} if structure else None
+            info["pages"] = [_extract_page(doc, n, kept) for n in range(1, min(extract_upto, count) + 1)]
             if structure:
-                layout.add_layout(doc, info["pages"], _TEXT_FLAGS, raws)
+                layout.add_layout(doc, info["pages"], _TEXT_FLAGS, kept)
         return info
     finally:
         doc.close()
@@ -55,22 +55,21 @@ def probe(pdf: str, extract_upto: int = 0, max_pages: int = 0, structure: bool =
 def extract_range(pdf: str, first: int, last: int, structure: bool = False) -> dict[str, Any]:
     doc = pymupdf.open(pdf, filetype="pdf")
     try:
-        raws: dict[int, Any] | None = {} if structure else None
-        pages = [_extract_page(doc, number, raws) for number in range(first, min(last, doc.page_count) + 1)]
+        kept: dict[int, tuple[dict[str, Any], bool]] | None = {} if structure else None
+        pages = [_extract_page(doc, number, kept) for number in range(first, min(last, doc.page_count) + 1)]
         if structure:  # headings, lists, tables: plain JSON gathered here, in the sandbox child
-            layout.add_layout(doc, pages, _TEXT_FLAGS, raws)
+            layout.add_layout(doc, pages, _TEXT_FLAGS, kept)
         return {"pages": pages}
     finally:
         doc.close()
 
 
-def _extract_page(doc: pymupdf.Document, number: int, raws: dict[int, Any] | None = None) -> dict[str, Any]:
-    """One page's text layer and evidence; `raws`, when given, keeps the page's `rawdict` for the
-    structure pass (one text page per page, not two)."""
+def _extract_page(doc: pymupdf.Document, number: int,
+                  kept: dict[int, tuple[dict[str, Any], bool]] | None = None) -> dict[str, Any]:
+    """One page's text layer and evidence; `kept`, when given, keeps the page's `rawdict` and whether
+    it draws an image for the structure pass (one text page and one content-stream scan per page)."""
     page = doc.load_page(number - 1)
     raw = page.get_text("rawdict", flags=_TEXT_FLAGS)
-    if raws is not None:
-        raws[number] = raw
     lines: list[str] = []
     geometry: list[list[int]] = []
     clusters: list[list[int]] = []
@@ -93,6 +92,8 @@ def _extract_page(doc: pymupdf.Document, number: int, raws: dict[int, Any] | Non
             offset += len(lines[-1]) + 1
     images = len(page.get_images(full=False))  # from the resources: no second text page
     drawn = images > 0 or layout.has_inline_image(page)
+    if kept is not None:
+        kept[number] = (raw, drawn)
     text = "\n".join(lines)
     return {
         "number": number,
