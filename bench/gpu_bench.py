@@ -337,35 +337,37 @@ def environment(device: str) -> dict[str, Any]:
 def recommend(results: dict[str, Any], gpu_gib: float, share: float = 0.85, room: float = 0.8) -> dict[str, int]:
     """Batch settings from a run: the smallest batch within `share` of the best pages/s — for the VLM
     among fixed-length (stopper idle) rows that ran and peaked under `room` of the GPU's memory."""
+    candidates = {
+        "PAGEFLEET_ROUTER__SIGLIP_BATCH_SIZE": results.get("router_e2e", {}).get("rows", []),
+        "PAGEFLEET_VLM__BATCH_SIZE": [r for r in results.get("vlm", {}).get("rows", []) if "error" not in r
+                                      and r["stopper"] == "idle" and r.get("peak_gib", 0.0) <= room * gpu_gib],
+    }
     picks: dict[str, int] = {}
-    rows = results.get("router_e2e", {}).get("rows", [])
-    if rows:
-        best = max(r["pages_per_s"] for r in rows)
-        picks["PAGEFLEET_ROUTER__SIGLIP_BATCH_SIZE"] = min(r["batch"] for r in rows if r["pages_per_s"] >= share * best)
-    fits = [r for r in results.get("vlm", {}).get("rows", [])
-            if "error" not in r and r["stopper"] == "idle" and r.get("peak_gib", 0.0) <= room * gpu_gib]
-    if fits:
-        best = max(r["pages_per_s"] for r in fits)
-        picks["PAGEFLEET_VLM__BATCH_SIZE"] = min(r["batch"] for r in fits if r["pages_per_s"] >= share * best)
+    for name, rows in candidates.items():
+        if rows:
+            best = max(r["pages_per_s"] for r in rows)
+            picks[name] = min(r["batch"] for r in rows if r["pages_per_s"] >= share * best)
     return picks
+
+
+def print_batches(title: str, rows: list[dict[str, Any]], seconds: str, scale: float, width: int, digits: int) -> None:
+    """One router table: batch, its time (`seconds` column, times `scale`), pages/s."""
+    print(f"\n{title}")
+    print(f"{'batch':>6} {seconds:>{width}} {'pages/s':>10}")
+    for row in rows:
+        print(f"{row['batch']:>6} {row['seconds'] * scale:>{width}.{digits}f} {row['pages_per_s']:>10.1f}")
 
 
 def print_report(results: dict[str, Any]) -> None:
     print(f"environment: {results['environment']}")
     if "router" in results:
         router = results["router"]
-        print(f"\nrouter (SigLIP, {router['params'] / 1e6:.1f}M params); CPU preprocessing "
-              f"{router['preprocess_s_per_page'] * 1000:.1f} ms/page")
-        print(f"{'batch':>6} {'ms/batch':>10} {'pages/s':>10}")
-        for row in router["rows"]:
-            print(f"{row['batch']:>6} {row['seconds'] * 1000:>10.2f} {row['pages_per_s']:>10.1f}")
+        print_batches(f"router (SigLIP, {router['params'] / 1e6:.1f}M params); CPU preprocessing "
+                      f"{router['preprocess_s_per_page'] * 1000:.1f} ms/page", router["rows"], "ms/batch", 1000, 10, 2)
     if "router_e2e" in results:
         e2e = results["router_e2e"]
-        print(f"\nrouter end to end (SiglipRouter.classify on {e2e['pages']} page files; load "
-              f"{e2e['load_s']:.1f}s)")
-        print(f"{'batch':>6} {'s':>8} {'pages/s':>10}")
-        for row in e2e["rows"]:
-            print(f"{row['batch']:>6} {row['seconds']:>8.2f} {row['pages_per_s']:>10.1f}")
+        print_batches(f"router end to end (SiglipRouter.classify on {e2e['pages']} page files; load "
+                      f"{e2e['load_s']:.1f}s)", e2e["rows"], "s", 1, 8, 2)
     if "vlm" in results:
         print_vlm(results["vlm"])
     if "profile" in results:
