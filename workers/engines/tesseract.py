@@ -143,11 +143,10 @@ def recognise(image: str | np.ndarray, langs: str, psm: int, dpi: int, tmp: Path
         path = tmp / f"{name}.pgm"
         save_gray(image, str(path), dpi)
         image = str(path)
-    png = image
     base = tmp / name
-    args = [png, str(base), "-l", langs, "--psm", str(psm), "--dpi", str(dpi)]
+    args = [image, str(base), "-l", langs, "--psm", str(psm), "--dpi", str(dpi)]
     args += ([] if invert else ["-c", "tessedit_do_invert=0"]) + ["txt", "tsv"]
-    proc = _run(args, timeout_s=get_settings().tesseract_timeout_s)
+    proc = _run(args, timeout_s=settings.tesseract_timeout_s)
     txt, tsv = base.with_suffix(".txt"), base.with_suffix(".tsv")
     if proc.returncode != 0 or not txt.exists():
         err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
