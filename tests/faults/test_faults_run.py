@@ -49,6 +49,19 @@ def _wait_busy(run: subprocess.Popen[bytes], timeout_s: float = 120) -> None:
     raise AssertionError("no page was ever being read")
 
 
+def _wait_locked(out: Path, run: subprocess.Popen[bytes], timeout_s: float = 120) -> None:
+    """Until `run` holds the output folder's lock (its pid is in the lock file): a fixed sleep lost
+    the race on a slow machine, and then the second run took the lock first."""
+    lock = out / ".pagefleet" / "run.lock"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if lock.exists() and lock.read_text().strip() == str(run.pid):
+            return
+        assert run.poll() is None, "the first run ended before it took the lock"
+        time.sleep(0.05)
+    raise AssertionError("the first run never took the output folder's lock")
+
+
 def _outcome(paths: list[Path], out: Path, pages: int, name: str, rc: int | None, groups: set[int],
              extra: dict | None = None) -> dict:
     tally = {"drill": name, "documents_in": len(paths), "pages_in": len(paths) * pages, "artifacts": 0,
@@ -114,7 +127,7 @@ def test_two_runs_over_one_out(tmp_path: Path) -> None:
     paths = make_docs(tmp_path / "in", 2, 2)
     started = time.monotonic()
     first = _run(paths, tmp_path / "out", tmp_path / "first.log", slow=False)
-    time.sleep(0.5)
+    _wait_locked(tmp_path / "out", first)
     second = _run(paths, tmp_path / "out", tmp_path / "second.log", slow=False)
     rcs = (first.wait(timeout=240), second.wait(timeout=240))
     assert all(rc in (0, 2) for rc in rcs), rcs
