@@ -5,7 +5,7 @@
 
     lines   per line: bbox, dominant font size, bold (most characters bold), visible characters,
             `n` its length in the page text
-    tables  ruled tables (PyMuPDF's finder on vector lines) and unruled ones (visual rows whose
+    tables  ruled tables (routing.structure.grid on vector paths) and unruled ones (visual rows whose
             gaps line up, routing.structure.tables.aligned_columns): per cell its raw text (the
             cell's characters in extraction order) and box, drawn left to right; the raw lines
             each table covers
@@ -22,6 +22,7 @@ from typing import Any
 
 import pymupdf
 
+from routing.structure.grid import ruled_grids
 from routing.structure.tables import aligned_columns, is_numeric
 
 _BOLD = 16
@@ -142,59 +143,65 @@ def _covered_lines(chars: list[Char], box: tuple[float, float, float, float]) ->
 
 
 def _ruled(page: pymupdf.Page, chars: list[Char]) -> tuple[list[dict[str, Any]], int]:
-    """Ruled tables, and the rows of grids that are not a table's (a suspicion)."""
-    region = _grid_region(page)
+    """Ruled tables (routing.structure.grid on the page's vector paths), and the rows of grids
+    that are not a table's (a suspicion)."""
+    paths = page.get_cdrawings()
+    region = _grid_region(paths, page.rect)
     if region is None:
         return [], 0
-    try:
-        found = page.find_tables(clip=region)  # clipped: the finder builds its characters in Python
-    except Exception:  # noqa: BLE001 - a finder failure is "no table found", the checks decide the rest
-        return [], 0
+    boxes = [c[:4] for c in chars if not c[4].isspace()]
     tables, suspect = [], 0
-    for tab in found.tables:
-        box = tuple(tab.bbox)
-        near = [c for c in chars if _inside(c, box)]
+    for tab in ruled_grids(paths, tuple(region), boxes):
+        near = [c for c in chars if _inside(c, tab.bbox)]
         grid = [_row_cells(row, near) for row in tab.rows]
         if not _plausible(grid):
             suspect = max(suspect, len(grid))  # not the table's grid: a suspicion for the checks
             continue
         rows = [[{"raw": _cell_text(cell_chars), "bbox": [round(v, 2) for v in cell] if cell else None}
                  for cell_chars, cell in zip(chars_row, row.cells)] for chars_row, row in zip(grid, tab.rows)]
-        tables.append({"kind": "ruled", "bbox": [round(v, 2) for v in box], "rows": rows,
-                       "header_rows": 0 if tab.header.external else 1, "lines": _covered_lines(chars, box)})
+        tables.append({"kind": "ruled", "bbox": [round(v, 2) for v in tab.bbox], "rows": rows,
+                       "header_rows": 1, "lines": _covered_lines(chars, tab.bbox)})
     return tables, suspect
 
 
-def _edges(item: Any, min_len: float) -> tuple[int, int, pymupdf.Rect | None]:
+def _edges(item: Any, min_len: float) -> tuple[int, int, tuple[float, float, float, float] | None]:
     """(horizontal, vertical) rulings one drawing item gives, and its box."""
     if item[0] == "l":
         (x0, y0), (x1, y1) = item[1], item[2]
-        box = pymupdf.Rect(min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
         horizontal = abs(y1 - y0) < 1 and abs(x1 - x0) >= min_len
         vertical = abs(x1 - x0) < 1 and abs(y1 - y0) >= min_len
+        box = (min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
         return int(horizontal), int(vertical), box if horizontal or vertical else None
     if item[0] in ("re", "qu"):
-        box = pymupdf.Rect(item[1]) if item[0] == "re" else pymupdf.Quad(item[1]).rect
-        wide, tall = box.width >= min_len, box.height >= min_len
-        h, v = (2 if wide and tall else int(wide and box.height < 2)), (2 if wide and tall else int(tall and box.width < 2))
+        if item[0] == "re":
+            x0, y0, x1, y1 = item[1]
+            box = (min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
+        else:
+            xs, ys = [p[0] for p in item[1]], [p[1] for p in item[1]]
+            box = (min(xs), min(ys), max(xs), max(ys))
+        width, height = box[2] - box[0], box[3] - box[1]
+        wide, tall = width >= min_len, height >= min_len
+        h, v = (2 if wide and tall else int(wide and height < 2)), (2 if wide and tall else int(tall and width < 2))
         return h, v, box if h or v else None
     return 0, 0, None
 
 
-def _grid_region(page: pymupdf.Page, min_len: float = 12.0) -> pymupdf.Rect | None:
+def _grid_region(paths: list[dict[str, Any]], page_rect: pymupdf.Rect, min_len: float = 12.0) -> pymupdf.Rect | None:
     """The box around the page's straight rulings and frames, if there are enough of them for a
     grid (two each way); None: no ruled table can be there."""
     h = v = 0
-    region = pymupdf.Rect()
-    for path in page.get_cdrawings():
+    boxes = []
+    for path in paths:
         for item in path.get("items", []):
             dh, dv, box = _edges(item, min_len)
             if box is not None:
                 h, v = h + dh, v + dv
-                region |= box
-    if h < 2 or v < 2 or region.is_empty:
+                boxes.append(box)
+    if h < 2 or v < 2:
         return None
-    return (region + (-3, -3, 3, 3)) & page.rect
+    region = pymupdf.Rect(min(b[0] for b in boxes) - 3, min(b[1] for b in boxes) - 3,
+                          max(b[2] for b in boxes) + 3, max(b[3] for b in boxes) + 3)
+    return None if region.is_empty else region & page_rect
 
 
 def _row_cells(row: Any, near: list[Char]) -> list[list[Char]]:
