@@ -24,10 +24,12 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import subprocess
 import sys
 import time
 from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -92,19 +94,53 @@ def peer_main(pdfs: list[str]) -> int:
     In its own process: its layout mode changes PyMuPDF process-wide, and its size would slow the
     fleet's subprocess starts in a shared process."""
     pymupdf4llm_predictions(Path(pdfs[0]))
-    out = {}
+    out: dict[str, Any] = {}
+    cpu = time.process_time()
     for pdf in pdfs:
         pages, seconds = _timed(pymupdf4llm_predictions, Path(pdf))
         out[pdf] = {"seconds": seconds, "pages": [asdict(p) for p in pages]}
-    sys.stdout.write(json.dumps(out, ensure_ascii=False))
+    cpu = time.process_time() - cpu
+    sys.stdout.write(json.dumps({"documents": out, "cpu_s": cpu}, ensure_ascii=False))
     return 0
 
 
-def run_peer(pdfs: list[Path]) -> dict[str, tuple[list[Prediction], float]]:
+def run_peer(pdfs: list[Path]) -> tuple[Results, float]:
+    """pymupdf4llm's predictions per document, and the CPU seconds its process spent on them."""
     proc = subprocess.run([sys.executable, "-m", "bench.eval_structure", "--peer", *map(str, pdfs)],
                           capture_output=True, timeout=3600, check=True, cwd=ROOT)
     data = json.loads(proc.stdout.decode("utf-8"))
-    return {pdf: ([Prediction(**p) for p in v["pages"]], v["seconds"]) for pdf, v in data.items()}
+    return ({pdf: ([Prediction(**p) for p in v["pages"]], v["seconds"]) for pdf, v in data["documents"].items()},
+            float(data["cpu_s"]))
+
+
+def _warm(pdf: str) -> None:
+    """A pool process's start: imports and its sandbox's fork server, outside the clock."""
+    pagefleet_pages(Path(pdf))
+
+
+def _started(_: int) -> None:
+    time.sleep(0.3)  # one per pool process: every process has started (and warmed up) before the clock
+
+
+def _pagefleet_timed(pdf: str) -> tuple[str, list[Any], float]:
+    records, seconds = _timed(pagefleet_pages, Path(pdf))
+    return pdf, records, seconds
+
+
+def run_pagefleet(pdfs: list[Path], jobs: int) -> tuple[Results, float]:
+    """Every document through rung 1 + structure, `jobs` documents at a time (the fleet's pool
+    processes, one sandbox each); returns per document (records, seconds) and the wall time."""
+    if jobs <= 1:
+        _warm(str(pdfs[0]))
+        started = time.perf_counter()
+        results = [_pagefleet_timed(str(p)) for p in pdfs]
+        return {pdf: (records, t) for pdf, records, t in results}, time.perf_counter() - started
+    with ProcessPoolExecutor(jobs, initializer=_warm, initargs=(str(pdfs[0]),)) as pool:
+        list(pool.map(_started, range(jobs)))
+        started = time.perf_counter()
+        results = list(pool.map(_pagefleet_timed, map(str, pdfs)))
+        wall = time.perf_counter() - started
+    return {pdf: (records, t) for pdf, records, t in results}, wall
 
 
 def score(truth: dict[str, Any], predictions: list[Prediction], totals: dict[str, list[int]]) -> None:
@@ -133,24 +169,24 @@ def _ratio(pair: list[int]) -> float:
     return pair[0] / pair[1] if pair[1] else 0.0
 
 
-def run_generated(fixtures: Path, peer: dict[str, tuple[list[Prediction], float]],
-                  console: Console) -> tuple[dict[str, dict[str, list[int]]], dict[str, float], int]:
+Results = dict[str, tuple[list[Any], float]]  # pdf -> (pages or predictions, seconds)
+
+
+def run_generated(fixtures: Path, ours: Results, peer: Results,
+                  console: Console) -> tuple[dict[str, dict[str, list[int]]], int]:
     totals: dict[str, dict[str, list[int]]] = {s: defaultdict(lambda: [0, 0]) for s in ("pagefleet", "pymupdf4llm")}
-    seconds = {"pagefleet": 0.0, "pymupdf4llm": 0.0}
     pages = 0
     for truth_file in sorted(fixtures.glob("*.truth.json")):
         truth = json.loads(truth_file.read_text(encoding="utf-8"))
         pdf = fixtures / f"{truth['name']}.pdf"
-        records, t1 = _timed(pagefleet_pages, pdf)
+        records, t1 = ours[str(pdf)]
         theirs, t2 = peer[str(pdf)]
-        seconds["pagefleet"] += t1
-        seconds["pymupdf4llm"] += t2
         pages += len(truth["pages"])
         score(truth, [pagefleet_prediction(r) for r in records], totals["pagefleet"])
         score(truth, theirs, totals["pymupdf4llm"])
         console.print(f"{truth['name']}: pagefleet {t1:.2f}s, pymupdf4llm {t2:.2f}s, routes "
                       f"{[getattr(r, 'route', 'pending') for r in records]}")
-    return totals, seconds, pages
+    return totals, pages
 
 
 def _poppler_page(pdf: Path, number: int) -> str:
@@ -159,8 +195,7 @@ def _poppler_page(pdf: Path, number: int) -> str:
     return proc.stdout.decode("utf-8", "replace")
 
 
-def run_corpus(corpus: Path, peer: dict[str, tuple[list[Prediction], float]],
-               seconds: dict[str, float]) -> tuple[list[list[str]], int]:
+def run_corpus(corpus: Path, fleet: Results, peer: Results) -> tuple[list[list[str]], int]:
     from routing.structure.tables import cell_agreement
 
     rows, pages = [], 0
@@ -169,10 +204,8 @@ def run_corpus(corpus: Path, peer: dict[str, tuple[list[Prediction], float]],
         if not pdf.exists():
             rows.append([name, "missing", "", "", ""])
             continue
-        records, t1 = _timed(pagefleet_pages, pdf)
-        theirs, t2 = peer[str(pdf)]
-        seconds["pagefleet"] += t1
-        seconds["pymupdf4llm"] += t2
+        records, _ = fleet[str(pdf)]
+        theirs, _ = peer[str(pdf)]
         pages += len(records)
         routes = defaultdict(int)
         for r in records:
@@ -206,6 +239,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fixtures", type=Path, default=ROOT / "fixtures" / "structure")
     parser.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "corpus")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="pagefleet documents at a time (default: one per core, as the fleet's pool; "
+                             "pymupdf4llm's layout model uses the cores by itself)")
     parser.add_argument("--peer", nargs="+", help=argparse.SUPPRESS)  # child mode: pymupdf4llm alone
     args = parser.parse_args(argv)
     if args.peer:
@@ -215,13 +251,16 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run([sys.executable, str(ROOT / "fixtures" / "make_structure_fixtures.py"), str(args.fixtures)],
                        check=True, timeout=300)
     pdfs = sorted(args.fixtures.glob("*.pdf")) + [p for n in CORPUS_TABLES if (p := args.corpus / f"{n}.pdf").exists()]
-    peer = run_peer(pdfs)  # first, alone: the two systems never share the CPU
-    pagefleet_pages(pdfs[0])  # warm up outside the clock: imports, the sandbox's fork server
-    totals, seconds, pages = run_generated(args.fixtures, peer, console)
-    corpus_rows, corpus_pages = run_corpus(args.corpus, peer, seconds)
+    peer, peer_cpu = run_peer(pdfs)  # first, alone: the two systems never share the CPU
+    ours, wall = run_pagefleet(pdfs, args.jobs)
+    totals, pages = run_generated(args.fixtures, ours, peer, console)
+    corpus_rows, corpus_pages = run_corpus(args.corpus, ours, peer)
     pages += corpus_pages
-    speed = {s: pages / max(t, 1e-9) for s, t in seconds.items()}
+    peer_wall = sum(t for _, t in peer.values())
+    speed = {"pagefleet": pages / max(wall, 1e-9), "pymupdf4llm": pages / max(peer_wall, 1e-9)}
     out = report(totals, speed, console)
+    console.print(f"pagefleet: {args.jobs} document(s) at a time, {wall:.2f} s wall; pymupdf4llm: one process, "
+                  f"{peer_wall:.2f} s wall, {peer_cpu / max(peer_wall, 1e-9):.2f} cores busy on average")
     corpus = Table(title="corpus tables (no cell truth)")
     for col in ("document", "pagefleet pages", "pagefleet tables", "pymupdf4llm tables", "pymupdf4llm cells vs Poppler"):
         corpus.add_column(col)
@@ -232,7 +271,8 @@ def main(argv: list[str] | None = None) -> int:
             f"pymupdf4llm_table_cell_acc={out['pymupdf4llm']:.3f} pages_per_s={speed['pagefleet']:.1f} "
             f"pymupdf4llm_pages_per_s={speed['pymupdf4llm']:.1f}")
     if args.json:
-        args.json.write_text(json.dumps({"totals": totals, "speed": speed, "corpus": corpus_rows}, indent=1))
+        args.json.write_text(json.dumps({"totals": totals, "speed": speed, "corpus": corpus_rows, "jobs": args.jobs,
+                                         "pymupdf4llm_cores": peer_cpu / max(peer_wall, 1e-9)}, indent=1))
     print(line)
     return 0
 
