@@ -11,7 +11,8 @@ from workers.app import task
 from workers.jobs import JobState
 from workers.model import JobSpec
 from workers import ranges
-from workers.pipeline import PagesMissing, SplitOutcome, head_outcome, split_document, split_range as split_pages
+from workers.pipeline import (PagesMissing, SplitOutcome, head_outcome, parse_options, split_document,
+                              split_range as split_pages, structure_ranges)
 from workers.settings import get_settings
 
 log = logging.getLogger(__name__)
@@ -95,13 +96,16 @@ def split_range(spec: dict, first: int, last: int) -> dict:
 
 @task("pagefleet.split_done", bind=True, max_retries=3000)
 def split_done(self, results: list[dict], spec: dict, head: list[int]) -> dict:
-    """Every range is decided: the pages that climb go out as the document's OCR chord."""
+    """Every range is decided: with structure on, the document-wide pass gives the text-layer
+    pages their blocks; then the pages that climb go out as the document's OCR chord."""
     job = JobSpec.model_validate(spec)
     own = head_outcome(job, head[0], head[1], get_settings())
     if own is None:  # the split task is still deciding its own pages
         raise self.retry(countdown=0.2)
     outcomes = [own, *(ranges.RangeOutcome.from_dict(r) for r in results)]
     accepted, pending = ranges.merge(outcomes)
+    if parse_options(job.options).structure:  # blocks need every page's layout: now they are all in
+        structure_ranges(job, get_settings())
     outcome = SplitOutcome(job.job_id, page_count=max(o.last for o in outcomes), accepted=accepted, pending=pending)
     jobs.update(job.job_id, state=JobState.OCR if pending else JobState.COLLECTING, pages_done=accepted)
     dispatch(spec, outcome, get_settings().vlm.batch_size)

@@ -9,7 +9,9 @@ collect_document: every page present? → replay every edit map → document.jso
 from __future__ import annotations
 
 import logging
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,13 +94,13 @@ def split_document(job: JobSpec, settings: Settings,
         evict(job.job_id, settings)
         return outcome
     outcome.page_count = info["page_count"]
-    # structure needs every page in one place (document-wide font statistics, running furniture)
-    plan = [(1, outcome.page_count)] if options.structure else ranges.plan(outcome.page_count, settings)
+    plan = ranges.plan(outcome.page_count, settings)
     if on_ranges is not None and len(plan) > 1:
         on_ranges(plan[1:])
     pages = pdf.extract_pages(source, plan[0][1], settings, already=info.pop("pages", None),
                               structure=options.structure)
-    layout = structure.document_layout(pages) if options.structure else None
+    # one range: blocks right away; several: after every range is in (structure_ranges)
+    layout = structure.document_layout(pages) if options.structure and len(plan) == 1 else None
     manifest = {
         "job": job.model_dump(mode="json"),
         "source": {"filename": job.filename, "bytes": source.bytes, "sha256": source.sha256, "uri": job.source},
@@ -109,7 +111,8 @@ def split_document(job: JobSpec, settings: Settings,
         "split_seconds": 0.0,
         "ranges": [list(r) for r in plan],
     }
-    head = _decide_range(job, pages, plan[0], options, settings, storage, layout=layout, path=source.path)
+    head = _decide_range(job, pages, plan[0], options, settings, storage, layout=layout, path=source.path,
+                         deferred=options.structure and len(plan) > 1)
     outcome.accepted, outcome.pending, outcome.ranges = head.accepted, head.pending, plan[1:]
     outcome.seconds = time.monotonic() - started
     manifest["split_seconds"] = round(outcome.seconds, 4)
@@ -126,8 +129,10 @@ def head_outcome(job: JobSpec, first: int, last: int, settings: Settings) -> ran
 
 
 def _decide_range(job: JobSpec, pages: list[dict[str, Any]], span: tuple[int, int], options: Options,
-                  settings: Settings, storage: Storage, *, layout: Any = None, path: str = "") -> ranges.RangeOutcome:
-    """Rung 1 for the pages of one range, stored as one object (`workers/ranges.py`)."""
+                  settings: Settings, storage: Storage, *, layout: Any = None, path: str = "",
+                  deferred: bool = False) -> ranges.RangeOutcome:
+    """Rung 1 for the pages of one range, stored as one object (`workers/ranges.py`); `layout`:
+    blocks now; `deferred`: the pages' layout evidence is kept for `structure_ranges`."""
     def judge(page: dict[str, Any]) -> PageRecord | PendingPage:
         result = decide_page(page, ocr=options.ocr, gpu=settings.gpu)
         if layout is not None and isinstance(result, PageRecord) and result.route in artifacts.TEXT_LAYER_ROUTES:
@@ -135,7 +140,7 @@ def _decide_range(job: JobSpec, pages: list[dict[str, Any]], span: tuple[int, in
         return result
 
     outcome, records, pending = ranges.decide(pages, *span, ocr=options.ocr, judge=judge, unread=_unread)
-    ranges.store(storage, job.job_id, outcome, records, pending)
+    ranges.store(storage, job.job_id, outcome, records, pending, pages if deferred else None)
     return outcome
 
 
@@ -145,8 +150,42 @@ def split_range(job: JobSpec, first: int, last: int, settings: Settings) -> rang
     options = parse_options(job.options)
     path = local_pdf(job, settings)
     source = pdf.SourceFile(path=path, filename=job.filename, bytes=0, sha256="")
-    pages = pdf.extract_pages(source, last, settings, start=first)
-    return _decide_range(job, pages, (first, last), options, settings, storage)
+    pages = pdf.extract_pages(source, last, settings, start=first, structure=options.structure)
+    return _decide_range(job, pages, (first, last), options, settings, storage, deferred=options.structure)
+
+
+def structure_ranges(job: JobSpec, settings: Settings) -> int:
+    """Blocks for a document split into ranges with structure on, once every range is in: font
+    statistics and running furniture over every page's layout, then blocks and the table check
+    for each range's text-layer pages, a thread per core (the checks' Poppler processes run side
+    by side); each range object is rewritten once, marked "structured" (a retry skips those and
+    gets the same statistics from the layouts they keep). Returns the pages given blocks."""
+    storage = open_storage(job.storage, settings)
+    manifest = storage.get_json(keys.job_manifest(job.job_id))
+    options = parse_options(manifest["options"])
+    found = ranges.states(storage, job.job_id, manifest)
+    layout = structure.document_layout([p for _, state in found for p in state.get("layouts", [])])
+    path = local_pdf(job, settings)
+    todo = [(name, state) for name, state in found if "layouts" in state and not state.get("structured")]
+
+    def one(item: tuple[str, dict[str, Any]]) -> int:
+        name, state = item
+        pages = {int(p["number"]): p for p in state["layouts"]}
+        records, done = [], 0
+        for raw in state["records"]:
+            record = PageRecord.model_validate(raw)
+            if record.route in artifacts.TEXT_LAYER_ROUTES and record.number in pages:
+                record = structure.structure_page(record, pages[record.number], layout, path,
+                                                  recover=options.structured_recovery)
+                done += 1
+            records.append(record.model_dump(mode="json"))
+        storage.put_json(name, {**state, "records": records, "structured": True}, compact=True)
+        return done
+
+    if not todo:
+        return 0
+    with ThreadPoolExecutor(max_workers=min(len(todo), os.cpu_count() or 1)) as pool:
+        return sum(pool.map(one, todo))
 
 
 def _unread(pending: PendingPage) -> PageRecord:

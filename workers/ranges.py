@@ -8,6 +8,10 @@ object per range.
 A document of at most E pages stays one task. Every range writes one object,
 `.pagefleet/work/<job>/ranges/<first>-<last>.json` = {"records": [accepted or quarantined page
 records], "pending": [pages that climb]}, so storage round trips grow with ranges, not pages.
+With structure on, a document of several ranges is decided without blocks first; each object also
+holds its pages' layout evidence ("layouts"), and once every range is in, one pass over all of
+them (`workers.pipeline.structure_ranges`: document-wide font statistics and running furniture
+need every page) adds the blocks and the table check, rewriting each object once ("structured").
 Pages the OCR stage finishes keep one object each (`pages/<n>.json`): they are few and slow anyway.
 """
 
@@ -54,11 +58,29 @@ def key(job_id: str, first: int, last: int) -> str:
     return keys.work(job_id, "ranges", f"{first:05d}-{last:05d}.json")
 
 
+_LAYOUT_FIELDS = ("number", "text", "height", "layout")  # what the document-wide structure pass reads
+
+
 def store(storage: Storage, job_id: str, outcome: RangeOutcome, records: Sequence[PageRecord],
-          pending: Sequence[PendingPage]) -> None:
-    storage.put_json(key(job_id, outcome.first, outcome.last),
-                     {"outcome": outcome.as_dict(), "records": [r.model_dump(mode="json") for r in records],
-                      "pending": [p.model_dump(mode="json") for p in pending]}, compact=True)
+          pending: Sequence[PendingPage], pages: Sequence[dict[str, Any]] | None = None) -> None:
+    """`pages`: the range's extracted pages when their blocks wait for the document-wide structure
+    pass (`layouts`: each page's number, raw text, height and layout evidence)."""
+    state: dict[str, Any] = {"outcome": outcome.as_dict(), "records": [r.model_dump(mode="json") for r in records],
+                             "pending": [p.model_dump(mode="json") for p in pending]}
+    if pages is not None:
+        state["layouts"] = [{k: page[k] for k in _LAYOUT_FIELDS if k in page} for page in pages]
+    storage.put_json(key(job_id, outcome.first, outcome.last), state, compact=True)
+
+
+def states(storage: Storage, job_id: str, manifest: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(storage key, range object) for every range written so far, in page order."""
+    out = []
+    for first, last in manifest.get("ranges") or []:
+        try:
+            out.append((key(job_id, first, last), storage.get_json(key(job_id, first, last))))
+        except KeyError:
+            continue
+    return out
 
 
 def stored_outcome(storage: Storage, job_id: str, first: int, last: int) -> RangeOutcome | None:
@@ -99,21 +121,11 @@ def merge(outcomes: Iterable[RangeOutcome]) -> tuple[int, dict[str, list[int]]]:
     return accepted, pending
 
 
-def _load(storage: Storage, job_id: str, manifest: dict[str, Any]) -> list[dict[str, Any]]:
-    found = []
-    for first, last in manifest.get("ranges") or []:
-        try:
-            found.append(storage.get_json(key(job_id, first, last)))
-        except KeyError:
-            continue  # a range not written yet: its pages count as missing
-    return found
-
-
 def records(storage: Storage, job_id: str, manifest: dict[str, Any]) -> dict[int, PageRecord]:
     """Every page record of the job: the ranges' records, then one object per OCR'd page."""
     found: dict[int, PageRecord] = {}
     pending: list[int] = []
-    for state in _load(storage, job_id, manifest):
+    for _, state in states(storage, job_id, manifest):  # a range not written yet: its pages are missing
         for raw in state["records"]:
             record = PageRecord.model_validate(raw)
             found[record.number] = record

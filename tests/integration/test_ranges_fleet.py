@@ -29,10 +29,10 @@ def _document(fixtures_dir: Path, target: Path) -> Path:
     return target
 
 
-def _run(pdf: Path, out: Path, tmp: Path, env: dict[str, str]) -> tuple[list[dict], list[str]]:
+def _run(pdf: Path, out: Path, tmp: Path, env: dict[str, str], structure: bool = False) -> tuple[list[dict], list[str]]:
     tmp.mkdir(parents=True, exist_ok=True)
     with PrivateFleet(tmp, env, (("split,collect", 1), ("cpu", 2))) as fleet:
-        spec = spec_for_path(str(pdf), LocalStorage(out).url, "doc", Options(structure=False))
+        spec = spec_for_path(str(pdf), LocalStorage(out).url, "doc", Options(structure=structure))
         info = wait_for_job(enqueue(spec), timeout_s=300)
         logs = "".join(p.read_text(errors="replace") for p in tmp.glob("worker-*.log"))
     assert info["state"] == "done", info
@@ -49,3 +49,22 @@ def test_ranges_read_like_one_task(fixtures_dir: Path, tmp_path: Path) -> None:
     assert [p["number"] for p in split] == list(range(1, 15))
     assert [(p["route"], p["text"], p["quality"]) for p in split] == [(p["route"], p["text"], p["quality"]) for p in one]
     assert any(p["route"] == "ocr" for p in split)  # a page that climbed from a range still got read
+
+
+def test_ranges_with_structure_give_the_same_blocks(structure_dir: Path, tmp_path: Path) -> None:
+    """Structure on: the ranges are decided without blocks, then one pass over every page's layout
+    (document-wide font statistics, running headers) gives the same blocks as one task."""
+    pdf = tmp_path / "report.pdf"
+    with pymupdf.open() as doc:
+        for name in ("en_long_report", "he_report_tables", "ar_report_tables", "mix_he_en_table"):
+            with pymupdf.open(structure_dir / f"{name}.pdf") as src:
+                doc.insert_pdf(src)
+        doc.save(pdf)
+    one, no_ranges = _run(pdf, tmp_path / "one", tmp_path / "f1", {}, structure=True)
+    split, range_tasks = _run(pdf, tmp_path / "split", tmp_path / "f2",
+                              {"PAGEFLEET_SPLIT_RANGE_PAGES": "3", "PAGEFLEET_SPLIT_MAX_RANGES": "4"}, structure=True)
+    assert not no_ranges and len(range_tasks) == 3  # 11 pages: the split task's 3, then ranges of 3, 3, 2
+    assert [(p["route"], p["text"], p["quality"], p["blocks"]) for p in split] == \
+        [(p["route"], p["text"], p["quality"], p["blocks"]) for p in one]
+    kinds = {b["type"] for p in split for b in p["blocks"]}
+    assert {"heading", "table", "header"} <= kinds, kinds  # running headers need pages of several ranges
