@@ -95,10 +95,12 @@ def decide(pages: Iterable[dict[str, Any]], first: int, last: int, *, ocr: str,
            judge: Callable[[dict[str, Any]], PageRecord | PendingPage],
            unread: Callable[[PendingPage], PageRecord]) -> tuple[RangeOutcome, list[PageRecord], list[PendingPage]]:
     """Rung 1 for the pages of one range: records (accepted, or quarantined when OCR is off) and
-    the pages that climb, by queue."""
+    the pages that climb, by queue, the pages carrying the most image bytes first (a dense scan
+    takes Tesseract longest: sent out last, it would run alone while the other cores idle)."""
     outcome = RangeOutcome(first, last)
     records: list[PageRecord] = []
     pending: list[PendingPage] = []
+    cost: dict[int, int] = {}
     for page in pages:
         result = judge(page)
         if isinstance(result, PageRecord):
@@ -109,6 +111,9 @@ def decide(pages: Iterable[dict[str, Any]], first: int, last: int, *, ocr: str,
         else:
             pending.append(result)
             outcome.pending.setdefault(result.queue, []).append(result.number)
+            cost[result.number] = int(page.get("image_bytes") or 0)
+    for numbers in outcome.pending.values():  # heaviest first: the longest OCR pages do not start last
+        numbers.sort(key=lambda n: -cost[n])
     return outcome, records, pending
 
 

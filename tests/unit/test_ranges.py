@@ -70,3 +70,15 @@ def test_outcomes_merge_in_page_order() -> None:
     a = ranges.RangeOutcome(51, 100, 40, {"cpu": [60, 70]})
     b = ranges.RangeOutcome(1, 50, 49, {"cpu": [7], "gpu": [9]})
     assert ranges.merge([a, ranges.RangeOutcome.from_dict(b.as_dict())]) == (89, {"cpu": [7, 60, 70], "gpu": [9]})
+
+
+def test_the_pages_with_the_most_image_bytes_climb_first() -> None:
+    """A dense scan takes Tesseract longest: it goes out first, so it does not run alone at the end."""
+    pages = [{"number": n, "image_bytes": size} for n, size in ((1, 85_000), (2, 374_000), (3, 8_000), (4, 323_000),
+                                                                  (5, 0), (6, 120_000))]
+    queues = {1: "cpu", 2: "cpu", 3: "cpu", 4: "gpu", 5: "cpu", 6: "gpu"}
+    outcome, recs, pend = ranges.decide(pages, 1, 6, ocr="auto",
+                                        judge=lambda p: PendingPage(number=p["number"], queue=queues[p["number"]]),
+                                        unread=lambda p: _record(p.number))
+    assert outcome.pending == {"cpu": [2, 1, 3, 5], "gpu": [4, 6]}
+    assert [p.number for p in pend] == [1, 2, 3, 4, 5, 6] and not recs  # stored in page order

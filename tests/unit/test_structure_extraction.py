@@ -110,3 +110,21 @@ def test_structured_recovery_pymupdf4llm_gives_logical_tables_that_pass_the_chec
     table = next(b for b in recovered.blocks if b["type"] == "table")["table"]
     assert table["rows"][0] == ["סעיף", "2023", "2024", "שינוי"]  # pymupdf4llm draws it left to right
     assert recovery.recover("no-such-recoverer", str(pdf), _record(pages[0]), pages[0], document_layout(pages)) is None
+
+
+def test_a_page_reports_the_compressed_size_of_its_images(tmp_path: Path) -> None:
+    """`image_bytes` (the OCR stage sends the heaviest scans first) is the image streams' length."""
+    import numpy as np
+
+    doc = pymupdf.open()
+    page = doc.new_page()
+    noise = np.random.default_rng(1).integers(0, 256, (120, 160), dtype=np.uint8)
+    pix = pymupdf.Pixmap(pymupdf.csGRAY, 160, 120, noise.tobytes(), False)
+    page.insert_image(pymupdf.Rect(50, 50, 370, 290), pixmap=pix)
+    doc.new_page().insert_text((72, 72), "text only")
+    doc.save(tmp_path / "img.pdf")
+    doc = pymupdf.open(tmp_path / "img.pdf")
+    xref = doc[0].get_images()[0][0]
+    stored = int(doc.xref_get_key(xref, "Length")[1])
+    assert _extract_page(doc, 1)["image_bytes"] == stored > 10_000  # noise does not compress
+    assert _extract_page(doc, 2)["image_bytes"] == 0

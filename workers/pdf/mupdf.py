@@ -90,7 +90,8 @@ def _extract_page(doc: pymupdf.Document, number: int,
                 if order:
                     run_orders.append([[offset + a, offset + b] for a, b in order])
             offset += len(lines[-1]) + 1
-    images = len(page.get_images(full=False))  # from the resources: no second text page
+    listed = page.get_images(full=False)  # from the resources: no second text page
+    images = len(listed)
     drawn = images > 0 or layout.has_inline_image(page)
     if kept is not None:
         kept[number] = (raw, drawn)
@@ -105,6 +106,7 @@ def _extract_page(doc: pymupdf.Document, number: int,
         "shared_position_runs": shared_runs,
         "images": images,
         "image_coverage": _image_coverage(page) if drawn else 0.0,
+        "image_bytes": _image_bytes(doc, listed),
         # vector paths tell a drawn page from a blank one (layout.add_layout counts them for tables)
         "drawings": layout.drawings(page) if not text.strip() else 0,
         "width": round(page.rect.width, 2),
@@ -112,6 +114,17 @@ def _extract_page(doc: pymupdf.Document, number: int,
     }
 
 
+
+
+def _image_bytes(doc: pymupdf.Document, listed: list[Any]) -> int:
+    """The compressed size of the images the page's resources hold: how much a scan carries, so
+    the slowest OCR pages can be sent out first (a dense page compresses worse than a sparse one)."""
+    total = 0
+    for xref in {int(item[0]) for item in listed}:
+        kind, value = doc.xref_get_key(xref, "Length")
+        if kind == "int":
+            total += int(value)
+    return total
 
 
 def _image_coverage(page: pymupdf.Page) -> float:
