@@ -1,7 +1,8 @@
 """Page ranges: how a document's rung 1 is divided between tasks, and its work state, one storage
 object per range.
 
-    pages 1..E        the split task itself (the probe child already read them), E = split_range_pages
+    pages 1..E        the split task itself, E = split_range_pages (the probe child reads them only
+                      when they are the whole document: a longer one's ranges start at once)
     E+1.., R at a time  `pagefleet.split_range` tasks, a chord, so every core works on one big document
                         (R grows with the document so no document needs more than split_max_ranges)
 

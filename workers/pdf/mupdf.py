@@ -27,8 +27,10 @@ _TEXT_FLAGS = (
 
 
 def probe(pdf: str, extract_upto: int = 0, max_pages: int = 0, structure: bool = False) -> dict[str, Any]:
-    """Page count, encryption, producer; with `extract_upto`, also rung 1 for the first pages of a
-    document that passes the checks, in the same child (one process start per small document)."""
+    """Page count, encryption, producer; with `extract_upto`, also rung 1 for every page of a
+    document of at most `extract_upto` pages that passes the checks, in the same child (one process
+    start per small document). A longer one is split into page ranges: the probe returns at once,
+    so the range tasks start while the split task reads its own first pages."""
     doc = pymupdf.open(pdf, filetype="pdf")
     try:
         meta = doc.metadata or {}
@@ -42,9 +44,9 @@ def probe(pdf: str, extract_upto: int = 0, max_pages: int = 0, structure: bool =
         if not doc.needs_pass and doc.page_count:
             doc.load_page(0)  # a recursive or broken page tree fails here, not later in a worker
         count = info["page_count"]
-        if extract_upto and 0 < count <= (max_pages or count):
+        if extract_upto and 0 < count <= min(extract_upto, max_pages or count):
             kept: dict[int, tuple[dict[str, Any], bool]] | None = {} if structure else None
-            info["pages"] = [_extract_page(doc, n, kept) for n in range(1, min(extract_upto, count) + 1)]
+            info["pages"] = [_extract_page(doc, n, kept) for n in range(1, count + 1)]
             if structure:
                 layout.add_layout(doc, info["pages"], _TEXT_FLAGS, kept)
         return info
