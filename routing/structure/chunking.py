@@ -4,6 +4,9 @@
                                         ─► paragraphs / list items fill a chunk up to `max_chars`
                                         ─► a table is kept whole, or split by rows with its
                                            header rows repeated in every piece
+                                        ─► a table opening a page right after one that closed
+                                           the previous page (as many columns, no header of its
+                                           own) gets that table's header rows
     a refused page closes the chunk: no chunk holds or crosses a page that was not accepted
     headers and footers never reach a chunk
 
@@ -89,6 +92,24 @@ def _text_pieces(page: PageIn, block: Mapping[str, Any], limit: int) -> Iterator
         yield _Piece(page, block["type"], text, start, start + len(text), block.get("bbox"))
 
 
+def _header(block: Mapping[str, Any]) -> list[list[str]] | None:
+    """A table block's header rows (None for any other block: only a table can be continued)."""
+    table = block.get("table") or {}
+    rows = (table.get("rows") or []) if block["type"] == "table" else []
+    return [list(r) for r in rows[:max(1, int(table.get("header_rows") or 0))]] if rows else None
+
+
+def continued_table(block: Mapping[str, Any], header: list[list[str]]) -> Mapping[str, Any]:
+    """A table that opens a page right after a table that closed the previous one, with as many
+    columns and without the header repeated, continues it: its chunks get that header."""
+    table = block.get("table") or {}
+    rows = [list(r) for r in table.get("rows") or []]
+    if not rows or len(rows[0]) != len(header[0]) or rows[:len(header)] == header:
+        return block
+    joined = [*header, *rows]
+    return {**block, "table": {**table, "rows": joined, "header_rows": len(header), "markdown": gfm(joined)}}
+
+
 def _emit(open_: _Open, ctx: Mapping[str, Any], index: int) -> dict[str, Any]:
     pieces = open_.pieces
     text = "\n\n".join(p.text for p in pieces)
@@ -134,13 +155,20 @@ def chunk_document(pages: Sequence[PageIn], ctx: Mapping[str, Any], rules: Chunk
             chunks.append(_emit(current, ctx, len(chunks)))
         current = _Open([t for _, t in trail])
 
+    carried: list[list[str]] | None = None  # the header rows of a table that ended the last page
     for page in pages:
         if not page.accepted:
             close()
+            carried = None
             continue
+        first = True
         for block in page.blocks:
             if block["type"] in SKIP or not block.get("text", "").strip():
                 continue
+            if first and carried is not None and block["type"] == "table":
+                block = continued_table(block, carried)
+            first = False
+            carried = _header(block)
             if block["type"] == "heading":
                 close()
                 level = int(block.get("level") or 1)

@@ -116,3 +116,26 @@ def test_markdown_parser_blocks_and_tables() -> None:
     assert parsed[0].level == 1 and parsed[2].marker == "1." and parsed[4].marker == "-"
     assert parsed[-1].rows == [["a", "b"], ["1 2", "x"]]
     assert parsed[1].lines == (2, 4)
+
+
+def test_a_table_continued_on_the_next_page_gets_its_header() -> None:
+    """Rows that open page 2 right after page 1's table (same columns, no header of their own)
+    are that table's rows: their chunk repeats page 1's header; a table with its own header, or
+    one after a paragraph, is left alone."""
+    head = [["שנה", "סכום"]]
+    first = _block("table", "t1", 0, table={"rows": head + [["2020", "10"]], "header_rows": 1, "markdown": "t1"})
+    rest = _block("table", "t2", 0, table={"rows": [["2021", "12"], ["2022", "15"]], "header_rows": 1, "markdown": "t2"})
+    footer = _block("footer", "עמוד 1", 10)
+    chunks = chunk_document([_page(1, blocks=[first, footer]), _page(2, blocks=[rest])], CTX, ChunkRules(max_chars=40))
+    assert chunks[-1]["pages"] == [2]
+    assert chunks[-1]["text"].splitlines()[0] == "| שנה | סכום |" and "| 2022 | 15 |" in chunks[-1]["text"]
+    assert chunks[-1]["citations"] == [{"page": 2, "start": 0, "end": 2}]
+    own = _block("table", "t3", 0, table={"rows": head + [["2023", "9"]], "header_rows": 1, "markdown": "t3"})
+    alone = chunk_document([_page(1, blocks=[first]), _page(2, blocks=[own])], CTX, ChunkRules(max_chars=40))
+    assert alone[-1]["text"].endswith("t3") and "שנה" not in alone[-1]["text"]  # its own Markdown, as it was
+    after_text = chunk_document([_page(1, blocks=[first, _block("paragraph", "סוף", 5)]), _page(2, blocks=[rest])],
+                                CTX, ChunkRules(max_chars=40))
+    assert "שנה" not in after_text[-1]["text"]
+    wide = _block("table", "t4", 0, table={"rows": [["a", "b", "c"]], "header_rows": 1, "markdown": "t4"})
+    other = chunk_document([_page(1, blocks=[first]), _page(2, blocks=[wide])], CTX, ChunkRules(max_chars=40))
+    assert other[-1]["text"].endswith("t4") and "שנה" not in other[-1]["text"]
