@@ -20,6 +20,7 @@ Pure geometry over plain data (`get_cdrawings()` paths, character boxes): no PDF
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from typing import Any
 SNAP = 3.0        # snap, join and intersection tolerance (PyMuPDF's defaults)
 MIN_LENGTH = 3.0  # shorter edges are dropped; a thinner rectangle is a line
 FLAT = 1.0        # a line whose ends differ by this much across it is still axis-parallel
+MAX_CLUSTERED = 1000  # joining touching paths is quadratic: a page drawing more (a chart, a map) gets no frames
 
 Box = tuple[float, float, float, float]
 Edge = tuple[float, float, float]  # position across, start, end along
@@ -186,11 +188,15 @@ def _has_text(box: Box, chars: Sequence[Box]) -> bool:
 def find_grids(h_raw: list[Edge], v_raw: list[Edge], chars: Sequence[Box]) -> list[Grid]:
     """Tables from raw edges; `chars`: boxes of the page's visible characters (a table without
     any is dropped)."""
-    h, v = _snap(h_raw), _snap(v_raw)
+    h, v = _snap(h_raw), sorted(_snap(v_raw))
+    h.sort()
+    ys = [e[0] for e in h]
     corners: dict[tuple[float, float], tuple[set[int], set[int]]] = {}
     for vi, (x, top, bottom) in enumerate(v):
-        for hi, (y, left, right) in enumerate(h):
-            if top <= y + SNAP and bottom >= y - SNAP and left - SNAP <= x <= right + SNAP:
+        # only the horizontal edges whose y lies along this vertical one (a dense page has thousands)
+        for hi in range(bisect_left(ys, top - SNAP), bisect_right(ys, bottom + SNAP)):
+            y, left, right = h[hi]
+            if left - SNAP <= x <= right + SNAP:
                 vs, hs = corners.setdefault((x, y), (set(), set()))
                 vs.add(vi)
                 hs.add(hi)
@@ -266,7 +272,8 @@ def ruled_grids(paths: Sequence[dict[str, Any]], clip: Box, chars: Sequence[Box]
     hold a character."""
     h, v = edges_from_paths(paths, clip)
     frames = _Edges(clip)
-    for box in path_clusters(p["rect"] for p in paths if p.get("rect")):
+    boxes = [p["rect"] for p in paths if p.get("rect")]
+    for box in path_clusters(boxes) if len(boxes) <= MAX_CLUSTERED else []:
         if any(box[0] <= c[0] and c[2] <= box[2] and box[1] <= c[1] and c[3] <= box[3] for c in chars):
             frames.frame(box)
     return find_grids(h + _missing(frames.h, h), v + _missing(frames.v, v), chars)

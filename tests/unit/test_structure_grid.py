@@ -8,7 +8,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from routing.structure.grid import edges_from_paths, path_clusters, ruled_grids
+from routing.structure.grid import MAX_CLUSTERED, edges_from_paths, path_clusters, ruled_grids
 
 CLIP = (0.0, 0.0, 600.0, 800.0)
 
@@ -123,3 +123,12 @@ def test_the_same_cells_as_pymupdfs_finder(tmp_path: Path, stroke: bool) -> None
     want = [[tuple(round(v, 1) for v in c) if c else None for c in row.cells] for row in reference[0].rows]
     got = [[tuple(round(v, 1) for v in c) if c else None for c in row.cells] for row in ours[0].rows]
     assert got == want and len(got) == 4 and len(got[0]) == 3
+
+
+def test_a_page_of_thousands_of_separate_boxes_has_no_table() -> None:
+    """Thousands of separate little boxes (a chart, a map): more paths than MAX_CLUSTERED are not
+    joined into frames (that join is quadratic), and boxes that meet nothing make no cell."""
+    boxes = [(5 + i * 8.2, 5 + j * 11, 9 + i * 8.2, 9 + j * 11) for i in range(70) for j in range(70)]
+    assert len(boxes) > MAX_CLUSTERED
+    paths = [{"items": [("re", b, 1)], "rect": b} for b in boxes]
+    assert ruled_grids(paths, CLIP, _chars_in(boxes[:5])) == []
