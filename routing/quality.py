@@ -24,7 +24,8 @@ text-layer candidate: the caller reverses the flagged lines and gates the result
     text_below_visible          an image covers the page but the text layer holds almost nothing
     expected_script_low         OCR output barely holds the script the page was routed as
     low_confidence              OCR mean word confidence below the floor
-    text_missing                OCR left text-like ink unread (lines no recognised word covers)
+    text_missing                OCR left text-like ink unread (lines no recognised word covers): more
+                                than 3 % of the page's lines; fewer is a warning of that name
     repetition_loop             a VLM/OCR repetition loop
     engine_disagreement         two engines read the page and agree on < 85% of words
     table_unrecovered           (structure, workers.ladder.tablecheck) a table the page holds could not be
@@ -80,6 +81,9 @@ class GateThresholds:
     visible_min_readable: int = 40
     fragment_runs: int = 2
     agreement: float = 0.85
+    # text_missing refuses a reading whose unread text-like lines are more than this share of the
+    # page's lines; fewer (one label in a figure of a 100-line page) leave a warning of that name
+    max_missing_share: float = 0.03
     loop_min_tokens: int = 40
     loop_min_repeats: int = 8
 
@@ -230,7 +234,9 @@ def _ocr_reasons(gi: GateInput, stats: Any, t: GateThresholds, metrics: dict[str
             reasons.append("low_confidence")
     if gi.missing_lines:
         metrics["missing_lines"] = gi.missing_lines
-        reasons.append("text_missing")
+        read = sum(1 for line in gi.text.splitlines() if line.strip())
+        if gi.missing_lines > t.max_missing_share * (read + gi.missing_lines):
+            reasons.append("text_missing")
     if repetition_loop(gi.text, t.loop_min_tokens, t.loop_min_repeats):
         reasons.append("repetition_loop")
     if gi.expected_script in ("he", "ar", "latin") and stats.scored >= 10:
@@ -279,6 +285,8 @@ def assess(gi: GateInput, t: GateThresholds = GateThresholds()) -> Verdict:
         reasons += _layer_reasons(gi, readable, t)
     else:
         reasons += _ocr_reasons(gi, stats, t, metrics)
+        if gi.missing_lines and "text_missing" not in reasons:
+            warnings.append("text_missing")  # a few unread lines: kept, and said
     if gi.reference_text is not None:
         precision, recall = word_agreement(text, gi.reference_text)
         metrics.update(agreement_precision=precision, agreement_recall=recall)

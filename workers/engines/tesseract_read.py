@@ -7,6 +7,8 @@
        an unreadable gap counts as a missing line (the gate refuses the page: `text_missing`)
     ─► optionally: lines under `reread_below` confidence re-read at a larger scale, the more
        confident reading kept
+    ─► a reading with Hebrew/Arabic in its languages that found only left-to-right text: its
+       lines in left-to-right column order (Tesseract ordered the columns right to left)
 
 `recognise` is passed in (tesseract.py owns Tesseract), so this module has no I/O of its own: the
 page and its crops go to Tesseract as arrays (the CLI fallback writes them to the caller's
@@ -15,6 +17,7 @@ temporary folder).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from routing.structure.order import reading_order
 from routing.structure.tsv import tsv_paragraphs
 from workers.engines import coverage
 from workers.engines.base import PageImage
@@ -133,6 +137,32 @@ def _group_lines(words: list[Word]) -> list[list[Word]]:
     return lines
 
 
+_RTL_LANGS = frozenset({"heb", "ara", "fas", "urd", "yid", "syr"})
+_RTL_LETTER = re.compile("[\u0590-\u05ff\u0600-\u06ff\u0750-\u077f\ufb1d-\ufdff\ufe70-\ufeff]")
+
+
+def latin_order(words: list[Word], langs: str) -> list[Word] | None:
+    """A reading with an RTL language in the list that found no RTL letter is a left-to-right
+    page, but Tesseract laid its columns out right to left (a two-column English paper read with
+    heb+ara+eng: every word right, CER 0.69): its lines in left-to-right XY-cut order (CER 0.008;
+    with paragraphs as the units 0.33, blocks 0.07), or None when the order stands."""
+    if not _RTL_LANGS & set(langs.split("+")) or any(_RTL_LETTER.search(w.text) for w in words):
+        return None
+    lines: dict[tuple[int, int, int], list[Word]] = {}
+    for w in words:
+        lines.setdefault((w.block, w.par, w.line), []).append(w)
+    groups = list(lines.values())
+    boxes = []
+    for g in groups:  # each line's middle half: ascenders and a little skew make neighbours overlap
+        top, bottom = min(w.top for w in g), max(w.top + w.height for w in g)
+        quarter = (bottom - top) / 4
+        boxes.append((min(w.left for w in g), top + quarter, max(w.left + w.width for w in g), bottom - quarter))
+    order = reading_order(boxes, rtl=False)
+    if order == sorted(order):
+        return None
+    return [w for i in order for w in groups[i]]
+
+
 def read_prepared(image: PageImage, langs: str, psm: int, plan: ReadPlan, tmp: Path,
                   recognise: Recognise) -> tuple[str, float | None, dict[str, Any]]:
     """The page read with the plan's levers: text, mean word confidence, and what was done."""
@@ -140,11 +170,15 @@ def read_prepared(image: PageImage, langs: str, psm: int, plan: ReadPlan, tmp: P
     text, tsv = recognise(prep.image, langs, psm, prep.dpi, tmp, "page", invert=plan.detect_inverted)
     words = coverage.parse_tsv(tsv)
     details: dict[str, Any] = {"skew": prep.skew, "scale": round(prep.scale, 3)}
-    rebuilt = False
+    reordered = latin_order(words, langs)
+    if reordered is not None:
+        words = reordered
+        details["columns_reordered"] = True
+    rebuilt = reordered is not None
     if plan.reread_below and words:
         words, replaced = improve_lines(prep.image, words, langs, prep.dpi, plan, tmp, recognise)
         details["lines_reread"] = replaced
-        rebuilt = replaced > 0
+        rebuilt = rebuilt or replaced > 0
     extra: list[tuple[Gap, str]] = []
     if plan.coverage:
         extra, extra_words, missing = fill_gaps(prep.image, words, langs, prep.dpi, plan, tmp, recognise)
