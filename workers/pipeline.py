@@ -135,8 +135,8 @@ def _decide_range(job: JobSpec, pages: list[dict[str, Any]], span: tuple[int, in
     blocks now; `deferred`: the pages' layout evidence is kept for `structure_ranges`."""
     def judge(page: dict[str, Any]) -> PageRecord | PendingPage:
         result = decide_page(page, ocr=options.ocr, gpu=settings.gpu)
-        if layout is not None and isinstance(result, PageRecord) and result.route in artifacts.TEXT_LAYER_ROUTES:
-            result = structure.structure_page(result, page, layout, path, recover=options.structured_recovery)
+        if layout is not None and isinstance(result, PageRecord):
+            result = _with_blocks(result, page, layout, path, options)
         return result
 
     outcome, records, pending = ranges.decide(pages, *span, ocr=options.ocr, judge=judge, unread=_unread)
@@ -154,12 +154,12 @@ def split_range(job: JobSpec, first: int, last: int, settings: Settings) -> rang
     return _decide_range(job, pages, (first, last), options, settings, storage, deferred=options.structure)
 
 
-def structure_ranges(job: JobSpec, settings: Settings) -> int:
+def structure_ranges(job: JobSpec, settings: Settings) -> None:
     """Blocks for a document split into ranges with structure on, once every range is in: font
     statistics and running furniture over every page's layout, then blocks and the table check
     for each range's text-layer pages, a thread per core (the checks' Poppler processes run side
     by side); each range object is rewritten once, marked "structured" (a retry skips those and
-    gets the same statistics from the layouts they keep). Returns the pages given blocks."""
+    gets the same statistics from the layouts they keep)."""
     storage = open_storage(job.storage, settings)
     manifest = storage.get_json(keys.job_manifest(job.job_id))
     options = parse_options(manifest["options"])
@@ -168,24 +168,28 @@ def structure_ranges(job: JobSpec, settings: Settings) -> int:
     path = local_pdf(job, settings)
     todo = [(name, state) for name, state in found if "layouts" in state and not state.get("structured")]
 
-    def one(item: tuple[str, dict[str, Any]]) -> int:
+    def one(item: tuple[str, dict[str, Any]]) -> None:
         name, state = item
         pages = {int(p["number"]): p for p in state["layouts"]}
-        records, done = [], 0
+        records = []
         for raw in state["records"]:
             record = PageRecord.model_validate(raw)
-            if record.route in artifacts.TEXT_LAYER_ROUTES and record.number in pages:
-                record = structure.structure_page(record, pages[record.number], layout, path,
-                                                  recover=options.structured_recovery)
-                done += 1
+            if record.number in pages:
+                record = _with_blocks(record, pages[record.number], layout, path, options)
             records.append(record.model_dump(mode="json"))
         storage.put_json(name, {**state, "records": records, "structured": True}, compact=True)
-        return done
 
-    if not todo:
-        return 0
-    with ThreadPoolExecutor(max_workers=min(len(todo), os.cpu_count() or 1)) as pool:
-        return sum(pool.map(one, todo))
+    if todo:
+        with ThreadPoolExecutor(max_workers=min(len(todo), os.cpu_count() or 1)) as pool:
+            list(pool.map(one, todo))
+
+
+def _with_blocks(record: PageRecord, page: dict[str, Any], layout: Any, path: str, options: Options) -> PageRecord:
+    """A page rung 1 accepted from the text layer gets its blocks and its table check; any other
+    record is left as it is (OCR pages get theirs at collection)."""
+    if record.route not in artifacts.TEXT_LAYER_ROUTES:
+        return record
+    return structure.structure_page(record, page, layout, path, recover=options.structured_recovery)
 
 
 def _unread(pending: PendingPage) -> PageRecord:
