@@ -1,6 +1,6 @@
 """Structure evidence from one page, gathered inside the sandbox child (never in a worker).
 
-`gather(page, flags)` walks the same `rawdict` lines, in the same order, as the text layer that
+`gather(page, flags, paths)` walks the same `rawdict` lines, in the same order, as the text layer that
 `workers.pdf.mupdf` builds (line i here is line i of the page's raw text) and returns plain JSON:
 
     lines   per line: bbox, dominant font size, bold (most characters bold), visible characters,
@@ -44,10 +44,11 @@ def _line_info(line: dict[str, Any]) -> dict[str, Any]:
             "chars": total, "n": n}
 
 
-def gather(page: pymupdf.Page, flags: int, find_ruled: bool = True, raw: dict[str, Any] | None = None,
-           images: bool = True) -> dict[str, Any]:
-    """`raw`: the page's `rawdict` with `flags` when rung 1 already made it; `images`: False when the
-    page draws no image (no text page is built to look for figures)."""
+def gather(page: pymupdf.Page, flags: int, paths: list[dict[str, Any]] | None = None,
+           raw: dict[str, Any] | None = None, images: bool = True) -> dict[str, Any]:
+    """`paths`: the page's vector paths (`get_cdrawings()`) where ruled tables are looked for, None
+    where they are not; `raw`: the page's `rawdict` with `flags` when rung 1 already made it;
+    `images`: False when the page draws no image (no text page is built to look for figures)."""
     if raw is None:
         raw = page.get_text("rawdict", flags=flags)
     lines: list[dict[str, Any]] = []
@@ -60,7 +61,7 @@ def gather(page: pymupdf.Page, flags: int, find_ruled: bool = True, raw: dict[st
                 for c in span["chars"]:
                     x0, y0, x1, y1 = c["bbox"]
                     chars.append((x0, y0, x1, y1, c["c"], index))
-    tables, grids = _ruled(page, chars) if find_ruled else ([], 0)
+    tables, grids = _ruled(page, paths, chars) if paths is not None else ([], 0)
     taken = {i for t in tables for i in t["lines"]}
     unruled, suspect = _unruled(lines, [c for c in chars if c[5] not in taken])
     if unruled:
@@ -142,10 +143,9 @@ def _covered_lines(chars: list[Char], box: tuple[float, float, float, float]) ->
     return sorted(i for i in total if inside[i] * 2 > total[i])
 
 
-def _ruled(page: pymupdf.Page, chars: list[Char]) -> tuple[list[dict[str, Any]], int]:
+def _ruled(page: pymupdf.Page, paths: list[dict[str, Any]], chars: list[Char]) -> tuple[list[dict[str, Any]], int]:
     """Ruled tables (routing.structure.grid on the page's vector paths), and the rows of grids
     that are not a table's (a suspicion)."""
-    paths = page.get_cdrawings()
     region = _grid_region(paths, page.rect)
     if region is None:
         return [], 0
@@ -314,9 +314,13 @@ def has_inline_image(page: pymupdf.Page) -> bool:
     return _INLINE_IMAGE.search(page.read_contents() or b"") is not None
 
 
+def vector_paths(page: pymupdf.Page) -> list[dict[str, Any]]:
+    return page.get_cdrawings() if hasattr(page, "get_cdrawings") else []
+
+
 def drawings(page: pymupdf.Page) -> int:
     """How many vector paths the page draws (rung 1: a drawn page vs a blank one; here: ruled tables)."""
-    return len(page.get_cdrawings()) if hasattr(page, "get_cdrawings") else 0
+    return len(vector_paths(page))
 
 
 def add_layout(doc: pymupdf.Document, pages: list[dict[str, Any]], flags: int,
@@ -329,13 +333,17 @@ def add_layout(doc: pymupdf.Document, pages: list[dict[str, Any]], flags: int,
     for page in pages:
         try:
             loaded = doc.load_page(int(page["number"]) - 1)
-            if not page.get("drawings"):  # rung 1 counts vector paths only where it needs them
-                page["drawings"] = drawings(loaded)
+            counted = bool(page.get("drawings"))  # rung 1 counts vector paths only where it needs them
+            paths = None if counted else vector_paths(loaded)  # read once: the count and the grid finder
+            if not counted:
+                page["drawings"] = len(paths)
             ruled = 0 < int(page["drawings"]) <= MAX_DRAWINGS
+            if ruled and paths is None:
+                paths = vector_paths(loaded)
             if kept and int(page["number"]) in kept:  # rung 1's rawdict and image test, not made again
                 raw, drawn = kept[int(page["number"])]
             else:
                 raw, drawn = None, bool(page.get("images")) or has_inline_image(loaded)
-            page["layout"] = gather(loaded, flags, find_ruled=ruled, raw=raw, images=drawn)
+            page["layout"] = gather(loaded, flags, paths=paths if ruled else None, raw=raw, images=drawn)
         except Exception as exc:  # noqa: BLE001 - structure is an extra: the page's text stands without it
             page["layout_error"] = f"{type(exc).__name__}: {exc}"[:200]
