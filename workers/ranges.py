@@ -77,8 +77,9 @@ def states(storage: Storage, job_id: str, manifest: dict[str, Any]) -> list[tupl
     """(storage key, range object) for every range written so far, in page order."""
     out = []
     for first, last in manifest.get("ranges") or []:
+        name = key(job_id, first, last)
         try:
-            out.append((key(job_id, first, last), storage.get_json(key(job_id, first, last))))
+            out.append((name, storage.get_json(name)))
         except KeyError:
             continue
     return out

@@ -152,7 +152,7 @@ def path_clusters(boxes: Iterable[Sequence[float]]) -> list[Box]:
 
 def _snap(edges: list[Edge]) -> list[Edge]:
     """Edges whose positions lie within `SNAP` of the previous one (sorted) move to their mean;
-    collinear edges whose gap is at most `SNAP` join."""
+    collinear edges whose gap is at most `SNAP` join. The result is sorted (position, then start)."""
     if not edges:
         return []
     positions = sorted({e[0] for e in edges})
@@ -188,9 +188,8 @@ def _has_text(box: Box, chars: Sequence[Box]) -> bool:
 def find_grids(h_raw: list[Edge], v_raw: list[Edge], chars: Sequence[Box]) -> list[Grid]:
     """Tables from raw edges; `chars`: boxes of the page's visible characters (a table without
     any is dropped)."""
-    h, v = _snap(h_raw), sorted(_snap(v_raw))
-    h.sort()
-    ys = [e[0] for e in h]
+    h, v = _snap(h_raw), _snap(v_raw)
+    ys = [e[0] for e in h]  # sorted, for bisection
     corners: dict[tuple[float, float], tuple[set[int], set[int]]] = {}
     for vi, (x, top, bottom) in enumerate(v):
         # only the horizontal edges whose y lies along this vertical one (a dense page has thousands)
