@@ -226,8 +226,10 @@ def _layer_reasons(gi: GateInput, readable: int, t: GateThresholds) -> list[str]
     return reasons
 
 
-def _ocr_reasons(gi: GateInput, stats: Any, t: GateThresholds, metrics: dict[str, float]) -> list[str]:
-    reasons = []
+def _ocr_reasons(gi: GateInput, stats: Any, t: GateThresholds,
+                 metrics: dict[str, float]) -> tuple[list[str], list[str]]:
+    reasons: list[str] = []
+    warnings: list[str] = []
     if gi.confidence is not None:
         metrics["ocr_confidence"] = round(gi.confidence, 2)
         if gi.confidence < t.min_ocr_confidence:
@@ -237,6 +239,8 @@ def _ocr_reasons(gi: GateInput, stats: Any, t: GateThresholds, metrics: dict[str
         read = sum(1 for line in gi.text.splitlines() if line.strip())
         if gi.missing_lines > t.max_missing_share * (read + gi.missing_lines):
             reasons.append("text_missing")
+        else:
+            warnings.append("text_missing")  # a few unread lines: kept, and said
     if repetition_loop(gi.text, t.loop_min_tokens, t.loop_min_repeats):
         reasons.append("repetition_loop")
     if gi.expected_script in ("he", "ar", "latin") and stats.scored >= 10:
@@ -244,7 +248,7 @@ def _ocr_reasons(gi: GateInput, stats: Any, t: GateThresholds, metrics: dict[str
         metrics["expected_share"] = round(share, 4)
         if share < t.min_expected_share:
             reasons.append("expected_script_low")
-    return reasons
+    return reasons, warnings
 
 
 def assess(gi: GateInput, t: GateThresholds = GateThresholds()) -> Verdict:
@@ -284,9 +288,9 @@ def assess(gi: GateInput, t: GateThresholds = GateThresholds()) -> Verdict:
     if gi.origin != "ocr":
         reasons += _layer_reasons(gi, readable, t)
     else:
-        reasons += _ocr_reasons(gi, stats, t, metrics)
-        if gi.missing_lines and "text_missing" not in reasons:
-            warnings.append("text_missing")  # a few unread lines: kept, and said
+        ocr_reasons, ocr_warnings = _ocr_reasons(gi, stats, t, metrics)
+        reasons += ocr_reasons
+        warnings += ocr_warnings
     if gi.reference_text is not None:
         precision, recall = word_agreement(text, gi.reference_text)
         metrics.update(agreement_precision=precision, agreement_recall=recall)
