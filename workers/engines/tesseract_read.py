@@ -17,7 +17,6 @@ temporary folder).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from routing.chains import RTL_LANGS
+from routing.charclass import has_rtl_letter
 from routing.structure.order import reading_order
 from routing.structure.tsv import tsv_paragraphs
 from workers.engines import coverage
@@ -137,8 +138,7 @@ def _group_lines(words: list[Word]) -> list[list[Word]]:
     return lines
 
 
-_RTL_LANGS = frozenset({"heb", "ara", "fas", "urd", "yid", "syr"})
-_RTL_LETTER = re.compile("[\u0590-\u05ff\u0600-\u06ff\u0750-\u077f\ufb1d-\ufdff\ufe70-\ufeff]")
+_RTL_LANGS = frozenset(RTL_LANGS.values())  # Tesseract's names of the RTL languages the fleet reads
 
 
 def latin_order(words: list[Word], langs: str) -> list[Word] | None:
@@ -146,7 +146,7 @@ def latin_order(words: list[Word], langs: str) -> list[Word] | None:
     page, but Tesseract laid its columns out right to left (a two-column English paper read with
     heb+ara+eng: every word right, CER 0.69): its lines in left-to-right XY-cut order (CER 0.008;
     with paragraphs as the units 0.33, blocks 0.07), or None when the order stands."""
-    if not _RTL_LANGS & set(langs.split("+")) or any(_RTL_LETTER.search(w.text) for w in words):
+    if not _RTL_LANGS & set(langs.split("+")) or any(has_rtl_letter(w.text) for w in words):
         return None
     lines: dict[tuple[int, int, int], list[Word]] = {}
     for w in words:
