@@ -89,6 +89,9 @@ def pymupdf4llm_predictions(pdf: Path) -> list[Prediction]:
     return out
 
 
+Results = dict[str, tuple[list[Any], float]]  # pdf -> (pages or predictions, seconds)
+
+
 def peer_main(pdfs: list[str]) -> int:
     """Child mode (`--peer`): pymupdf4llm on every PDF, warmed up on the first, timed per document.
     In its own process: its layout mode changes PyMuPDF process-wide, and its size would slow the
@@ -130,16 +133,17 @@ def _pagefleet_timed(pdf: str) -> tuple[str, list[Any], float]:
 def run_pagefleet(pdfs: list[Path], jobs: int) -> tuple[Results, float]:
     """Every document through rung 1 + structure, `jobs` documents at a time (the fleet's pool
     processes, one sandbox each); returns per document (records, seconds) and the wall time."""
+    names = [str(p) for p in pdfs]
     if jobs <= 1:
-        _warm(str(pdfs[0]))
+        _warm(names[0])
         started = time.perf_counter()
-        results = [_pagefleet_timed(str(p)) for p in pdfs]
-        return {pdf: (records, t) for pdf, records, t in results}, time.perf_counter() - started
-    with ProcessPoolExecutor(jobs, initializer=_warm, initargs=(str(pdfs[0]),)) as pool:
-        list(pool.map(_started, range(jobs)))
-        started = time.perf_counter()
-        results = list(pool.map(_pagefleet_timed, map(str, pdfs)))
-        wall = time.perf_counter() - started
+        results = [_pagefleet_timed(name) for name in names]
+    else:
+        with ProcessPoolExecutor(jobs, initializer=_warm, initargs=(names[0],)) as pool:
+            list(pool.map(_started, range(jobs)))
+            started = time.perf_counter()
+            results = list(pool.map(_pagefleet_timed, names))
+    wall = time.perf_counter() - started
     return {pdf: (records, t) for pdf, records, t in results}, wall
 
 
@@ -167,9 +171,6 @@ def _timed(fn: Any, *args: Any) -> tuple[Any, float]:
 
 def _ratio(pair: list[int]) -> float:
     return pair[0] / pair[1] if pair[1] else 0.0
-
-
-Results = dict[str, tuple[list[Any], float]]  # pdf -> (pages or predictions, seconds)
 
 
 def run_generated(fixtures: Path, ours: Results, peer: Results,

@@ -116,8 +116,6 @@ def _extract_page(doc: pymupdf.Document, number: int,
     }
 
 
-
-
 def _image_bytes(doc: pymupdf.Document, listed: list[Any]) -> int:
     """The compressed size of the images the page's resources hold: how much a scan carries, so
     the slowest OCR pages can be sent out first (a dense page compresses worse than a sparse one)."""
