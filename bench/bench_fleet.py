@@ -93,13 +93,35 @@ def structure_rows(fleet: WarmFleet, tmp: Path, corpus: Path, n: int, storage: s
     return rows
 
 
-def small_rows(fleet: WarmFleet, tmp: Path, corpus: Path, m: int, storage: str) -> list[Row]:
+def small_rows(fleet: WarmFleet, tmp: Path, corpus: Path, m: int, storage: str, suffix: str = "") -> list[Row]:
     files = bench_docs.one_page_pdfs(corpus, m, tmp / "small")
     big = bench_docs.digital_pdf(corpus, m, tmp / f"one-{m}.pdf")
-    many = fleet_row(f"{m} one-page documents", fleet.run(files, storage, options(False), "small"))
-    one = fleet_row(f"one {m}-page document", fleet.run([big], storage, options(False), f"one{m}"))
+    many = fleet_row(f"{m} one-page documents{suffix}", fleet.run(files, storage, options(False), f"small{suffix}"))
+    one = fleet_row(f"one {m}-page document{suffix}", fleet.run([big], storage, options(False), f"one{m}{suffix}"))
     many.note = f"{many.pps / one.pps:.2f}× one {m}-page document" if one.pps else ""
     return [many, one]
+
+
+def warm_up(fleet: WarmFleet, tmp: Path, corpus: Path, storage: str) -> None:
+    """A one-page document, and one of 150 pages whose ranges reach the cpu worker's processes."""
+    warm = bench_docs.one_page_pdfs(corpus, 1, tmp / "warm")
+    fleet.run([*warm, bench_docs.digital_pdf(corpus, 150, tmp / "warm" / "w150.pdf")], storage, options(False), "warm")
+
+
+def reused_small_rows(tmp: Path, corpus: Path, m: int, split_concurrency: int, reuse: int) -> list[Row]:
+    """The small-documents rows on a second warm fleet whose sandbox children run up to `reuse`
+    commands each (a setting, off by default: documents then share a child's MuPDF state)."""
+    import os
+
+    tmp.mkdir(parents=True, exist_ok=True)
+    os.environ["PAGEFLEET_SANDBOX_REUSE"] = str(reuse)
+    try:
+        with WarmFleet(tmp, s3=False, split_concurrency=split_concurrency) as fleet:
+            storage = (tmp / "out").as_uri()
+            warm_up(fleet, tmp, corpus, storage)
+            return small_rows(fleet, tmp, corpus, m, storage, f", sandbox_reuse={reuse}")
+    finally:
+        os.environ.pop("PAGEFLEET_SANDBOX_REUSE", None)
 
 
 def s3_rows(fleet: WarmFleet, tmp: Path, corpus: Path, n: int) -> list[Row]:
@@ -171,9 +193,12 @@ def verdicts(rows: list[Row], sizes: list[int], small: int, scanned: int) -> tup
         lo, hi = min(t for _, t in per_page), max(t for _, t in per_page)
         lines.append(f"time per page {', '.join(f'{n}: {t * 1000:.1f} ms' for n, t in per_page)}; "
                      f"spread {hi / lo - 1:+.0%} (target within ±20 %)")
-    many, one = _find(rows, f"{small} one-page documents", "fleet"), _find(rows, f"one {small}-page document", "fleet")
-    if many and one and one.pps:
-        lines.append(f"{small} one-page documents / one {small}-page document: {many.pps / one.pps:.2f} (target ≥ 0.7)")
+    for suffix in ("", *sorted({r.work.partition(", ")[2] for r in rows if "one-page documents, " in r.work})):
+        sfx = f", {suffix}" if suffix else ""
+        many, one = _find(rows, f"{small} one-page documents{sfx}", "fleet"), _find(rows, f"one {small}-page document{sfx}", "fleet")
+        if many and one and one.pps:
+            lines.append(f"{small} one-page documents / one {small}-page document{sfx}: {many.pps / one.pps:.2f} "
+                         "(target ≥ 0.7)")
     return digital_ratio, scanned_ratio, lines
 
 
@@ -186,11 +211,14 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--scanned", type=int)
     ap.add_argument("--skip", nargs="*", default=[], choices=["structure", "small", "s3", "scanned"])
     ap.add_argument("--split-concurrency", type=int, default=2, help="pool processes of the split/collect worker")
+    ap.add_argument("--sandbox-reuse", type=int, default=20,
+                    help="the small-documents rows again on a fleet whose sandbox children run up to N commands "
+                         "(PAGEFLEET_SANDBOX_REUSE); 1: not run")
     ap.add_argument("--markdown", type=Path, help="also write the table as Markdown to this file")
     args = ap.parse_args(argv)
     plan = dict(QUICK if args.quick else FULL)
     plan.update({k: v for k, v in (("sizes", args.sizes), ("small", args.small), ("scanned", args.scanned)) if v})
-    rows = measure(args.corpus.resolve(), plan, set(args.skip), args.split_concurrency)
+    rows = measure(args.corpus.resolve(), plan, set(args.skip), args.split_concurrency, args.sandbox_reuse)
     print_table(rows, f"pagefleet throughput: warm fleet (one split/collect worker ×{args.split_concurrency}, one cpu "
                       "worker ×2) beside the limit, same cores")
     digital_ratio, scanned_ratio, lines = verdicts(rows, plan["sizes"], plan["small"], plan["scanned"])
@@ -201,7 +229,7 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def measure(corpus: Path, plan: dict, skip: set[str], split_concurrency: int = 2) -> list[Row]:
+def measure(corpus: Path, plan: dict, skip: set[str], split_concurrency: int = 2, reuse: int = 1) -> list[Row]:
     import shutil
 
     tmp = scratch()
@@ -209,10 +237,7 @@ def measure(corpus: Path, plan: dict, skip: set[str], split_concurrency: int = 2
     rows: list[Row] = []
     try:
         with WarmFleet(tmp, s3="s3" not in skip, split_concurrency=split_concurrency) as fleet:
-            # warm: a one-page document, and one of 150 pages whose ranges reach the cpu worker's processes
-            warm = bench_docs.one_page_pdfs(corpus, 1, tmp / "warm")
-            fleet.run([*warm, bench_docs.digital_pdf(corpus, 150, tmp / "warm" / "w150.pdf")], storage,
-                      options(False), "warm")
+            warm_up(fleet, tmp, corpus, storage)
             ref = max((n for n in plan["sizes"] if n <= 1000), default=plan["sizes"][0])
             rows += digital_rows(fleet, tmp, corpus, plan["sizes"], storage)
             if "structure" not in skip:
@@ -223,6 +248,8 @@ def measure(corpus: Path, plan: dict, skip: set[str], split_concurrency: int = 2
                 rows += s3_rows(fleet, tmp, corpus, ref)
             if "scanned" not in skip:
                 rows += scanned_rows(fleet, tmp, corpus, plan["scanned"], storage)
+        if "small" not in skip and reuse > 1:
+            rows += reused_small_rows(tmp / "reuse", corpus, plan["small"], split_concurrency, reuse)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return rows

@@ -243,6 +243,9 @@ class Settings(BaseSettings):
     # every sandbox command forks from a warm per-worker server (PyMuPDF imported once) instead of
     # starting an interpreter; off: one `python -m workers.pdf.sandbox` process per command
     sandbox_fork_server: bool = True
+    # commands one forked sandbox child may run in turn (1: a fresh child per command, nothing shared
+    # between documents; more saves the fork, ~12 ms of CPU, where uploads are trusted alike)
+    sandbox_reuse: int = Field(1, ge=1, le=1000)
     # rung 1 by page range: a document of more pages than split_range_pages is split into a chord of
     # range tasks (queue split_range_queue) so every core works on it; never more than split_max_ranges
     split_range_pages: int = Field(25, ge=1)

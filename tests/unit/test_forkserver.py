@@ -62,3 +62,92 @@ def test_a_command_past_its_timeout_is_killed(tmp_path: Path) -> None:
 def test_unknown_command_fails_cleanly(pdf: str) -> None:
     with pytest.raises(SandboxError, match="unknown sandbox command"):
         run_child("nope", pdf, {}, **LIMITS)
+
+
+# ---------------------------------------------------------------- a child reused for N commands
+
+
+@pytest.fixture
+def reuse(monkeypatch: pytest.MonkeyPatch):
+    """`sandbox_reuse` set for this test (read by every run_child), forgotten afterwards."""
+    from workers.settings import get_settings
+
+    def set_reuse(n: int) -> None:
+        monkeypatch.setenv("PAGEFLEET_SANDBOX_REUSE", str(n))
+        get_settings.cache_clear()
+
+    yield set_reuse
+    monkeypatch.delenv("PAGEFLEET_SANDBOX_REUSE", raising=False)
+    get_settings.cache_clear()
+
+
+def server_children(settled: bool = False) -> list[int]:
+    """The server's live children; `settled`: once a child it retires after replying is reaped."""
+    import time
+
+    import psutil
+
+    assert CLIENT._proc is not None
+    deadline = time.monotonic() + 5
+    while True:
+        pids = [c.pid for c in psutil.Process(CLIENT._proc.pid).children() if c.status() != psutil.STATUS_ZOMBIE]
+        if not settled or not pids or time.monotonic() > deadline:
+            return pids
+        time.sleep(0.01)
+
+
+def test_a_child_runs_up_to_n_commands_then_leaves(pdf: str, reuse) -> None:
+    reuse(3)
+    CLIENT.close()  # a server with no child yet
+    seen = []
+    for i in range(3):
+        assert run_child("probe", pdf, {}, **LIMITS)["page_count"] == 3
+        seen.append(server_children(settled=i == 2))
+    assert len(seen[0]) == 1 and seen[1] == seen[0]  # the same child ran the second command
+    assert seen[2] == []  # the third was its last: reaped before the next request
+    reuse(1)
+    assert run_child("probe", pdf, {}, **LIMITS)["page_count"] == 3
+    assert server_children(settled=True) == []  # the default: a fresh child per command, gone once it answered
+
+
+def test_a_reused_child_that_fails_is_replaced(pdf: str, tmp_path: Path, reuse) -> None:
+    reuse(5)
+    run_child("probe", pdf, {}, **LIMITS)
+    first = server_children()
+    params = {"page": 1, "dpi": 600, "png": str(tmp_path / "big.png")}
+    with pytest.raises(SandboxError):
+        run_child("render", pdf, params, timeout_s=60.0, memory_mb=16)  # its limits are per command
+    assert server_children(settled=True) == []  # a failed command ends the child
+    pages = run_child("extract", pdf, {"first": 1, "last": 3}, **LIMITS)["pages"]
+    assert "page 3 hello world" in pages[2]["text"]
+    assert server_children() not in ([], first)  # a fresh child, kept for the next command
+
+
+def test_a_reused_child_past_its_timeout_is_killed(pdf: str, tmp_path: Path, reuse) -> None:
+    reuse(5)
+    run_child("probe", pdf, {}, **LIMITS)
+    path = tmp_path / "many.pdf"
+    with pymupdf.open() as doc:
+        for _ in range(400):
+            doc.new_page().insert_text((72, 72), "שלום עולם " * 40)
+        doc.save(path)
+    with pytest.raises(SandboxError, match="timed out"):
+        run_child("extract", str(path), {"first": 1, "last": 400}, timeout_s=0.05, memory_mb=3072)
+    assert server_children(settled=True) == []
+    assert run_child("probe", pdf, {}, **LIMITS)["page_count"] == 3
+
+
+def test_reused_children_read_every_document_alike(fixtures_dir: Path, reuse) -> None:
+    """What one document leaves in a reused child (MuPDF's store, fonts, caches) changes nothing in
+    the next one's text or evidence: every fixture probed and extracted both ways."""
+    files = sorted(fixtures_dir.glob("*.pdf"))
+    assert len(files) >= 10
+
+    def read_all() -> list[dict]:
+        return [run_child("probe", str(f), {"extract_upto": 25, "max_pages": 100, "structure": True}, **LIMITS)
+                for f in files]
+
+    reuse(1)
+    fresh = read_all()
+    reuse(len(files))
+    assert read_all() == fresh

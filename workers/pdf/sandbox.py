@@ -45,7 +45,8 @@ def run_child(
     from workers.settings import get_settings
 
     if get_settings().sandbox_fork_server:
-        return _run_forked(command, pdf, params, timeout_s=timeout_s, memory_mb=memory_mb)
+        return _run_forked(command, pdf, params, timeout_s=timeout_s, memory_mb=memory_mb,
+                           reuse=get_settings().sandbox_reuse)
     with tempfile.TemporaryDirectory(prefix="pagefleet-sbx-") as tmp:
         out = Path(tmp) / "result.json"
         argv = [sys.executable, "-m", "workers.pdf.sandbox", command, pdf, str(out), json.dumps(params)]
@@ -70,8 +71,10 @@ def run_child(
         return json.loads(out.read_text(encoding="utf-8"))
 
 
-def _run_forked(command: str, pdf: str, params: dict[str, Any], *, timeout_s: float, memory_mb: int) -> dict[str, Any]:
-    """The same command in a child forked from the worker's warm sandbox server (`forkserver`).
+def _run_forked(command: str, pdf: str, params: dict[str, Any], *, timeout_s: float, memory_mb: int,
+                reuse: int = 1) -> dict[str, Any]:
+    """The same command in a child forked from the worker's warm sandbox server (`forkserver`; a
+    child runs at most `reuse` commands).
     Its result and stderr files live in the worker process's scratch folder, removed after reading
     (no folder made and removed per command)."""
     from workers.pdf.forkserver import CLIENT
@@ -79,7 +82,7 @@ def _run_forked(command: str, pdf: str, params: dict[str, Any], *, timeout_s: fl
     out, err = CLIENT.scratch_files()
     try:
         request = {"command": command, "pdf": pdf, "params": params, "out": str(out), "err": str(err),
-                   "timeout_s": timeout_s, "memory_mb": memory_mb}
+                   "timeout_s": timeout_s, "memory_mb": memory_mb, "reuse": reuse}
         reply = CLIENT.run(request, timeout_s)
         if reply.get("timed_out"):
             raise SandboxError(f"{command} timed out after {timeout_s:.0f}s")
