@@ -137,6 +137,18 @@ def test_a_reused_child_past_its_timeout_is_killed(pdf: str, tmp_path: Path, reu
     assert run_child("probe", pdf, {}, **LIMITS)["page_count"] == 3
 
 
+def test_a_reused_child_killed_between_commands_is_replaced(pdf: str, reuse) -> None:
+    import os
+    import signal
+
+    reuse(5)
+    run_child("probe", pdf, {}, **LIMITS)
+    (kept,) = server_children()
+    os.kill(kept, signal.SIGKILL)  # the OOM killer, an operator: not a command of ours
+    assert run_child("probe", pdf, {}, **LIMITS)["page_count"] == 3
+    assert server_children() not in ([], [kept])
+
+
 def test_reused_children_read_every_document_alike(fixtures_dir: Path, reuse) -> None:
     """What one document leaves in a reused child (MuPDF's store, fonts, caches) changes nothing in
     the next one's text or evidence: every fixture probed and extracted both ways."""

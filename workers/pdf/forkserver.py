@@ -154,11 +154,11 @@ def _child_loop(req_r: int, rep_w: int, handlers: dict[str, Any]) -> None:  # pr
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         with os.fdopen(req_r, "rb") as requests:
             for line in requests:
+                code = 1
                 request = json.loads(line)
                 err = os.open(request["err"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
                 os.dup2(err, 2)
                 os.close(err)
-                code = 1
                 _limit(request)
                 handler = handlers.get(request["command"])
                 if handler is None:
@@ -234,7 +234,12 @@ def serve() -> int:  # pragma: no cover - exercised through the client
             request = json.loads(line)
             if child is None:
                 child = _Child(handlers)
-            reply = child.run(line, float(request["timeout_s"]))
+            try:
+                reply = child.run(line, float(request["timeout_s"]))
+            except BrokenPipeError:  # it died between commands (killed from outside): a fresh one runs this one
+                child.retire()
+                child = _Child(handlers)
+                reply = child.run(line, float(request["timeout_s"]))
             sys.stdout.write(json.dumps(reply) + "\n")
             sys.stdout.flush()
             if child.alive and (child.last or child.served >= int(request.get("reuse", 1))):
