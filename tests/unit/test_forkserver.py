@@ -81,6 +81,15 @@ def reuse(monkeypatch: pytest.MonkeyPatch):
     get_settings.cache_clear()
 
 
+def _alive(proc) -> bool:
+    import psutil
+
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:  # reaped since it was listed
+        return False
+
+
 def server_children(settled: bool = False) -> list[int]:
     """The server's live children; `settled`: once a child it retires after replying is reaped."""
     import time
@@ -90,7 +99,7 @@ def server_children(settled: bool = False) -> list[int]:
     assert CLIENT._proc is not None
     deadline = time.monotonic() + 5
     while True:
-        pids = [c.pid for c in psutil.Process(CLIENT._proc.pid).children() if c.status() != psutil.STATUS_ZOMBIE]
+        pids = [c.pid for c in psutil.Process(CLIENT._proc.pid).children() if _alive(c)]
         if not settled or not pids or time.monotonic() > deadline:
             return pids
         time.sleep(0.01)
@@ -137,6 +146,21 @@ def test_a_reused_child_past_its_timeout_is_killed(pdf: str, tmp_path: Path, reu
     assert run_child("probe", pdf, {}, **LIMITS)["page_count"] == 3
 
 
+def _dead(pid: int) -> None:
+    import time
+
+    import psutil
+
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return
+        except psutil.NoSuchProcess:
+            return
+        time.sleep(0.01)
+
+
 def test_a_reused_child_killed_between_commands_is_replaced(pdf: str, reuse) -> None:
     import os
     import signal
@@ -145,6 +169,7 @@ def test_a_reused_child_killed_between_commands_is_replaced(pdf: str, reuse) -> 
     run_child("probe", pdf, {}, **LIMITS)
     (kept,) = server_children()
     os.kill(kept, signal.SIGKILL)  # the OOM killer, an operator: not a command of ours
+    _dead(kept)  # between commands: gone before the next one is written to it
     assert run_child("probe", pdf, {}, **LIMITS)["page_count"] == 3
     assert server_children() not in ([], [kept])
 
