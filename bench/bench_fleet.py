@@ -193,10 +193,11 @@ def verdicts(rows: list[Row], sizes: list[int], small: int, scanned: int) -> tup
         lo, hi = min(t for _, t in per_page), max(t for _, t in per_page)
         lines.append(f"time per page {', '.join(f'{n}: {t * 1000:.1f} ms' for n, t in per_page)}; "
                      f"spread {hi / lo - 1:+.0%} (target within ±20 %)")
-    for suffix in ("", *sorted({r.work.partition(", ")[2] for r in rows if "one-page documents, " in r.work})):
-        sfx = f", {suffix}" if suffix else ""
-        many, one = _find(rows, f"{small} one-page documents{sfx}", "fleet"), _find(rows, f"one {small}-page document{sfx}", "fleet")
-        if many and one and one.pps:
+    many_rows = f"{small} one-page documents"
+    for many in [r for r in rows if r.system == "fleet" and r.work.startswith(many_rows)]:
+        sfx = many.work.removeprefix(many_rows)  # "" or the second fleet's ", sandbox_reuse=N"
+        one = _find(rows, f"one {small}-page document{sfx}", "fleet")
+        if one and one.pps:
             lines.append(f"{small} one-page documents / one {small}-page document{sfx}: {many.pps / one.pps:.2f} "
                          "(target ≥ 0.7)")
     return digital_ratio, scanned_ratio, lines

@@ -90,7 +90,6 @@ class WarmFleet:
         self._parents: dict[int, int] = {}  # pid -> parent pid, as last seen
         self._reaping: dict[int, bool] = {}  # pid -> does its sample include what it reaped
         self._sampled = 0.0
-        self._finished = 0.0  # when the last job of a run was seen finished
 
     def __enter__(self) -> "WarmFleet":
         from workers.app import use_broker
@@ -202,8 +201,8 @@ class WarmFleet:
         started = time.perf_counter()
         for spec in specs:
             enqueue(spec)
-        redis_peak, states = self._wait(r, [s.job_id for s in specs])
-        wall = self._finished - started  # not the reading of every job's record afterwards
+        redis_peak, finished, states = self._wait(r, [s.job_id for s in specs])
+        wall = finished - started  # not the reading of every job's record afterwards
         time.sleep(0.3)  # the last task's log line
         routes: dict[str, int] = {}
         pages = 0
@@ -216,11 +215,12 @@ class WarmFleet:
         cpu = self._cpu_seconds() - cpu_before
         return RunResult(pages, wall, self._peaks(), redis_peak, self._task_lines() - tasks_before, routes, cpu)
 
-    def _wait(self, r: Any, ids: list[str], timeout_s: float = 7200) -> tuple[float, list[dict[str, str]]]:
-        """Until every job is terminal: the fleet's done notices (pub/sub), with every unfinished
-        job's state read once a second in case a notice came before the subscription. Polling
-        every job 20 times a second cost the machine's two cores more than the fleet's own Redis
-        traffic with 500 documents in flight."""
+    def _wait(self, r: Any, ids: list[str], timeout_s: float = 7200) -> tuple[float, float, list[dict[str, str]]]:
+        """(Redis peak MB, when the last job was seen finished, every job's record). Until every job
+        is terminal: the fleet's done notices (pub/sub), with every unfinished job's state read once
+        a second in case a notice came before the subscription. Polling every job 20 times a
+        second cost the machine's two cores more than the fleet's own Redis traffic with 500
+        documents in flight."""
         from workers import jobs
 
         deadline = time.monotonic() + timeout_s
@@ -247,8 +247,8 @@ class WarmFleet:
                     raise RuntimeError(f"worker {dead.name} died:\n{dead.tail()}")
         if waiting and self._unfinished(r, waiting):
             raise TimeoutError("the fleet did not finish in time")
-        self._finished = time.perf_counter()
-        return redis_peak, [jobs.get(job_id) for job_id in ids]
+        finished = time.perf_counter()
+        return redis_peak, finished, [jobs.get(job_id) for job_id in ids]
 
     @staticmethod
     def _unfinished(r: Any, ids: set[str]) -> set[str]:
