@@ -44,9 +44,10 @@ def run_child(
     """Run one sandbox command on `pdf`; return its JSON result. Raise SandboxError."""
     from workers.settings import get_settings
 
-    if get_settings().sandbox_fork_server:
+    settings = get_settings()
+    if settings.sandbox_fork_server:
         return _run_forked(command, pdf, params, timeout_s=timeout_s, memory_mb=memory_mb,
-                           reuse=get_settings().sandbox_reuse)
+                           reuse=settings.sandbox_reuse)
     with tempfile.TemporaryDirectory(prefix="pagefleet-sbx-") as tmp:
         out = Path(tmp) / "result.json"
         argv = [sys.executable, "-m", "workers.pdf.sandbox", command, pdf, str(out), json.dumps(params)]
