@@ -103,14 +103,14 @@ class _Child:
     """The server's side of one forked child: its pid, the pipe it reads requests from and the pipe
     it answers on, and how many commands it has run."""
 
-    def __init__(self, handlers: dict[str, Any]) -> None:
+    def __init__(self) -> None:
         req_r, self.req_w = os.pipe()
         self.rep_r, rep_w = os.pipe()
         self.pid = os.fork()
         if self.pid == 0:
             os.close(self.req_w)
             os.close(self.rep_r)
-            _child_loop(req_r, rep_w, handlers)
+            _child_loop(req_r, rep_w)
         os.close(req_r)
         os.close(rep_w)
         self.served = 0
@@ -140,11 +140,13 @@ class _Child:
         return os.waitstatus_to_exitcode(status)
 
 
-def _child_loop(req_r: int, rep_w: int, handlers: dict[str, Any]) -> None:  # pragma: no cover - forked child
+def _child_loop(req_r: int, rep_w: int) -> None:  # pragma: no cover - forked child
     """Run commands until the request pipe closes. Each command gets its own error file and limits;
     a command that raises ends the child (exit 1, traceback in the error file), so a failure never
     leaves MuPDF's state behind for the next command."""
     import resource
+
+    from workers.pdf.sandbox import run_command
 
     code = 0
     try:
@@ -160,14 +162,7 @@ def _child_loop(req_r: int, rep_w: int, handlers: dict[str, Any]) -> None:  # pr
                 os.dup2(err, 2)
                 os.close(err)
                 _limit(request)
-                handler = handlers.get(request["command"])
-                if handler is None:
-                    raise SystemExit(f"unknown sandbox command {request['command']}")
-                result = handler(request["pdf"], **request["params"])
-                out = Path(request["out"])
-                tmp = out.with_suffix(".tmp")
-                tmp.write_text(json.dumps(result, ensure_ascii=False), encoding="utf-8")
-                tmp.replace(out)
+                run_command(request["command"], request["pdf"], request["params"], Path(request["out"]))
                 code = 0
                 os.write(rep_w, b"last\n" if _over_memory(request) else b"ok\n")
     except BaseException:  # noqa: BLE001 - everything goes to the error file; the exit code tells
@@ -222,9 +217,8 @@ def _warm_up(mupdf: Any) -> None:  # pragma: no cover - server side
 
 
 def serve() -> int:  # pragma: no cover - exercised through the client
-    from workers.pdf import mupdf
+    from workers.pdf import mupdf, sandbox  # noqa: F401 - imported once here, not in every child
 
-    handlers = {"probe": mupdf.probe, "extract": mupdf.extract_range, "render": mupdf.render}
     _warm_up(mupdf)
     gc.collect()
     gc.freeze()  # what the server holds is never scanned again: children do not copy it page by page
@@ -233,12 +227,12 @@ def serve() -> int:  # pragma: no cover - exercised through the client
         for line in sys.stdin.buffer:
             request = json.loads(line)
             if child is None:
-                child = _Child(handlers)
+                child = _Child()
             try:
                 reply = child.run(line, float(request["timeout_s"]))
             except BrokenPipeError:  # it died between commands (killed from outside): a fresh one runs this one
                 child.retire()
-                child = _Child(handlers)
+                child = _Child()
                 reply = child.run(line, float(request["timeout_s"]))
             sys.stdout.write(json.dumps(reply) + "\n")
             sys.stdout.flush()

@@ -121,10 +121,11 @@ def _death_reason(returncode: int, stderr: str) -> str:
 # --------------------------------------------------------------------------- child side
 
 
-def _main(argv: list[str]) -> int:  # pragma: no cover - exercised through run_child
+def run_command(command: str, pdf: str, params: dict[str, Any], out: Path) -> None:  # pragma: no cover - child
+    """Run one sandbox command and write its JSON result to `out` (a temp file, then a rename):
+    what every child does, forked (`forkserver`) or started as `python -m workers.pdf.sandbox`."""
     from workers.pdf import mupdf
 
-    command, pdf, out, params = argv[0], argv[1], Path(argv[2]), json.loads(argv[3])
     handlers = {"probe": mupdf.probe, "extract": mupdf.extract_range, "render": mupdf.render}
     if command not in handlers:
         raise SystemExit(f"unknown sandbox command {command}")
@@ -132,6 +133,10 @@ def _main(argv: list[str]) -> int:  # pragma: no cover - exercised through run_c
     tmp = out.with_suffix(".tmp")
     tmp.write_text(json.dumps(result, ensure_ascii=False), encoding="utf-8")
     tmp.replace(out)
+
+
+def _main(argv: list[str]) -> int:  # pragma: no cover - exercised through run_child
+    run_command(argv[0], argv[1], json.loads(argv[3]), Path(argv[2]))
     return 0
 
 
