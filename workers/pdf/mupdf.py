@@ -71,7 +71,62 @@ def _extract_page(doc: pymupdf.Document, number: int,
     """One page's text layer and evidence; `kept`, when given, keeps the page's `rawdict` and whether
     it draws an image for the structure pass (one text page and one content-stream scan per page)."""
     page = doc.load_page(number - 1)
-    raw = page.get_text("rawdict", flags=_TEXT_FLAGS)
+    textpage = page.get_textpage(flags=_TEXT_FLAGS)
+    plain = textpage.extractText()
+    kinds = glyph_kinds(plain)
+    if "R" in kinds or kept is not None or not _plain_is_exact(textpage, plain):
+        raw = textpage.extractRAWDICT()
+        evidence = _geometry_evidence(raw)
+    else:  # no Hebrew or Arabic letter: no per-character geometry to read (issue 15)
+        raw, evidence = {}, _plain_evidence(plain[:-1], kinds[:-1])
+    listed = page.get_images(full=False)  # from the resources: no second text page
+    images = len(listed)
+    drawn = images > 0 or layout.has_inline_image(page)
+    if kept is not None:
+        kept[number] = (raw, drawn)
+    text = evidence.pop("text")
+    return {
+        "number": number,
+        "text": text,
+        **evidence,
+        "images": images,
+        "image_coverage": _image_coverage(page) if drawn else 0.0,
+        "image_bytes": _image_bytes(doc, listed),
+        # vector paths tell a drawn page from a blank one (layout.add_layout counts them for tables)
+        "drawings": layout.drawings(page) if not text.strip() else 0,
+        "width": round(page.rect.width, 2),
+        "height": round(page.rect.height, 2),
+    }
+
+
+def _plain_is_exact(textpage: pymupdf.TextPage, plain: str) -> bool:
+    """Whether the plain text is every line's characters, each line followed by one newline: the
+    text layer `rawdict` gives, newline-joined, plus a final newline. PyMuPDF writes no newline
+    after a line whose last character is a newline (or NUL), and a newline character inside a line
+    would split it: so exact when no line ends in either and there are as many newlines as lines."""
+    lines = 0
+    for block in textpage.this:
+        if block.m_internal.type != pymupdf.mupdf.FZ_STEXT_BLOCK_TEXT:
+            continue
+        for line in block:
+            last = line.m_internal.last_char
+            if not last or last.c in (0, 10):
+                return False
+            lines += 1
+    return plain.count("\n") == lines and "\x00" not in plain
+
+
+def _plain_evidence(text: str, kinds: str) -> dict[str, Any]:
+    """A page without RTL letters, from its plain text: no line has RTL geometry, clusters or
+    run orders, and the shared-origin test (one glyph mapped to a whole word) is not made."""
+    return {"text": text, "line_geometry": [[0, 0]] * (text.count("\n") + 1) if text else [],
+            "glyph_clusters": [], "run_orders": [], "glyphs": len(kinds) - kinds.count(" "),
+            "shared_position_runs": 0}
+
+
+def _geometry_evidence(raw: dict[str, Any]) -> dict[str, Any]:
+    """The text layer from MuPDF's raw characters with its per-line evidence: RTL x-order, glyph
+    clusters and run orders of lines holding RTL letters, glyph count, shared-origin runs."""
     lines: list[str] = []
     geometry: list[list[int]] = []
     clusters: list[list[int]] = []
@@ -92,28 +147,8 @@ def _extract_page(doc: pymupdf.Document, number: int,
                 if order:
                     run_orders.append([[offset + a, offset + b] for a, b in order])
             offset += len(lines[-1]) + 1
-    listed = page.get_images(full=False)  # from the resources: no second text page
-    images = len(listed)
-    drawn = images > 0 or layout.has_inline_image(page)
-    if kept is not None:
-        kept[number] = (raw, drawn)
-    text = "\n".join(lines)
-    return {
-        "number": number,
-        "text": text,
-        "line_geometry": geometry,
-        "glyph_clusters": clusters,
-        "run_orders": run_orders,
-        "glyphs": glyphs,
-        "shared_position_runs": shared_runs,
-        "images": images,
-        "image_coverage": _image_coverage(page) if drawn else 0.0,
-        "image_bytes": _image_bytes(doc, listed),
-        # vector paths tell a drawn page from a blank one (layout.add_layout counts them for tables)
-        "drawings": layout.drawings(page) if not text.strip() else 0,
-        "width": round(page.rect.width, 2),
-        "height": round(page.rect.height, 2),
-    }
+    return {"text": "\n".join(lines), "line_geometry": geometry, "glyph_clusters": clusters,
+            "run_orders": run_orders, "glyphs": glyphs, "shared_position_runs": shared_runs}
 
 
 def _image_bytes(doc: pymupdf.Document, listed: list[Any]) -> int:
