@@ -241,7 +241,8 @@ def glyph_clusters(chars: list[dict[str, Any]], kinds: str) -> list[tuple[int, i
             if partner is not None:
                 joined[min(i, partner)] = True
         elif i + 1 < len(chars) and kinds[i + 1] in "Ro":
-            if all(abs(a - b) <= _ZERO for a, b in zip(c["bbox"], chars[i + 1]["bbox"])):
+            other = chars[i + 1]["bbox"]
+            if abs(x0 - other[0]) <= _ZERO and all(abs(a - b) <= _ZERO for a, b in zip(c["bbox"], other)):
                 joined[i] = True
     found: list[tuple[int, int]] = []
     i = 0

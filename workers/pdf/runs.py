@@ -22,6 +22,7 @@ Runs inside the sandbox child with the rest of the MuPDF reading; plain data in 
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass
 from typing import Any
@@ -64,17 +65,16 @@ def _kind(ch: str) -> str:
 _KINDS = LazyTable(_kind)
 
 
+_UNIT = re.compile("R[RM]*|L[LM]*|[NS]M*|M+")  # a mark belongs to the unit before it
+
+
 def _units(chars: list[dict[str, Any]], kinds: str) -> list[_Unit]:
-    units: list[_Unit] = []
-    for i, c in enumerate(chars):
-        kind = kinds[i]
-        x0, _, x1, _ = c["bbox"]
-        last = units[-1] if units else None
-        if last is not None and (kind == "M" or (kind == last.kind and kind in "RL")):
-            last.end, last.x0, last.x1 = i + 1, min(last.x0, x0), max(last.x1, x1)
-        else:
-            units.append(_Unit("N" if kind == "M" else kind, i, i + 1, x0, x1))
-    return units
+    """Arabic words and LTR runs (with their marks), and each other character with its marks (a
+    line's leading marks are one neutral unit); x extent from the boxes, in one C-level slice each."""
+    x0s = [c["bbox"][0] for c in chars]
+    x1s = [c["bbox"][2] for c in chars]
+    return [_Unit("N" if kinds[a] == "M" else kinds[a], a, b, min(x0s[a:b]), max(x1s[a:b]))
+            for a, b in (m.span() for m in _UNIT.finditer(kinds))]
 
 
 def _inside_agrees(chars: list[dict[str, Any]], kinds: str, unit: _Unit) -> bool:
