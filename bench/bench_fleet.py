@@ -47,6 +47,7 @@ class Row:
     tasks: int | None = None
     note: str = ""
     cpu_s: float | None = None
+    cpu_roles: dict[str, float] | None = None
 
     @property
     def pps(self) -> float:
@@ -57,7 +58,8 @@ def fleet_row(work: str, result: RunResult, note: str = "") -> Row:
     rss = " ".join(f"{role}={mb:.0f}" for role, mb in sorted(result.rss_mb.items()))
     ocr = sum(n for route, n in result.routes.items() if not route.startswith("text_layer"))
     note = note or (f"{ocr} pages climbed" if ocr else "")
-    return Row(work, "fleet", result.pages, result.wall, rss, result.redis_mb, result.tasks, note, result.cpu_s)
+    return Row(work, "fleet", result.pages, result.wall, rss, result.redis_mb, result.tasks, note, result.cpu_s,
+               result.cpu_roles)
 
 
 def options(structure: bool, **extra: object) -> dict[str, object]:
@@ -172,6 +174,17 @@ def markdown(rows: list[Row]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def role_lines(rows: list[Row]) -> list[str]:
+    """Where each fleet row's CPU went: ms per page by role (sandbox: the servers and their forks;
+    split, cpu: the workers' pool processes; *-main: their consumers; redis: the broker)."""
+    lines = []
+    for r in rows:
+        if r.cpu_roles and r.pages:
+            parts = sorted(r.cpu_roles.items(), key=lambda item: -item[1])
+            lines.append(f"{r.work}: " + " · ".join(f"{role} {1000 * s / r.pages:.1f}" for role, s in parts))
+    return lines
+
+
 def _find(rows: list[Row], work: str, system: str) -> Row | None:
     return next((r for r in rows if r.work == work and r.system.startswith(system)), None)
 
@@ -222,9 +235,12 @@ def main(argv: list[str]) -> int:
     rows = measure(args.corpus.resolve(), plan, set(args.skip), args.split_concurrency, args.sandbox_reuse)
     print_table(rows, f"pagefleet throughput: warm fleet (one split/collect worker ×{args.split_concurrency}, one cpu "
                       "worker ×2) beside the limit, same cores")
+    roles = role_lines(rows)
+    print("CPU ms/page by role (fleet rows):\n  " + "\n  ".join(roles))
     digital_ratio, scanned_ratio, lines = verdicts(rows, plan["sizes"], plan["small"], plan["scanned"])
     if args.markdown:
-        args.markdown.write_text(markdown(rows) + "\n" + "\n".join(f"- {line}" for line in lines) + "\n", encoding="utf-8")
+        args.markdown.write_text(markdown(rows) + "\nCPU ms/page by role:\n\n" + "\n".join(f"- {line}" for line in roles)
+                                 + "\n\n" + "\n".join(f"- {line}" for line in lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
     print(f"digital_ratio={digital_ratio:.2f} scanned_ratio={scanned_ratio:.2f}")
     return 0

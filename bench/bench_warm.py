@@ -35,6 +35,7 @@ class RunResult:
     tasks: int
     routes: dict[str, int] = field(default_factory=dict)
     cpu_s: float = 0.0  # CPU seconds the fleet's processes spent (a figure the machine's load barely moves)
+    cpu_roles: dict[str, float] = field(default_factory=dict)  # the same by role, and Redis's own
 
     @property
     def pages_per_s(self) -> float:
@@ -89,6 +90,7 @@ class WarmFleet:
         self._cpu_seen: dict[int, float] = {}
         self._parents: dict[int, int] = {}  # pid -> parent pid, as last seen
         self._reaping: dict[int, bool] = {}  # pid -> does its sample include what it reaped
+        self._role: dict[int, str] = {}  # pid -> role, as last seen
         self._sampled = 0.0
 
     def __enter__(self) -> "WarmFleet":
@@ -174,6 +176,7 @@ class WarmFleet:
                     self._cpu_seen[proc.pid] = t.user + t.system + reaped
                     self._parents[proc.pid] = proc.ppid()
                     self._reaping[proc.pid] = counts_reaped
+                    self._role[proc.pid] = role
                     live.add(proc.pid)
         for pid in [pid for pid in self._cpu_seen if pid not in live]:
             parent = self._parents.get(pid)
@@ -183,6 +186,17 @@ class WarmFleet:
     def _cpu_seconds(self) -> float:
         self._sample_cpu()
         return sum(self._cpu_seen.values())
+
+    def _cpu_roles(self) -> dict[str, float]:
+        """CPU seconds so far by role (a reaped sandbox fork is in its server's, the same role), and
+        the Redis server's, which the fleet's figure leaves out."""
+        roles: dict[str, float] = {}
+        for pid, seconds in self._cpu_seen.items():
+            roles[self._role[pid]] = roles.get(self._role[pid], 0.0) + seconds
+        with contextlib.suppress(psutil.Error):
+            t = psutil.Process(self.redis.proc.pid).cpu_times()
+            roles["redis"] = t.user + t.system
+        return roles
 
     def _task_lines(self) -> int:
         return sum(path.read_text(errors="replace").count(" succeeded in ")
@@ -197,7 +211,7 @@ class WarmFleet:
         specs = [spec_for_path(str(f), storage, f"{tag}/{f.stem}", opts, force=True) for f in files]
         r = jobs.client()
         self._reset_peaks()
-        tasks_before, cpu_before = self._task_lines(), self._cpu_seconds()
+        tasks_before, cpu_before, roles_before = self._task_lines(), self._cpu_seconds(), self._cpu_roles()
         started = time.perf_counter()
         for spec in specs:
             enqueue(spec)
@@ -213,7 +227,8 @@ class WarmFleet:
             for route, n in json.loads(info.get("routes") or "{}").items():
                 routes[route] = routes.get(route, 0) + n
         cpu = self._cpu_seconds() - cpu_before
-        return RunResult(pages, wall, self._peaks(), redis_peak, self._task_lines() - tasks_before, routes, cpu)
+        roles = {role: seconds - roles_before.get(role, 0.0) for role, seconds in self._cpu_roles().items()}
+        return RunResult(pages, wall, self._peaks(), redis_peak, self._task_lines() - tasks_before, routes, cpu, roles)
 
     def _wait(self, r: Any, ids: list[str], timeout_s: float = 7200) -> tuple[float, float, list[dict[str, str]]]:
         """(Redis peak MB, when the last job was seen finished, every job's record). Until every job
