@@ -105,14 +105,17 @@ def _plain_is_exact(textpage: pymupdf.TextPage, plain: str) -> bool:
     after a line whose last character is a newline (or NUL), and a newline character inside a line
     would split it: so exact when no line ends in either and there are as many newlines as lines."""
     lines = 0
-    for block in textpage.this:
-        if block.m_internal.type != pymupdf.mupdf.FZ_STEXT_BLOCK_TEXT:
-            continue
-        for line in block:
-            last = line.m_internal.last_char
-            if not last or last.c in (0, 10):
-                return False
-            lines += 1
+    try:  # MuPDF's own structures (PyMuPDF's low-level bindings): a version without them reads rawdict
+        for block in textpage.this:
+            if block.m_internal.type != pymupdf.mupdf.FZ_STEXT_BLOCK_TEXT:
+                continue
+            for line in block:
+                last = line.m_internal.last_char
+                if not last or last.c in (0, 10):
+                    return False
+                lines += 1
+    except (AttributeError, TypeError):
+        return False
     return plain.count("\n") == lines and "\x00" not in plain
 
 
