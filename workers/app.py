@@ -17,9 +17,9 @@ from celery import Celery, bootsteps
 from celery.signals import (
     celeryd_init, setup_logging, task_postrun, task_prerun, worker_process_init, worker_ready, worker_shutting_down,
 )
-import redis
 from kombu import Queue
 from kombu.exceptions import OperationalError
+import redis
 
 from workers import heartbeat, logs, observability
 from workers.errors import BrokerUnavailable, StorageError
@@ -107,7 +107,7 @@ def send(name: str, args: list[Any], *, queue: str, task_id: str | None = None, 
     """Send one task by name to the broker configured *now* (producers switch brokers with
     `use_broker`; the app's cached producer pool would still point at the old one), on this
     process's connection to that broker: a connection per message (connect, declare the queue)
-    cost a producer ~20 ms of CPU per document. A send that fails on the kept connection (Redis
+    cost a producer ~10 ms of CPU per document. A send that fails on the kept connection (Redis
     restarted, a socket gone stale) is tried once more on a fresh one before the error goes up.
     Results are ignored (job state lives in the registry) and arguments are hidden from task events."""
     url = get_settings().broker_url

@@ -117,3 +117,30 @@ def test_glyph_evidence_equals_its_per_character_definition(seed: int) -> None:
 
 def test_glyph_kinds_codes() -> None:
     assert glyph_kinds("a א\u05b4ب1\t.") == "o RMRo o"
+
+
+def reference_units(chars: list[dict[str, Any]], kinds: str) -> list[tuple[str, int, int, float, float]]:
+    """`workers.pdf.runs` units by their definition, a character at a time: a mark joins the unit
+    before it (a leading one starts a neutral unit), Arabic letters join Arabic letters and LTR
+    characters LTR ones; anything else is a unit of its own."""
+    units: list[list[Any]] = []
+    for i, c in enumerate(chars):
+        kind, (x0, _, x1, _) = kinds[i], c["bbox"]
+        if units and (kind == "M" or (kind == units[-1][0] and kind in "RL")):
+            units[-1][2:] = [i + 1, min(units[-1][3], x0), max(units[-1][4], x1)]
+        else:
+            units.append(["N" if kind == "M" else kind, i, i + 1, x0, x1])
+    return [tuple(u) for u in units]
+
+
+def test_run_units_match_their_definition() -> None:
+    from workers.pdf.runs import _KINDS, _units
+
+    rng = random.Random(15)
+    for _ in range(400):
+        chars = random_line(rng)
+        kinds = "".join(c["c"] for c in chars).translate(_KINDS)
+        got = [(u.kind, u.start, u.end, u.x0, u.x1) for u in _units(chars, kinds)]
+        assert got == reference_units(chars, kinds)
+    assert any(k.startswith("M") for k in ("".join(c["c"] for c in random_line(rng)).translate(_KINDS)
+                                           for _ in range(200)))  # lines that open with a mark occur
