@@ -72,13 +72,11 @@ def _extract_page(doc: pymupdf.Document, number: int,
     it draws an image for the structure pass (one text page and one content-stream scan per page)."""
     page = doc.load_page(number - 1)
     textpage = page.get_textpage(flags=_TEXT_FLAGS)
-    plain = textpage.extractText()
-    kinds = glyph_kinds(plain)
-    if "R" in kinds or kept is not None or not _plain_is_exact(textpage, plain):
+    evidence = _plain_evidence(textpage) if kept is None else None  # structure needs the characters
+    raw: dict[str, Any] = {}
+    if evidence is None:
         raw = textpage.extractRAWDICT()
         evidence = _geometry_evidence(raw)
-    else:  # no Hebrew or Arabic letter: no per-character geometry to read (issue 15)
-        raw, evidence = {}, _plain_evidence(plain[:-1], kinds[:-1])
     listed = page.get_images(full=False)  # from the resources: no second text page
     images = len(listed)
     drawn = images > 0 or layout.has_inline_image(page)
@@ -119,9 +117,16 @@ def _plain_is_exact(textpage: pymupdf.TextPage, plain: str) -> bool:
     return plain.count("\n") == lines and "\x00" not in plain
 
 
-def _plain_evidence(text: str, kinds: str) -> dict[str, Any]:
-    """A page without RTL letters, from its plain text: no line has RTL geometry, clusters or
-    run orders, and the shared-origin test (one glyph mapped to a whole word) is not made."""
+def _plain_evidence(textpage: pymupdf.TextPage) -> dict[str, Any] | None:
+    """A page without RTL letters, from its plain text (issue 15: no per-character geometry to
+    read): no line has RTL geometry, clusters or run orders, and the shared-origin test (one glyph
+    mapped to a whole word) is not made. None for a page that holds an RTL letter or whose plain
+    text is not exactly its lines."""
+    plain = textpage.extractText()
+    kinds = glyph_kinds(plain)
+    if "R" in kinds or not _plain_is_exact(textpage, plain):
+        return None
+    text = plain[:-1]  # the final newline
     return {"text": text, "line_geometry": [[0, 0]] * (text.count("\n") + 1) if text else [],
             "glyph_clusters": [], "run_orders": [], "glyphs": len(kinds) - kinds.count(" "),
             "shared_position_runs": 0}
