@@ -183,13 +183,10 @@ class WarmFleet:
             if parent in live and self._reaping.get(parent, False):
                 del self._cpu_seen[pid]
 
-    def _cpu_seconds(self) -> float:
-        self._sample_cpu()
-        return sum(self._cpu_seen.values())
-
     def _cpu_roles(self) -> dict[str, float]:
         """CPU seconds so far by role (a reaped sandbox fork is in its server's, the same role), and
         the Redis server's, which the fleet's figure leaves out."""
+        self._sample_cpu()
         roles: dict[str, float] = {}
         for pid, seconds in self._cpu_seen.items():
             roles[self._role[pid]] = roles.get(self._role[pid], 0.0) + seconds
@@ -211,7 +208,7 @@ class WarmFleet:
         specs = [spec_for_path(str(f), storage, f"{tag}/{f.stem}", opts, force=True) for f in files]
         r = jobs.client()
         self._reset_peaks()
-        tasks_before, cpu_before, roles_before = self._task_lines(), self._cpu_seconds(), self._cpu_roles()
+        tasks_before, roles_before = self._task_lines(), self._cpu_roles()
         started = time.perf_counter()
         for spec in specs:
             enqueue(spec)
@@ -226,8 +223,8 @@ class WarmFleet:
             pages += int(info.get("pages") or 0)
             for route, n in json.loads(info.get("routes") or "{}").items():
                 routes[route] = routes.get(route, 0) + n
-        cpu = self._cpu_seconds() - cpu_before
         roles = {role: seconds - roles_before.get(role, 0.0) for role, seconds in self._cpu_roles().items()}
+        cpu = sum(seconds for role, seconds in roles.items() if role != "redis")  # the fleet's own processes
         return RunResult(pages, wall, self._peaks(), redis_peak, self._task_lines() - tasks_before, routes, cpu, roles)
 
     def _wait(self, r: Any, ids: list[str], timeout_s: float = 7200) -> tuple[float, float, list[dict[str, str]]]:
