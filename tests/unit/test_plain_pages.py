@@ -10,49 +10,43 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from tests.unit.test_visual_order_fixtures import DEJAVU
 from workers.pdf import mupdf
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT.parent / "shared" / "corpus"
 
 
-def _pages(paths: list[Path]) -> list[tuple[Path, int]]:
+def _both_ways(paths: list[Path]) -> list[tuple[str, int, dict, dict, bool]]:
+    """Per readable page: (file, page, the record as extracted, the record through rawdict, whether
+    the page holds RTL letters). A file MuPDF cannot read (the fixtures that exist to be
+    unreadable) is left out."""
     found = []
     for path in paths:
         try:
             with pymupdf.open(path) as doc:
                 for n in range(1, 0 if doc.needs_pass else doc.page_count + 1):
-                    mupdf._extract_page(doc, n)
-                    found.append((path, n))
-        except Exception:  # noqa: BLE001 — the fixtures that exist to be unreadable (MuPDF FzError*)
+                    plain = mupdf._extract_page(doc, n)
+                    geometry = mupdf._extract_page(doc, n, kept={})  # structure keeps rawdict: always that path
+                    rtl = "R" in mupdf.glyph_kinds(doc.load_page(n - 1).get_text(flags=mupdf._TEXT_FLAGS))
+                    found.append((path.name, n, plain, geometry, rtl))
+        except Exception:  # noqa: BLE001 — MuPDF's FzError* on the unreadable fixtures
             continue
     return found
 
 
-def _both_ways(path: Path, number: int) -> tuple[dict, dict, bool]:
-    """(the record as extracted, the record through rawdict, whether the page holds RTL letters)."""
-    with pymupdf.open(path) as doc:
-        plain = mupdf._extract_page(doc, number)
-        geometry = mupdf._extract_page(doc, number, kept={})  # structure keeps rawdict: always that path
-        text = doc.load_page(number - 1).get_textpage(flags=mupdf._TEXT_FLAGS).extractText()
-    return plain, geometry, "R" in mupdf.glyph_kinds(text)
-
-
 def test_fixture_pages_read_alike_both_ways(fixtures_dir: Path) -> None:
-    pages = _pages(sorted(fixtures_dir.rglob("*.pdf")))
-    ltr = 0
-    for path, number in pages:
-        plain, geometry, rtl = _both_ways(path, number)
-        assert plain == geometry, (path.name, number)
-        ltr += not rtl
+    pages = _both_ways(sorted(fixtures_dir.rglob("*.pdf")))
+    for name, number, plain, geometry, _ in pages:
+        assert plain == geometry, (name, number)
+    ltr = sum(not rtl for *_, rtl in pages)
     assert ltr >= 10 and ltr < len(pages)  # both paths were taken
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is not beside the checkout")
 def test_corpus_pages_read_alike_both_ways() -> None:
-    for path, number in _pages(sorted(CORPUS.glob("*.pdf"))):
-        plain, geometry, _ = _both_ways(path, number)
-        assert plain == geometry, (path.name, number)
+    for name, number, plain, geometry, _ in _both_ways(sorted(CORPUS.glob("*.pdf"))):
+        assert plain == geometry, (name, number)
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is not beside the checkout")
@@ -79,17 +73,10 @@ def test_a_latin_page_is_read_without_rawdict(monkeypatch: pytest.MonkeyPatch) -
     with pymupdf.open() as doc:
         for text in ("Plain Latin prose, two lines\nof it.", "שלום עולם"):
             page = doc.new_page()
-            page.insert_font(fontname="f", fontfile=_font_with_hebrew())
+            page.insert_font(fontname="f", fontfile=str(DEJAVU))
             page.insert_text((72, 72), text, fontname="f", fontsize=12)
         latin, hebrew = (mupdf._extract_page(doc, n) for n in (1, 2))
     assert latin["text"] == "Plain Latin prose, two lines\nof it." and latin["line_geometry"] == [[0, 0], [0, 0]]
     assert latin["glyphs"] == 29 and hebrew["text"].strip()
     assert len(calls) == 1  # only the Hebrew page
 
-
-def _font_with_hebrew() -> str:
-    for candidate in ("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-                      "/usr/share/fonts/truetype/freefont/FreeSans.ttf"):
-        if Path(candidate).exists():
-            return candidate
-    pytest.skip("no font with Hebrew glyphs on this machine")
