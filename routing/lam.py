@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from routing.arabic import ALEF_FORMS, LAM, PREFIXES, fold_presentation_forms, is_arabic_letter, is_arabic_mark
+from routing.charclass import LazyTable
 
 SWAPPED_WORDS = frozenset({"خالل", "ثالث", "آالف", "إال"})  # خلال ثلاث آلاف إلا, stored alef-first
 _PRESENTATION_FORM = re.compile("[\ufb50-\ufdff\ufe70-\ufefe]")
@@ -115,19 +116,20 @@ def lam_before_alef(text: str) -> int:
     )
 
 
+def _word_char(ch: str) -> str:
+    """An Arabic letter stays, an Arabic mark goes (it neither joins nor ends a word), anything
+    else ends the word."""
+    if is_arabic_letter(ch):
+        return ch
+    return "" if is_arabic_mark(ch) else " "
+
+
+_WORD_CHARS = LazyTable(_word_char)
+
+
 def _word_tokens(text: str) -> list[str]:
-    """Arabic words of an already folded text (marks skipped)."""
-    tokens, current = [], []
-    for ch in text:
-        if is_arabic_letter(ch):
-            current.append(ch)
-        elif not is_arabic_mark(ch):
-            if current:
-                tokens.append("".join(current))
-            current = []
-    if current:
-        tokens.append("".join(current))
-    return tokens
+    """Arabic words of an already folded text (marks skipped), in one C-level pass."""
+    return text.translate(_WORD_CHARS).split()
 
 
 def _is_swapped_word(word: str) -> bool:

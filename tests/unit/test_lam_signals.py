@@ -131,3 +131,31 @@ def test_hebrew_and_latin_are_never_touched() -> None:
         verdict = assess(GateInput(text=text, origin="text_layer", layer={"glyph_clusters": [[0, 2]]}))
         assert "swapped_lam_ligature" not in verdict.warnings
         assert normalize(text, glyph_clusters=[(0, 2)]).text == text
+
+
+def _reference_word_tokens(text: str) -> list[str]:
+    """The definition, one character at a time: letters join, marks are skipped, the rest splits."""
+    from routing.arabic import is_arabic_letter, is_arabic_mark
+
+    tokens, current = [], []
+    for ch in text:
+        if is_arabic_letter(ch):
+            current.append(ch)
+        elif not is_arabic_mark(ch):
+            if current:
+                tokens.append("".join(current))
+            current = []
+    return tokens + (["".join(current)] if current else [])
+
+
+def test_word_tokens_match_their_definition() -> None:
+    import random
+
+    from routing.lam import _word_tokens
+
+    alphabet = "لاأإآبتثخمنو" + "\u064b\u064e\u0650\u0651\u0670" + "\u0640 .،1٣aשׁ\n\u200f\ufefb"
+    rng = random.Random(12)
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(500)]
+    for text in [*texts, LOGICAL, HEBREW, "\u064eلا", "لا\u064e"]:
+        assert _word_tokens(text) == _reference_word_tokens(text)
+    assert any("\u064e" in t and len(_word_tokens(t)) > 1 for t in texts)  # marks between words occur
