@@ -20,8 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from routing.charclass import ARABIC_RANGES, HEBREW_RANGES, ranges_pattern
 from routing.rtl_order import FINALS, hebrew_order_evidence
 
+_RTL_ANY = ranges_pattern(HEBREW_RANGES + ARABIC_RANGES)
 _ARABIC_WORD = re.compile(r"[\u0620-\u064A\u0671-\u06D3\u06FA-\u06FF]+")
 _ARABIC_FINAL_ONLY = "\u0629\u0649"  # ة ى
 _ARABIC_SHAPED = re.compile(r"[\u0621-\u064A\uFB50-\uFDFF\uFE70-\uFEFF]+")
@@ -85,9 +87,11 @@ def arabic_order_votes(text: str) -> tuple[int, int]:
 
 
 def line_evidence(line: str, geometry: Sequence[int] | None = None) -> LineEvidence:
+    inc, dec = (geometry[0], geometry[1]) if geometry else (0, 0)
+    if _RTL_ANY.search(line) is None:  # every letter vote needs a Hebrew or Arabic character
+        return LineEvidence(0, 0, inc, dec, 0, 0)
     he = hebrew_order_evidence(line)
     ar_visual, ar_logical = arabic_order_votes(line)
-    inc, dec = (geometry[0], geometry[1]) if geometry else (0, 0)
     return LineEvidence(
         visual_votes=he.final_first + he.medial_last + ar_visual,
         logical_votes=he.final_last + ar_logical,

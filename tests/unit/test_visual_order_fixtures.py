@@ -110,3 +110,24 @@ def test_visual_to_logical_inverts_what_mupdf_extracts(tmp_path: Path, line: str
     assert raw != line  # MuPDF mirrored the RTL runs
     assert _x_order(pdf) == [line]
     assert visual_to_logical(raw) == line
+
+
+def test_a_line_without_rtl_characters_gets_the_evidence_the_full_count_gives() -> None:
+    """line_evidence skips the letter counts on a line without a Hebrew or Arabic character: on
+    random lines, with and without them, the result is what the full count gives."""
+    import random
+
+    from routing.order import LineEvidence, arabic_order_votes, line_evidence
+    from routing.rtl_order import hebrew_order_evidence as hebrew
+    from routing.order import _final_mid_word
+
+    alphabet = "abc XYZ 12.,;-\"'()" + "שלוםךם" + "\ufb2a\ufb4f" + "قةى\ufe8e\ufef5" + "\u0660\u06f1\u200f"
+    rng = random.Random(7)
+    lines = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))) for _ in range(600)]
+    for line in [*lines, "Tel Aviv 2024", "", "\ufb2a"]:
+        geometry = [rng.randint(0, 3), rng.randint(0, 3)]
+        he, (ar_visual, ar_logical) = hebrew(line), arabic_order_votes(line)
+        full = LineEvidence(he.final_first + he.medial_last + ar_visual, he.final_last + ar_logical,
+                            geometry[0], geometry[1], _final_mid_word(line), he.words)
+        assert line_evidence(line, geometry) == full
+    assert sum(line_evidence(line).visual_votes + line_evidence(line).logical_votes > 0 for line in lines) > 50
