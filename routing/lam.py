@@ -35,6 +35,7 @@ from routing.charclass import LazyTable
 
 SWAPPED_WORDS = frozenset({"خالل", "ثالث", "آالف", "إال"})  # خلال ثلاث آلاف إلا, stored alef-first
 _PRESENTATION_FORM = re.compile("[\ufb50-\ufdff\ufe70-\ufefe]")
+_LAM_ALEF = re.compile(f"{LAM}(?=[{re.escape(ALEF_FORMS)}](?!{LAM}))")  # lam, an alef form, then no lam
 MIN_WORDS_FOR_ABSENCE = 20  # "the page never shows lam before alef" means something from here on
 
 
@@ -110,10 +111,7 @@ def lone_al_positions(text: str) -> list[int]:
 def lam_before_alef(text: str) -> int:
     """How often lam is followed by an alef form that no lam follows (the right order of a
     lam-alef; `ولإلجراءات` is the prefix lam before a swapped `إل`, not a lam-alef)."""
-    folded = fold_presentation_forms(text) + " "
-    return sum(
-        1 for i, c in enumerate(folded[:-2]) if c == LAM and folded[i + 1] in ALEF_FORMS and folded[i + 2] != LAM
-    )
+    return len(_LAM_ALEF.findall(fold_presentation_forms(text)))
 
 
 def _word_char(ch: str) -> str:

@@ -159,3 +159,22 @@ def test_word_tokens_match_their_definition() -> None:
     for text in [*texts, LOGICAL, HEBREW, "\u064eلا", "لا\u064e"]:
         assert _word_tokens(text) == _reference_word_tokens(text)
     assert any("\u064e" in t and len(_word_tokens(t)) > 1 for t in texts)  # marks between words occur
+
+
+def test_lam_before_alef_matches_its_definition() -> None:
+    import random
+
+    from routing.arabic import ALEF_FORMS, LAM, fold_presentation_forms
+    from routing.lam import lam_before_alef
+
+    def reference(text: str) -> int:
+        folded = fold_presentation_forms(text) + " "
+        return sum(1 for i, c in enumerate(folded[:-2])
+                   if c == LAM and folded[i + 1] in ALEF_FORMS and folded[i + 2] != LAM)
+
+    rng = random.Random(3)
+    alphabet = "لاأإآب \ufefb\ufef5"
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 20))) for _ in range(800)]
+    for text in [*texts, "لا", "ل", "لال", LOGICAL]:
+        assert lam_before_alef(text) == reference(text)
+    assert sum(reference(t) > 1 for t in texts) > 50
