@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from celery import chord
 
@@ -11,8 +12,9 @@ from workers.app import task
 from workers.jobs import JobState
 from workers.model import JobSpec
 from workers import ranges
+from workers.ladder.structure import DocumentLayout
 from workers.pipeline import (PagesMissing, SplitOutcome, head_outcome, parse_options, split_document,
-                              split_range as split_pages, structure_ranges)
+                              split_range as split_pages, structure_plan, structure_range as structure_pages)
 from workers.settings import get_settings
 
 log = logging.getLogger(__name__)
@@ -77,13 +79,11 @@ def dispatch(spec: dict, outcome: SplitOutcome, gpu_batch: int) -> None:
 def dispatch_ranges(spec: dict, job_id: str, left: list[tuple[int, int]], queue: str) -> None:
     """A chord of range tasks (rung 1 for the pages the split task leaves); `split_done` merges
     them with the split task's own range (pages 1 .. the first range's start - 1)."""
-    from tasks.collect import collect_after_error
-
     hidden = {"argsrepr": f"(job {job_id})", "kwargsrepr": "{}"}
     header = [split_range.si(spec, first, last).set(task_id=f"{job_id}-r{first}", queue=queue, **hidden)
               for first, last in left]
     body = split_done.s(spec, [1, left[0][0] - 1]).set(task_id=f"{job_id}-ranges", **hidden)
-    chord(header)(body.on_error(collect_after_error.si(spec).set(**hidden)))
+    chord(header)(body.on_error(_after_error(spec)))
 
 
 @task("pagefleet.split_range")
@@ -96,17 +96,51 @@ def split_range(spec: dict, first: int, last: int) -> dict:
 
 @task("pagefleet.split_done", bind=True, max_retries=3000)
 def split_done(self, results: list[dict], spec: dict, head: list[int]) -> dict:
-    """Every range is decided: with structure on, the document-wide pass gives the text-layer
-    pages their blocks; then the pages that climb go out as the document's OCR chord."""
+    """Every range is decided: with structure on, the ranges get their blocks (a chord of
+    `structure_range` tasks, one per range, on every core); then the pages that climb go out as
+    the document's OCR chord."""
     job = JobSpec.model_validate(spec)
-    own = head_outcome(job, head[0], head[1], get_settings())
+    settings = get_settings()
+    own = head_outcome(job, head[0], head[1], settings)
     if own is None:  # the split task is still deciding its own pages
         raise self.retry(countdown=0.2)
     outcomes = [own, *(ranges.RangeOutcome.from_dict(r) for r in results)]
     accepted, pending = ranges.merge(outcomes)
-    if parse_options(job.options).structure:  # blocks need every page's layout: now they are all in
-        structure_ranges(job, get_settings())
     outcome = SplitOutcome(job.job_id, page_count=max(o.last for o in outcomes), accepted=accepted, pending=pending)
-    jobs.update(job.job_id, state=JobState.OCR if pending else JobState.COLLECTING, pages_done=accepted)
+    if parse_options(job.options).structure:  # blocks need every page's layout: now they are all in
+        layout, todo = structure_plan(job, settings)
+        if todo:
+            hidden = {"argsrepr": f"(job {job.job_id})", "kwargsrepr": "{}"}
+            header = [structure_range.si(spec, first, last, layout.as_dict(range(first, last + 1))).set(
+                task_id=f"{job.job_id}-s{first}", queue=settings.split_range_queue, **hidden) for first, last in todo]
+            body = ranges_structured.si(spec, outcome.as_dict()).set(task_id=f"{job.job_id}-structured", **hidden)
+            chord(header)(body.on_error(_after_error(spec)))
+            return outcome.as_dict()
+    return _climb(spec, outcome)
+
+
+@task("pagefleet.structure_range")
+def structure_range(spec: dict, first: int, last: int, layout: dict) -> dict:
+    job = JobSpec.model_validate(spec)
+    structure_pages(job, first, last, DocumentLayout.from_dict(layout), get_settings())
+    return {"job_id": job.job_id, "range": [first, last]}
+
+
+@task("pagefleet.ranges_structured")
+def ranges_structured(spec: dict, outcome: dict) -> dict:
+    """Every range has its blocks: the pages that climb go out as the document's OCR chord."""
+    return _climb(spec, SplitOutcome(outcome["job_id"], page_count=outcome["page_count"],
+                                     accepted=outcome["accepted"], pending=outcome["pending"]))
+
+
+def _climb(spec: dict, outcome: SplitOutcome) -> dict:
+    jobs.update(outcome.job_id, state=JobState.OCR if outcome.pending else JobState.COLLECTING,
+                pages_done=outcome.accepted)
     dispatch(spec, outcome, get_settings().vlm.batch_size)
     return outcome.as_dict()
+
+
+def _after_error(spec: dict) -> Any:
+    from tasks.collect import collect_after_error
+
+    return collect_after_error.si(spec).set(argsrepr=f"(job {spec.get('job_id')})", kwargsrepr="{}")

@@ -33,6 +33,8 @@ TASK_ROUTES = {
     "pagefleet.split": {"queue": "split"},
     "pagefleet.split_range": {"queue": "cpu"},  # the split task names settings.split_range_queue
     "pagefleet.split_done": {"queue": "collect"},
+    "pagefleet.structure_range": {"queue": "cpu"},  # split_done names settings.split_range_queue
+    "pagefleet.ranges_structured": {"queue": "collect"},
     "pagefleet.ocr_cpu": {"queue": "cpu"},
     "pagefleet.ocr_gpu": {"queue": "gpu"},
     "pagefleet.collect": {"queue": "collect"},

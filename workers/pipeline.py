@@ -9,9 +9,7 @@ collect_document: every page present? → replay every edit map → document.jso
 from __future__ import annotations
 
 import logging
-import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -154,34 +152,41 @@ def split_range(job: JobSpec, first: int, last: int, settings: Settings) -> rang
     return _decide_range(job, pages, (first, last), options, settings, storage, deferred=options.structure)
 
 
-def structure_ranges(job: JobSpec, settings: Settings) -> None:
-    """Blocks for a document split into ranges with structure on, once every range is in: font
-    statistics and running furniture over every page's layout, then blocks and the table check
-    for each range's text-layer pages, a thread per core (the checks' Poppler processes run side
-    by side); each range object is rewritten once, marked "structured" (a retry skips those and
-    gets the same statistics from the layouts they keep)."""
+def structure_plan(job: JobSpec, settings: Settings) -> tuple[structure.DocumentLayout, list[tuple[int, int]]]:
+    """For a document split into ranges with structure on, once every range is in: font
+    statistics and running furniture over every page's layout, and the ranges (first, last) still
+    without blocks. Each of those is then structured by its own task (`structure_range`), so every
+    core works on the blocks and the table checks."""
     storage = open_storage(job.storage, settings)
     manifest = storage.get_json(keys.job_manifest(job.job_id))
-    options = parse_options(manifest["options"])
-    found = ranges.states(storage, job.job_id, manifest)
-    layout = structure.document_layout([p for _, state in found for p in state.get("layouts", [])])
+    found = dict(ranges.states(storage, job.job_id, manifest))
+    layout = structure.document_layout([p for state in found.values() for p in state.get("layouts", [])])
+    todo = []
+    for first, last in manifest.get("ranges") or []:
+        state = found.get(ranges.key(job.job_id, first, last))
+        if state is not None and "layouts" in state and not state.get("structured"):
+            todo.append((int(first), int(last)))
+    return layout, todo
+
+
+def structure_range(job: JobSpec, first: int, last: int, layout: structure.DocumentLayout, settings: Settings) -> None:
+    """Blocks and the table check for the text-layer pages of one range object; the object is
+    rewritten once, marked "structured" (a redelivery finds it so and does nothing)."""
+    storage = open_storage(job.storage, settings)
+    name = ranges.key(job.job_id, first, last)
+    state = storage.get_json(name)
+    if state.get("structured"):
+        return
+    options = parse_options(job.options)
     path = local_pdf(job, settings)
-    todo = [(name, state) for name, state in found if "layouts" in state and not state.get("structured")]
-
-    def one(item: tuple[str, dict[str, Any]]) -> None:
-        name, state = item
-        pages = {int(p["number"]): p for p in state["layouts"]}
-        records = []
-        for raw in state["records"]:
-            record = PageRecord.model_validate(raw)
-            if record.number in pages:
-                record = _with_blocks(record, pages[record.number], layout, path, options)
-            records.append(record.model_dump(mode="json"))
-        storage.put_json(name, {**state, "records": records, "structured": True}, compact=True)
-
-    if todo:
-        with ThreadPoolExecutor(max_workers=min(len(todo), os.cpu_count() or 1)) as pool:
-            list(pool.map(one, todo))
+    pages = {int(p["number"]): p for p in state.get("layouts", [])}
+    records = []
+    for raw in state["records"]:
+        record = PageRecord.model_validate(raw)
+        if record.number in pages:
+            record = _with_blocks(record, pages[record.number], layout, path, options)
+        records.append(record.model_dump(mode="json"))
+    storage.put_json(name, {**state, "records": records, "structured": True}, compact=True)
 
 
 def _with_blocks(record: PageRecord, page: dict[str, Any], layout: Any, path: str, options: Options) -> PageRecord:

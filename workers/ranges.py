@@ -10,9 +10,10 @@ A document of at most E pages stays one task. Every range writes one object,
 `.pagefleet/work/<job>/ranges/<first>-<last>.json` = {"records": [accepted or quarantined page
 records], "pending": [pages that climb]}, so storage round trips grow with ranges, not pages.
 With structure on, a document of several ranges is decided without blocks first; each object also
-holds its pages' layout evidence ("layouts"), and once every range is in, one pass over all of
-them (`workers.pipeline.structure_ranges`: document-wide font statistics and running furniture
-need every page) adds the blocks and the table check, rewriting each object once ("structured").
+holds its pages' layout evidence ("layouts"), and once every range is in, the document-wide font
+statistics and running furniture are read from all of them (`workers.pipeline.structure_plan`)
+and a task per range (`structure_range`, a chord) adds the blocks and the table check, rewriting
+its object once ("structured").
 Pages the OCR stage finishes keep one object each (`pages/<n>.json`): they are few and slow anyway.
 """
 

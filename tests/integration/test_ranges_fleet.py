@@ -37,7 +37,11 @@ def _run(pdf: Path, out: Path, tmp: Path, env: dict[str, str], structure: bool =
         logs = "".join(p.read_text(errors="replace") for p in tmp.glob("worker-*.log"))
     assert info["state"] == "done", info
     pages = json.loads((out / "doc" / "document.json").read_text(encoding="utf-8"))["pages"]
-    return pages, [line for line in logs.splitlines() if "pagefleet.split_range" in line and "succeeded" in line]
+    return pages, [line for line in logs.splitlines() if "succeeded" in line]
+
+
+def _ran(lines: list[str], task: str) -> int:
+    return sum(f"Task {task}[" in line for line in lines)
 
 
 def test_ranges_read_like_one_task(fixtures_dir: Path, tmp_path: Path) -> None:
@@ -45,15 +49,17 @@ def test_ranges_read_like_one_task(fixtures_dir: Path, tmp_path: Path) -> None:
     one, no_ranges = _run(pdf, tmp_path / "one", tmp_path / "f1", {})
     split, range_tasks = _run(pdf, tmp_path / "split", tmp_path / "f2",
                               {"PAGEFLEET_SPLIT_RANGE_PAGES": "3", "PAGEFLEET_SPLIT_MAX_RANGES": "4"})
-    assert not no_ranges and len(range_tasks) == 4  # 14 pages: the split task's 3, then 4 ranges of 3
+    assert _ran(no_ranges, "pagefleet.split_range") == 0
+    assert _ran(range_tasks, "pagefleet.split_range") == 4  # 14 pages: the split task's 3, then 4 ranges of 3
     assert [p["number"] for p in split] == list(range(1, 15))
     assert [(p["route"], p["text"], p["quality"]) for p in split] == [(p["route"], p["text"], p["quality"]) for p in one]
     assert any(p["route"] == "ocr" for p in split)  # a page that climbed from a range still got read
 
 
 def test_ranges_with_structure_give_the_same_blocks(structure_dir: Path, tmp_path: Path) -> None:
-    """Structure on: the ranges are decided without blocks, then one pass over every page's layout
-    (document-wide font statistics, running headers) gives the same blocks as one task."""
+    """Structure on: the ranges are decided without blocks, then the document-wide font statistics
+    and running headers from every page's layout, and a task per range for its blocks, give the
+    same blocks as one task."""
     pdf = tmp_path / "report.pdf"
     with pymupdf.open() as doc:
         for name in ("en_long_report", "he_report_tables", "ar_report_tables", "mix_he_en_table"):
@@ -63,7 +69,9 @@ def test_ranges_with_structure_give_the_same_blocks(structure_dir: Path, tmp_pat
     one, no_ranges = _run(pdf, tmp_path / "one", tmp_path / "f1", {}, structure=True)
     split, range_tasks = _run(pdf, tmp_path / "split", tmp_path / "f2",
                               {"PAGEFLEET_SPLIT_RANGE_PAGES": "3", "PAGEFLEET_SPLIT_MAX_RANGES": "4"}, structure=True)
-    assert not no_ranges and len(range_tasks) == 3  # 11 pages: the split task's 3, then ranges of 3, 3, 2
+    assert _ran(no_ranges, "pagefleet.split_range") == 0 and _ran(no_ranges, "pagefleet.structure_range") == 0
+    assert _ran(range_tasks, "pagefleet.split_range") == 3  # 11 pages: the split task's 3, then ranges of 3, 3, 2
+    assert _ran(range_tasks, "pagefleet.structure_range") == 4  # every range's blocks, the split task's too
     assert [(p["route"], p["text"], p["quality"], p["blocks"]) for p in split] == \
         [(p["route"], p["text"], p["quality"], p["blocks"]) for p in one]
     kinds = {b["type"] for p in split for b in p["blocks"]}

@@ -128,3 +128,21 @@ def test_a_page_reports_the_compressed_size_of_its_images(tmp_path: Path) -> Non
     stored = int(doc.xref_get_key(xref, "Length")[1])
     assert _extract_page(doc, 1)["image_bytes"] == stored > 10_000  # noise does not compress
     assert _extract_page(doc, 2)["image_bytes"] == 0
+
+
+def test_a_document_layout_travels_as_json(structure_dir: Path) -> None:
+    """split_done sends each structure_range task the font statistics and its pages' furniture as
+    JSON: read back, they are the same layout, and a page's blocks come out the same."""
+    from workers.ladder.structure import DocumentLayout
+
+    pages = _pages(structure_dir / "en_long_report.pdf")
+    doc = document_layout(pages)
+    assert doc.furniture and doc.stats.levels  # running headers and heading levels to carry
+    assert DocumentLayout.from_dict(json.loads(json.dumps(doc.as_dict()))) == doc
+    some = [int(p["number"]) for p in pages[1:3]]
+    part = DocumentLayout.from_dict(json.loads(json.dumps(doc.as_dict(range(some[0], some[-1] + 1)))))
+    assert part.stats == doc.stats and part.furniture == {n: doc.furniture[n] for n in some if n in doc.furniture}
+    for page in pages[1:3]:
+        fixed = normalize(page["text"])
+        edits = [e.to_dict() for e in fixed.edits]
+        assert page_structure(page, fixed.text, edits, part)[0] == page_structure(page, fixed.text, edits, doc)[0]

@@ -32,6 +32,20 @@ class DocumentLayout:
     stats: FontStats
     furniture: dict[int, dict[int, str]] = field(default_factory=dict)  # page -> line index -> kind
 
+    def as_dict(self, pages: Sequence[int] | None = None) -> dict[str, Any]:
+        """Plain JSON (a task argument): the font statistics, and the furniture of `pages` (all
+        pages when None)."""
+        kept = self.furniture if pages is None else {n: self.furniture[n] for n in pages if n in self.furniture}
+        return {"stats": self.stats.as_dict(),
+                "furniture": [[n, [[i, kind] for i, kind in sorted(lines.items())]] for n, lines in sorted(kept.items())]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "DocumentLayout":
+        stats = data["stats"]
+        levels = {(float(size), bool(bold)): int(level) for size, bold, level in stats["levels"]}
+        return cls(FontStats((float(stats["body"][0]), bool(stats["body"][1])), levels),
+                   {int(n): {int(i): str(kind) for i, kind in lines} for n, lines in data["furniture"]})
+
 
 def raw_spans(page: Mapping[str, Any]) -> list[tuple[int, int]] | None:
     """Each layout line's range in the page's raw text (lines joined by "\\n"; a line may itself
