@@ -13,6 +13,7 @@ Commands (child side), each `python -m workers.pdf.sandbox CMD PDF OUT.json PARA
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -129,10 +130,16 @@ def run_command(command: str, pdf: str, params: dict[str, Any], out: Path) -> No
     handlers = {"probe": mupdf.probe, "extract": mupdf.extract_range, "render": mupdf.render}
     if command not in handlers:
         raise SystemExit(f"unknown sandbox command {command}")
-    result = handlers[command](pdf, **params)
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, ensure_ascii=False), encoding="utf-8")
-    tmp.replace(out)
+    gc.disable()  # the command builds trees of plain objects (rawdict, layouts) that the cycle
+    try:          # collector would walk again and again as they grow: a third of a structure-on range
+        result = handlers[command](pdf, **params)
+        tmp = out.with_suffix(".tmp")
+        tmp.write_text(json.dumps(result, ensure_ascii=False), encoding="utf-8")
+        tmp.replace(out)
+        del result
+    finally:
+        gc.enable()
+        gc.collect()  # what the command left in cycles goes before a reused child runs the next one
 
 
 def _main(argv: list[str]) -> int:  # pragma: no cover - exercised through run_child
