@@ -17,7 +17,7 @@ from typing import Any
 from workers import artifacts, keys, metrics
 from workers.errors import InputError, InvalidOptionsError, PagefleetError, error_record
 from workers.ladder.accept import failed_record, layer_candidate, review_record
-from workers.ladder import structure
+from workers.ladder import structure, tablecheck
 from workers.ladder.ocr_structure import ensure_blocks
 from workers.ladder.textlayer import decide_page
 from workers.model import Attempt, DocumentRecord, JobSpec, PageRecord, PendingPage, RouterInfo, Rung, SourceInfo
@@ -130,14 +130,15 @@ def _decide_range(job: JobSpec, pages: list[dict[str, Any]], span: tuple[int, in
                   settings: Settings, storage: Storage, *, layout: Any = None, path: str = "",
                   deferred: bool = False) -> ranges.RangeOutcome:
     """Rung 1 for the pages of one range, stored as one object (`workers/ranges.py`); `layout`:
-    blocks now; `deferred`: the pages' layout evidence is kept for `structure_ranges`."""
+    blocks now; `deferred`: the pages' layout evidence is kept for `structure_range`."""
     def judge(page: dict[str, Any]) -> PageRecord | PendingPage:
         result = decide_page(page, ocr=options.ocr, gpu=settings.gpu)
         if layout is not None and isinstance(result, PageRecord):
             result = _with_blocks(result, page, layout, path, options)
         return result
 
-    outcome, records, pending = ranges.decide(pages, *span, ocr=options.ocr, judge=judge, unread=_unread)
+    with tablecheck.within(*span):
+        outcome, records, pending = ranges.decide(pages, *span, ocr=options.ocr, judge=judge, unread=_unread)
     ranges.store(storage, job.job_id, outcome, records, pending, pages if deferred else None)
     return outcome
 
@@ -181,11 +182,12 @@ def structure_range(job: JobSpec, first: int, last: int, layout: structure.Docum
     path = local_pdf(job, settings)
     pages = {int(p["number"]): p for p in state.get("layouts", [])}
     records = []
-    for raw in state["records"]:
-        record = PageRecord.model_validate(raw)
-        if record.number in pages:
-            record = _with_blocks(record, pages[record.number], layout, path, options)
-        records.append(record.model_dump(mode="json"))
+    with tablecheck.within(first, last):
+        for raw in state["records"]:
+            record = PageRecord.model_validate(raw)
+            if record.number in pages:
+                record = _with_blocks(record, pages[record.number], layout, path, options)
+            records.append(record.model_dump(mode="json"))
     storage.put_json(name, {**state, "records": records, "structured": True}, compact=True)
 
 

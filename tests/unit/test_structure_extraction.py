@@ -146,3 +146,31 @@ def test_a_document_layout_travels_as_json(structure_dir: Path) -> None:
         fixed = normalize(page["text"])
         edits = [e.to_dict() for e in fixed.edits]
         assert page_structure(page, fixed.text, edits, part)[0] == page_structure(page, fixed.text, edits, doc)[0]
+
+
+def test_poppler_windows_stay_inside_the_range_a_task_checks(structure_dir: Path, tmp_path: Path) -> None:
+    """A structure task checks the tables of its page range: Poppler's word windows (≤ 32 pages)
+    start at the range's first page and end by its last, so no two tasks read the same pages; the
+    words a page gets are the same as from the document-wide windows."""
+    from workers.ladder import tablecheck
+
+    assert tablecheck._window(40) == (33, 64)
+    with tablecheck.within(26, 50):
+        assert tablecheck._window(26) == (26, 50) and tablecheck._window(50) == (26, 50)
+        assert tablecheck._window(60) == (33, 64)  # not this range's page: the document-wide window
+    with tablecheck.within(26, 200):
+        assert tablecheck._window(60) == (58, 89) and tablecheck._window(199) == (186, 200)
+    pdf = tmp_path / "long.pdf"
+    with pymupdf.open() as doc:
+        for name in ("he_report_tables", "ar_report_tables", "en_report_tables", "mix_he_en_table"):
+            with pymupdf.open(structure_dir / f"{name}.pdf") as src:
+                doc.insert_pdf(src)
+        doc.save(pdf)
+        count = doc.page_count
+    everywhere = {n: tablecheck.poppler_words(str(pdf), n) for n in range(1, count + 1)}
+    assert sum(bool(words) for words in everywhere.values()) == count
+    tablecheck._tsv_window.cache_clear()
+    with tablecheck.within(2, count):
+        inside = {n: tablecheck.poppler_words(str(pdf), n) for n in range(2, count + 1)}
+    assert inside == {n: everywhere[n] for n in range(2, count + 1)}
+    assert tablecheck._tsv_window.cache_info().misses == 1  # one pdftotext call for the range

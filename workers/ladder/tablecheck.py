@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -51,26 +53,48 @@ def _crop(box: Sequence[float]) -> tuple[str, ...]:
 
 
 WINDOW = 32  # pages read by one `pdftotext -tsv` call
+_EVERY_PAGE = (1, 1 << 30)
+_RANGE: ContextVar[tuple[int, int]] = ContextVar("pagefleet_table_pages", default=_EVERY_PAGE)
+
+
+@contextmanager
+def within(first: int, last: int) -> Iterator[None]:
+    """Poppler's word windows start at `first` and end by `last` while a task checks the tables of
+    that page range: a window reaching into the next range would be read again by its task."""
+    token = _RANGE.set((first, last))
+    try:
+        yield
+    finally:
+        _RANGE.reset(token)
+
+
+def _window(page: int) -> tuple[int, int]:
+    lo, hi = _RANGE.get()
+    if not lo <= page <= hi:
+        lo, hi = _EVERY_PAGE
+    first = lo + (page - lo) // WINDOW * WINDOW
+    return first, min(first + WINDOW - 1, hi)
 
 
 @lru_cache(maxsize=8)
-def _tsv_window(pdf: str, first: int, stamp: tuple[int, int], timeout_s: float) -> dict[int, list[PopplerWord]] | None:
+def _tsv_window(pdf: str, first: int, last: int, stamp: tuple[int, int],
+                timeout_s: float) -> dict[int, list[PopplerWord]] | None:
     try:
-        tsv, _ = fallback.extract_page(pdf, first, timeout_s=timeout_s, args=("-tsv",), last=first + WINDOW - 1)
+        tsv, _ = fallback.extract_page(pdf, first, timeout_s=timeout_s, args=("-tsv",), last=last)
     except PagefleetError as exc:
-        log.warning("pdftotext -tsv on pages %d-: %s", first, exc)
+        log.warning("pdftotext -tsv on pages %d-%d: %s", first, last, exc)
         return None
     return poppler_tsv_words(tsv)
 
 
 def poppler_words(pdf: str, page: int, timeout_s: float = 30.0) -> list[PopplerWord] | None:
-    """Poppler's words with boxes on `page` (one pdftotext call per 32 pages, cached)."""
+    """Poppler's words with boxes on `page` (one pdftotext call per window of up to 32 pages,
+    cached; inside the range set by `within`)."""
     try:
         st = os.stat(pdf)
     except OSError:
         return None
-    first = (page - 1) // WINDOW * WINDOW + 1
-    words = _tsv_window(pdf, first, (st.st_size, st.st_mtime_ns), timeout_s)
+    words = _tsv_window(pdf, *_window(page), (st.st_size, st.st_mtime_ns), timeout_s)
     return None if words is None else words.get(page, [])
 
 
