@@ -110,13 +110,21 @@ def split_done(self, results: list[dict], spec: dict, head: list[int]) -> dict:
     if parse_options(job.options).structure:  # blocks need every page's layout: now they are all in
         layout, todo = structure_plan(job, settings)
         if todo:
-            hidden = {"argsrepr": f"(job {job.job_id})", "kwargsrepr": "{}"}
-            header = [structure_range.si(spec, first, last, layout.as_dict(range(first, last + 1))).set(
-                task_id=f"{job.job_id}-s{first}", queue=settings.split_range_queue, **hidden) for first, last in todo]
-            body = ranges_structured.si(spec, outcome.as_dict()).set(task_id=f"{job.job_id}-structured", **hidden)
-            chord(header)(body.on_error(_after_error(spec)))
+            dispatch_structure(spec, outcome, layout, todo, settings.split_range_queue)
             return outcome.as_dict()
     return _climb(spec, outcome)
+
+
+def dispatch_structure(spec: dict, outcome: SplitOutcome, layout: DocumentLayout, todo: list[tuple[int, int]],
+                       queue: str) -> None:
+    """A chord of structure tasks, one per range still without blocks (each gets the document's
+    font statistics and its own pages' furniture); `ranges_structured` sends the OCR chord."""
+    job_id = outcome.job_id
+    hidden = {"argsrepr": f"(job {job_id})", "kwargsrepr": "{}"}
+    header = [structure_range.si(spec, first, last, layout.as_dict(range(first, last + 1)))
+              .set(task_id=f"{job_id}-s{first}", queue=queue, **hidden) for first, last in todo]
+    body = ranges_structured.si(spec, outcome.as_dict()).set(task_id=f"{job_id}-structured", **hidden)
+    chord(header)(body.on_error(_after_error(spec)))
 
 
 @task("pagefleet.structure_range")

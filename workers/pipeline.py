@@ -97,7 +97,7 @@ def split_document(job: JobSpec, settings: Settings,
         on_ranges(plan[1:])
     pages = pdf.extract_pages(source, plan[0][1], settings, already=info.pop("pages", None),
                               structure=options.structure)
-    # one range: blocks right away; several: after every range is in (structure_plan, then a structure_range task per range)
+    # one range: blocks right away; several: once every range is in (structure_plan, a task per range)
     layout = structure.document_layout(pages) if options.structure and len(plan) == 1 else None
     manifest = {
         "job": job.model_dump(mode="json"),
