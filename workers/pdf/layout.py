@@ -45,10 +45,11 @@ def _line_info(line: dict[str, Any]) -> dict[str, Any]:
 
 
 def gather(page: pymupdf.Page, flags: int, paths: list[dict[str, Any]] | None = None,
-           raw: dict[str, Any] | None = None, images: bool = True) -> dict[str, Any]:
+           raw: dict[str, Any] | None = None, images: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """`paths`: the page's vector paths (`get_cdrawings()`) where ruled tables are looked for, None
     where they are not; `raw`: the page's `rawdict` with `flags` when rung 1 already made it;
-    `images`: False when the page draws no image (no text page is built to look for figures)."""
+    `images`: the page's `get_image_info()` when rung 1 already read it ([] when the page draws no
+    image), None to read it here."""
     if raw is None:
         raw = page.get_text("rawdict", flags=flags)
     lines: list[dict[str, Any]] = []
@@ -66,15 +67,17 @@ def gather(page: pymupdf.Page, flags: int, paths: list[dict[str, Any]] | None = 
     unruled, suspect = _unruled(lines, [c for c in chars if c[5] not in taken])
     if unruled:
         grids = 0  # the aligned rows read what the grid did not
-    figures = _figures(page) if images else []
+    figures = _figures(page, page.get_image_info() if images is None else images)
     return {"lines": lines, "tables": tables + unruled, "aligned_rows": max(suspect, grids), "figures": figures}
 
 
-def _figures(page: pymupdf.Page, max_share: float = 0.8, min_side: float = 24.0) -> list[list[float]]:
-    """Boxes of the images drawn on the page, but a scan's full-page background or a tiny icon."""
+def _figures(page: pymupdf.Page, image_info: list[dict[str, Any]], max_share: float = 0.8,
+             min_side: float = 24.0) -> list[list[float]]:
+    """Boxes of the images drawn on the page (`image_info`: its `get_image_info()`), but a scan's
+    full-page background or a tiny icon."""
     area = abs(page.rect) or 1.0
     out = []
-    for info in page.get_image_info():
+    for info in image_info:
         box = pymupdf.Rect(info["bbox"]) & page.rect
         if box.is_empty or abs(box) > max_share * area or min(box.width, box.height) < min_side:
             continue
@@ -324,12 +327,12 @@ def drawings(page: pymupdf.Page) -> int:
 
 
 def add_layout(doc: pymupdf.Document, pages: list[dict[str, Any]], flags: int,
-               kept: dict[int, tuple[dict[str, Any], bool]] | None = None) -> None:
+               kept: dict[int, tuple[dict[str, Any], list[dict[str, Any]]]] | None = None) -> None:
     """Attach `layout` to pages extracted by `workers.pdf.mupdf` (same text flags, same lines).
     A page whose structure cannot be read gets none: its blocks are then plain paragraphs. The
     ruled-table finder runs only on pages with vector drawings, and not too many of them (a heavy
     vector page must not push the text layer's batch past the sandbox's time limit). `kept`: per
-    page number, rung 1's `rawdict` and whether the page draws an image (`mupdf._extract_page`)."""
+    page number, rung 1's `rawdict` and the images the page draws (`mupdf._extract_page`)."""
     for page in pages:
         try:
             loaded = doc.load_page(int(page["number"]) - 1)
@@ -340,10 +343,11 @@ def add_layout(doc: pymupdf.Document, pages: list[dict[str, Any]], flags: int,
             ruled = 0 < int(page["drawings"]) <= MAX_DRAWINGS
             if ruled and paths is None:
                 paths = vector_paths(loaded)
-            if kept and int(page["number"]) in kept:  # rung 1's rawdict and image test, not made again
-                raw, drawn = kept[int(page["number"])]
+            if kept and int(page["number"]) in kept:  # rung 1's rawdict and images, not read again
+                raw, images = kept[int(page["number"])]
             else:
-                raw, drawn = None, bool(page.get("images")) or has_inline_image(loaded)
-            page["layout"] = gather(loaded, flags, paths=paths if ruled else None, raw=raw, images=drawn)
+                drawn = bool(page.get("images")) or has_inline_image(loaded)
+                raw, images = None, None if drawn else []
+            page["layout"] = gather(loaded, flags, paths=paths if ruled else None, raw=raw, images=images)
         except Exception as exc:  # noqa: BLE001 - structure is an extra: the page's text stands without it
             page["layout_error"] = f"{type(exc).__name__}: {exc}"[:200]

@@ -45,7 +45,7 @@ def probe(pdf: str, extract_upto: int = 0, max_pages: int = 0, structure: bool =
             doc.load_page(0)  # a recursive or broken page tree fails here, not later in a worker
         count = info["page_count"]
         if extract_upto and 0 < count <= min(extract_upto, max_pages or count):
-            kept: dict[int, tuple[dict[str, Any], bool]] | None = {} if structure else None
+            kept: dict[int, tuple[dict[str, Any], list[dict[str, Any]]]] | None = {} if structure else None
             info["pages"] = [_extract_page(doc, n, kept) for n in range(1, count + 1)]
             if structure:
                 layout.add_layout(doc, info["pages"], _TEXT_FLAGS, kept)
@@ -57,7 +57,7 @@ def probe(pdf: str, extract_upto: int = 0, max_pages: int = 0, structure: bool =
 def extract_range(pdf: str, first: int, last: int, structure: bool = False) -> dict[str, Any]:
     doc = pymupdf.open(pdf, filetype="pdf")
     try:
-        kept: dict[int, tuple[dict[str, Any], bool]] | None = {} if structure else None
+        kept: dict[int, tuple[dict[str, Any], list[dict[str, Any]]]] | None = {} if structure else None
         pages = [_extract_page(doc, number, kept) for number in range(first, min(last, doc.page_count) + 1)]
         if structure:  # headings, lists, tables: plain JSON gathered here, in the sandbox child
             layout.add_layout(doc, pages, _TEXT_FLAGS, kept)
@@ -67,9 +67,10 @@ def extract_range(pdf: str, first: int, last: int, structure: bool = False) -> d
 
 
 def _extract_page(doc: pymupdf.Document, number: int,
-                  kept: dict[int, tuple[dict[str, Any], bool]] | None = None) -> dict[str, Any]:
-    """One page's text layer and evidence; `kept`, when given, keeps the page's `rawdict` and whether
-    it draws an image for the structure pass (one text page and one content-stream scan per page)."""
+                  kept: dict[int, tuple[dict[str, Any], list[dict[str, Any]]]] | None = None) -> dict[str, Any]:
+    """One page's text layer and evidence; `kept`, when given, keeps the page's `rawdict` and the
+    images it draws for the structure pass (one text page, one content-stream scan and one image
+    pass per page)."""
     page = doc.load_page(number - 1)
     textpage = page.get_textpage(flags=_TEXT_FLAGS)
     evidence = _plain_evidence(textpage) if kept is None else None  # structure needs the characters
@@ -80,15 +81,17 @@ def _extract_page(doc: pymupdf.Document, number: int,
     listed = page.get_images(full=False)  # from the resources: no second text page
     images = len(listed)
     drawn = images > 0 or layout.has_inline_image(page)
+    # get_image_info builds a text page of its own: only on pages whose resources hold an image
+    image_info = page.get_image_info() if drawn else []
     if kept is not None:
-        kept[number] = (raw, drawn)
+        kept[number] = (raw, image_info)
     text = evidence.pop("text")
     return {
         "number": number,
         "text": text,
         **evidence,
         "images": images,
-        "image_coverage": _image_coverage(page) if drawn else 0.0,
+        "image_coverage": _image_coverage(page, image_info) if drawn else 0.0,
         "image_bytes": _image_bytes(doc, listed),
         # vector paths tell a drawn page from a blank one (layout.add_layout counts them for tables)
         "drawings": layout.drawings(page) if not text.strip() else 0,
@@ -170,11 +173,10 @@ def _image_bytes(doc: pymupdf.Document, listed: list[Any]) -> int:
     return total
 
 
-def _image_coverage(page: pymupdf.Page) -> float:
-    """Share of the page that images cover (get_image_info builds a text page of its own: only on
-    pages whose resources hold an image)."""
+def _image_coverage(page: pymupdf.Page, image_info: list[dict[str, Any]]) -> float:
+    """Share of the page that images cover (`image_info`: the page's `get_image_info()`)."""
     area = abs(page.rect) or 1.0
-    covered = sum(abs(pymupdf.Rect(info["bbox"]) & page.rect) for info in page.get_image_info())
+    covered = sum(abs(pymupdf.Rect(info["bbox"]) & page.rect) for info in image_info)
     return round(min(covered / area, 1.0), 4)
 
 
