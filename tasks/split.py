@@ -56,17 +56,17 @@ def split(self, spec: dict) -> dict:
 
 def dispatch(spec: dict, outcome: SplitOutcome, gpu_batch: int) -> None:
     """One chord per document: a CPU task per page, GPU tasks per batch; the collector as body."""
-    from tasks.collect import _finish, collect, collect_after_error
+    from tasks.collect import _finish, collect
     from tasks.ocr import ocr_cpu, ocr_gpu
 
     job_id = outcome.job_id
-    hidden = {"argsrepr": f"(job {job_id})", "kwargsrepr": "{}"}  # task events and Flower never show file names
+    hidden = _hidden(job_id)
     header = [ocr_cpu.si(spec, [n]).set(task_id=f"{job_id}-p{n}", **hidden) for n in outcome.pending.get("cpu", [])]
     gpu_pages = outcome.pending.get("gpu", [])
     for i in range(0, len(gpu_pages), gpu_batch):
         batch = gpu_pages[i:i + gpu_batch]
         header.append(ocr_gpu.si(spec, batch).set(task_id=f"{job_id}-g{batch[0]}", **hidden))
-    body = collect.si(spec).set(task_id=f"{job_id}-collect", **hidden).on_error(collect_after_error.si(spec).set(**hidden))
+    body = collect.si(spec).set(task_id=f"{job_id}-collect", **hidden).on_error(_after_error(spec))
     if header:
         chord(header)(body)
         return
@@ -79,7 +79,7 @@ def dispatch(spec: dict, outcome: SplitOutcome, gpu_batch: int) -> None:
 def dispatch_ranges(spec: dict, job_id: str, left: list[tuple[int, int]], queue: str) -> None:
     """A chord of range tasks (rung 1 for the pages the split task leaves); `split_done` merges
     them with the split task's own range (pages 1 .. the first range's start - 1)."""
-    hidden = {"argsrepr": f"(job {job_id})", "kwargsrepr": "{}"}
+    hidden = _hidden(job_id)
     header = [split_range.si(spec, first, last).set(task_id=f"{job_id}-r{first}", queue=queue, **hidden)
               for first, last in left]
     body = split_done.s(spec, [1, left[0][0] - 1]).set(task_id=f"{job_id}-ranges", **hidden)
@@ -120,7 +120,7 @@ def dispatch_structure(spec: dict, outcome: SplitOutcome, layout: DocumentLayout
     """A chord of structure tasks, one per range still without blocks (each gets the document's
     font statistics and its own pages' furniture); `ranges_structured` sends the OCR chord."""
     job_id = outcome.job_id
-    hidden = {"argsrepr": f"(job {job_id})", "kwargsrepr": "{}"}
+    hidden = _hidden(job_id)
     header = [structure_range.si(spec, first, last, layout.as_dict(range(first, last + 1)))
               .set(task_id=f"{job_id}-s{first}", queue=queue, **hidden) for first, last in todo]
     body = ranges_structured.si(spec, outcome.as_dict()).set(task_id=f"{job_id}-structured", **hidden)
@@ -148,7 +148,13 @@ def _climb(spec: dict, outcome: SplitOutcome) -> dict:
     return outcome.as_dict()
 
 
+def _hidden(job_id: str) -> dict[str, str]:
+    """Task labels that name the job only: task events and Flower never show file names."""
+    return {"argsrepr": f"(job {job_id})", "kwargsrepr": "{}"}
+
+
 def _after_error(spec: dict) -> Any:
+    """A document chord's error callback (collect what there is, record the failure)."""
     from tasks.collect import collect_after_error
 
-    return collect_after_error.si(spec).set(argsrepr=f"(job {spec.get('job_id')})", kwargsrepr="{}")
+    return collect_after_error.si(spec).set(**_hidden(spec["job_id"]))
