@@ -27,6 +27,7 @@ from routing.structure.tables import aligned_columns, is_numeric
 
 _BOLD = 16
 Char = tuple[float, float, float, float, str, int]  # x0, y0, x1, y1, c, line index
+Kept = dict[int, tuple[dict[str, Any], list[dict[str, Any]]]]  # page -> rung 1's rawdict and get_image_info()
 
 
 def _line_info(line: dict[str, Any]) -> dict[str, Any]:
@@ -327,7 +328,7 @@ def drawings(page: pymupdf.Page) -> int:
 
 
 def add_layout(doc: pymupdf.Document, pages: list[dict[str, Any]], flags: int,
-               kept: dict[int, tuple[dict[str, Any], list[dict[str, Any]]]] | None = None) -> None:
+               kept: Kept | None = None) -> None:
     """Attach `layout` to pages extracted by `workers.pdf.mupdf` (same text flags, same lines).
     A page whose structure cannot be read gets none: its blocks are then plain paragraphs. The
     ruled-table finder runs only on pages with vector drawings, and not too many of them (a heavy

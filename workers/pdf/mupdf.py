@@ -45,7 +45,7 @@ def probe(pdf: str, extract_upto: int = 0, max_pages: int = 0, structure: bool =
             doc.load_page(0)  # a recursive or broken page tree fails here, not later in a worker
         count = info["page_count"]
         if extract_upto and 0 < count <= min(extract_upto, max_pages or count):
-            kept: dict[int, tuple[dict[str, Any], list[dict[str, Any]]]] | None = {} if structure else None
+            kept: layout.Kept | None = {} if structure else None
             info["pages"] = [_extract_page(doc, n, kept) for n in range(1, count + 1)]
             if structure:
                 layout.add_layout(doc, info["pages"], _TEXT_FLAGS, kept)
@@ -57,7 +57,7 @@ def probe(pdf: str, extract_upto: int = 0, max_pages: int = 0, structure: bool =
 def extract_range(pdf: str, first: int, last: int, structure: bool = False) -> dict[str, Any]:
     doc = pymupdf.open(pdf, filetype="pdf")
     try:
-        kept: dict[int, tuple[dict[str, Any], list[dict[str, Any]]]] | None = {} if structure else None
+        kept: layout.Kept | None = {} if structure else None
         pages = [_extract_page(doc, number, kept) for number in range(first, min(last, doc.page_count) + 1)]
         if structure:  # headings, lists, tables: plain JSON gathered here, in the sandbox child
             layout.add_layout(doc, pages, _TEXT_FLAGS, kept)
@@ -67,7 +67,7 @@ def extract_range(pdf: str, first: int, last: int, structure: bool = False) -> d
 
 
 def _extract_page(doc: pymupdf.Document, number: int,
-                  kept: dict[int, tuple[dict[str, Any], list[dict[str, Any]]]] | None = None) -> dict[str, Any]:
+                  kept: layout.Kept | None = None) -> dict[str, Any]:
     """One page's text layer and evidence; `kept`, when given, keeps the page's `rawdict` and the
     images it draws for the structure pass (one text page, one content-stream scan and one image
     pass per page)."""
