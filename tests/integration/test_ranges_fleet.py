@@ -10,6 +10,7 @@ import pymupdf
 import pytest
 
 from tests.conftest import PrivateFleet, wait_for_job
+from tests.support.pdfs import joined
 from workers.settings import Options
 from workers.storage import LocalStorage
 from workers.submit import enqueue, spec_for_path
@@ -60,12 +61,8 @@ def test_ranges_with_structure_give_the_same_blocks(structure_dir: Path, tmp_pat
     """Structure on: the ranges are decided without blocks, then the document-wide font statistics
     and running headers from every page's layout, and a task per range for its blocks, give the
     same blocks as one task."""
-    pdf = tmp_path / "report.pdf"
-    with pymupdf.open() as doc:
-        for name in ("en_long_report", "he_report_tables", "ar_report_tables", "mix_he_en_table"):
-            with pymupdf.open(structure_dir / f"{name}.pdf") as src:
-                doc.insert_pdf(src)
-        doc.save(pdf)
+    pdf = joined(structure_dir, ("en_long_report", "he_report_tables", "ar_report_tables", "mix_he_en_table"),
+                 tmp_path / "report.pdf")
     one, no_ranges = _run(pdf, tmp_path / "one", tmp_path / "f1", {}, structure=True)
     split, range_tasks = _run(pdf, tmp_path / "split", tmp_path / "f2",
                               {"PAGEFLEET_SPLIT_RANGE_PAGES": "3", "PAGEFLEET_SPLIT_MAX_RANGES": "4"}, structure=True)

@@ -152,6 +152,7 @@ def test_poppler_windows_stay_inside_the_range_a_task_checks(structure_dir: Path
     """A structure task checks the tables of its page range: Poppler's word windows (≤ 32 pages)
     start at the range's first page and end by its last, so no two tasks read the same pages; the
     words a page gets are the same as from the document-wide windows."""
+    from tests.support.pdfs import joined
     from workers.ladder import tablecheck
 
     assert tablecheck._window(40) == (33, 64)
@@ -160,12 +161,9 @@ def test_poppler_windows_stay_inside_the_range_a_task_checks(structure_dir: Path
         assert tablecheck._window(60) == (33, 64)  # not this range's page: the document-wide window
     with tablecheck.within(26, 200):
         assert tablecheck._window(60) == (58, 89) and tablecheck._window(199) == (186, 200)
-    pdf = tmp_path / "long.pdf"
-    with pymupdf.open() as doc:
-        for name in ("he_report_tables", "ar_report_tables", "en_report_tables", "mix_he_en_table"):
-            with pymupdf.open(structure_dir / f"{name}.pdf") as src:
-                doc.insert_pdf(src)
-        doc.save(pdf)
+    pdf = joined(structure_dir, ("he_report_tables", "ar_report_tables", "en_report_tables", "mix_he_en_table"),
+                 tmp_path / "long.pdf")
+    with pymupdf.open(pdf) as doc:
         count = doc.page_count
     everywhere = {n: tablecheck.poppler_words(str(pdf), n) for n in range(1, count + 1)}
     assert sum(bool(words) for words in everywhere.values()) == count
