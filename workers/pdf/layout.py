@@ -16,7 +16,6 @@ Cell text is raw here; the parent normalizes it like any text and orders columns
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from typing import Any
 
@@ -24,10 +23,12 @@ import pymupdf
 
 from routing.structure.grid import ruled_grids
 from routing.structure.tables import aligned_columns, is_numeric
+from workers.pdf import stext
+from workers.pdf.stext import Box
 
 _BOLD = 16
 Char = tuple[float, float, float, float, str, int]  # x0, y0, x1, y1, c, line index
-Kept = dict[int, tuple[dict[str, Any], list[dict[str, Any]]]]  # page -> rung 1's rawdict and get_image_info()
+Kept = dict[int, tuple[dict[str, Any], list[Box]]]  # page -> rung 1's rawdict and the boxes of the images it draws
 
 
 def _line_info(line: dict[str, Any]) -> dict[str, Any]:
@@ -46,11 +47,11 @@ def _line_info(line: dict[str, Any]) -> dict[str, Any]:
 
 
 def gather(page: pymupdf.Page, flags: int, paths: list[dict[str, Any]] | None = None,
-           raw: dict[str, Any] | None = None, images: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+           raw: dict[str, Any] | None = None, images: list[Box] | None = None) -> dict[str, Any]:
     """`paths`: the page's vector paths (`get_cdrawings()`) where ruled tables are looked for, None
     where they are not; `raw`: the page's `rawdict` with `flags` when rung 1 already made it;
-    `images`: the page's `get_image_info()` when rung 1 already read it ([] when the page draws no
-    image), None to read it here."""
+    `images`: the visible boxes of the images the page draws when rung 1 already read them, None
+    to read them here (`stext.image_boxes`)."""
     if raw is None:
         raw = page.get_text("rawdict", flags=flags)
     lines: list[dict[str, Any]] = []
@@ -68,18 +69,18 @@ def gather(page: pymupdf.Page, flags: int, paths: list[dict[str, Any]] | None = 
     unruled, suspect = _unruled(lines, [c for c in chars if c[5] not in taken])
     if unruled:
         grids = 0  # the aligned rows read what the grid did not
-    figures = _figures(page, page.get_image_info() if images is None else images)
+    figures = _figures(page, stext.image_boxes(page, flags) if images is None else images)
     return {"lines": lines, "tables": tables + unruled, "aligned_rows": max(suspect, grids), "figures": figures}
 
 
-def _figures(page: pymupdf.Page, image_info: list[dict[str, Any]], max_share: float = 0.8,
+def _figures(page: pymupdf.Page, images: list[Box], max_share: float = 0.8,
              min_side: float = 24.0) -> list[list[float]]:
-    """Boxes of the images drawn on the page (`image_info`: its `get_image_info()`), but a scan's
+    """Boxes of the images drawn on the page (`images`: their visible boxes), but a scan's
     full-page background or a tiny icon."""
     area = abs(page.rect) or 1.0
     out = []
-    for info in image_info:
-        box = pymupdf.Rect(info["bbox"]) & page.rect
+    for image in images:
+        box = pymupdf.Rect(image) & page.rect
         if box.is_empty or abs(box) > max_share * area or min(box.width, box.height) < min_side:
             continue
         out.append([round(v, 2) for v in box])
@@ -311,13 +312,6 @@ def _unruled_table(rows: list[list[Char]], gutters: list[tuple[float, float]]) -
 MAX_DRAWINGS = 5000  # the table finder on a map or a CAD page costs seconds: such a page gets no ruled tables
 
 
-_INLINE_IMAGE = re.compile(rb"(?:^|\s)BI\s")  # an inline image (BI … ID … EI) in the content stream
-
-
-def has_inline_image(page: pymupdf.Page) -> bool:
-    return _INLINE_IMAGE.search(page.read_contents() or b"") is not None
-
-
 def vector_paths(page: pymupdf.Page) -> list[dict[str, Any]]:
     return page.get_cdrawings() if hasattr(page, "get_cdrawings") else []
 
@@ -344,11 +338,7 @@ def add_layout(doc: pymupdf.Document, pages: list[dict[str, Any]], flags: int,
             ruled = 0 < int(page["drawings"]) <= MAX_DRAWINGS
             if ruled and paths is None:
                 paths = vector_paths(loaded)
-            if kept and int(page["number"]) in kept:  # rung 1's rawdict and images, not read again
-                raw, images = kept[int(page["number"])]
-            else:
-                drawn = bool(page.get("images")) or has_inline_image(loaded)
-                raw, images = None, None if drawn else []
+            raw, images = (kept or {}).get(int(page["number"]), (None, None))  # rung 1's, not read again
             page["layout"] = gather(loaded, flags, paths=paths if ruled else None, raw=raw, images=images)
         except Exception as exc:  # noqa: BLE001 - structure is an extra: the page's text stands without it
             page["layout_error"] = f"{type(exc).__name__}: {exc}"[:200]

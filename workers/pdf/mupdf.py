@@ -17,7 +17,7 @@ import pymupdf
 
 from routing.charclass import LazyTable
 from routing.scripts import is_rtl_letter
-from workers.pdf import layout
+from workers.pdf import layout, stext
 from workers.pdf.runs import run_order
 
 _ZERO = 0.01  # a box narrower than this (points) has no width
@@ -69,29 +69,32 @@ def extract_range(pdf: str, first: int, last: int, structure: bool = False) -> d
 def _extract_page(doc: pymupdf.Document, number: int,
                   kept: layout.Kept | None = None) -> dict[str, Any]:
     """One page's text layer and evidence; `kept`, when given, keeps the page's `rawdict` and the
-    images it draws for the structure pass (one text page, one content-stream scan and one image
-    pass per page)."""
+    images it draws for the structure pass (one text page per page; a second one only where the
+    characters of a page that draws an image are read)."""
     page = doc.load_page(number - 1)
-    textpage = page.get_textpage(flags=_TEXT_FLAGS)
-    evidence = _plain_evidence(textpage) if kept is None else None  # structure needs the characters
+    # one text page for the text and the images drawn (XObjects and inline images, visible boxes)
+    textpage = page.get_textpage(flags=_TEXT_FLAGS | pymupdf.TEXT_PRESERVE_IMAGES)
+    plain = textpage.extractText() if kept is None else ""  # structure needs the characters
+    kinds = glyph_kinds(plain)
+    plain_ok = kept is None and "R" not in kinds and "\x00" not in plain
+    images, lines = stext.walk(textpage, count_lines=plain_ok)
     raw: dict[str, Any] = {}
-    if evidence is None:
-        raw = textpage.extractRAWDICT()
+    if plain_ok and lines == plain.count("\n"):
+        evidence = _plain_evidence(plain, kinds)
+    else:
+        # rawdict would carry every image's pixels: a page that draws one reads it from a text page without
+        raw = (page.get_textpage(flags=_TEXT_FLAGS) if images else textpage).extractRAWDICT()
         evidence = _geometry_evidence(raw)
-    listed = page.get_images(full=False)  # from the resources: no second text page
-    images = len(listed)
-    drawn = images > 0 or layout.has_inline_image(page)
-    # get_image_info builds a text page of its own: only on pages whose resources hold an image
-    image_info = page.get_image_info() if drawn else []
+    listed = page.get_images(full=False)  # from the resources: the images count and their bytes
     if kept is not None:
-        kept[number] = (raw, image_info)
+        kept[number] = (raw, images)
     text = evidence.pop("text")
     return {
         "number": number,
         "text": text,
         **evidence,
-        "images": images,
-        "image_coverage": _image_coverage(page, image_info) if drawn else 0.0,
+        "images": len(listed),
+        "image_coverage": _image_coverage(page, images),
         "image_bytes": _image_bytes(doc, listed),
         # vector paths tell a drawn page from a blank one (layout.add_layout counts them for tables)
         "drawings": layout.drawings(page) if not text.strip() else 0,
@@ -100,35 +103,11 @@ def _extract_page(doc: pymupdf.Document, number: int,
     }
 
 
-def _plain_is_exact(textpage: pymupdf.TextPage, plain: str) -> bool:
-    """Whether the plain text is every line's characters, each line followed by one newline: the
-    text layer `rawdict` gives, newline-joined, plus a final newline. PyMuPDF writes no newline
-    after a line whose last character is a newline (or NUL), and a newline character inside a line
-    would split it: so exact when no line ends in either and there are as many newlines as lines."""
-    lines = 0
-    try:  # MuPDF's own structures (PyMuPDF's low-level bindings): a version without them reads rawdict
-        for block in textpage.this:
-            if block.m_internal.type != pymupdf.mupdf.FZ_STEXT_BLOCK_TEXT:
-                continue
-            for line in block:
-                last = line.m_internal.last_char
-                if not last or last.c in (0, 10):
-                    return False
-                lines += 1
-    except (AttributeError, TypeError):
-        return False
-    return plain.count("\n") == lines and "\x00" not in plain
-
-
-def _plain_evidence(textpage: pymupdf.TextPage) -> dict[str, Any] | None:
+def _plain_evidence(plain: str, kinds: str) -> dict[str, Any]:
     """A page without RTL letters, from its plain text (issue 15: no per-character geometry to
-    read): no line has RTL geometry, clusters or run orders, and the shared-origin test (one glyph
-    mapped to a whole word) is not made. None for a page that holds an RTL letter or whose plain
-    text is not exactly its lines."""
-    plain = textpage.extractText()
-    kinds = glyph_kinds(plain)
-    if "R" in kinds or not _plain_is_exact(textpage, plain):
-        return None
+    read), once `stext.walk` proved that text is exactly the page's lines: no line has RTL
+    geometry, clusters or run orders, and the shared-origin test (one glyph mapped to a whole word)
+    is not made."""
     text = plain[:-1]  # the final newline
     return {"text": text, "line_geometry": [[0, 0]] * (text.count("\n") + 1) if text else [],
             "glyph_clusters": [], "run_orders": [], "glyphs": len(kinds) - kinds.count(" "),
@@ -173,11 +152,17 @@ def _image_bytes(doc: pymupdf.Document, listed: list[Any]) -> int:
     return total
 
 
-def _image_coverage(page: pymupdf.Page, image_info: list[dict[str, Any]]) -> float:
-    """Share of the page that images cover (`image_info`: the page's `get_image_info()`)."""
-    area = abs(page.rect) or 1.0
-    covered = sum(abs(pymupdf.Rect(info["bbox"]) & page.rect) for info in image_info)
-    return round(min(covered / area, 1.0), 4)
+def _image_coverage(page: pymupdf.Page, images: list[stext.Box]) -> float:
+    """Share of the page that images cover (`images`: the visible boxes of those it draws)."""
+    if not images:
+        return 0.0
+    left, top, right, bottom = page.rect
+    covered = 0.0
+    for x0, y0, x1, y1 in images:
+        width, height = min(x1, right) - max(x0, left), min(y1, bottom) - max(y0, top)
+        if width > 0 and height > 0:
+            covered += width * height
+    return round(min(covered / ((right - left) * (bottom - top) or 1.0), 1.0), 4)
 
 
 def _glyph_kind(ch: str) -> str:
