@@ -217,7 +217,7 @@ def _word_counts(text: str) -> tuple[int, int, int, int, int]:
 
     if not ARABIC_ANY.search(text):  # most pages: no Arabic at all, nothing to count
         return 0, 0, 0, 0, 0
-    codes = text.translate(_WORD_CODES)
+    codes = _WORD_CODES.apply(text)
     for token in _TOKEN.finditer(text):
         word = codes[token.start() : token.end()]
         arabic = word.count("a")
@@ -246,7 +246,7 @@ def arabic_signals(text: str) -> ArabicSignals:
             kashida_chars += match.group().count(REPLACEMENT_CHAR)
     words, runs, run_letters, foreign, controls = _word_counts(text)
     return ArabicSignals(
-        letters=len(text.translate(_LETTER_TABLE)),
+        letters=len(_LETTER_TABLE.apply(text)),
         words=words,
         presentation_forms=len(_PRESENTATION_FORM.findall(text)),
         decomposed_lam_alef=len(lam_alef_positions(folded)),

@@ -127,7 +127,7 @@ _WORD_CHARS = LazyTable(_word_char)
 
 def _word_tokens(text: str) -> list[str]:
     """Arabic words of an already folded text (marks skipped), in one C-level pass."""
-    return text.translate(_WORD_CHARS).split()
+    return _WORD_CHARS.apply(text).split()
 
 
 def _is_swapped_word(word: str) -> bool:

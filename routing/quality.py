@@ -176,7 +176,7 @@ def _arabic_reasons(text: str, t: GateThresholds, metrics: dict[str, float]) -> 
 def mixed_script_words(text: str) -> tuple[int, int]:
     """(words mixing two of Hebrew/Arabic/Greek/Cyrillic/CJK letters, words). One translation
     keeps, per token, only its letters' family codes (Latin mixes legitimately and is dropped)."""
-    families = text.translate(FAMILY_TABLE).split()
+    families = FAMILY_TABLE.apply(text).split()
     mixed = sum(1 for token in families if len(token) > 1 and len(set(token)) > 1)
     return mixed, len(_TOKEN.findall(text))
 

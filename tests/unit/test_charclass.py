@@ -152,3 +152,26 @@ def test_arabic_counts_match_their_per_character_definitions(text: str) -> None:
     assert sig.presentation_forms == sum(1 for c in text if is_presentation_form(c))
     assert fold_presentation_forms(text) == "".join(
         unicodedata.normalize("NFKC", c) if is_presentation_form(c) else c for c in text)
+
+
+def test_long_texts_are_translated_alike_in_numpy() -> None:
+    """`LazyTable.apply` on a text of LONG characters or more gathers in numpy; it must give what
+    str.translate gives, for every table applied to whole pages (surrogates and other planes
+    included), and a table with a value of several characters falls back to str.translate."""
+    import random
+
+    from routing import arabic, lam
+    from routing.charclass import CLASS_TABLE, FAMILY_TABLE, LazyTable
+    from workers.pdf import mupdf
+
+    pool = [chr(c) for c in [*range(0x250), *range(0x590, 0x700), *range(0xFB1D, 0xFB50), *range(0xFE70, 0xFEFF),
+                             0xD800, 0xDFFF, 0x1F600, 0x10FFFF, 0xE000, 0xF0001, 0x4E00, 0x3000]]
+    rng = random.Random(15)
+    for table in (CLASS_TABLE, FAMILY_TABLE, arabic._LETTER_TABLE, arabic._WORD_CODES, lam._WORD_CHARS,
+                  mupdf._GLYPH_KINDS, LazyTable(lambda c: "ab" if c == "x" else c)):
+        for n in (LazyTable.LONG - 1, LazyTable.LONG, 3000):
+            for _ in range(20):
+                text = "".join(rng.choice(pool) for _ in range(n))
+                assert table.apply(text) == text.translate(table)
+        page = "".join(rng.choice(pool) for _ in range(3000))
+        assert fast(page) == reference(page)

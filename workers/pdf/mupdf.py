@@ -180,7 +180,7 @@ _RTL_RUN = re.compile("[RM]+")  # RTL letters with their marks: anything else en
 def glyph_kinds(text: str) -> str:
     """One code per character, in one C-level pass: " " whitespace, "M" combining mark, "R" Hebrew or
     Arabic letter, "o" anything else."""
-    return text.translate(_GLYPH_KINDS)
+    return _GLYPH_KINDS.apply(text)
 
 
 def _rtl_order(chars: list[dict[str, Any]], kinds: str | None = None) -> list[int]:
