@@ -246,6 +246,10 @@ class Settings(BaseSettings):
     # commands one forked sandbox child may run in turn (1: a fresh child per command, nothing shared
     # between documents; more saves the fork, ~12 ms of CPU, where uploads are trusted alike)
     sandbox_reuse: int = Field(1, ge=1, le=1000)
+    # a child also runs every further command on the PDF of its first one (a big document's range
+    # tasks in one worker process share it: no fork and no cold memory per range); it leaves when
+    # a command for another file comes, after 2 s without one, or past half its memory limit
+    sandbox_reuse_document: bool = True
     # rung 1 by page range: a document of more pages than split_range_pages is split into a chord of
     # range tasks (queue split_range_queue) so every core works on it; never more than split_max_ranges
     split_range_pages: int = Field(25, ge=1)

@@ -79,15 +79,18 @@ def test_unknown_command_fails_cleanly(pdf: str) -> None:
 
 @pytest.fixture
 def reuse(monkeypatch: pytest.MonkeyPatch):
-    """`sandbox_reuse` set for this test (read by every run_child), forgotten afterwards."""
+    """`sandbox_reuse` (and `sandbox_reuse_document`, off unless asked) set for this test (read by
+    every run_child), forgotten afterwards."""
     from workers.settings import get_settings
 
-    def set_reuse(n: int) -> None:
+    def set_reuse(n: int, same_document: bool = False) -> None:
         monkeypatch.setenv("PAGEFLEET_SANDBOX_REUSE", str(n))
+        monkeypatch.setenv("PAGEFLEET_SANDBOX_REUSE_DOCUMENT", str(same_document).lower())
         get_settings.cache_clear()
 
     yield set_reuse
     monkeypatch.delenv("PAGEFLEET_SANDBOX_REUSE", raising=False)
+    monkeypatch.delenv("PAGEFLEET_SANDBOX_REUSE_DOCUMENT", raising=False)
     get_settings.cache_clear()
 
 
@@ -175,3 +178,34 @@ def test_reused_children_read_every_document_alike(fixtures_dir: Path, reuse) ->
     fresh = read_all()
     reuse(len(files))
     assert read_all() == fresh
+
+
+def test_a_documents_commands_share_one_child_and_another_file_gets_a_fresh_one(
+        pdf: str, tmp_path: Path, reuse) -> None:
+    """`sandbox_reuse_document` (the default): one child runs every command on its first command's
+    file (a big document's ranges), whatever `sandbox_reuse` says; a command for another file gets
+    a fresh child, and a kept child leaves after `IDLE_S` without a command."""
+    import time
+
+    from workers.pdf.forkserver import IDLE_S
+
+    other = tmp_path / "other.pdf"
+    with pymupdf.open() as doc:
+        doc.new_page().insert_text((72, 72), "another document")
+        doc.save(other)
+    reuse(1, same_document=True)
+    CLIENT.close()
+    run_child("probe", pdf, {}, **LIMITS)
+    (kept,) = server_children()
+    for first in (1, 2, 3):
+        page = run_child("extract", pdf, {"first": first, "last": first}, **LIMITS)["pages"][0]
+        assert f"page {first} hello world" in page["text"]
+        assert server_children() == [kept]
+    assert "another document" in run_child("extract", str(other), {"first": 1, "last": 1}, **LIMITS)["pages"][0]["text"]
+    (fresh,) = server_children()
+    assert fresh != kept
+    time.sleep(IDLE_S + 0.5)
+    assert server_children(settled=True) == []
+    reuse(1)
+    run_child("probe", pdf, {}, **LIMITS)
+    assert server_children(settled=True) == []  # off: a fresh child per command, gone once it answered

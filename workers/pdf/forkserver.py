@@ -11,7 +11,10 @@ By default a child runs one command and exits (`sandbox_reuse` = 1: nothing one 
 MuPDF's state can reach another). With `sandbox_reuse` = N a child runs up to N commands in turn
 (fewer if it grows past half its memory limit, none after a command that failed): a fork, its
 exit and the copy-on-write faults of a fresh child cost ~12 ms of CPU, a third of a one-page
-document's sandbox time. The server enforces each command's wall-clock timeout (it kills the
+document's sandbox time. With `sandbox_reuse_document` (the default) a child also runs every
+further command on the file of its first one, so the range tasks of a big document that reach one
+worker process share a child (~2 ms a page of fork and cold memory, 25-page ranges); it leaves
+when a command for another file comes, or after `IDLE_S` without any. The server enforces each command's wall-clock timeout (it kills the
 child); the client gives up on a server that stops answering and starts a new one on the next
 call. Protocol: one JSON object per line each way; server → child: the request line, child →
 server: "ok" or "last" (it leaves after this one) per command; a closed pipe means the child ended.
@@ -39,6 +42,7 @@ from workers.errors import SandboxError
 
 log = logging.getLogger(__name__)
 _REPLY_SLACK_S = 15.0  # the server answers within timeout_s; past this slack it is presumed hung
+IDLE_S = 2.0  # a child kept for its document's next command leaves after this long without one
 
 
 class ForkServerClient:
@@ -116,9 +120,22 @@ class _Child:
         self.served = 0
         self.last = False  # it said it leaves after this command
         self.alive = True
+        self.document = ""  # the PDF of its first command
+
+    def takes(self, request: dict[str, Any]) -> bool:
+        """Whether it may run `request` too: within `reuse` commands, or another command on its own
+        document (`same_document`: a document's range tasks share one child)."""
+        same = bool(request.get("same_document")) and request["pdf"] == self.document
+        return self.alive and not self.last and (same or self.served < int(request.get("reuse", 1)))
+
+    def may_take_more(self, request: dict[str, Any]) -> bool:
+        """After `request`: whether a next command could be its (else it leaves at once)."""
+        return self.alive and not self.last and (
+            bool(request.get("same_document")) or self.served < int(request.get("reuse", 1)))
 
     def run(self, line: bytes, timeout_s: float) -> dict[str, Any]:
         """One command: {"rc", "timed_out"}; a child that died or ran out of time is reaped."""
+        self.document = self.document or json.loads(line)["pdf"]
         os.write(self.req_w, line)
         ready, _, _ = select.select([self.rep_r], [], [], timeout_s)
         answer = os.read(self.rep_r, 64) if ready else b""
@@ -130,14 +147,29 @@ class _Child:
             os.kill(self.pid, signal.SIGKILL)
         return {"rc": self.retire(), "timed_out": not ready}
 
-    def retire(self) -> int:
-        """Close its request pipe (a live child exits at once) and reap it: its exit code."""
+    def retire(self, wait: bool = True) -> int:
+        """Close its request pipe (a live child exits at once) and reap it: its exit code. Without
+        `wait` it is reaped later (`_reap`), off the path of the command that replaces it."""
         self.alive = False
         for fd in (self.req_w, self.rep_r):
             with contextlib.suppress(OSError):
                 os.close(fd)
+        if not wait:
+            _LEAVING.append(self.pid)
+            return 0
         _, status = os.waitpid(self.pid, 0)
         return os.waitstatus_to_exitcode(status)
+
+
+_LEAVING: list[int] = []  # children told to leave, not reaped yet
+
+
+def _reap(block: bool = False) -> None:
+    for pid in list(_LEAVING):
+        with contextlib.suppress(ChildProcessError):
+            if os.waitpid(pid, 0 if block else os.WNOHANG)[0] == 0:
+                continue
+        _LEAVING.remove(pid)
 
 
 def _child_loop(req_r: int, rep_w: int) -> None:  # pragma: no cover - forked child
@@ -223,27 +255,66 @@ def serve() -> int:  # pragma: no cover - exercised through the client
     gc.collect()
     gc.freeze()  # what the server holds is never scanned again: children do not copy it page by page
     child: _Child | None = None
+    lines = _Lines(sys.stdin.fileno())
     try:
-        for line in sys.stdin.buffer:
+        while True:
+            line = lines.next(IDLE_S if child is not None else None)
+            if line is None:  # a kept child waited long enough for its document's next command
+                child = _retired(child)
+                continue
+            if not line:
+                break
             request = json.loads(line)
-            if child is None:
-                child = _Child()
-            try:
-                reply = child.run(line, float(request["timeout_s"]))
-            except BrokenPipeError:  # it died between commands (killed from outside): a fresh one runs this one
-                child.retire()
-                child = _Child()
-                reply = child.run(line, float(request["timeout_s"]))
+            if child is not None and not child.takes(request):
+                child.retire(wait=False)  # another file: reaped after this command's reply
+                child = None
+            child, reply = _run(child or _Child(), line, float(request["timeout_s"]))
             sys.stdout.write(json.dumps(reply) + "\n")
             sys.stdout.flush()
-            if child.alive and (child.last or child.served >= int(request.get("reuse", 1))):
-                child.retire()  # after the reply: the child's exit is off the caller's path
-            if not child.alive:
-                child = None
+            if not child.may_take_more(request):
+                child = _retired(child)  # after the reply: the child's exit is off the caller's path
+            _reap()
     finally:
-        if child is not None:
-            child.retire()
+        _retired(child)
+        _reap(block=True)
     return 0
+
+
+def _run(child: _Child, line: bytes, timeout_s: float) -> tuple[_Child, dict[str, Any]]:
+    try:
+        return child, child.run(line, timeout_s)
+    except BrokenPipeError:  # it died between commands (killed from outside): a fresh one runs this one
+        _retired(child)
+        child = _Child()
+        return child, child.run(line, timeout_s)
+
+
+def _retired(child: _Child | None) -> None:
+    if child is not None and child.alive:
+        child.retire()
+    return None
+
+
+class _Lines:
+    """Request lines from a file descriptor, with a timeout (the server retires a kept child when
+    no command comes)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._buffer = b""
+
+    def next(self, timeout_s: float | None) -> bytes | None:
+        """The next line; b"" at the end of input, None when `timeout_s` passed without one."""
+        while b"\n" not in self._buffer:
+            ready, _, _ = select.select([self._fd], [], [], timeout_s)
+            if not ready:
+                return None
+            chunk = os.read(self._fd, 1 << 16)
+            if not chunk:
+                return b""
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line + b"\n"
 
 
 if __name__ == "__main__":  # pragma: no cover
