@@ -245,7 +245,9 @@ def _warm_up(mupdf: Any) -> None:  # pragma: no cover - server side
                              color=colour)
         doc.save(f"{tmp}/warm.pdf")
         mupdf.probe(f"{tmp}/warm.pdf", extract_upto=1, max_pages=1, structure=True)
+        mupdf.extract_range(f"{tmp}/warm.pdf", 1, 1)
         mupdf.render(f"{tmp}/warm.pdf", 1, 72, f"{tmp}/warm.pgm")
+        mupdf.forget()
 
 
 def serve() -> int:  # pragma: no cover - exercised through the client

@@ -9,6 +9,7 @@ page images cover.
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 from typing import Any
@@ -31,39 +32,60 @@ def probe(pdf: str, extract_upto: int = 0, max_pages: int = 0, structure: bool =
     document of at most `extract_upto` pages that passes the checks, in the same child (one process
     start per small document). A longer one is split into page ranges: the probe returns at once,
     so the range tasks start while the split task reads its own first pages."""
-    doc = pymupdf.open(pdf, filetype="pdf")
-    try:
-        meta = doc.metadata or {}
-        info = {
-            "needs_pass": bool(doc.needs_pass),
-            "is_encrypted": bool(doc.is_encrypted),
-            "encryption": meta.get("encryption"),
-            "page_count": 0 if doc.needs_pass else doc.page_count,
-            "producer": (meta.get("producer") or "")[:200],
-        }
-        if not doc.needs_pass and doc.page_count:
-            doc.load_page(0)  # a recursive or broken page tree fails here, not later in a worker
-        count = info["page_count"]
-        if extract_upto and 0 < count <= min(extract_upto, max_pages or count):
-            kept: layout.Kept | None = {} if structure else None
-            info["pages"] = [_extract_page(doc, n, kept) for n in range(1, count + 1)]
-            if structure:
-                layout.add_layout(doc, info["pages"], _TEXT_FLAGS, kept)
-        return info
-    finally:
-        doc.close()
+    doc = _open(pdf)
+    meta = doc.metadata or {}
+    info = {
+        "needs_pass": bool(doc.needs_pass),
+        "is_encrypted": bool(doc.is_encrypted),
+        "encryption": meta.get("encryption"),
+        "page_count": 0 if doc.needs_pass else doc.page_count,
+        "producer": (meta.get("producer") or "")[:200],
+    }
+    if not doc.needs_pass and doc.page_count:
+        doc.load_page(0)  # a recursive or broken page tree fails here, not later in a worker
+    count = info["page_count"]
+    if extract_upto and 0 < count <= min(extract_upto, max_pages or count):
+        info["pages"] = _read(doc, 1, count, structure)
+    return info
 
 
 def extract_range(pdf: str, first: int, last: int, structure: bool = False) -> dict[str, Any]:
+    doc = _open(pdf)
+    return {"pages": _read(doc, first, min(last, doc.page_count), structure)}
+
+
+def _read(doc: pymupdf.Document, first: int, last: int, structure: bool) -> list[dict[str, Any]]:
+    """Rung 1 for pages first..last; with `structure`, their layout too (headings, lists, tables:
+    plain JSON gathered here, in the sandbox child, from the same rawdict)."""
+    kept: layout.Kept | None = {} if structure else None
+    pages = [_extract_page(doc, number, kept) for number in range(first, last + 1)]
+    if structure:
+        layout.add_layout(doc, pages, _TEXT_FLAGS, kept)
+    return pages
+
+
+_OPEN: dict[str, tuple[tuple[int, int], pymupdf.Document]] = {}
+
+
+def _open(pdf: str) -> pymupdf.Document:
+    """The document, kept open for the child's next command on it (`forkserver`: a child runs every
+    range of one document that reaches its worker process): MuPDF's fonts and objects loaded for
+    one range serve the next. A child holds one document at a time; a changed file is reopened."""
+    stat = os.stat(pdf)
+    key = (stat.st_mtime_ns, stat.st_size)
+    if pdf in _OPEN and _OPEN[pdf][0] == key:
+        return _OPEN[pdf][1]
+    forget()
     doc = pymupdf.open(pdf, filetype="pdf")
-    try:
-        kept: layout.Kept | None = {} if structure else None
-        pages = [_extract_page(doc, number, kept) for number in range(first, min(last, doc.page_count) + 1)]
-        if structure:  # headings, lists, tables: plain JSON gathered here, in the sandbox child
-            layout.add_layout(doc, pages, _TEXT_FLAGS, kept)
-        return {"pages": pages}
-    finally:
+    _OPEN[pdf] = (key, doc)
+    return doc
+
+
+def forget() -> None:
+    """Close the document kept open (the fork server after its warm-up: children start with none)."""
+    for _, doc in _OPEN.values():
         doc.close()
+    _OPEN.clear()
 
 
 def _extract_page(doc: pymupdf.Document, number: int,
@@ -292,18 +314,14 @@ def render(pdf: str, page: int, dpi: int, png: str, max_pixels: int = 0, rotate:
     lower the resolution if it would exceed max_pixels. A scanned page below `dpi` is rendered at
     its image's own resolution (pixel for pixel: interpolating up adds nothing a reader can use;
     the OCR engine decides whether to upscale); `native_dpi` in the result says so."""
-    doc = pymupdf.open(pdf, filetype="pdf")
-    try:
-        p = doc.load_page(page - 1)
-        native = _scan_dpi(p)
-        zoom = (native if native and native < dpi else dpi) / 72.0
-        width, height = p.rect.width * zoom, p.rect.height * zoom
-        if max_pixels and width * height > max_pixels:
-            zoom *= (max_pixels / (width * height)) ** 0.5
-        matrix = pymupdf.Matrix(zoom, zoom).prerotate(rotate)
-        pix = p.get_pixmap(matrix=matrix, colorspace=pymupdf.csGRAY, alpha=False, annots=True)
-        pix.save(png)
-        return {"png": png, "dpi": round(zoom * 72), "width": pix.width, "height": pix.height, "rotate": rotate,
-                "native_dpi": round(native) if native else None}
-    finally:
-        doc.close()
+    p = _open(pdf).load_page(page - 1)
+    native = _scan_dpi(p)
+    zoom = (native if native and native < dpi else dpi) / 72.0
+    width, height = p.rect.width * zoom, p.rect.height * zoom
+    if max_pixels and width * height > max_pixels:
+        zoom *= (max_pixels / (width * height)) ** 0.5
+    matrix = pymupdf.Matrix(zoom, zoom).prerotate(rotate)
+    pix = p.get_pixmap(matrix=matrix, colorspace=pymupdf.csGRAY, alpha=False, annots=True)
+    pix.save(png)
+    return {"png": png, "dpi": round(zoom * 72), "width": pix.width, "height": pix.height, "rotate": rotate,
+            "native_dpi": round(native) if native else None}
