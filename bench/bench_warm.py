@@ -159,6 +159,12 @@ class WarmFleet:
                     peaks[role] = max(peaks.get(role, 0.0), kb / 1024)
         return peaks
 
+    def _sample_peaks(self) -> None:
+        """Keep every role's peak so far: a process gone by the end of a run (a sandbox child kept
+        for a document's ranges, a recycled pool process) had its peak while it lived."""
+        for role, mb in self._peaks().items():
+            self._peak_seen[role] = max(self._peak_seen.get(role, 0.0), mb)
+
     def _sample_cpu(self) -> None:
         """Remember every fleet process's CPU so far, by pid: a pool child recycled mid-run (and the
         sandbox server that leaves with it) keeps what it spent. A process counts what it reaped
@@ -208,6 +214,7 @@ class WarmFleet:
         specs = [spec_for_path(str(f), storage, f"{tag}/{f.stem}", opts, force=True) for f in files]
         r = jobs.client()
         self._reset_peaks()
+        self._peak_seen: dict[str, float] = {}
         tasks_before, roles_before = self._task_lines(), self._cpu_roles()
         started = time.perf_counter()
         for spec in specs:
@@ -225,7 +232,8 @@ class WarmFleet:
                 routes[route] = routes.get(route, 0) + n
         roles = {role: seconds - roles_before.get(role, 0.0) for role, seconds in self._cpu_roles().items()}
         cpu = sum(seconds for role, seconds in roles.items() if role != "redis")  # the fleet's own processes
-        return RunResult(pages, wall, self._peaks(), redis_peak, self._task_lines() - tasks_before, routes, cpu, roles)
+        self._sample_peaks()
+        return RunResult(pages, wall, self._peak_seen, redis_peak, self._task_lines() - tasks_before, routes, cpu, roles)
 
     def _wait(self, r: Any, ids: list[str], timeout_s: float = 7200) -> tuple[float, float, list[dict[str, str]]]:
         """(Redis peak MB, when the last job was seen finished, every job's record). Until every job
@@ -250,6 +258,7 @@ class WarmFleet:
                 redis_peak = max(redis_peak, int(r.info("memory")["used_memory"]) / 2**20)
                 if time.monotonic() - self._sampled > 0.5:
                     self._sample_cpu()
+                    self._sample_peaks()
                     self._sampled = time.monotonic()
                 if time.monotonic() - checked > 1.0:
                     waiting = self._unfinished(r, waiting)

@@ -250,6 +250,9 @@ class Settings(BaseSettings):
     # tasks in one worker process share it: no fork and no cold memory per range); it leaves when
     # a command for another file comes, after 2 s without one, or past half its memory limit
     sandbox_reuse_document: bool = True
+    # a reused child leaves after a command that leaves it holding more than this (RSS, MB; MuPDF's
+    # store and a kept document's parsed objects grow with the pages read)
+    sandbox_keep_mb: int = Field(320, ge=64)
     # rung 1 by page range: a document of more pages than split_range_pages is split into a chord of
     # range tasks (queue split_range_queue) so every core works on it; never more than split_max_ranges
     split_range_pages: int = Field(25, ge=1)

@@ -217,11 +217,13 @@ def _limit(request: dict[str, Any]) -> None:  # pragma: no cover - forked child
 
 
 def _over_memory(request: dict[str, Any]) -> bool:  # pragma: no cover - forked child
-    """A reused child leaves once it holds over half its memory limit (MuPDF's store keeps fonts
-    and images of earlier documents): the next command starts in a fresh one."""
+    """A reused child leaves once it holds more than `keep_mb` or half its memory limit (MuPDF's
+    store keeps fonts and images, a kept document its parsed objects): the next command starts in a
+    fresh one."""
     with contextlib.suppress(OSError, ValueError, IndexError):
         rss_pages = int(Path("/proc/self/statm").read_text().split()[1])
-        return rss_pages * os.sysconf("SC_PAGE_SIZE") > int(request["memory_mb"]) * 1024 * 1024 // 2
+        limit_mb = min(int(request["memory_mb"]) // 2, int(request.get("keep_mb") or request["memory_mb"]))
+        return rss_pages * os.sysconf("SC_PAGE_SIZE") > limit_mb * 1024 * 1024
     return False
 
 

@@ -48,7 +48,8 @@ def run_child(
     settings = get_settings()
     if settings.sandbox_fork_server:
         return _run_forked(command, pdf, params, timeout_s=timeout_s, memory_mb=memory_mb,
-                           reuse=settings.sandbox_reuse, same_document=settings.sandbox_reuse_document)
+                           reuse=settings.sandbox_reuse, same_document=settings.sandbox_reuse_document,
+                           keep_mb=settings.sandbox_keep_mb)
     with tempfile.TemporaryDirectory(prefix="pagefleet-sbx-") as tmp:
         out = Path(tmp) / "result.json"
         argv = [sys.executable, "-m", "workers.pdf.sandbox", command, pdf, str(out), json.dumps(params)]
@@ -74,9 +75,10 @@ def run_child(
 
 
 def _run_forked(command: str, pdf: str, params: dict[str, Any], *, timeout_s: float, memory_mb: int,
-                reuse: int = 1, same_document: bool = False) -> dict[str, Any]:
+                reuse: int = 1, same_document: bool = False, keep_mb: int = 0) -> dict[str, Any]:
     """The same command in a child forked from the worker's warm sandbox server (`forkserver`; a
-    child runs at most `reuse` commands, and with `same_document` any number on its own document).
+    child runs at most `reuse` commands, and with `same_document` any number on its own document,
+    until it holds more than `keep_mb`).
     Its result and stderr files live in the worker process's scratch folder, removed after reading
     (no folder made and removed per command)."""
     from workers.pdf.forkserver import CLIENT
@@ -84,7 +86,8 @@ def _run_forked(command: str, pdf: str, params: dict[str, Any], *, timeout_s: fl
     out, err = CLIENT.scratch_files()
     try:
         request = {"command": command, "pdf": pdf, "params": params, "out": str(out), "err": str(err),
-                   "timeout_s": timeout_s, "memory_mb": memory_mb, "reuse": reuse, "same_document": same_document}
+                   "timeout_s": timeout_s, "memory_mb": memory_mb, "reuse": reuse, "same_document": same_document,
+                   "keep_mb": keep_mb}
         reply = CLIENT.run(request, timeout_s)
         if reply.get("timed_out"):
             raise SandboxError(f"{command} timed out after {timeout_s:.0f}s")
