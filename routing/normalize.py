@@ -76,6 +76,7 @@ NFKC_RANGES = (
 SENTENCE_PUNCTUATION = ".,:;!?\u060c\u061b\u061f"
 BRACKET_SWAP = str.maketrans("()[]{}", ")(][}{")
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
+_BRACKET = re.compile(r"[()\[\]{}]")
 _LINE_END = re.compile("\r\n?")
 _UNICODE_SPACE = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")  # Zs other than " "
 _BIDI_CONTROL = re.compile("[" + "".join(sorted(BIDI_CONTROLS)) + "]")
@@ -274,7 +275,7 @@ def _stage_symbols(text: str) -> list[Replacement]:
 def brackets_balanced(line: str) -> bool:
     """Do (), [] and {} nest correctly in `line`? (<> are operators too often to count.)"""
     stack: list[str] = []
-    for ch in line:
+    for ch in _BRACKET.findall(line):  # the brackets alone, found in C
         if ch in _OPENERS:
             stack.append(_OPENERS[ch])
         elif ch in ")]}":
@@ -289,6 +290,8 @@ def _stage_brackets(text: str) -> tuple[list[Replacement], int]:
     lines left unbalanced."""
     reps: list[Replacement] = []
     unbalanced = 0
+    if _BRACKET.search(text) is None:  # most pages: no bracket, every line balanced
+        return reps, unbalanced
     for offset, line in _lines(text):
         if brackets_balanced(line):
             continue

@@ -27,6 +27,11 @@ _RTL_ANY = ranges_pattern(HEBREW_RANGES + ARABIC_RANGES)
 _ARABIC_WORD = re.compile(r"[\u0620-\u064A\u0671-\u06D3\u06FA-\u06FF]+")
 _ARABIC_FINAL_ONLY = "\u0629\u0649"  # ة ى
 _ARABIC_SHAPED = re.compile(r"[\u0621-\u064A\uFB50-\uFDFF\uFE70-\uFEFF]+")
+_LETTERS = r"\u0620-\u064A\u0671-\u06D3\u06FA-\u06FF"  # _ARABIC_WORD's class
+# a final-only letter opening a word of two or more letters / closing one (regular expressions that
+# count what a loop over _ARABIC_WORD's words counted)
+_FINAL_FIRST = re.compile(f"(?<![{_LETTERS}])[{_ARABIC_FINAL_ONLY}](?=[{_LETTERS}])")
+_FINAL_LAST = re.compile(f"(?<=[{_LETTERS}])[{_ARABIC_FINAL_ONLY}](?![{_LETTERS}])")
 
 
 @dataclass(frozen=True)
@@ -70,11 +75,8 @@ def arabic_order_votes(text: str) -> tuple[int, int]:
     """(visual, logical) votes from Arabic words: letters that only end words (ة ى) at a word's
     start or end; and for presentation forms, the shape itself — a word whose first shaped glyph
     is a *final* form or whose last is an *initial* form was written mirrored."""
-    visual = logical = 0
-    for word in _ARABIC_WORD.findall(text):
-        if len(word) >= 2:
-            visual += word[0] in _ARABIC_FINAL_ONLY
-            logical += word[-1] in _ARABIC_FINAL_ONLY
+    visual = len(_FINAL_FIRST.findall(text))
+    logical = len(_FINAL_LAST.findall(text))
     for word in _ARABIC_SHAPED.findall(text):
         forms = [f for f in map(_form, word) if f in ("initial", "medial", "final")]
         if len(forms) < 2:

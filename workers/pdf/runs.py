@@ -27,7 +27,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-from routing.charclass import HEBREW_RANGES, LazyTable, classes, ranges_pattern
+from routing.charclass import ARABIC_ANY, HEBREW_RANGES, LazyTable, classes, ranges_pattern
 from routing.scripts import is_arabic
 
 _TOLERANCE = 0.5  # points
@@ -87,9 +87,11 @@ def _inside_agrees(chars: list[dict[str, Any]], kinds: str, unit: _Unit) -> bool
 
 def _arabic_line(text: str) -> bool:
     """Arabic letters outnumber Latin ones and nothing is Hebrew (class codes: one C-level pass)."""
+    if ARABIC_ANY.search(text) is None or _HEBREW_ANY.search(text) is not None:  # most lines stop here
+        return False
     codes = classes(text)
     arabic = codes.count("r")
-    return bool(arabic) and arabic > codes.count("a") and _HEBREW_ANY.search(text) is None
+    return bool(arabic) and arabic > codes.count("a")
 
 
 def _proven(chars: list[dict[str, Any]], kinds: str, units: list[_Unit]) -> bool:

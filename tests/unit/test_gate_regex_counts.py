@@ -1,0 +1,59 @@
+"""Three per-character loops of the gate and of rung 1 became regular expressions (issue 15); each
+must count what its loop counted, on random mixed text: final-only Arabic letters opening or
+closing a word, nested brackets, and which lines `run_order` looks at."""
+
+from __future__ import annotations
+
+import random
+
+from routing import order
+from routing.charclass import classes
+from routing.normalize import _OPENERS, _stage_brackets, brackets_balanced
+from workers.pdf import runs
+
+POOL = [*"ةىابتثجحخ ", "\u0620", "\u064a", "\u0671", "\u06d3", "\u06fa", "\u06ff", "\u0670", "\u064b", "\ufe8e",
+        *"a1()[]{}<>", "ש", "\u05d0", "\n"]
+
+
+def _texts(n: int = 20000) -> list[str]:
+    rng = random.Random(15)
+    return ["".join(rng.choice(POOL) for _ in range(rng.randint(0, 30))) for _ in range(n)]
+
+
+def _word_votes(text: str) -> tuple[int, int]:
+    visual = logical = 0
+    for word in order._ARABIC_WORD.findall(text):
+        if len(word) >= 2:
+            visual += word[0] in order._ARABIC_FINAL_ONLY
+            logical += word[-1] in order._ARABIC_FINAL_ONLY
+    return visual, logical
+
+
+def _balanced(line: str) -> bool:
+    stack: list[str] = []
+    for ch in line:
+        if ch in _OPENERS:
+            stack.append(_OPENERS[ch])
+        elif ch in ")]}":
+            if not stack or stack.pop() != ch:
+                return False
+    return not stack
+
+
+def _arabic_line(text: str) -> bool:
+    codes = classes(text)
+    arabic = codes.count("r")
+    return bool(arabic) and arabic > codes.count("a") and runs._HEBREW_ANY.search(text) is None
+
+
+def test_regular_expressions_count_what_the_loops_counted() -> None:
+    for text in _texts():
+        assert (len(order._FINAL_FIRST.findall(text)), len(order._FINAL_LAST.findall(text))) == _word_votes(text), text
+        assert brackets_balanced(text) == _balanced(text), text
+        assert runs._arabic_line(text) == _arabic_line(text), text
+
+
+def test_a_page_without_brackets_has_no_bracket_work() -> None:
+    assert _stage_brackets("שלום עולם\nمرحبا\nplain") == ([], 0)
+    reps, unbalanced = _stage_brackets("שלום )עולם( טוב")
+    assert unbalanced == 0 and [r.text for r in reps] == ["(", ")"]
