@@ -154,9 +154,9 @@ class WarmFleet:
         for role, procs in self._processes().items():
             for proc in procs:
                 with contextlib.suppress(OSError):
-                    status = Path(f"/proc/{proc.pid}/status").read_text()
-                    kb = int(re.search(r"VmHWM:\s+(\d+)", status).group(1))  # type: ignore[union-attr]
-                    peaks[role] = max(peaks.get(role, 0.0), kb / 1024)
+                    found = re.search(r"VmHWM:\s+(\d+)", Path(f"/proc/{proc.pid}/status").read_text())
+                    if found:  # a process that has exited (a zombie until reaped) has none
+                        peaks[role] = max(peaks.get(role, 0.0), int(found.group(1)) / 1024)
         return peaks
 
     def _sample_peaks(self) -> None:
