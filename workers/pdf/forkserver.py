@@ -250,6 +250,9 @@ def _warm_up(mupdf: Any) -> None:  # pragma: no cover - server side
         mupdf.extract_range(f"{tmp}/warm.pdf", 1, 1)
         mupdf.render(f"{tmp}/warm.pdf", 1, 72, f"{tmp}/warm.pgm")
         mupdf.forget()
+    # a page-long text: the glyph-kind table's array is made and filled here (Latin, Hebrew,
+    # Arabic), and numpy's first calls are paid once, not in every child
+    mupdf.glyph_kinds("".join(map(chr, [*range(0x20, 0x250), *range(0x590, 0x600), *range(0x600, 0x700)])))
 
 
 def serve() -> int:  # pragma: no cover - exercised through the client
