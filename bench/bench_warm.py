@@ -87,10 +87,11 @@ class WarmFleet:
         os.environ["PAGEFLEET_CACHE_DIR"] = str(workdir / "cache")
         self.workers: list[Any] = []
         self.redis: Any = None
-        self._cpu_seen: dict[int, float] = {}
-        self._parents: dict[int, int] = {}  # pid -> parent pid, as last seen
-        self._reaping: dict[int, bool] = {}  # pid -> does its sample include what it reaped
-        self._role: dict[int, str] = {}  # pid -> role, as last seen
+        # processes by (pid, start time): pids come round again (pid_max 32768) in a long run
+        self._cpu_seen: dict[tuple[int, float], float] = {}
+        self._parents: dict[tuple[int, float], int] = {}  # -> parent pid, as last seen
+        self._reaping: dict[int, bool] = {}  # live pid -> does its sample include what it reaped
+        self._role: dict[tuple[int, float], str] = {}  # -> role, fixed at first sight
         self._sampled = 0.0
 
     def __enter__(self) -> "WarmFleet":
@@ -132,15 +133,26 @@ class WarmFleet:
     # ------------------------------------------------------------------ measuring
 
     def _processes(self) -> dict[str, list[psutil.Process]]:
+        """Every fleet process by role. A process keeps the role it had when first seen, and the
+        fork server's children are sandbox processes by descent: a child that is leaving (or a
+        zombie) has no command line to read."""
         roles: dict[str, list[psutil.Process]] = {}
         for worker in self.workers:
             queue = "split" if "split" in worker.name else "cpu"
             with contextlib.suppress(psutil.Error):
                 main = psutil.Process(worker.proc.pid)
+                sandboxes: set[int] = set()  # parents come before their children
                 for proc in [main, *main.children(recursive=True)]:
-                    cmd = " ".join(proc.cmdline())
-                    role = "sandbox" if "forkserver" in cmd else (f"{queue}-main" if proc.pid == main.pid else queue)
-                    roles.setdefault(role, []).append(proc)
+                    with contextlib.suppress(psutil.Error):
+                        key = (proc.pid, proc.create_time())
+                        role = self._role.get(key)
+                        if role is None:
+                            sandbox = proc.ppid() in sandboxes or "forkserver" in " ".join(proc.cmdline())
+                            role = self._role[key] = "sandbox" if sandbox else (
+                                f"{queue}-main" if proc.pid == main.pid else queue)
+                        if role == "sandbox":
+                            sandboxes.add(proc.pid)
+                        roles.setdefault(role, []).append(proc)
         return roles
 
     def _reset_peaks(self) -> None:
@@ -176,26 +188,26 @@ class WarmFleet:
         for role, procs in self._processes().items():
             for proc in procs:
                 with contextlib.suppress(psutil.Error):
+                    key = (proc.pid, proc.create_time())
                     t = proc.cpu_times()
                     counts_reaped = not role.endswith("-main")
                     reaped = t.children_user + t.children_system if counts_reaped else 0.0
-                    self._cpu_seen[proc.pid] = t.user + t.system + reaped
-                    self._parents[proc.pid] = proc.ppid()
+                    self._cpu_seen[key] = t.user + t.system + reaped
+                    self._parents[key] = proc.ppid()
                     self._reaping[proc.pid] = counts_reaped
-                    self._role[proc.pid] = role
                     live.add(proc.pid)
-        for pid in [pid for pid in self._cpu_seen if pid not in live]:
-            parent = self._parents.get(pid)
+        for key in [key for key in self._cpu_seen if key[0] not in live]:
+            parent = self._parents.get(key)
             if parent in live and self._reaping.get(parent, False):
-                del self._cpu_seen[pid]
+                del self._cpu_seen[key]
 
     def _cpu_roles(self) -> dict[str, float]:
         """CPU seconds so far by role (a reaped sandbox fork is in its server's, the same role), and
         the Redis server's, which the fleet's figure leaves out."""
         self._sample_cpu()
         roles: dict[str, float] = {}
-        for pid, seconds in self._cpu_seen.items():
-            roles[self._role[pid]] = roles.get(self._role[pid], 0.0) + seconds
+        for key, seconds in self._cpu_seen.items():
+            roles[self._role[key]] = roles.get(self._role[key], 0.0) + seconds
         with contextlib.suppress(psutil.Error):
             t = psutil.Process(self.redis.proc.pid).cpu_times()
             roles["redis"] = t.user + t.system
