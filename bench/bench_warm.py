@@ -89,8 +89,8 @@ class WarmFleet:
         self.redis: Any = None
         # processes by (pid, start time): pids come round again (pid_max 32768) in a long run
         self._cpu_seen: dict[tuple[int, float], float] = {}
-        self._parents: dict[tuple[int, float], int] = {}  # -> parent pid, as last seen
-        self._reaping: dict[int, bool] = {}  # live pid -> does its sample include what it reaped
+        self._parents: dict[tuple[int, float], tuple[int, float]] = {}  # -> its parent, as last seen
+        self._reaping: dict[tuple[int, float], bool] = {}  # -> does its sample include what it reaped
         self._role: dict[tuple[int, float], str] = {}  # -> role, fixed at first sight
         self._sampled = 0.0
 
@@ -184,7 +184,7 @@ class WarmFleet:
         are the pool processes counted here themselves. A sampled process that has since been reaped
         by a parent that counts what it reaps is dropped: its time is in that parent's now (it was
         counted twice before: a sandbox fork or a Tesseract run alive at a sample)."""
-        live: set[int] = set()
+        live: set[tuple[int, float]] = set()
         for role, procs in self._processes().items():
             for proc in procs:
                 with contextlib.suppress(psutil.Error):
@@ -193,12 +193,14 @@ class WarmFleet:
                     counts_reaped = not role.endswith("-main")
                     reaped = t.children_user + t.children_system if counts_reaped else 0.0
                     self._cpu_seen[key] = t.user + t.system + reaped
-                    self._parents[key] = proc.ppid()
-                    self._reaping[proc.pid] = counts_reaped
-                    live.add(proc.pid)
-        for key in [key for key in self._cpu_seen if key[0] not in live]:
+                    parent = proc.parent()
+                    if parent is not None:
+                        self._parents[key] = (parent.pid, parent.create_time())
+                    self._reaping[key] = counts_reaped
+                    live.add(key)
+        for key in [key for key in self._cpu_seen if key not in live]:
             parent = self._parents.get(key)
-            if parent in live and self._reaping.get(parent, False):
+            if parent in live and self._reaping.get(parent, False):  # (an orphan's old parent pid may be another's now)
                 del self._cpu_seen[key]
 
     def _cpu_roles(self) -> dict[str, float]:
