@@ -14,9 +14,9 @@ exit and the copy-on-write faults of a fresh child cost ~12 ms of CPU, a third o
 document's sandbox time. With `sandbox_reuse_document` (the default) a child also runs every
 further command on the file of its first one, so the range tasks of a big document that reach one
 worker process share a child (~2 ms a page of fork and cold memory, 25-page ranges); it leaves
-when a command for another file comes, or after `IDLE_S` without any. The server enforces each command's wall-clock timeout (it kills the
-child); the client gives up on a server that stops answering and starts a new one on the next
-call. Protocol: one JSON object per line each way; server → child: the request line, child →
+when a command for another file comes, after `IDLE_S` without any, or once it holds more than
+`sandbox_keep_mb`. The server enforces each command's wall-clock timeout (it kills the child);
+the client gives up on a server that stops answering and starts a new one on the next call. Protocol: one JSON object per line each way; server → child: the request line, child →
 server: "ok" or "last" (it leaves after this one) per command; a closed pipe means the child ended.
 """
 
@@ -125,13 +125,14 @@ class _Child:
     def takes(self, request: dict[str, Any]) -> bool:
         """Whether it may run `request` too: within `reuse` commands, or another command on its own
         document (`same_document`: a document's range tasks share one child)."""
-        same = bool(request.get("same_document")) and request["pdf"] == self.document
-        return self.alive and not self.last and (same or self.served < int(request.get("reuse", 1)))
+        return self._open_to(request, bool(request.get("same_document")) and request["pdf"] == self.document)
 
     def may_take_more(self, request: dict[str, Any]) -> bool:
         """After `request`: whether a next command could be its (else it leaves at once)."""
-        return self.alive and not self.last and (
-            bool(request.get("same_document")) or self.served < int(request.get("reuse", 1)))
+        return self._open_to(request, bool(request.get("same_document")))
+
+    def _open_to(self, request: dict[str, Any], same_document: bool) -> bool:
+        return self.alive and not self.last and (same_document or self.served < int(request.get("reuse", 1)))
 
     def run(self, line: bytes, timeout_s: float) -> dict[str, Any]:
         """One command: {"rc", "timed_out"}; a child that died or ran out of time is reaped."""
