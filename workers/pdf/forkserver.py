@@ -134,11 +134,12 @@ class _Child:
     def _open_to(self, request: dict[str, Any], same_document: bool) -> bool:
         return self.alive and not self.last and (same_document or self.served < int(request.get("reuse", 1)))
 
-    def run(self, line: bytes, timeout_s: float) -> dict[str, Any]:
-        """One command: {"rc", "timed_out"}; a child that died or ran out of time is reaped."""
-        self.document = self.document or json.loads(line)["pdf"]
+    def run(self, line: bytes, request: dict[str, Any]) -> dict[str, Any]:
+        """One command (`line`, parsed: `request`): {"rc", "timed_out"}; a child that died or ran
+        out of time is reaped."""
+        self.document = self.document or request["pdf"]
         os.write(self.req_w, line)
-        ready, _, _ = select.select([self.rep_r], [], [], timeout_s)
+        ready, _, _ = select.select([self.rep_r], [], [], float(request["timeout_s"]))
         answer = os.read(self.rep_r, 64) if ready else b""
         self.served += 1
         if answer:
@@ -276,7 +277,7 @@ def serve() -> int:  # pragma: no cover - exercised through the client
             if child is not None and not child.takes(request):
                 child.retire(wait=False)  # another file: reaped after this command's reply
                 child = None
-            child, reply = _run(child or _Child(), line, float(request["timeout_s"]))
+            child, reply = _run(child or _Child(), line, request)
             sys.stdout.write(json.dumps(reply) + "\n")
             sys.stdout.flush()
             if not child.may_take_more(request):
@@ -288,13 +289,13 @@ def serve() -> int:  # pragma: no cover - exercised through the client
     return 0
 
 
-def _run(child: _Child, line: bytes, timeout_s: float) -> tuple[_Child, dict[str, Any]]:
+def _run(child: _Child, line: bytes, request: dict[str, Any]) -> tuple[_Child, dict[str, Any]]:
     try:
-        return child, child.run(line, timeout_s)
+        return child, child.run(line, request)
     except BrokenPipeError:  # it died between commands (killed from outside): a fresh one runs this one
         _retired(child)
         child = _Child()
-        return child, child.run(line, timeout_s)
+        return child, child.run(line, request)
 
 
 def _retired(child: _Child | None) -> None:
