@@ -92,6 +92,7 @@ class WarmFleet:
         self._parents: dict[tuple[int, float], tuple[int, float]] = {}  # -> its parent, as last seen
         self._reaping: dict[tuple[int, float], bool] = {}  # -> does its sample include what it reaped
         self._role: dict[tuple[int, float], str] = {}  # -> role, fixed at first sight
+        self._moved: dict[str, float] = {}  # CPU a parent of another role reaped, given back to the child's role
         self._sampled = 0.0
 
     def __enter__(self) -> "WarmFleet":
@@ -183,7 +184,9 @@ class WarmFleet:
         (Tesseract, sandbox children) too, except a worker's main process, whose reaped children
         are the pool processes counted here themselves. A sampled process that has since been reaped
         by a parent that counts what it reaps is dropped: its time is in that parent's now (it was
-        counted twice before: a sandbox fork or a Tesseract run alive at a sample)."""
+        counted twice before: a sandbox fork or a Tesseract run alive at a sample). What such a
+        process had spent goes back from its parent's role to its own: a cpu pool process recycled
+        after 200 tasks reaps its sandbox server, whose CPU stays sandbox CPU."""
         live: set[tuple[int, float]] = set()
         for role, procs in self._processes().items():
             for proc in procs:
@@ -201,13 +204,16 @@ class WarmFleet:
         for key in [key for key in self._cpu_seen if key not in live]:
             parent = self._parents.get(key)
             if parent in live and self._reaping.get(parent, False):  # (an orphan's old parent pid may be another's now)
-                del self._cpu_seen[key]
+                seconds = self._cpu_seen.pop(key)
+                if self._role[key] != self._role[parent]:
+                    self._moved[self._role[key]] = self._moved.get(self._role[key], 0.0) + seconds
+                    self._moved[self._role[parent]] = self._moved.get(self._role[parent], 0.0) - seconds
 
     def _cpu_roles(self) -> dict[str, float]:
         """CPU seconds so far by role (a reaped sandbox fork is in its server's, the same role), and
         the Redis server's, which the fleet's figure leaves out."""
         self._sample_cpu()
-        roles: dict[str, float] = {}
+        roles: dict[str, float] = dict(self._moved)
         for key, seconds in self._cpu_seen.items():
             roles[self._role[key]] = roles.get(self._role[key], 0.0) + seconds
         with contextlib.suppress(psutil.Error):
