@@ -215,18 +215,14 @@ def _rtl_order(chars: list[dict[str, Any]], kinds: str | None = None) -> list[in
         kinds = glyph_kinds("".join([c["c"] for c in chars]))
     inc = dec = 0
     for run in _RTL_RUN.finditer(kinds):
-        prev: float | None = None
-        for i in range(run.start(), run.end()):
-            if kinds[i] != "R":
-                continue
-            x0, _, x1, _ = chars[i]["bbox"]
-            centre = (x0 + x1) / 2
-            if prev is not None and abs(centre - prev) > 0.5:
-                if centre > prev:
-                    inc += 1
-                else:
-                    dec += 1
-            prev = centre
+        start = run.start()
+        centres = [(c["bbox"][0] + c["bbox"][2]) / 2 for c, kind in zip(chars[start : run.end()], run.group())
+                   if kind == "R"]
+        for prev, centre in zip(centres, centres[1:]):
+            if centre - prev > 0.5:
+                inc += 1
+            elif prev - centre > 0.5:
+                dec += 1
     return [inc, dec]
 
 
@@ -248,28 +244,33 @@ def glyph_clusters(chars: list[dict[str, Any]], kinds: str) -> list[tuple[int, i
     """``(start, end)`` char offsets of code points that come from one glyph and hold an RTL
     letter: a zero-width base character with the neighbour whose box it sits on, or neighbours
     sharing one box. Combining marks (zero-width by nature) never start a cluster."""
-    joined = [False] * len(chars)  # joined[k]: chars[k] and chars[k + 1] are one glyph
-    for i, c in enumerate(chars):
-        if kinds[i] not in "Ro":  # base characters only
-            continue
-        x0, y0, x1, y1 = c["bbox"]
-        if x1 - x0 <= _ZERO:
+    boxes = [c["bbox"] for c in chars]
+    # candidates, in one C-level pass each (most lines have none): zero-width boxes, and boxes
+    # starting where the next one starts
+    zero = {i for i, box in enumerate(boxes) if box[2] - box[0] <= _ZERO}
+    starts = [box[0] for box in boxes]
+    alike = [i for i, (a, b) in enumerate(zip(starts, starts[1:])) if abs(a - b) <= _ZERO and i not in zero]
+    if not zero and not alike:
+        return []
+    joined: set[int] = set()  # k: chars[k] and chars[k + 1] are one glyph
+    for i in zero:
+        if kinds[i] in "Ro":  # base characters only
             partner = _zero_width_partner(chars, kinds, i)
             if partner is not None:
-                joined[min(i, partner)] = True
-        elif i + 1 < len(chars) and kinds[i + 1] in "Ro":
-            other = chars[i + 1]["bbox"]
-            if abs(x0 - other[0]) <= _ZERO and all(abs(a - b) <= _ZERO for a, b in zip(c["bbox"], other)):
-                joined[i] = True
+                joined.add(min(i, partner))
+    for i in alike:
+        if kinds[i] in "Ro" and kinds[i + 1] in "Ro" and all(
+                abs(a - b) <= _ZERO for a, b in zip(boxes[i], boxes[i + 1])):
+            joined.add(i)
     found: list[tuple[int, int]] = []
-    i = 0
-    while i < len(chars):
+    for i in sorted(joined):
+        if i - 1 in joined:
+            continue  # inside a run already found
         j = i
-        while j < len(joined) and joined[j]:
+        while j in joined:
             j += 1
-        if j > i and "R" in kinds[i : j + 1]:
+        if "R" in kinds[i : j + 1]:
             found.append((i, j + 1))
-        i = j + 1
     return found
 
 
