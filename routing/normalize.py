@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from routing.arabic import elongation_repairs, lam_alef_positions, ligature_order_positions
 from routing.edits import EDIT_KINDS, Edit, EditMapBuilder, Replacement
 from routing.lam import is_lam_alef, swapped_clusters
-from routing.spans import current_spans
+from routing.spans import current_span_groups, current_spans
 from routing.rtl_order import (
     OrderEvidence,
     hebrew_order_evidence,
@@ -258,8 +258,7 @@ def _stage_run_order(raw: str, builder: EditMapBuilder, run_orders: Sequence[Seq
     on the wrong side of Arabic words, `workers.pdf.runs`): the line's runs in that order, one
     `visual_order_reversal` edit per line. A line whose spans no longer tile it is left alone."""
     reps = []
-    for order in run_orders:
-        spans = current_spans(raw, builder.text, builder.edits(), order)
+    for order, spans in zip(run_orders, current_span_groups(raw, builder.text, builder.edits(), run_orders)):
         tiles = sorted(spans)
         if len(spans) != len(order) or any(a[1] != b[0] for a, b in zip(tiles, tiles[1:])):
             continue

@@ -14,16 +14,20 @@ Pure functions, no I/O.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 
 from routing.edits import Edit
 
 
-def _boundary(edits: Sequence[Edit], pos: int, *, closing: bool) -> int | None:
+def _boundary(edits: Sequence[Edit], ends: Sequence[int], pos: int, *, closing: bool) -> int | None:
     """Where raw offset `pos` lands in the output; None when an edit spans across it. An
-    insertion at `pos` lies before an opening boundary and after a closing one."""
-    delta = 0
-    for edit in edits:
+    insertion at `pos` lies before an opening boundary and after a closing one. `ends`: the
+    edits' ends (ordered, non-overlapping edits: non-decreasing), so the edits ending before
+    `pos` are skipped in one bisection."""
+    k = bisect_left(ends, pos)  # edits[:k] end before pos: before it, and none spans across it
+    delta = edits[k - 1].out_end - edits[k - 1].end if k else 0
+    for edit in edits[k:]:
         if edit.start < pos < edit.end:
             return None
         before = edit.end < pos or (edit.end == pos and (not closing or edit.start < pos))
@@ -46,11 +50,21 @@ def current_spans(raw: str, text: str, edits: Sequence[Edit], spans: Iterable[Se
     the order given. A span that holds whole edits or none moves with the edits before it; a span
     inside a same-length edit whose output is the raw range reversed is mirrored with it; a span
     that an edit crosses any other way is dropped."""
-    found: list[tuple[int, int]] = []
-    for a, b in spans:
-        start, end = int(a), int(b)
-        lo, hi = _boundary(edits, start, closing=False), _boundary(edits, end, closing=True)
-        mapped = (lo, hi) if lo is not None and hi is not None else _mirrored(raw, edits, start, end)
-        if mapped is not None and 0 <= mapped[0] < mapped[1] <= len(text):
-            found.append(mapped)
-    return found
+    return current_span_groups(raw, text, edits, [spans])[0]
+
+
+def current_span_groups(raw: str, text: str, edits: Sequence[Edit],
+                        groups: Iterable[Iterable[Sequence[int]]]) -> list[list[tuple[int, int]]]:
+    """`current_spans` of each group of spans (a line's runs), the edit map read once."""
+    ends = [edit.end for edit in edits]
+    out: list[list[tuple[int, int]]] = []
+    for spans in groups:
+        found: list[tuple[int, int]] = []
+        for a, b in spans:
+            start, end = int(a), int(b)
+            lo, hi = _boundary(edits, ends, start, closing=False), _boundary(edits, ends, end, closing=True)
+            mapped = (lo, hi) if lo is not None and hi is not None else _mirrored(raw, edits, start, end)
+            if mapped is not None and 0 <= mapped[0] < mapped[1] <= len(text):
+                found.append(mapped)
+        out.append(found)
+    return out
