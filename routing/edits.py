@@ -82,11 +82,15 @@ class Edit:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Edit:
         """Build an edit from its JSON form; keys exactly the field names, ints and strings."""
-        names = [f.name for f in fields(cls)]
-        missing = [n for n in names if n not in data]
-        extra = [k for k in data if k not in names]
-        if missing or extra:
+        names = _FIELD_NAMES
+        if data.keys() != _FIELD_SET:
+            missing = [n for n in names if n not in data]
+            extra = [k for k in data if k not in names]
             raise EditMapError(f"edit keys: missing {missing}, unexpected {extra}")
+        start, end, replacement, kind, out_start, out_end = [data[n] for n in names]
+        if (type(start) is int and type(end) is int and type(out_start) is int and type(out_end) is int
+                and type(replacement) is str and type(kind) is str):  # what JSON gives: no check below to make
+            return cls(start, end, replacement, kind, out_start, out_end)
         for name in names:
             value = data[name]
             want_str = name in ("replacement", "kind")
@@ -94,6 +98,10 @@ class Edit:
             if not ok:
                 raise EditMapError(f"edit field {name!r} has type {type(value).__name__}")
         return cls(**{n: data[n] for n in names})
+
+
+_FIELD_NAMES = tuple(f.name for f in fields(Edit))
+_FIELD_SET = frozenset(_FIELD_NAMES)
 
 
 @dataclass(frozen=True)
@@ -106,10 +114,12 @@ class EditCheck:
 
 
 def _check_edit(raw_len: int, edit: Edit, index: int, prev: Edit | None, out_pos: int) -> None:
-    for name in ("start", "end", "out_start", "out_end"):
-        value = getattr(edit, name)
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise EditMapError(f"edit {index}: {name} is not an int", index=index, at=out_pos)
+    if not (type(edit.start) is int and type(edit.end) is int and type(edit.out_start) is int
+            and type(edit.out_end) is int):  # plain ints (every edit from JSON or a stage): nothing to name
+        for name in ("start", "end", "out_start", "out_end"):
+            value = getattr(edit, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise EditMapError(f"edit {index}: {name} is not an int", index=index, at=out_pos)
     if not isinstance(edit.replacement, str):
         raise EditMapError(f"edit {index}: replacement is not a string", index=index, at=out_pos)
     if edit.start < 0 or edit.end > raw_len or edit.start > edit.end:
