@@ -229,10 +229,15 @@ class WarmFleet:
         from workers import jobs
         from workers.settings import Options
         from workers.submit import enqueue, spec_for_path
+        from workers.pdf.forkserver import IDLE_S
 
         opts = Options.model_validate(options)
         specs = [spec_for_path(str(f), storage, f"{tag}/{f.stem}", opts, force=True) for f in files]
         r = jobs.client()
+        # a sandbox child kept for a document's next range leaves after IDLE_S without one: a run
+        # of the same file right after the last would find it warm (MuPDF's fonts and objects of
+        # that file loaded), which no new document does
+        time.sleep(IDLE_S + 0.3)
         self._reset_peaks()
         self._peak_seen: dict[str, float] = {}
         tasks_before, roles_before = self._task_lines(), self._cpu_roles()
