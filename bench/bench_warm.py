@@ -93,6 +93,10 @@ class WarmFleet:
         self._reaping: dict[tuple[int, float], bool] = {}  # -> does its sample include what it reaped
         self._role: dict[tuple[int, float], str] = {}  # -> role, fixed at first sight
         self._moved: dict[str, float] = {}  # CPU a parent of another role reaped, given back to the child's role
+        self._children: dict[tuple[int, float], float] = {}  # -> CPU of the children it reaped, so far
+        self._grew: dict[tuple[int, float], float] = {}  # -> how much that grew since its last sample
+        self._zombie: dict[tuple[int, float], bool] = {}  # -> had it exited at its last sample
+        self._orphans: set[tuple[int, float]] = set()  # gone without being reaped by a counted parent
         self._sampled = 0.0
 
     def __enter__(self) -> "WarmFleet":
@@ -182,14 +186,7 @@ class WarmFleet:
         """Remember every fleet process's CPU so far, by pid: a pool child recycled mid-run (and the
         sandbox server that leaves with it) keeps what it spent. A process counts what it reaped
         (Tesseract, sandbox children) too, except a worker's main process, whose reaped children
-        are the pool processes counted here themselves. A sampled process that has since been reaped
-        by a parent that counts what it reaps is dropped: its time is in that parent's now (it was
-        counted twice before: a sandbox fork or a Tesseract run alive at a sample). What such a
-        process had spent goes back from its parent's role to its own (a pool process that restarts
-        its sandbox server reaps it: that CPU stays sandbox CPU). A process whose parent died is
-        not reaped by it: a cpu pool process recycled after 200 tasks leaves its sandbox server to
-        init, which keeps what it spent (dropped as reaped, it took its whole life's sandbox CPU
-        out of the row it left in: the S3 row read -65 to -86 ms a page)."""
+        are the pool processes counted here themselves."""
         live: set[tuple[int, float]] = set()
         for role, procs in self._processes().items():
             for proc in procs:
@@ -197,17 +194,40 @@ class WarmFleet:
                     key = (proc.pid, proc.create_time())
                     t = proc.cpu_times()
                     counts_reaped = not role.endswith("-main")
-                    reaped = t.children_user + t.children_system if counts_reaped else 0.0
-                    self._cpu_seen[key] = t.user + t.system + reaped
+                    children = t.children_user + t.children_system
+                    self._grew[key] = children - self._children.get(key, children)  # reaped since the last sample
+                    self._children[key] = children
+                    self._cpu_seen[key] = t.user + t.system + (children if counts_reaped else 0.0)
                     parent = proc.parent()
                     if parent is not None:
                         self._parents[key] = (parent.pid, parent.create_time())
-                    # a zombie reaps nothing more: a child gone since was orphaned, not reaped by it
-                    self._reaping[key] = counts_reaped and proc.status() != psutil.STATUS_ZOMBIE
+                    self._reaping[key] = counts_reaped
+                    self._zombie[key] = proc.status() == psutil.STATUS_ZOMBIE
                     live.add(key)
-        for key in [key for key in self._cpu_seen if key not in live]:
-            parent = self._parents.get(key)
-            if parent in live and self._reaping.get(parent, False):  # (an orphan's old parent pid may be another's now)
+        self._drop_reaped(live)
+
+    def _drop_reaped(self, live: set[tuple[int, float]]) -> None:
+        """A sampled process gone since, that a parent counting what it reaps did reap, is dropped:
+        its time is in that parent's now (else a sandbox fork or a Tesseract run alive at a sample
+        counts twice), and goes back from the parent's role to its own (a pool process that
+        restarts its sandbox server reaps it: that CPU stays sandbox CPU). A live parent is the only
+        one that can have reaped it; a parent that has died (a zombie) did only if what it reaped
+        grew by as much since its last sample. Otherwise the process was orphaned (a cpu pool
+        process recycled after 200 tasks leaves its sandbox server to init) and keeps what it
+        spent: dropped, it took its whole life's sandbox CPU out of the row it left in (the S3 row
+        read -65 to -86 ms a page)."""
+        by_parent: dict[tuple[int, float] | None, list[tuple[int, float]]] = {}
+        for key in self._cpu_seen:
+            if key not in live and key not in self._orphans:
+                by_parent.setdefault(self._parents.get(key), []).append(key)
+        for parent, keys in by_parent.items():
+            if parent not in live or not self._reaping.get(parent, False):  # (an orphan's old parent pid may be another's now)
+                self._orphans.update(keys)
+                continue
+            if self._zombie.get(parent) and self._grew[parent] < sum(self._cpu_seen[k] for k in keys) - 0.02 * len(keys):
+                self._orphans.update(keys)
+                continue
+            for key in keys:
                 seconds = self._cpu_seen.pop(key)
                 if self._role[key] != self._role[parent]:
                     self._moved[self._role[key]] = self._moved.get(self._role[key], 0.0) + seconds
