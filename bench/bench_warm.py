@@ -26,6 +26,9 @@ from typing import Any
 import psutil
 
 
+_TICKS_S = 0.02  # a process's CPU is read in 10 ms ticks, user and system apart
+
+
 @dataclass
 class RunResult:
     pages: int
@@ -90,7 +93,6 @@ class WarmFleet:
         # processes by (pid, start time): pids come round again (pid_max 32768) in a long run
         self._cpu_seen: dict[tuple[int, float], float] = {}
         self._parents: dict[tuple[int, float], tuple[int, float]] = {}  # -> its parent, as last seen
-        self._reaping: dict[tuple[int, float], bool] = {}  # -> does its sample include what it reaped
         self._role: dict[tuple[int, float], str] = {}  # -> role, fixed at first sight
         self._moved: dict[str, float] = {}  # CPU a parent of another role reaped, given back to the child's role
         self._children: dict[tuple[int, float], float] = {}  # -> CPU of the children it reaped, so far
@@ -188,12 +190,12 @@ class WarmFleet:
         (Tesseract, sandbox children) too, except a worker's main process, whose reaped children
         are the pool processes counted here themselves."""
         live: set[tuple[int, float]] = set()
-        for role, procs in self._processes().items():
+        for procs in self._processes().values():
             for proc in procs:
                 with contextlib.suppress(psutil.Error):
                     key = (proc.pid, proc.create_time())
                     t = proc.cpu_times()
-                    counts_reaped = not role.endswith("-main")
+                    counts_reaped = self._counts_reaped(key)
                     children = t.children_user + t.children_system
                     self._grew[key] = children - self._children.get(key, children)  # reaped since the last sample
                     self._children[key] = children
@@ -201,7 +203,6 @@ class WarmFleet:
                     parent = proc.parent()
                     if parent is not None:
                         self._parents[key] = (parent.pid, parent.create_time())
-                    self._reaping[key] = counts_reaped
                     self._zombie[key] = proc.status() == psutil.STATUS_ZOMBIE
                     live.add(key)
         self._drop_reaped(live)
@@ -221,10 +222,11 @@ class WarmFleet:
             if key not in live and key not in self._orphans:
                 by_parent.setdefault(self._parents.get(key), []).append(key)
         for parent, keys in by_parent.items():
-            if parent not in live or not self._reaping.get(parent, False):  # (an orphan's old parent pid may be another's now)
+            if parent not in live or not self._counts_reaped(parent):  # (an orphan's old parent pid may be another's now)
                 self._orphans.update(keys)
                 continue
-            if self._zombie.get(parent) and self._grew[parent] < sum(self._cpu_seen[k] for k in keys) - 0.02 * len(keys):
+            spent = sum(self._cpu_seen[k] for k in keys) - _TICKS_S * len(keys)
+            if self._zombie[parent] and self._grew[parent] < spent:
                 self._orphans.update(keys)
                 continue
             for key in keys:
@@ -232,6 +234,10 @@ class WarmFleet:
                 if self._role[key] != self._role[parent]:
                     self._moved[self._role[key]] = self._moved.get(self._role[key], 0.0) + seconds
                     self._moved[self._role[parent]] = self._moved.get(self._role[parent], 0.0) - seconds
+
+    def _counts_reaped(self, key: tuple[int, float]) -> bool:
+        """Does its sample include what it reaped (all but a worker's main process)?"""
+        return not self._role[key].endswith("-main")
 
     def _cpu_roles(self) -> dict[str, float]:
         """CPU seconds so far by role (a reaped sandbox fork is in its server's, the same role), and
