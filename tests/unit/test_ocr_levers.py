@@ -230,3 +230,67 @@ def test_a_latin_reading_with_rtl_languages_gets_its_columns_left_to_right() -> 
     assert latin_order(right + left, "eng") is None  # no RTL language: Tesseract's own order
     hebrew = _column_words(900, 4, ["שלום", "עולם", "ends"])
     assert latin_order(hebrew + left, "heb+ara+eng") is None  # an RTL page keeps its RTL columns
+
+
+def test_stray_rtl_letters_on_a_latin_reading_are_read_again_in_its_latin_languages(tmp_path: Path) -> None:
+    """Real Tesseract: a Latin page whose multilingual reading turned a word of one line into an
+    Arabic letter (a speck, an italic `v1`): that line alone is read again by `eng`, in its place;
+    the other lines are not read again."""
+    from workers.engines.tesseract import recognise
+    from workers.engines.tesseract_read import ReadPlan, latin_lines
+
+    img, _ = _page(dpi=200)
+    _, tsv = recognise(img, "eng", 3, 200, tmp_path, "page")
+    words = coverage.parse_tsv(tsv)
+    second = next(w for w in words if w.text == "second")
+    misread = [Word(w.block, w.par, w.line, w.left, w.top, w.width, w.height, 91.0, "ل")
+               if w is second else w for w in words]
+    calls: list[str] = []
+
+    def counted(image, langs, *args, **kwargs):  # the real recognise, each call's languages noted
+        calls.append(langs)
+        return recognise(image, langs, *args, **kwargs)
+
+    fixed = latin_lines(img, misread, "heb+ara+eng", 200, ReadPlan.from_options({}), tmp_path, counted)
+    assert fixed is not None and fixed[1] == 1 and calls == ["eng"]
+    assert [line for line in coverage.text_with_lines(fixed[0], []).splitlines() if line] == LINES
+    key = (second.block, second.par, second.line)
+    before = {w.text: w for w in words if (w.block, w.par, w.line) == key}
+    after = [w for w in fixed[0] if (w.block, w.par, w.line) == key]
+    assert [w.text for w in after] == list(before)
+    for w in after:  # boxes in the page's pixels, not the crop's
+        assert abs(w.left - before[w.text].left) <= 4 and abs(w.top - before[w.text].top) <= 4
+
+
+def test_only_a_latin_reading_with_rtl_languages_and_few_rtl_lines_is_read_again(tmp_path: Path) -> None:
+    from workers.engines.tesseract_read import ReadPlan, latin_lines
+
+    def never(*args, **kwargs):
+        raise AssertionError("no re-read expected")
+
+    plan = ReadPlan.from_options({})
+    img, words = _page(dpi=150)
+    marked = [Word(w.block, w.par, w.line, w.left, w.top, w.width, w.height, 90.0, w.text + "ש") if w.text == "line" else w
+              for w in words]
+    assert latin_lines(img, words, "heb+ara+eng", 150, plan, tmp_path, never) is None  # no RTL letter
+    assert latin_lines(img, marked, "eng", 150, plan, tmp_path, never) is None  # no RTL language: nothing to drop
+    assert latin_lines(img, marked, "heb", 150, plan, tmp_path, never) is None  # no Latin language to read with
+    hebrew = [Word(w.block, w.par, w.line, w.left, w.top, w.width, w.height, 90.0, "שלום") for w in words]
+    assert latin_lines(img, hebrew, "heb+eng", 150, plan, tmp_path, never) is None  # a Hebrew reading
+    many = [Word(1, 1, n, 10, 20 * n, 40, 15, 90.0, text) for n in range(1, 11) for text in ("word", "more", "ש")]
+    assert latin_lines(img, many, "heb+eng", 150, plan, tmp_path, never) is None  # ten such lines: a mixed page
+
+
+def test_a_latin_re_read_must_keep_the_lines_other_words() -> None:
+    """`chapter ل` (a decorated heading) re-read as `LE cnaples a = =` is no fix; a line whose
+    neighbour of the speck reads differently (`.` as `o.x`) still is."""
+    from workers.engines.tesseract_read import _keeps_latin_words
+
+    def line(text: str) -> list[Word]:
+        return [Word(1, 1, 1, 10 * i, 0, 8, 10, 90.0, t) for i, t in enumerate(text.split())]
+
+    assert not _keeps_latin_words(line("chapter ل"), line("LE cnaples a = ="))
+    assert _keeps_latin_words(line("can generate LIR that reads عد . ס with just two or three loads: one to"),
+                              line("can generate LIR that reads o.x with just two or three loads: one to"))
+    assert not _keeps_latin_words(line("ל ש"), line("l w"))  # nothing Latin to hold on to
+    assert not _keeps_latin_words(line("one two three four ש"), line("one tvvo thrce f0ur"))

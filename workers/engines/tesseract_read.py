@@ -2,6 +2,8 @@
 `make eval-ocr`, bench/eval_ocr.py):
 
     page image ─► deskew, upscale below min_dpi (scan_prep) ─► Tesseract (txt + tsv)
+    ─► a Latin reading by a list with Hebrew/Arabic that holds a few RTL letters (specks): each
+       such line re-read by the list's Latin languages, kept where at least as confident
     ─► coverage: ink no word box covers ─► re-read each gap (crop, scaled to a readable line
        height, psm 7 for a line / 6 for a block) ─► a confident reading goes in at its place,
        an unreadable gap counts as a missing line (the gate refuses the page: `text_missing`)
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,7 @@ import numpy as np
 
 from routing.chains import RTL_LANGS
 from routing.charclass import has_rtl_letter
+from routing.scripts import classify_text_layer
 from routing.structure.order import reading_order
 from routing.structure.tsv import tsv_paragraphs
 from workers.engines import coverage
@@ -35,6 +39,9 @@ from workers.engines.scan_prep import load_gray, prepare, upscale
 
 Recognise = Callable[..., tuple[str, str]]  # tesseract.recognise(image, langs, psm, dpi, tmp, name, *, invert)
 TARGET_LINE_PX = 48  # a re-read crop is scaled until its text line is about this tall
+_RTL_LANGS = frozenset(RTL_LANGS.values())  # Tesseract's names of the RTL languages the fleet reads
+_MAX_STRAY_LINES = 8  # more lines with RTL letters on a Latin reading: a mixed page, not specks
+_KEPT_SHARE = 0.75  # of a stray line's other words, found again in order by its Latin re-read
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,10 @@ def _letters(text: str) -> int:
     return sum(ch.isalpha() for ch in text)
 
 
+def _readable(words: list[Word]) -> bool:
+    return _letters(" ".join(w.text for w in words)) >= 2
+
+
 def _mean_conf(words: list[Word]) -> float | None:
     confs = [w.conf for w in words if w.conf >= 0]
     return round(sum(confs) / len(confs), 2) if confs else None
@@ -72,17 +83,24 @@ def _mean_conf(words: list[Word]) -> float | None:
 
 def reread(img: np.ndarray, box: Gap, line_px: int, langs: str, dpi: int, tmp: Path, name: str,
            recognise: Recognise) -> tuple[str, list[Word]]:
-    """Read one region alone, scaled so its text is about TARGET_LINE_PX tall."""
-    part = coverage.crop(img, box, pad=max(4, line_px // 2))
+    """Read one region alone, scaled so its text is about TARGET_LINE_PX tall; its words' boxes in
+    the page's pixels."""
+    pad = max(4, line_px // 2)
+    part = coverage.crop(img, box, pad=pad)
     scale = min(3.0, max(1.0, TARGET_LINE_PX / max(line_px, 1)))
     if scale > 1.05:
         part = upscale(part, scale)
+    else:
+        scale = 1.0
     psm = 7 if (box.bottom - box.top) < 1.8 * max(line_px, 1) else 6
     _, tsv = recognise(part, langs, psm, round(dpi * scale), tmp, name)
     words = coverage.parse_tsv(tsv)
     if not words and psm == 7:  # Tesseract 5.5's line mode finds no line on some crops 5.3 read;
         _, tsv = recognise(part, langs, 13, round(dpi * scale), tmp, name)  # raw line mode does
         words = coverage.parse_tsv(tsv)
+    top, left = max(0, box.top - pad), max(0, box.left - pad)  # the crop's corner (coverage.crop)
+    words = [Word(w.block, w.par, w.line, left + round(w.left / scale), top + round(w.top / scale),
+                  round(w.width / scale), round(w.height / scale), w.conf, w.text) for w in words]
     return " ".join(w.text for w in words), words
 
 
@@ -113,19 +131,71 @@ def improve_lines(img: np.ndarray, words: list[Word], langs: str, dpi: int, plan
     replaced = 0
     for n, line in enumerate(_group_lines(words)):
         conf = _mean_conf(line) or 0.0
-        if conf >= plan.reread_below or n >= 40:
-            out += line
-            continue
-        box = Gap(min(w.top for w in line), max(w.top + w.height for w in line),
-                  min(w.left for w in line), max(w.left + w.width for w in line))
-        _, got = reread(img, box, coverage.line_height(line), langs, dpi, tmp, f"line{n}", recognise)
-        better = (_mean_conf(got) or 0.0) > conf + 5 and _letters(" ".join(w.text for w in got)) >= 2
-        if better:
-            first = line[0]
-            got = [Word(first.block, first.par, first.line, w.left, w.top, w.width, w.height, w.conf, w.text) for w in got]
-            replaced += 1
-        out += got if better else line
+        if conf < plan.reread_below and n < 40:
+            got, new = _reread_line(img, line, langs, dpi, tmp, f"line{n}", recognise)
+            if new > conf + 5 and _readable(got):
+                out += got
+                replaced += 1
+                continue
+        out += line
     return out, replaced
+
+
+def latin_lines(img: np.ndarray, words: list[Word], langs: str, dpi: int, plan: ReadPlan, tmp: Path,
+                recognise: Recognise) -> tuple[list[Word], int] | None:
+    """A reading with Hebrew or Arabic in its languages that is Latin as a whole (the page routes as
+    Latin) yet holds a few RTL letters: specks, ornaments and italic letters the RTL models read as
+    letters, often confidently (en_scan_huckfinn's `chapter ل`, `v1` read as `ון`). Each line
+    holding one is read again alone by the list's Latin languages, and that reading replaces the
+    line where it has two letters at `plan.reread_min_conf` and keeps the line's other words: what
+    the ladder's second pass, the whole page again in `eng` (3 s of a 4 s English page), would
+    have put there. Returns the words
+    and how many lines were replaced; None when the reading is not such a reading, or holds more
+    than `_MAX_STRAY_LINES` such lines (a mixed page: the ladder decides)."""
+    latin = "+".join(lang for lang in langs.split("+") if lang not in _RTL_LANGS)
+    if not latin or latin == langs:
+        return None
+    lines = _group_lines(words)
+    stray = {n for n, line in enumerate(lines) if any(has_rtl_letter(w.text) for w in line)}
+    if not stray or len(stray) > _MAX_STRAY_LINES:
+        return None
+    if classify_text_layer(" ".join(w.text for w in words)).script != "latin":
+        return None
+    out: list[Word] = []
+    replaced = 0
+    for n, line in enumerate(lines):
+        if n in stray:
+            got, conf = _reread_line(img, line, latin, dpi, tmp, f"stray{n}", recognise)
+            if conf >= plan.reread_min_conf and _readable(got) and _keeps_latin_words(line, got):
+                out += got
+                replaced += 1
+                continue
+        out += line
+    return out, replaced
+
+
+def _keeps_latin_words(line: list[Word], got: list[Word]) -> bool:
+    """The new reading holds most of the line's words without RTL letters, in order (at least
+    `_KEPT_SHARE` of them: a neighbour of a speck may read differently, `.` as `o.x`); a decorated
+    heading's crop read as `LE cnaples a = =` for `chapter ل` does not, and the whole page's
+    reading decides."""
+    kept = [w.text for w in line if not has_rtl_letter(w.text)]
+    if not kept:
+        return False
+    same = SequenceMatcher(None, kept, [w.text for w in got], autojunk=False).get_matching_blocks()
+    return sum(block.size for block in same) >= _KEPT_SHARE * len(kept)
+
+
+def _reread_line(img: np.ndarray, line: list[Word], langs: str, dpi: int, tmp: Path, name: str,
+                 recognise: Recognise) -> tuple[list[Word], float]:
+    """The line read again alone, in its place (the first word's block, paragraph and line), with
+    that reading's mean confidence (0 when it found no word)."""
+    box = Gap(min(w.top for w in line), max(w.top + w.height for w in line),
+              min(w.left for w in line), max(w.left + w.width for w in line))
+    _, got = reread(img, box, coverage.line_height(line), langs, dpi, tmp, name, recognise)
+    first = line[0]
+    placed = [Word(first.block, first.par, first.line, w.left, w.top, w.width, w.height, w.conf, w.text) for w in got]
+    return placed, _mean_conf(got) or 0.0
 
 
 def _group_lines(words: list[Word]) -> list[list[Word]]:
@@ -138,7 +208,6 @@ def _group_lines(words: list[Word]) -> list[list[Word]]:
     return lines
 
 
-_RTL_LANGS = frozenset(RTL_LANGS.values())  # Tesseract's names of the RTL languages the fleet reads
 
 
 def latin_order(words: list[Word], langs: str) -> list[Word] | None:
@@ -170,11 +239,15 @@ def read_prepared(image: PageImage, langs: str, psm: int, plan: ReadPlan, tmp: P
     text, tsv = recognise(prep.image, langs, psm, prep.dpi, tmp, "page", invert=plan.detect_inverted)
     words = coverage.parse_tsv(tsv)
     details: dict[str, Any] = {"skew": prep.skew, "scale": round(prep.scale, 3)}
-    reordered = latin_order(words, langs)
+    cleaned = latin_lines(prep.image, words, langs, prep.dpi, plan, tmp, recognise)
+    if cleaned is not None:
+        words, details["stray_lines_reread"] = cleaned
+    rebuilt = bool(cleaned and cleaned[1])
+    reordered = latin_order(words, langs)  # after the specks went: their letters kept the RTL order
     if reordered is not None:
         words = reordered
         details["columns_reordered"] = True
-    rebuilt = reordered is not None
+    rebuilt = rebuilt or reordered is not None
     if plan.reread_below and words:
         words, replaced = improve_lines(prep.image, words, langs, prep.dpi, plan, tmp, recognise)
         details["lines_reread"] = replaced
