@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
 from workers import keys
 from workers.model import PageRecord, PendingPage
 from workers.settings import Settings
@@ -129,15 +131,28 @@ def merge(outcomes: Iterable[RangeOutcome]) -> tuple[int, dict[str, list[int]]]:
     return accepted, pending
 
 
+class _Numbered(BaseModel):
+    number: int
+
+
+class _RangeRecords(BaseModel):
+    """What the collector reads of a range object: its records, and which pages climbed."""
+
+    records: list[PageRecord]
+    pending: list[_Numbered]
+
+
 def records(storage: Storage, job_id: str, manifest: dict[str, Any]) -> dict[int, PageRecord]:
     """Every page record of the job: the ranges' records, then one object per OCR'd page."""
     found: dict[int, PageRecord] = {}
     pending: list[int] = []
-    for _, state in states(storage, job_id, manifest):  # a range not written yet: its pages are missing
-        for raw in state["records"]:
-            record = PageRecord.model_validate(raw)
-            found[record.number] = record
-        pending += [int(p["number"]) for p in state["pending"]]
+    for first, last in manifest.get("ranges") or []:
+        try:  # parsed and validated in one pass (pydantic's JSON reader: no dict of every page first)
+            state = _RangeRecords.model_validate_json(storage.get_bytes(key(job_id, first, last)))
+        except KeyError:
+            continue  # a range not written yet: its pages are missing
+        found.update((record.number, record) for record in state.records)
+        pending += [page.number for page in state.pending]
     covered = {n for first, last in manifest.get("ranges") or [] for n in range(first, last + 1)}
     others = pending + [n for n in range(1, int(manifest["page_count"]) + 1) if n not in covered]
     for number in others:
