@@ -13,7 +13,7 @@ import hashlib
 import logging
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,10 @@ class SourceFile:
     bytes: int
     sha256: str
 
+    def hashed(self) -> "SourceFile":
+        """This file with its sha256 (read now if it was left out)."""
+        return self if self.sha256 else replace(self, sha256=sha256_file(self.path))
+
 
 def sha256_file(path: str | os.PathLike[str]) -> str:
     digest = hashlib.sha256()
@@ -60,8 +64,9 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
     return digest.hexdigest()
 
 
-def local_source(path: str, options: Options) -> SourceFile:
-    """Check size before reading, then hash. The file is read in chunks, never whole."""
+def local_source(path: str, options: Options, *, hashed: bool = True) -> SourceFile:
+    """Check size before reading, then hash (the file is read in chunks, never whole); without
+    `hashed`, `sha256` is "" and the caller hashes later (`SourceFile.hashed`)."""
     p = Path(path)
     try:
         size = p.stat().st_size
@@ -71,7 +76,7 @@ def local_source(path: str, options: Options) -> SourceFile:
         raise PdfTooLargeError(f"{p.name} is {size} bytes; the limit is {options.max_bytes}")
     if size == 0:
         raise EmptyInputError(f"{p.name} is empty (0 bytes)")
-    return SourceFile(path=str(p.resolve()), filename=p.name, bytes=size, sha256=sha256_file(p))
+    return SourceFile(path=str(p.resolve()), filename=p.name, bytes=size, sha256=sha256_file(p) if hashed else "")
 
 
 def cache_copy(path: str, sha256: str, cache_dir: str) -> str:
