@@ -3,7 +3,7 @@
 
     page image ─► deskew, upscale below min_dpi (scan_prep) ─► Tesseract (txt + tsv)
     ─► a Latin reading by a list with Hebrew/Arabic that holds a few RTL letters (specks): each
-       such line re-read by the list's Latin languages, kept where at least as confident
+       such line re-read by the list's Latin languages, kept where it keeps the line's other words
     ─► coverage: ink no word box covers ─► re-read each gap (crop, scaled to a readable line
        height, psm 7 for a line / 6 for a block) ─► a confident reading goes in at its place,
        an unreadable gap counts as a missing line (the gate refuses the page: `text_missing`)
@@ -149,9 +149,9 @@ def latin_lines(img: np.ndarray, words: list[Word], langs: str, dpi: int, plan: 
     holding one is read again alone by the list's Latin languages, and that reading replaces the
     line where it has two letters at `plan.reread_min_conf` and keeps the line's other words: what
     the ladder's second pass, the whole page again in `eng` (3 s of a 4 s English page), would
-    have put there. Returns the words
-    and how many lines were replaced; None when the reading is not such a reading, or holds more
-    than `_MAX_STRAY_LINES` such lines (a mixed page: the ladder decides)."""
+    have put there. Returns the words and how many lines were replaced; None when the reading is
+    not such a reading, or holds more than `_MAX_STRAY_LINES` such lines (a mixed page: the
+    ladder decides)."""
     latin = "+".join(lang for lang in langs.split("+") if lang not in _RTL_LANGS)
     if not latin or latin == langs:
         return None
@@ -206,8 +206,6 @@ def _group_lines(words: list[Word]) -> list[list[Word]]:
         else:
             lines.append([w])
     return lines
-
-
 
 
 def latin_order(words: list[Word], langs: str) -> list[Word] | None:
