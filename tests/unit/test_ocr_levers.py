@@ -294,3 +294,19 @@ def test_a_latin_re_read_must_keep_the_lines_other_words() -> None:
                               line("can generate LIR that reads o.x with just two or three loads: one to"))
     assert not _keeps_latin_words(line("ל ש"), line("l w"))  # nothing Latin to hold on to
     assert not _keeps_latin_words(line("one two three four ש"), line("one tvvo thrce f0ur"))
+
+
+def test_an_accepted_reading_says_which_lines_another_language_list_read() -> None:
+    """Provenance: the page's attempt carries what the engine did beyond its one reading."""
+    from routing import chains
+    from workers.ladder.ocr import PageWork, _judge
+    from workers.model import PendingPage, Rung
+
+    text = "\n".join(LINES * 6) + "\n"
+    work = PageWork(pending=PendingPage(number=3), gpu=False,
+                    decision=chains.RouteDecision("latin", "osd", 0.05, ("tesseract:heb+ara+eng",)))
+    _judge(work, text, "tesseract:heb+ara+eng", Rung.OCR, 1.0, 95.0,
+           detail="2 line(s) with stray RTL letters re-read without the RTL languages")
+    assert work.record is not None and work.record.route == "ocr"
+    assert work.record.attempts[-1].accepted
+    assert work.record.attempts[-1].detail == "2 line(s) with stray RTL letters re-read without the RTL languages"

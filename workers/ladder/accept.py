@@ -52,6 +52,7 @@ class Candidate:
     seconds: float = 0.0
     confidence: float | None = None
     unrepaired: list[str] = field(default_factory=list)  # set when accepted text failed the invariants
+    detail: str | None = None  # what the engine did beyond one reading (its attempt's `detail`)
 
     @property
     def from_ocr(self) -> bool:
@@ -59,7 +60,8 @@ class Candidate:
 
     def attempt(self, accepted: bool) -> Attempt:
         reasons = [] if accepted else list(self.verdict.reasons)
-        return Attempt(engine=self.engine, accepted=accepted, reasons=reasons, seconds=round(self.seconds, 4), rung=self.rung)
+        return Attempt(engine=self.engine, accepted=accepted, reasons=reasons, seconds=round(self.seconds, 4), rung=self.rung,
+                       detail=self.detail)
 
     def score(self) -> tuple[int, float]:
         """For choosing the best rejected candidate: fewer reasons, then more readable text."""

@@ -284,20 +284,22 @@ def _read_group(entry: str, group: list[PageWork], route_by_reading: bool = Fals
                 w.attempts.append(Attempt(engine=out.engine, accepted=False, reasons=["stray_rtl_letters"], rung=rung,
                                           seconds=round(out.seconds, 4)))
                 continue
-        _judge(w, out.text, out.engine, rung, out.seconds, out.confidence, int(out.details.get("missing_lines", 0)))
+        stray = int(out.details.get("stray_lines_reread", 0))  # provenance: lines another language list read
+        _judge(w, out.text, out.engine, rung, out.seconds, out.confidence, int(out.details.get("missing_lines", 0)),
+               f"{stray} line(s) with stray RTL letters re-read without the RTL languages" if stray else None)
         if w.record is not None:  # issue 13: Tesseract's paragraphs with their boxes
             w.record = with_paragraph_boxes(w.record, out.details.get("paragraphs"))
 
 
 def _judge(w: PageWork, text: str, label: str, rung: Rung, seconds: float, confidence: float | None,
-           missing_lines: int = 0) -> None:
+           missing_lines: int = 0, detail: str | None = None) -> None:
     decision = w.decision
     # the routed script is expected in the output unless no router could decide (the safe default):
     # a VLM hallucinating Latin on a page routed as Hebrew is rejected, not accepted
     expected = decision.script if decision and decision.source != "default" else None
     verdict = assess(GateInput(text=text, origin="ocr", expected_script=expected, confidence=confidence,
                                reference_text=w.reference, missing_lines=missing_lines))
-    _consider(w, Candidate(label, rung, text, verdict, seconds, confidence), "ocr", w.router())
+    _consider(w, Candidate(label, rung, text, verdict, seconds, confidence, detail=detail), "ocr", w.router())
 
 
 def _give_up(w: PageWork) -> PageRecord:
