@@ -18,9 +18,25 @@ def test_plan_covers_every_page_once(pages: int) -> None:
     plan = ranges.plan(pages, settings)
     covered = [n for first, last in plan for n in range(first, last + 1)]
     assert covered == list(range(1, pages + 1))
-    assert plan[0] == (1, min(pages, 50))  # the split task's own pages: what the probe child read
+    head = plan[0][1]
+    assert head == pages if pages <= 50 else settings.split_range_min_pages <= head <= 50  # the split task's own
     assert len(plan) <= 1 + settings.split_max_ranges
-    assert all(last - first + 1 >= 50 for first, last in plan[1:-1])
+    assert all(last - first + 1 >= head for first, last in plan[1:-1])
+    if pages > 50:
+        assert len(plan) >= min(8, pages // settings.split_range_min_pages)  # every core gets several
+
+
+def test_ranges_shrink_for_a_document_of_a_few_hundred_pages_only() -> None:
+    """About eight ranges of at least split_range_min_pages; a long document keeps full ranges
+    (and the old plan is `split_range_min_pages = split_range_pages`)."""
+    settings = Settings(split_range_pages=25, split_range_min_pages=10, split_max_ranges=64)
+    assert ranges.plan(25, settings) == [(1, 25)]
+    assert ranges.plan(100, settings)[:3] == [(1, 13), (14, 26), (27, 39)] and len(ranges.plan(100, settings)) == 8
+    assert ranges.plan(60, settings)[:2] == [(1, 10), (11, 20)]
+    assert ranges.plan(1000, settings)[:2] == [(1, 25), (26, 50)]
+    assert ranges.plan(10_000, settings)[:2] == [(1, 25), (26, 181)]
+    old = Settings(split_range_pages=25, split_range_min_pages=25, split_max_ranges=64)
+    assert ranges.plan(100, old) == [(1, 25), (26, 50), (51, 75), (76, 100)]
 
 
 def test_small_document_is_one_task() -> None:
