@@ -38,7 +38,8 @@ class Attempt(BaseModel):
     reasons: list[str] = []
     seconds: float = 0.0
     rung: Rung = Rung.OCR
-    detail: str | None = None  # why an engine was skipped or crashed (health, error message), or what it did beyond one reading
+    # why an engine was skipped or crashed (health, error message), or what it did beyond one reading
+    detail: str | None = None
 
 
 class Quality(BaseModel):

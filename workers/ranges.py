@@ -1,11 +1,11 @@
 """Page ranges: how a document's rung 1 is divided between tasks, and its work state, one storage
 object per range.
 
-    pages 1..R        the split task itself (the probe child reads them only when they are the whole
+    pages 1..H        the split task itself (the probe child reads them only when they are the whole
                       document, E = split_range_pages or fewer: a longer one's ranges start at once)
-    R+1.., R at a time  `pagefleet.split_range` tasks, a chord, so every core works on one big document
-                        (R = E, or down to split_range_min_pages for a document of a few hundred
-                        pages, and growing so no document needs more than split_max_ranges)
+    H+1.., S at a time  `pagefleet.split_range` tasks, a chord, so every core works on one big document
+                        (H = E, or down to split_range_min_pages where that makes about eight ranges:
+                        26–192 pages; S = H, growing so no document needs more than split_max_ranges)
 
 A document of at most E pages stays one task. Every range writes one object,
 `.pagefleet/work/<job>/ranges/<first>-<last>.json` = {"records": [accepted or quarantined page
@@ -49,7 +49,7 @@ class RangeOutcome:
                    {q: list(map(int, ns)) for q, ns in data["pending"].items()})
 
 
-_PIECES = 8  # a document of a few hundred pages is cut into about this many ranges
+_PIECES = 8  # a document too short for this many ranges of split_range_pages gets shorter ones
 
 
 def plan(page_count: int, settings: Settings) -> list[tuple[int, int]]:

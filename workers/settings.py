@@ -257,8 +257,9 @@ class Settings(BaseSettings):
     # range tasks (queue split_range_queue) so every core works on it; never more than split_max_ranges
     split_range_pages: int = Field(25, ge=1)
     split_max_ranges: int = Field(64, ge=1)
-    # a document of a few hundred pages gets ranges down to this size (about 8 of them): the last
-    # range runs alone while the other cores idle, so a shorter one wastes less (workers/ranges.py)
+    # a document too short for about eight ranges of split_range_pages gets ranges down to this size
+    # (26–192 pages): the last range runs alone while the other cores idle, so a shorter one wastes
+    # less (workers/ranges.py)
     split_range_min_pages: int = Field(10, ge=1)
     split_range_queue: Literal["split", "cpu"] = "cpu"
 

@@ -270,8 +270,8 @@ def test_only_a_latin_reading_with_rtl_languages_and_few_rtl_lines_is_read_again
 
     plan = ReadPlan.from_options({})
     img, words = _page(dpi=150)
-    marked = [Word(w.block, w.par, w.line, w.left, w.top, w.width, w.height, 90.0, w.text + "ש") if w.text == "line" else w
-              for w in words]
+    marked = [Word(w.block, w.par, w.line, w.left, w.top, w.width, w.height, 90.0, w.text + "ש")
+              if w.text == "line" else w for w in words]
     assert latin_lines(img, words, "heb+ara+eng", 150, plan, tmp_path, never) is None  # no RTL letter
     assert latin_lines(img, marked, "eng", 150, plan, tmp_path, never) is None  # no RTL language: nothing to drop
     assert latin_lines(img, marked, "heb", 150, plan, tmp_path, never) is None  # no Latin language to read with

@@ -60,8 +60,8 @@ class Candidate:
 
     def attempt(self, accepted: bool) -> Attempt:
         reasons = [] if accepted else list(self.verdict.reasons)
-        return Attempt(engine=self.engine, accepted=accepted, reasons=reasons, seconds=round(self.seconds, 4), rung=self.rung,
-                       detail=self.detail)
+        return Attempt(engine=self.engine, accepted=accepted, reasons=reasons, seconds=round(self.seconds, 4),
+                       rung=self.rung, detail=self.detail)
 
     def score(self) -> tuple[int, float]:
         """For choosing the best rejected candidate: fewer reasons, then more readable text."""

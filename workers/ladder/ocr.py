@@ -209,8 +209,9 @@ def _narrower(entry: str, read: str) -> bool:
 def _stray_rtl(w: PageWork, text: str) -> bool:
     """A page whose reading is Latin yet holds a Hebrew or Arabic letter: the multilingual models
     turned a speck or an ornament into one (en_scan_huckfinn's `chapter ل`); `eng` reads it instead.
-    The Tesseract engine already read up to eight such lines again in `eng` (`tesseract_read.latin_lines`):
-    what is left here is a page with more, or lines `eng` could not read either."""
+    The Tesseract engine already read up to eight such lines again in `eng`
+    (`tesseract_read.latin_lines`): what is left here is a page with more, or lines `eng` could not
+    read either."""
     return w.decision is not None and w.decision.script == "latin" and has_rtl_letter(text)
 
 
