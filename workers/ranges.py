@@ -20,8 +20,9 @@ Pages the OCR stage finishes keep one object each (`pages/<n>.json`): they are f
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,16 +86,19 @@ def store(storage: Storage, job_id: str, outcome: RangeOutcome, records: Sequenc
     storage.put_json(key(job_id, outcome.first, outcome.last), state, compact=True)
 
 
-def states(storage: Storage, job_id: str, manifest: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(storage key, range object) for every range written so far, in page order."""
-    out = []
+def _written(storage: Storage, job_id: str, manifest: dict[str, Any]) -> Iterator[tuple[str, bytes]]:
+    """(storage key, stored bytes) of every range written so far, in page order."""
     for first, last in manifest.get("ranges") or []:
         name = key(job_id, first, last)
         try:
-            out.append((name, storage.get_json(name)))
+            yield name, storage.get_bytes(name)
         except KeyError:
             continue
-    return out
+
+
+def states(storage: Storage, job_id: str, manifest: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(storage key, range object) for every range written so far, in page order."""
+    return [(name, json.loads(data.decode("utf-8"))) for name, data in _written(storage, job_id, manifest)]
 
 
 def stored_outcome(storage: Storage, job_id: str, first: int, last: int) -> RangeOutcome | None:
@@ -155,11 +159,9 @@ def records(storage: Storage, job_id: str, manifest: dict[str, Any]) -> dict[int
     """Every page record of the job: the ranges' records, then one object per OCR'd page."""
     found: dict[int, PageRecord] = {}
     pending: list[int] = []
-    for first, last in manifest.get("ranges") or []:
-        try:  # parsed and validated in one pass (pydantic's JSON reader: no dict of every page first)
-            state = _RangeRecords.model_validate_json(storage.get_bytes(key(job_id, first, last)))
-        except KeyError:
-            continue  # a range not written yet: its pages are missing
+    for _, data in _written(storage, job_id, manifest):  # a range not written yet: its pages are missing
+        # parsed and validated in one pass (pydantic's JSON reader: no dict of every page first)
+        state = _RangeRecords.model_validate_json(data)
         found.update((record.number, record) for record in state.records)
         pending += [page.number for page in state.pending]
     covered = {n for first, last in manifest.get("ranges") or [] for n in range(first, last + 1)}
