@@ -68,12 +68,9 @@ class ReadPlan:
         return cls(**plan)
 
 
-def _letters(text: str) -> int:
-    return sum(ch.isalpha() for ch in text)
-
-
 def _readable(words: list[Word]) -> bool:
-    return _letters(" ".join(w.text for w in words)) >= 2
+    """Two letters at least among the words read."""
+    return sum(ch.isalpha() for w in words for ch in w.text) >= 2
 
 
 def _mean_conf(words: list[Word]) -> float | None:
@@ -115,7 +112,7 @@ def fill_gaps(img: np.ndarray, words: list[Word], langs: str, dpi: int, plan: Re
     for i, gap in enumerate(found[:20]):
         text, got = reread(img, gap, line_px, langs, dpi, tmp, f"gap{i}", recognise)
         conf = _mean_conf(got)
-        if _letters(text) >= 2 and conf is not None and conf >= plan.reread_min_conf:
+        if _readable(got) and conf is not None and conf >= plan.reread_min_conf:
             kept.append((gap, text))
             extra_words += got
         else:
