@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from workers import artifacts, keys, metrics
@@ -59,9 +59,7 @@ def parse_options(raw: dict[str, Any]) -> Options:
 
 def _source(job: JobSpec, options: Options, settings: Settings) -> pdf.SourceFile:
     """The job's PDF on local disk, its size checked; not hashed yet (`SourceFile.hashed`)."""
-    path = local_pdf(job, settings)
-    src = pdf.local_source(path, options, hashed=False)
-    return pdf.SourceFile(path=src.path, filename=job.filename, bytes=src.bytes, sha256="")
+    return replace(pdf.local_source(local_pdf(job, settings), options, hashed=False), filename=job.filename)
 
 
 def resolve_prefix(template: str, sha256: str | None, job_id: str) -> str:
