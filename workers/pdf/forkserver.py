@@ -11,11 +11,11 @@ By default a child runs one command and exits (`sandbox_reuse` = 1: nothing one 
 MuPDF's state can reach another). With `sandbox_reuse` = N a child runs up to N commands in turn
 (fewer if it grows past half its memory limit, none after a command that failed): a fork, its
 exit and the page faults of a fresh child (~1 900 for a one-page probe) cost ~15 ms of CPU, half
-of a one-page document's sandbox time. With `sandbox_reuse_document` (the default) a child also runs every
-further command on the file of its first one, so the range tasks of a big document that reach one
-worker process share a child (~2 ms a page of fork and cold memory, 25-page ranges); it leaves
-when a command for another file comes, after `IDLE_S` without any, or once it holds more than
-`sandbox_keep_mb`. The server enforces each command's wall-clock timeout (it kills the child);
+of a one-page document's sandbox time. With `sandbox_reuse_document` (the default) a child also
+runs every further command on the file of its first one, so the range tasks of a big document
+that reach one worker process share a child (~2 ms a page of fork and cold memory, 25-page
+ranges); it leaves when a command for another file comes, after `IDLE_S` without any, or once it
+holds more than `sandbox_keep_mb`. The server enforces each command's wall-clock timeout (it kills the child);
 the client gives up on a server that stops answering and starts a new one on the next call.
 Protocol: one JSON object per line each way; server → child: the request line, child → server:
 "ok" or "last" (it leaves after this one) per command; a closed pipe means the child ended.
