@@ -33,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import bench_docs, bench_peers  # noqa: E402
+from bench import bench_ceiling, bench_docs, bench_peers  # noqa: E402
 from bench.bench_warm import RunResult, WarmFleet, scratch  # noqa: E402
 
 QUICK = {"sizes": [10, 100], "small": 40, "scanned": 3}
@@ -75,6 +75,11 @@ def options(structure: bool, **extra: object) -> dict[str, object]:
     return opts
 
 
+def ratio_size(sizes: list[int]) -> int:
+    """The document size digital_ratio is read at: the largest of at most 1000 pages."""
+    return max((n for n in sizes if n <= 1000), default=sizes[0])
+
+
 def _median_run(runs: list[Any], wall: Callable[[Any], float]) -> Any:
     return sorted(runs, key=wall)[len(runs) // 2]
 
@@ -86,6 +91,7 @@ def digital_rows(fleet: WarmFleet, tmp: Path, corpus: Path, sizes: list[int], st
     fleet and limit alike, and the run with the median wall time is the row (every figure from
     that one run)."""
     rows: list[Row] = []
+    ref = ratio_size(sizes)
     for n in sizes:
         pdf = bench_docs.digital_pdf(corpus, n, tmp / f"digital-{n}.pdf")
         times = repeats if n <= 1000 else 1
@@ -94,8 +100,18 @@ def digital_rows(fleet: WarmFleet, tmp: Path, corpus: Path, sizes: list[int], st
         rows.append(fleet_row(f"digital {n}", _median_run(runs, lambda r: r.wall), note))
         wall, rss, cpu = _median_run([bench_peers.get_text_limit(pdf, n) for _ in range(times)], lambda r: r[0])
         rows.append(Row(f"digital {n}", "limit: get_text ×2", n, wall, f"each={rss:.0f}", note=note, cpu_s=cpu))
+        if n == ref:
+            rows.append(ceiling_row(f"digital {n}", bench_ceiling.document_jobs(pdf, n, 2), min(times, 3)))
         pdf.unlink()
     return rows
+
+
+def ceiling_row(work: str, jobs: list[list[bench_ceiling.Job]], times: int) -> Row:
+    """Rung 1 alone over the same pages in two processes (bench/bench_ceiling.py): what the checks
+    every page needs cost before the fleet adds anything."""
+    wall, pages, cpu = _median_run([bench_ceiling.rung1_alone(jobs) for _ in range(times)], lambda r: r[0])
+    note = "extraction + gate, no fleet" + (f"; median of {times} runs" if times > 1 else "")
+    return Row(work, "ceiling: rung 1 alone ×2", pages, wall, note=note, cpu_s=cpu)
 
 
 def structure_rows(fleet: WarmFleet, tmp: Path, corpus: Path, n: int, storage: str) -> list[Row]:
@@ -117,7 +133,10 @@ def small_rows(fleet: WarmFleet, tmp: Path, corpus: Path, m: int, storage: str, 
     many = fleet_row(f"{m} one-page documents{suffix}", fleet.run(files, storage, options(False), f"small{suffix}"))
     one = fleet_row(f"one {m}-page document{suffix}", fleet.run([big], storage, options(False), f"one{m}{suffix}"))
     many.note = f"{many.pps / one.pps:.2f}× one {m}-page document" if one.pps else ""
-    return [many, one]
+    if suffix:  # the second fleet's rows: the ceiling does not change with it
+        return [many, one]
+    ceiling = ceiling_row(f"{m} one-page documents", bench_ceiling.file_jobs(files, 2), 1)
+    return [many, one, ceiling]
 
 
 def warm_up(fleet: WarmFleet, tmp: Path, corpus: Path, storage: str) -> None:
@@ -212,14 +231,18 @@ def _find(rows: list[Row], work: str, system: str) -> Row | None:
 
 def verdicts(rows: list[Row], sizes: list[int], small: int, scanned: int) -> tuple[float, float, list[str]]:
     """The issue's targets, checked on this run's rows; returns the two closing ratios."""
-    ref = max((n for n in sizes if n <= 1000), default=sizes[0])
+    ref = ratio_size(sizes)
     fleet, limit = _find(rows, f"digital {ref}", "fleet"), _find(rows, f"digital {ref}", "limit")
     digital_ratio = fleet.pps / limit.pps if fleet and limit and limit.pps else 0.0
     scan, ocrmypdf = _find(rows, f"scanned {scanned}", "fleet"), _find(rows, f"scanned {scanned}", "ocrmypdf")
     tess = _find(rows, f"scanned {scanned}", "limit")
     scanned_ratio = scan.pps / ocrmypdf.pps if scan and ocrmypdf and ocrmypdf.pps else 0.0
-    lines = [f"digital fleet/limit at {ref} pages: {digital_ratio:.2f} (target ≥ 0.8)",
-             f"scanned fleet/OCRmyPDF: {scanned_ratio:.2f} (target ≥ 1.3)"]
+    lines = [f"digital fleet/limit at {ref} pages: {digital_ratio:.2f} (target ≥ 0.8)"]
+    ceiling = _find(rows, f"digital {ref}", "ceiling")
+    if ceiling and limit and fleet and ceiling.pps:
+        lines.append(f"digital rung 1 alone/limit at {ref} pages: {ceiling.pps / limit.pps:.2f} (the most the fleet "
+                     f"could reach with every page checked); fleet/rung 1 alone: {fleet.pps / ceiling.pps:.2f}")
+    lines.append(f"scanned fleet/OCRmyPDF: {scanned_ratio:.2f} (target ≥ 1.3)")
     if scan and tess and tess.pps:
         lines.append(f"scanned fleet/plain tesseract: {scan.pps / tess.pps:.2f} (target ≥ 0.9)")
     per_page = [(n, r.wall / r.pages) for n in sizes if n >= 100 and (r := _find(rows, f"digital {n}", "fleet"))]
@@ -234,6 +257,10 @@ def verdicts(rows: list[Row], sizes: list[int], small: int, scanned: int) -> tup
         if one and one.pps:
             lines.append(f"{small} one-page documents / one {small}-page document{sfx}: {many.pps / one.pps:.2f} "
                          "(target ≥ 0.7)")
+    alone, many = _find(rows, many_rows, "ceiling"), _find(rows, many_rows, "fleet")
+    if alone and many and alone.pps:
+        lines.append(f"{small} one-page documents, fleet/rung 1 alone: {many.pps / alone.pps:.2f} (the rest is the fleet's "
+                     "cost per document)")
     return digital_ratio, scanned_ratio, lines
 
 
@@ -280,7 +307,7 @@ def measure(corpus: Path, plan: dict, skip: set[str], split_concurrency: int = 2
     try:
         with WarmFleet(tmp, s3="s3" not in skip, split_concurrency=split_concurrency) as fleet:
             warm_up(fleet, tmp, corpus, storage)
-            ref = max((n for n in plan["sizes"] if n <= 1000), default=plan["sizes"][0])
+            ref = ratio_size(plan["sizes"])
             rows += digital_rows(fleet, tmp, corpus, plan["sizes"], storage, repeats)
             if "structure" not in skip:
                 rows += structure_rows(fleet, tmp, corpus, ref, storage)
