@@ -21,30 +21,33 @@ from workers.pipeline import PagesMissing, collect_document
 from workers.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
-def _finish(spec: dict, *, final_attempt: bool) -> dict:
+def _finish(spec: dict, *, final_attempt: bool, inline: dict[str, str] | None = None) -> dict:
+    """`inline`: the job's record as the split task that collects in place read it, under its
+    split lock, with the state it has just set to `collecting` (a one-task document: the three
+    reads and the write that only repeat it are not made again)."""
     job = JobSpec.model_validate(spec)
     settings = get_settings()
-    if jobs.get(job.job_id).get("state") == JobState.DONE:
+    if inline is None and jobs.get(job.job_id).get("state") == JobState.DONE:
         return {"job_id": job.job_id, "skipped": "already done"}
     lock = jobs.acquire(f"collect:{job.job_id}", settings.task_time_limit + 60)
     if lock is None:
         return {"job_id": job.job_id, "skipped": "already collecting"}
     try:
-        return _collect(job, settings, final_attempt)
+        return _collect(job, settings, final_attempt, inline)
     finally:
         jobs.release(lock)
 
 
-def _collect(job: JobSpec, settings: Settings, final_attempt: bool) -> dict:
-    if jobs.get(job.job_id).get("state") == JobState.DONE:  # finished while we waited for the lock
+def _collect(job: JobSpec, settings: Settings, final_attempt: bool, inline: dict[str, str] | None = None) -> dict:
+    if inline is None and jobs.get(job.job_id).get("state") == JobState.DONE:  # finished while we waited
         return {"job_id": job.job_id, "skipped": "already done"}
     # `collecting` (and the watchdog's clock) only once every page is there: a collect that waits
     # for missing pages is no progress
-    result = collect_document(job, settings, final_attempt=final_attempt,
-                              on_complete=lambda: jobs.update(job.job_id, state=JobState.COLLECTING))
+    collecting = None if inline is not None else lambda: jobs.update(job.job_id, state=JobState.COLLECTING)
+    result = collect_document(job, settings, final_attempt=final_attempt, on_complete=collecting)
     jobs.update(job.job_id, state=JobState.DONE, status=result["status"], routes=result["routes"],
                 artifact_prefix=result["artifact_prefix"])
-    notify(job, result)
+    notify(job, result, run=None if inline is None else inline.get("run", ""))
     log.info("job %s: %s %s", job.job_id, result["status"], result["routes"])  # no file names at INFO
     return result
 

@@ -22,7 +22,8 @@ log = logging.getLogger(__name__)
 def split(self, spec: dict) -> dict:
     job = JobSpec.model_validate(spec)
     settings = get_settings()
-    state = jobs.get(job.job_id).get("state")
+    record = jobs.get(job.job_id)
+    state = record.get("state")
     if state in (JobState.OCR, JobState.COLLECTING, *jobs.TERMINAL):  # a redelivery or a duplicate
         return {"job_id": job.job_id, "skipped": f"already {state}"}
     lock = jobs.acquire(f"split:{job.job_id}", settings.task_time_limit + 60)
@@ -48,14 +49,15 @@ def split(self, spec: dict) -> dict:
             return outcome.as_dict()
         jobs.update(job.job_id, state=JobState.OCR if outcome.pending else JobState.COLLECTING,
                     pages=outcome.page_count, pages_done=outcome.accepted)
-        dispatch(spec, outcome, settings.vlm.batch_size)
+        dispatch(spec, outcome, settings.vlm.batch_size, record)
         return outcome.as_dict()
     finally:
         jobs.release(lock)
 
 
-def dispatch(spec: dict, outcome: SplitOutcome, gpu_batch: int) -> None:
-    """One chord per document: a CPU task per page, GPU tasks per batch; the collector as body."""
+def dispatch(spec: dict, outcome: SplitOutcome, gpu_batch: int, record: dict[str, str] | None = None) -> None:
+    """One chord per document: a CPU task per page, GPU tasks per batch; the collector as body.
+    `record`: the job's record as the split task read it (collecting in place, it is not read again)."""
     from tasks.collect import _finish, collect
     from tasks.ocr import ocr_cpu, ocr_gpu
 
@@ -71,7 +73,7 @@ def dispatch(spec: dict, outcome: SplitOutcome, gpu_batch: int) -> None:
         chord(header)(body)
         return
     try:  # nothing climbs: collect here and now, not in a second task (a document's fixed cost)
-        _finish(spec, final_attempt=False)
+        _finish(spec, final_attempt=False, inline=record)
     except PagesMissing:
         body.apply_async()
 

@@ -27,8 +27,10 @@ class CallbackFailed(PagefleetError):
     retryable = True
 
 
-def notify(job: JobSpec, result: dict[str, Any]) -> None:
-    run = jobs.get(job.job_id).get("run", "")  # one run of the job: a forced re-run notifies again
+def notify(job: JobSpec, result: dict[str, Any], run: str | None = None) -> None:
+    """`run`: the job's run id when the caller has read it already."""
+    if run is None:
+        run = jobs.get(job.job_id).get("run", "")  # one run of the job: a forced re-run notifies again
     notice = {"job_id": job.job_id, "run": run, "filename": job.filename, "source": job.source, **result}
     jobs.announce(notice)
     if job.callback_url:

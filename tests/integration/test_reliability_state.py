@@ -116,3 +116,38 @@ def test_a_backlog_is_not_a_loss(redis_url: str) -> None:
     assert backlogged(["cpu"], 60)  # work waits and the fleet moves: wait for it
     r.set(jobs.PROGRESS, time.time() - 120)
     assert not backlogged(["cpu"], 60)  # the fleet stopped moving: act
+
+
+def test_a_one_task_document_is_collected_in_place_on_the_record_its_split_read(redis_url: str, tmp_path) -> None:
+    """A document whose every page rung 1 accepts is collected by its split task: done, its notice
+    names the run, and the job's record was read once (the split's own read), not again by the
+    collect and the notice."""
+    import pymupdf
+
+    from tasks.split import split
+    from workers.settings import Options
+    from workers.submit import spec_for_path
+
+    pdf = tmp_path / "one.pdf"
+    with pymupdf.open() as doc:
+        doc.new_page().insert_text((72, 72), "One page of plain English text, accepted from its text layer.")
+        doc.save(pdf)
+    spec = spec_for_path(str(pdf), (tmp_path / "out").as_uri(), "one", Options(structure=False), force=True)
+    body = spec.model_dump(mode="json")
+    assert jobs.start_run(body, force=True, stale_after_s=60) == "started"
+    run = jobs.get(spec.job_id)["run"]
+    r = jobs.client()
+    notices = r.pubsub(ignore_subscribe_messages=True)
+    notices.subscribe(jobs.DONE_CHANNEL)
+
+    def reads() -> int:
+        return int(r.info("commandstats").get("cmdstat_hgetall", {}).get("calls", 0))
+
+    before = reads()
+    result = split.run(body)
+    assert reads() - before == 1
+    assert result["accepted"] == 1 and not result["pending"]
+    assert jobs.get(spec.job_id)["state"] == "done"
+    notice = next(m for _ in range(50) if (m := notices.get_message(timeout=0.2)))  # the subscription's own reply first
+    assert json.loads(notice["data"])["run"] == run
+    assert (tmp_path / "out" / "one" / "document.json").exists()
