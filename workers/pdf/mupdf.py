@@ -10,7 +10,6 @@ page images cover.
 from __future__ import annotations
 
 import os
-import re
 import unicodedata
 from typing import Any
 
@@ -155,7 +154,7 @@ def _geometry_evidence(raw: dict[str, Any]) -> dict[str, Any]:
             shared_runs += _shared_position_runs(chars, kinds)
             if rtl:
                 clusters += [[offset + a, offset + b] for a, b in glyph_clusters(chars, kinds)]
-                order = run_order(chars)
+                order = run_order(chars, lines[-1])
                 if order:
                     run_orders.append([[offset + a, offset + b] for a, b in order])
             offset += len(lines[-1]) + 1
@@ -196,7 +195,6 @@ def _glyph_kind(ch: str) -> str:
 
 
 _GLYPH_KINDS = LazyTable(_glyph_kind)
-_RTL_RUN = re.compile("[RM]+")  # RTL letters with their marks: anything else ends a run
 
 
 def glyph_kinds(text: str) -> str:
@@ -213,17 +211,12 @@ def _rtl_order(chars: list[dict[str, Any]], kinds: str | None = None) -> list[in
     """
     if kinds is None:
         kinds = glyph_kinds("".join([c["c"] for c in chars]))
-    inc = dec = 0
-    for run in _RTL_RUN.finditer(kinds):
-        start = run.start()
-        centres = [(c["bbox"][0] + c["bbox"][2]) / 2 for c, kind in zip(chars[start : run.end()], run.group())
-                   if kind == "R"]
-        for prev, centre in zip(centres, centres[1:]):
-            if centre - prev > 0.5:
-                inc += 1
-            elif prev - centre > 0.5:
-                dec += 1
-    return [inc, dec]
+    # marks left out; an RTL letter's centre, None for anything that ends a run: a pair of
+    # neighbours that are both letters is a pair inside one run (one pass a line, not one a run)
+    centres = [(c["bbox"][0] + c["bbox"][2]) / 2 if kind == "R" else None
+               for c, kind in zip(chars, kinds) if kind != "M"]
+    steps = [b - a for a, b in zip(centres, centres[1:]) if a is not None and b is not None]
+    return [sum(1 for step in steps if step > 0.5), sum(1 for step in steps if step < -0.5)]
 
 
 def _zero_width_partner(chars: list[dict[str, Any]], kinds: str, i: int) -> int | None:

@@ -129,12 +129,13 @@ def _groups(units: list[_Unit]) -> list[list[_Unit]]:
     return groups
 
 
-def run_order(chars: list[dict[str, Any]]) -> list[list[int]] | None:
+def run_order(chars: list[dict[str, Any]], text: str | None = None) -> list[list[int]] | None:
     """The line's ``[start, end)`` char spans in reading order, if the geometry proves an order
-    other than the extracted one (see the module docstring); else None."""
+    other than the extracted one (see the module docstring); else None. `text`: the line's
+    characters joined, where the caller has them."""
     if len(chars) < 3:
         return None
-    text = "".join([c["c"] for c in chars])
+    text = "".join([c["c"] for c in chars]) if text is None else text
     if not _arabic_line(text):  # the text's own test first: most lines stop here
         return None
     kinds = text.translate(_KINDS)
