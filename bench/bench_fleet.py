@@ -11,6 +11,8 @@ to every job done.
               extraction off, beside the limit: PyMuPDF get_text() in two processes over the
               same file (up to 1000 pages: the median of --repeats runs of each); pymupdf4llm on a
               sample; with structure on, the fleet beside pymupdf4llm
+    ceiling   at the ratio's size and for the small documents: rung 1 alone (extraction + gate in
+              two bare processes, bench/bench_ceiling.py), what the checks cost with no fleet
     small     M one-page documents submitted at once, beside one M-page document
     S3        the 1000-page run (the largest size ≤ 1000) with storage on a moto S3 server
     scanned   image-only pages (he/ar/en in turn), beside plain tesseract two at a time on
