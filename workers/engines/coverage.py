@@ -117,10 +117,11 @@ def _line_like(gap: Gap, height: int) -> bool:
     return height // 2 <= tall <= 2.5 * height and wide >= 2.5 * tall
 
 
-def crop(img: np.ndarray, gap: Gap, pad: int) -> np.ndarray:
-    """The gap with a margin of paper around it (clipped to the image)."""
+def crop(img: np.ndarray, gap: Gap, pad: int) -> tuple[np.ndarray, tuple[int, int]]:
+    """The gap with a margin of paper around it (clipped to the image), and the crop's top-left
+    corner in the image (where a reading of the crop goes back to)."""
     top, left = max(0, gap.top - pad), max(0, gap.left - pad)
-    return img[top:gap.bottom + pad, left:gap.right + pad]
+    return img[top:gap.bottom + pad, left:gap.right + pad], (top, left)
 
 
 def _lines(words: list[Word]) -> list[list]:

@@ -82,8 +82,7 @@ def reread(img: np.ndarray, box: Gap, line_px: int, langs: str, dpi: int, tmp: P
            recognise: Recognise) -> tuple[str, list[Word]]:
     """Read one region alone, scaled so its text is about TARGET_LINE_PX tall; its words' boxes in
     the page's pixels."""
-    pad = max(4, line_px // 2)
-    part = coverage.crop(img, box, pad=pad)
+    part, (top, left) = coverage.crop(img, box, pad=max(4, line_px // 2))
     scale = min(3.0, max(1.0, TARGET_LINE_PX / max(line_px, 1)))
     if scale > 1.05:
         part = upscale(part, scale)
@@ -95,7 +94,6 @@ def reread(img: np.ndarray, box: Gap, line_px: int, langs: str, dpi: int, tmp: P
     if not words and psm == 7:  # Tesseract 5.5's line mode finds no line on some crops 5.3 read;
         _, tsv = recognise(part, langs, 13, round(dpi * scale), tmp, name)  # raw line mode does
         words = coverage.parse_tsv(tsv)
-    top, left = max(0, box.top - pad), max(0, box.left - pad)  # the crop's corner (coverage.crop)
     words = [Word(w.block, w.par, w.line, left + round(w.left / scale), top + round(w.top / scale),
                   round(w.width / scale), round(w.height / scale), w.conf, w.text) for w in words]
     return " ".join(w.text for w in words), words
