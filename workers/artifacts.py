@@ -7,16 +7,17 @@
 - `chunks.jsonl`: heading-aware chunks of accepted pages with citations that replay (workers.chunks).
 
 Every page's edit map is replayed here (`verify_edits`); a map that does not replay fails the page.
+The collector writes them page by page (`workers.assembly`): the functions here take one page.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 from routing.edits import Edit, verify_edits
 from workers.model import DocumentRecord, EditMapInfo, PageRecord, Quality
-from workers.storage import Storage
 
 TEXT_LAYER_ROUTES = ("text_layer", "text_layer_repaired", "fallback_text")  # the text came from the PDF's layer
 ACCEPTED_ROUTES = (*TEXT_LAYER_ROUTES, "ocr")
@@ -42,14 +43,6 @@ def verified(record: PageRecord) -> PageRecord:
     })
 
 
-def document_status(records: list[PageRecord]) -> str:
-    if all(r.route in ACCEPTED_ROUTES for r in records):
-        return "accepted"
-    if not any(r.route in ACCEPTED_ROUTES for r in records) and all(r.route == "failed" for r in records):
-        return "failed"
-    return "needs_review"
-
-
 def review_marker(record: PageRecord) -> str:
     reasons = ",".join(record.quality.reasons) or "unknown"
     return f"<!-- pagefleet: page {record.number} {record.route}; reasons={reasons}; text withheld -->"
@@ -60,25 +53,22 @@ def rtl_wrapped(body: str, direction: str) -> str:
     return f'<div dir="rtl">\n\n{body}\n\n</div>' if direction == "rtl" and body else body
 
 
+def markdown_parts(page: PageRecord) -> list[str]:
+    """A page's parts of document.md (joined by blank lines): its marker, then its Markdown, or a
+    refused page's review marker."""
+    body = rtl_wrapped(page.markdown, page.direction) if page.route in ACCEPTED_ROUTES else review_marker(page)
+    return [part for part in (f"<!-- page {page.number} -->", body) if part]
+
+
 def markdown(document: DocumentRecord) -> str:
-    parts = []
-    for page in document.pages:
-        parts.append(f"<!-- page {page.number} -->")
-        if page.route in ACCEPTED_ROUTES:
-            parts.append(rtl_wrapped(page.markdown, page.direction))
-        else:
-            parts.append(review_marker(page))
-    return "\n\n".join(p for p in parts if p) + "\n"
+    return "\n\n".join(part for page in document.pages for part in markdown_parts(page)) + "\n"
 
 
-def plain_text(document: DocumentRecord) -> str:
-    pages = []
-    for page in document.pages:
-        if page.route in ACCEPTED_ROUTES:
-            pages.append(page.text)
-        else:
-            pages.append(f"[pagefleet: page {page.number} needs review; text withheld]\n")
-    return "\f".join(pages)
+def page_text(page: PageRecord) -> str:
+    """A page's part of text.txt (parts joined by form feeds)."""
+    if page.route in ACCEPTED_ROUTES:
+        return page.text
+    return f"[pagefleet: page {page.number} needs review; text withheld]\n"
 
 
 def final_rung(page: PageRecord) -> str:
@@ -93,74 +83,110 @@ def final_rung(page: PageRecord) -> str:
     return "5_review"
 
 
-def report(document: DocumentRecord, manifest: dict[str, Any]) -> dict[str, Any]:
-    pages = document.pages
-    n = max(len(pages), 1)
-    routes = Counter(p.route for p in pages)
-    sources = Counter(p.router.source for p in pages)
-    engines = Counter(p.engine for p in pages if p.engine)
-    rung_pages: Counter[str] = Counter()
-    rung_seconds: defaultdict[str, float] = defaultdict(float)
-    health: dict[str, dict[str, Any]] = {}
-    for p in pages:
+class Tally:
+    """What report.json and the status count over a document's pages, page by page (the collector
+    streams them: `workers.assembly`)."""
+
+    def __init__(self) -> None:
+        self.pages = self.accepted = self.failed = 0
+        self.routes: Counter[str] = Counter()
+        self.sources: Counter[str] = Counter()
+        self.engines: Counter[str] = Counter()
+        self.final: Counter[str] = Counter()
+        self.rung_pages: Counter[str] = Counter()
+        self.rung_seconds: defaultdict[str, float] = defaultdict(float)
+        self.health: dict[str, dict[str, Any]] = {}
+        self.review_reasons: dict[str, list[str]] = {}
+        self.warnings: Counter[str] = Counter()
+        self.blocks: Counter[str] = Counter()
+        self.tables: list[int] = []
+        self.unrecovered: list[int] = []
+        self.suspected: list[int] = []
+
+    def add(self, p: PageRecord) -> None:
+        self.pages += 1
+        accepted = p.route in ACCEPTED_ROUTES
+        self.accepted += accepted
+        self.failed += p.route == "failed"
+        self.routes[p.route] += 1
+        self.sources[p.router.source] += 1
+        if p.engine:
+            self.engines[p.engine] += 1
+        self.final[final_rung(p)] += 1
         for a in p.attempts:
-            rung = RUNG_OF.get(a.rung, a.rung)
-            rung_pages[rung] += 1
-            rung_seconds[rung] += a.seconds
-            entry = health.setdefault(a.engine, {"tried": 0, "accepted": 0, "unavailable": 0, "errors": 0, "detail": None})
-            entry["tried"] += 1
-            entry["accepted"] += int(a.accepted)
-            if "engine_unavailable" in a.reasons:
-                entry["unavailable"] += 1
-                entry["detail"] = a.detail
-            elif {"engine_crashed", "engine_timeout"} & set(a.reasons):
-                entry["errors"] += 1
-                entry["detail"] = a.detail
-    split_s = float(manifest.get("split_seconds", 0.0))
-    rung_seconds["1_text_layer"] = max(rung_seconds["1_text_layer"], split_s)
-    return {
-        "job_id": document.job_id,
-        "pipeline_version": document.pipeline_version,
-        "source": document.source.model_dump(mode="json"),
-        "status": document.status,
-        "page_count": document.page_count,
-        "routes": dict(routes),
-        "share": {
-            "route": {k: round(v / n, 4) for k, v in routes.items()},
-            "router_source": {k: round(v / n, 4) for k, v in sources.items()},
-            "engine": {k: round(v / n, 4) for k, v in engines.items()},
-            "rung": {k: round(v / n, 4) for k, v in sorted(Counter(final_rung(p) for p in pages).items())},
-        },
-        "rungs": {k: {"attempts": rung_pages[k], "seconds": round(rung_seconds[k], 3)}
-                  for k in sorted(set(rung_pages) | set(rung_seconds))},
-        "engine_health": health,
-        "needs_review": [p.number for p in pages if p.route not in ACCEPTED_ROUTES],
-        "review_reasons": {str(p.number): p.quality.reasons for p in pages if p.route not in ACCEPTED_ROUTES},
-        "warnings": dict(Counter(w for p in pages for w in p.quality.warnings)),
-        "structure": structure_summary(pages),
-    }
+            self._attempt(a)
+        if not accepted:
+            self.review_reasons[str(p.number)] = p.quality.reasons
+        self.warnings.update(p.quality.warnings)
+        if "table_unrecovered" in p.quality.reasons:
+            self.unrecovered.append(p.number)
+        if accepted:
+            self.blocks.update(b.type for b in p.blocks)
+            if any(b.type == "table" for b in p.blocks):
+                self.tables.append(p.number)
+            if "table_suspected" in p.quality.warnings:
+                self.suspected.append(p.number)
+
+    def _attempt(self, a: Any) -> None:
+        rung = RUNG_OF.get(a.rung, a.rung)
+        self.rung_pages[rung] += 1
+        self.rung_seconds[rung] += a.seconds
+        entry = self.health.setdefault(a.engine, {"tried": 0, "accepted": 0, "unavailable": 0, "errors": 0, "detail": None})
+        entry["tried"] += 1
+        entry["accepted"] += int(a.accepted)
+        if "engine_unavailable" in a.reasons:
+            entry["unavailable"] += 1
+            entry["detail"] = a.detail
+        elif {"engine_crashed", "engine_timeout"} & set(a.reasons):
+            entry["errors"] += 1
+            entry["detail"] = a.detail
+
+    def status(self) -> str:
+        if self.accepted == self.pages:
+            return "accepted"
+        if not self.accepted and self.failed == self.pages:
+            return "failed"
+        return "needs_review"
+
+    def report(self, document: DocumentRecord, manifest: dict[str, Any]) -> dict[str, Any]:
+        """report.json of `document` (its pages are not read: they were added)."""
+        n = max(self.pages, 1)
+        rung_seconds = defaultdict(float, self.rung_seconds)
+        rung_seconds["1_text_layer"] = max(rung_seconds["1_text_layer"], float(manifest.get("split_seconds", 0.0)))
+        return {
+            "job_id": document.job_id,
+            "pipeline_version": document.pipeline_version,
+            "source": document.source.model_dump(mode="json"),
+            "status": document.status,
+            "page_count": document.page_count,
+            "routes": dict(self.routes),
+            "share": {
+                "route": {k: round(v / n, 4) for k, v in self.routes.items()},
+                "router_source": {k: round(v / n, 4) for k, v in self.sources.items()},
+                "engine": {k: round(v / n, 4) for k, v in self.engines.items()},
+                "rung": {k: round(v / n, 4) for k, v in sorted(self.final.items())},
+            },
+            "rungs": {k: {"attempts": self.rung_pages[k], "seconds": round(rung_seconds[k], 3)}
+                      for k in sorted(set(self.rung_pages) | set(rung_seconds))},
+            "engine_health": self.health,
+            "needs_review": [int(k) for k in self.review_reasons],
+            "review_reasons": self.review_reasons,
+            "warnings": dict(self.warnings),
+            "structure": {"blocks": dict(self.blocks), "pages_with_tables": self.tables,
+                          "table_unrecovered": self.unrecovered, "table_suspected": self.suspected},
+        }
 
 
-def structure_summary(pages: list[PageRecord]) -> dict[str, Any]:
-    """Blocks by type on accepted pages, the pages whose output holds a verified table, and the
-    pages refused because a table could not be recovered (issue 13)."""
-    accepted = [p for p in pages if p.route in ACCEPTED_ROUTES]
-    return {
-        "blocks": dict(Counter(b.type for p in accepted for b in p.blocks)),
-        "pages_with_tables": [p.number for p in accepted if any(b.type == "table" for b in p.blocks)],
-        "table_unrecovered": [p.number for p in pages if "table_unrecovered" in p.quality.reasons],
-        "table_suspected": [p.number for p in accepted if "table_suspected" in p.quality.warnings],
-    }
+def tally(pages: Iterable[PageRecord]) -> Tally:
+    counted = Tally()
+    for page in pages:
+        counted.add(page)
+    return counted
 
 
-def store(storage: Storage, prefix: str, document: DocumentRecord, rep: dict[str, Any]) -> None:
-    """document.json last but one, report.json last: report.json marks the job complete."""
-    base = f"{prefix}/" if prefix else ""
-    storage.put_text(base + "document.md", markdown(document), "text/markdown; charset=utf-8")
-    storage.put_text(base + "text.txt", plain_text(document))
-    from workers import chunks  # noqa: PLC0415 - chunks reads ACCEPTED_ROUTES from here
+def document_status(records: list[PageRecord]) -> str:
+    return tally(records).status()
 
-    storage.put_text(base + "chunks.jsonl", chunks.jsonl(document), "application/x-ndjson; charset=utf-8")
-    # the same bytes as put_json(model_dump()), serialized by pydantic without the dict copy of every page
-    storage.put_bytes(base + "document.json", document.model_dump_json(indent=1).encode("utf-8"), "application/json")
-    storage.put_json(base + "report.json", rep)
+
+def report(document: DocumentRecord, manifest: dict[str, Any]) -> dict[str, Any]:
+    return tally(document.pages).report(document, manifest)

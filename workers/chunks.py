@@ -1,17 +1,17 @@
 """`chunks.jsonl`: heading-aware chunks of a document's accepted pages, one JSON object a line.
 
-Built from the page records (routing.structure.chunking decides); before anything is written,
+Built from the page records as the collector streams them (routing.structure.chunking decides); before anything is written,
 every citation is replayed through its page's edit map to `raw_text`: a chunk with a citation that
 does not replay is left out (and logged), never written with a wrong provenance.
 """
 
 from __future__ import annotations
 
-import json
 import logging
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from routing.structure.chunking import ChunkRules, PageIn, chunk_document
+from routing.structure.chunking import ChunkRules, PageIn, iter_chunks
 from routing.structure.offsets import citation_replays
 from workers.ladder.structure import plain_blocks
 from workers.model import DocumentRecord, PageRecord
@@ -35,20 +35,34 @@ def replays(chunk: dict[str, Any], pages: dict[int, PageRecord]) -> bool:
     return True
 
 
-def document_chunks(document: DocumentRecord) -> list[dict[str, Any]]:
+def replayed(pages: Iterable[PageRecord], head: DocumentRecord) -> Iterator[dict[str, Any]]:
+    """The chunks of `pages` (in page order, as they come) whose citations replay; a chunk is out as
+    soon as it closes, and only the accepted pages a chunk still open may cite are kept."""
     from workers.artifacts import ACCEPTED_ROUTES
 
-    rules = ChunkRules(max_chars=int(document.options.get("chunk_chars", ChunkRules.max_chars)))
-    ctx = {"doc_sha256": document.source.sha256, "filename": document.source.filename,
-           "pipeline_version": document.pipeline_version}
-    chunks = chunk_document([_page_in(p, ACCEPTED_ROUTES) for p in document.pages], ctx, rules)
-    pages = {p.number: p for p in document.pages}
-    kept = [c for c in chunks if replays(c, pages)]
-    if len(kept) != len(chunks):
-        log.error("%s: %d chunk(s) left out, their citations do not replay", document.source.filename,
-                  len(chunks) - len(kept))
-    return kept
+    rules = ChunkRules(max_chars=int(head.options.get("chunk_chars", ChunkRules.max_chars)))
+    ctx = {"doc_sha256": head.source.sha256, "filename": head.source.filename,
+           "pipeline_version": head.pipeline_version}
+    window: dict[int, PageRecord] = {}
+
+    def fed() -> Iterator[PageIn]:
+        for page in pages:
+            if page.route in ACCEPTED_ROUTES:
+                window[page.number] = page
+            yield _page_in(page, ACCEPTED_ROUTES)
+
+    left_out = 0
+    for chunk in iter_chunks(fed(), ctx, rules):
+        if replays(chunk, window):
+            yield chunk
+        else:
+            left_out += 1
+        last = max(chunk["pages"])  # chunks come in page order: no later one cites an earlier page
+        for number in [n for n in window if n < last]:
+            del window[number]
+    if left_out:
+        log.error("%s: %d chunk(s) left out, their citations do not replay", head.source.filename, left_out)
 
 
-def jsonl(document: DocumentRecord) -> str:
-    return "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in document_chunks(document))
+def document_chunks(document: DocumentRecord) -> list[dict[str, Any]]:
+    return list(replayed(document.pages, document))

@@ -44,17 +44,22 @@ def parse_field(text: str) -> tuple[str, dict[str, str]]:
     return name, dict(pair.split("=", 1) for pair in pairs)
 
 
-def document_counts(document: Any, report: dict[str, Any]) -> tuple[Counter[str], dict[str, float]]:
-    """(integer increments, float increments) for one finished document."""
+def page_counts(page: Any, counts: Counter[str]) -> None:
+    """Add one page's series (its route and rung, the gate's refusals) to `counts`."""
     from workers.artifacts import final_rung
 
-    counts: Counter[str] = Counter({field("documents_total", status=document.status): 1})
-    for page in document.pages:
-        counts[field("pages_total", route=page.route, rung=final_rung(page))] += 1
-        for attempt in page.attempts:
-            if not attempt.accepted:
-                for reason in set(attempt.reasons) - NOT_GATE:
-                    counts[field("gate_refusals_total", reason=reason)] += 1
+    counts[field("pages_total", route=page.route, rung=final_rung(page))] += 1
+    for attempt in page.attempts:
+        if not attempt.accepted:
+            for reason in set(attempt.reasons) - NOT_GATE:
+                counts[field("gate_refusals_total", reason=reason)] += 1
+
+
+def document_counts(status: str, pages: Counter[str], report: dict[str, Any]) -> tuple[Counter[str], dict[str, float]]:
+    """(integer increments, float increments) for one finished document (`pages`: `page_counts`
+    over its pages)."""
+    counts: Counter[str] = Counter({field("documents_total", status=status): 1})
+    counts.update(pages)
     seconds: dict[str, float] = {}
     for rung, entry in (report.get("rungs") or {}).items():
         counts[field("rung_seconds_count", rung=rung)] += int(entry.get("attempts") or 0)
@@ -80,12 +85,13 @@ class Recorder:
             self._client = jobs.client()
         return self._client
 
-    def document(self, document: Any, report: dict[str, Any]) -> None:
-        """Count a finished document once (redelivered collectors do not count it again)."""
+    def document(self, job_id: str, status: str, pages: Counter[str], report: dict[str, Any]) -> None:
+        """Count a finished document once (redelivered collectors do not count it again); `pages`:
+        its pages' series (`page_counts`)."""
         try:
-            if not self.client.set(COUNTED.format(job_id=document.job_id), "1", nx=True, ex=7 * 86400):
+            if not self.client.set(COUNTED.format(job_id=job_id), "1", nx=True, ex=7 * 86400):
                 return
-            counts, seconds = document_counts(document, report)
+            counts, seconds = document_counts(status, pages, report)
             pipe = self.client.pipeline(transaction=False)
             for name, value in counts.items():
                 pipe.hincrby(HASH, name, value)
@@ -93,7 +99,7 @@ class Recorder:
                 pipe.hincrbyfloat(HASH, name, value)
             pipe.execute()
         except redis.RedisError as exc:
-            log.warning("metrics for job %s not recorded: %s", document.job_id, exc)
+            log.warning("metrics for job %s not recorded: %s", job_id, exc)
 
     def receiver_request(self, outcome: str) -> None:
         """One receiver request; buffered in memory, flushed by a background thread."""

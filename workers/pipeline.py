@@ -2,19 +2,21 @@
 
 split_document:   fetch → validate (typed errors → error.json) → rung 1 for every page in the task
                   itself → accepted pages recorded, the rest written as pending → which pages climb
-collect_document: every page present? → replay every edit map → document.json, document.md,
-                  text.txt, report.json → work state removed
+collect_document: page by page, in page order: present? → edit map replayed → into document.json,
+                  document.md, text.txt, chunks.jsonl; then report.json → work state removed
 """
 
 from __future__ import annotations
 
 import logging
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from workers import artifacts, keys, metrics
+from workers import artifacts, assembly, chunks, keys, metrics
 from workers.errors import InputError, InvalidOptionsError, PagefleetError, error_record
 from workers.ladder.accept import failed_record, layer_candidate, review_record
 from workers.ladder import structure, tablecheck
@@ -216,39 +218,40 @@ class PagesMissing(PagefleetError):
 
 def collect_document(job: JobSpec, settings: Settings, *, final_attempt: bool,
                      on_complete: Callable[[], None] | None = None) -> dict[str, Any]:
-    """Assemble and store the artifacts. Raises PagesMissing (retryable) unless final_attempt.
-    `on_complete` runs once every page is there (or this is the final attempt), before writing."""
+    """Assemble and store the artifacts, page by page (`workers.assembly`: one range's records in
+    memory at a time). Raises PagesMissing (retryable) at the first page not recorded yet, unless
+    final_attempt. `on_complete` runs once every page is there (or this is the final attempt),
+    before anything is written."""
     storage = open_storage(job.storage, settings)
     manifest = storage.get_json(keys.job_manifest(job.job_id))
-    count = int(manifest["page_count"])
-    found = ranges.records(storage, job.job_id, manifest)  # one object per range + one per OCR'd page
-    records = [found[n] for n in range(1, count + 1) if n in found]
-    missing = [n for n in range(1, count + 1) if n not in found]
-    if missing and not final_attempt:
-        raise PagesMissing(f"job {job.job_id}: pages {missing[:10]} not recorded yet")
-    if on_complete is not None:
-        on_complete()
-    for number in missing:
-        router = RouterInfo(source="default", script="unknown")
-        records.append(failed_record(number, router, [], ["page_missing"], layer={}))
-    records.sort(key=lambda r: r.number)
-    if manifest["options"].get("structure", True):
-        records = [ensure_blocks(r) for r in records]  # OCR pages: blocks from a VLM's Markdown or paragraphs
-    records = [artifacts.verified(r) for r in records]
-    document = DocumentRecord(
-        pipeline_version=PIPELINE_VERSION,
-        job_id=job.job_id,
-        source=SourceInfo(**manifest["source"]),
-        status=artifacts.document_status(records),
-        page_count=count,
-        options=manifest["options"],
-        pages=records,
-    )
-    report = artifacts.report(document, manifest)
-    prefix = manifest["artifact_prefix"]
-    artifacts.store(storage, prefix, document, report)
-    metrics.Recorder().document(document, report)  # Prometheus counters (workers/metrics.py); never raises
+    head = DocumentRecord(pipeline_version=PIPELINE_VERSION, job_id=job.job_id, source=SourceInfo(**manifest["source"]),
+                          status="accepted", page_count=int(manifest["page_count"]), options=manifest["options"], pages=[])
+    structured = manifest["options"].get("structure", True)
+
+    def pages(built: assembly.Assembly) -> Iterator[PageRecord]:
+        for number, record in ranges.iter_records(storage, job.job_id, manifest):
+            if record is None:
+                if not final_attempt:
+                    raise PagesMissing(f"job {job.job_id}: page {number} not recorded yet")
+                record = failed_record(number, RouterInfo(source="default", script="unknown"), [], ["page_missing"],
+                                       layer={})
+            if structured:
+                record = ensure_blocks(record)  # OCR pages: blocks from a VLM's Markdown or paragraphs
+            yield built.add(artifacts.verified(record))
+
+    Path(settings.cache_dir).mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f"collect-{job.job_id}-", dir=settings.cache_dir) as folder:
+        built = assembly.Assembly(Path(folder), head)
+        try:
+            for chunk in chunks.replayed(pages(built), head):
+                built.chunk(chunk)
+            if on_complete is not None:
+                on_complete()
+            document, report = built.store(storage, manifest["artifact_prefix"], manifest)
+        finally:
+            built.close()
+    metrics.Recorder().document(job.job_id, document.status, built.counts, report)  # never raises
     storage.delete_prefix(keys.work(job.job_id))
     evict(job.job_id, settings)  # the job is finished: its cached S3 source goes
     return {"job_id": job.job_id, "status": document.status, "routes": report["routes"],
-            "artifact_prefix": prefix, "storage": job.storage, "page_count": count}
+            "artifact_prefix": manifest["artifact_prefix"], "storage": job.storage, "page_count": head.page_count}

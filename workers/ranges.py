@@ -155,23 +155,44 @@ class _RangeRecords(BaseModel):
     pending: list[_Numbered]
 
 
-def records(storage: Storage, job_id: str, manifest: dict[str, Any]) -> dict[int, PageRecord]:
-    """Every page record of the job: the ranges' records, then one object per OCR'd page."""
-    found: dict[int, PageRecord] = {}
-    pending: list[int] = []
-    for _, data in _written(storage, job_id, manifest):  # a range not written yet: its pages are missing
-        # parsed and validated in one pass (pydantic's JSON reader: no dict of every page first)
-        state = _RangeRecords.model_validate_json(data)
-        found.update((record.number, record) for record in state.records)
-        pending += [page.number for page in state.pending]
-    covered = {n for first, last in manifest.get("ranges") or [] for n in range(first, last + 1)}
-    others = pending + [n for n in range(1, int(manifest["page_count"]) + 1) if n not in covered]
-    for number in others:
-        try:
-            found[number] = PageRecord.model_validate(storage.get_json(keys.page(job_id, number)))
-        except KeyError:
-            continue
+def iter_records(storage: Storage, job_id: str, manifest: dict[str, Any]) -> Iterator[tuple[int, PageRecord | None]]:
+    """(number, record) for every page of the job in page order, one range object at a time (the
+    range's records, then its pages the OCR stage finished, one object each): the collector never
+    holds more than one range. None for a page not recorded yet (its range object, or its OCR
+    page's object, is not written)."""
+    count = int(manifest["page_count"])
+    number = 1
+    for first, last in sorted((int(f), int(l)) for f, l in manifest.get("ranges") or []):
+        for n in range(number, min(first, count + 1)):  # pages no range covers: one object each
+            yield n, _page_object(storage, job_id, n)
+        found = _range_records(storage, job_id, first, last)
+        for n in range(max(first, number), min(last, count) + 1):
+            yield n, found.get(n)
+        number = max(number, last + 1)
+    for n in range(number, count + 1):
+        yield n, _page_object(storage, job_id, n)
+
+
+def _range_records(storage: Storage, job_id: str, first: int, last: int) -> dict[int, PageRecord]:
+    try:
+        data = storage.get_bytes(key(job_id, first, last))
+    except KeyError:
+        return {}  # not written yet: its pages are missing
+    # parsed and validated in one pass (pydantic's JSON reader: no dict of every page first)
+    state = _RangeRecords.model_validate_json(data)
+    found = {record.number: record for record in state.records}
+    for page in state.pending:
+        record = _page_object(storage, job_id, page.number)
+        if record is not None:
+            found[page.number] = record
     return found
+
+
+def _page_object(storage: Storage, job_id: str, number: int) -> PageRecord | None:
+    try:
+        return PageRecord.model_validate(storage.get_json(keys.page(job_id, number)))
+    except KeyError:
+        return None
 
 
 def pending_page(storage: Storage, job_id: str, number: int) -> PendingPage:

@@ -60,6 +60,10 @@ class Storage(abc.ABC):
     def get_json(self, key: str) -> Any:
         return json.loads(self.get_bytes(key).decode("utf-8"))
 
+    def put_file(self, key: str, path: str | os.PathLike[str], content_type: str = "application/octet-stream") -> None:
+        """A local file's bytes as the object `key` (a store that can, streams it: never all in memory)."""
+        self.put_bytes(key, Path(path).read_bytes(), content_type)
+
     def put_text(self, key: str, text: str, content_type: str = "text/plain; charset=utf-8") -> None:
         self.put_bytes(key, text.encode("utf-8"), content_type)
 
@@ -79,11 +83,20 @@ class LocalStorage(Storage):
     def path(self, key: str) -> Path:
         return self.root / _safe_key(key)
 
-    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+    def _staged(self, key: str) -> tuple[Path, Path]:
+        """(the object's file, the temporary file it is written to and renamed from)."""
         target = self.path(key)
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        return target, target.with_name(f".{target.name}.{os.getpid()}.tmp")
+
+    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+        target, tmp = self._staged(key)
         tmp.write_bytes(data)
+        tmp.replace(target)
+
+    def put_file(self, key: str, path: str | os.PathLike[str], content_type: str = "application/octet-stream") -> None:
+        target, tmp = self._staged(key)
+        shutil.copyfile(path, tmp)
         tmp.replace(target)
 
     def get_bytes(self, key: str) -> bytes:
@@ -144,6 +157,10 @@ class S3Storage(Storage):
     def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
         with self._translate("put", key):
             self.client.put_object(self.bucket, self._key(key), io.BytesIO(data), len(data), content_type=content_type)
+
+    def put_file(self, key: str, path: str | os.PathLike[str], content_type: str = "application/octet-stream") -> None:
+        with self._translate("put", key):  # minio streams the file, in parts when it is big
+            self.client.fput_object(self.bucket, self._key(key), str(path), content_type=content_type)
 
     def get_bytes(self, key: str) -> bytes:
         with self._translate("get", key):

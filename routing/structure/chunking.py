@@ -16,7 +16,7 @@ Every element carries a citation {page, start, end} into its page's `text`. Pure
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -145,20 +145,27 @@ def _pieces(page: PageIn, block: Mapping[str, Any], limit: int) -> Iterator[_Pie
 
 def chunk_document(pages: Sequence[PageIn], ctx: Mapping[str, Any], rules: ChunkRules = ChunkRules()) -> list[dict[str, Any]]:
     """`ctx`: doc_sha256, filename, pipeline_version."""
-    chunks: list[dict[str, Any]] = []
+    return list(iter_chunks(pages, ctx, rules))
+
+
+def iter_chunks(pages: Iterable[PageIn], ctx: Mapping[str, Any], rules: ChunkRules = ChunkRules()) -> Iterator[dict[str, Any]]:
+    """The chunks of `pages` as each one closes: a chunk is out before the pages after it are
+    read (the collector feeds pages as it reads them and keeps none it no longer needs)."""
     trail: list[tuple[int, str]] = []
     current = _Open([])
+    emitted = 0
 
-    def close() -> None:
-        nonlocal current
+    def close() -> Iterator[dict[str, Any]]:
+        nonlocal current, emitted
         if current.pieces:
-            chunks.append(_emit(current, ctx, len(chunks)))
+            yield _emit(current, ctx, emitted)
+            emitted += 1
         current = _Open([t for _, t in trail])
 
     carried: list[list[str]] | None = None  # the header rows of a table that ended the last page
     for page in pages:
         if not page.accepted:
-            close()
+            yield from close()
             carried = None
             continue
         first = True
@@ -170,13 +177,12 @@ def chunk_document(pages: Sequence[PageIn], ctx: Mapping[str, Any], rules: Chunk
             first = False
             carried = _header(block)
             if block["type"] == "heading":
-                close()
+                yield from close()
                 level = int(block.get("level") or 1)
                 trail[:] = [t for t in trail if t[0] < level] + [(level, " ".join(block["text"].split()))]
                 current = _Open([t for _, t in trail])
             for piece in _pieces(page, block, rules.max_chars):
                 if current.pieces and current.size() + len(piece.text) > rules.max_chars:
-                    close()
+                    yield from close()
                 current.pieces.append(piece)
-    close()
-    return chunks
+    yield from close()

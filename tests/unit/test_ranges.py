@@ -69,10 +69,17 @@ def test_records_come_from_range_objects_and_ocr_pages(tmp_path: Path) -> None:
     assert ranges.pending_page(storage, job, 6).number == 6
     with pytest.raises(KeyError):
         ranges.pending_page(storage, job, 5)  # accepted: nothing pending
-    found = ranges.records(storage, job, manifest)
-    assert sorted(found) == [1, 2, 4, 5, 7]  # pages 3 and 6 wait for OCR
+    def found() -> list[int | None]:  # in page order, None for a page not recorded yet
+        return [r and r.number for _, r in ranges.iter_records(storage, job, manifest)]
+
+    assert found() == [1, 2, None, 4, 5, None, 7]  # pages 3 and 6 wait for OCR
     storage.put_json(keys.page(job, 3), _record(3).model_dump(mode="json"))  # the OCR stage finished page 3
-    assert sorted(ranges.records(storage, job, manifest)) == [1, 2, 3, 4, 5, 7]
+    assert found() == [1, 2, 3, 4, 5, None, 7]
+    storage.delete_prefix(ranges.key(job, 5, 7))  # a range not written yet: all its pages missing
+    assert found() == [1, 2, 3, 4, None, None, None]
+    # pages no range covers (a manifest without ranges, or past the last one) come one object each
+    assert [n for n, _ in ranges.iter_records(storage, job, {"page_count": 9, "ranges": [[1, 4]]})] == list(range(1, 10))
+    assert [r and r.number for _, r in ranges.iter_records(storage, job, {"page_count": 4})] == [None, None, 3, None]
 
 
 def test_ocr_off_quarantines_inside_the_range(tmp_path: Path) -> None:

@@ -1,0 +1,104 @@
+"""A document's artifacts assembled page by page (issue 15): the collector never holds every page.
+
+A 10 000-page document's page records took ~0.8 GB as objects, and as much again while
+document.json, document.md, text.txt and chunks.jsonl were each built as one string and then one
+byte string. Here every page, read one range object at a time (`ranges.iter_records`), is added
+once: its JSON, Markdown and text go straight to spool files in a temporary folder, the report
+and the metrics are tallied, and the chunker (a generator) takes it and gives back the chunks it
+closes; then the spools are stored, each object streamed from its file.
+
+    Assembly(folder, head)   head: the DocumentRecord without pages (status set at the end)
+    .add(page)               one page record, in page order; returns it (the chunker reads it next)
+    .chunk(chunk)            one chunk whose citations replay (`workers.chunks.replayed`)
+    .store(storage, prefix, manifest) -> (head with its status, report)
+
+The bytes are those of the document built whole: document.json is the head's JSON with the pages'
+JSON spliced in at its `"pages": []`, indented as pydantic indents a nested list.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any, TextIO
+
+from workers import artifacts, metrics
+from workers.model import DocumentRecord, PageRecord
+from workers.storage import Storage
+
+_PAGES = '\n "pages": []'  # where the head's JSON (indent=1) lists no pages
+
+
+class _Spool:
+    """One artifact written to a file part by part, `sep` between parts."""
+
+    def __init__(self, path: Path, sep: str) -> None:
+        self.path, self.sep, self.parts = path, sep, 0
+        self.file: TextIO = path.open("w", encoding="utf-8", newline="")
+
+    def write(self, part: str) -> None:
+        if self.parts:
+            self.file.write(self.sep)
+        self.file.write(part)
+        self.parts += 1
+
+
+class Assembly:
+    def __init__(self, folder: Path, head: DocumentRecord) -> None:
+        self.folder, self.head = folder, head
+        self.pages = _Spool(folder / "pages.json", ",\n")
+        self.markdown = _Spool(folder / "document.md", "\n\n")
+        self.text = _Spool(folder / "text.txt", "\f")
+        self.chunks = _Spool(folder / "chunks.jsonl", "")
+        self.tally = artifacts.Tally()
+        self.counts: Counter[str] = Counter()  # the pages' metrics series (workers/metrics.py)
+
+    def add(self, page: PageRecord) -> PageRecord:
+        self.tally.add(page)
+        metrics.page_counts(page, self.counts)
+        # a list item two levels in: every line of the page's own JSON two spaces further in (JSON
+        # strings hold no raw line breaks, so only the layout's line breaks are indented)
+        self.pages.write("  " + page.model_dump_json(indent=1).replace("\n", "\n  "))
+        for part in artifacts.markdown_parts(page):
+            self.markdown.write(part)
+        self.text.write(artifacts.page_text(page))
+        return page
+
+    def chunk(self, chunk: dict[str, Any]) -> None:
+        self.chunks.write(json.dumps(chunk, ensure_ascii=False) + "\n")
+
+    def _document_json(self, head: DocumentRecord) -> Path:
+        """document.json: the head's JSON, the spooled pages in its list."""
+        text = head.model_dump_json(indent=1)
+        path = self.folder / "document.json"
+        with path.open("w", encoding="utf-8", newline="") as out:
+            if not self.pages.parts:
+                out.write(text)
+                return path
+            at = text.index(_PAGES)
+            out.write(text[:at] + '\n "pages": [\n')
+            with self.pages.path.open(encoding="utf-8", newline="") as pages:
+                shutil.copyfileobj(pages, out, 1 << 20)
+            out.write("\n ]" + text[at + len(_PAGES):])
+        return path
+
+    def close(self) -> None:
+        for spool in (self.pages, self.markdown, self.text, self.chunks):
+            spool.file.close()
+
+    def store(self, storage: Storage, prefix: str, manifest: dict[str, Any]) -> tuple[DocumentRecord, dict[str, Any]]:
+        """Every artifact stored: document.json last but one, report.json last (it marks the job
+        complete). Returns the head with its status, and the report."""
+        self.markdown.file.write("\n")
+        self.close()
+        head = self.head.model_copy(update={"status": self.tally.status()})
+        report = self.tally.report(head, manifest)
+        base = f"{prefix}/" if prefix else ""
+        storage.put_file(base + "document.md", self.markdown.path, "text/markdown; charset=utf-8")
+        storage.put_file(base + "text.txt", self.text.path, "text/plain; charset=utf-8")
+        storage.put_file(base + "chunks.jsonl", self.chunks.path, "application/x-ndjson; charset=utf-8")
+        storage.put_file(base + "document.json", self._document_json(head), "application/json")
+        storage.put_json(base + "report.json", report)
+        return head, report
