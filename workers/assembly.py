@@ -22,7 +22,7 @@ import json
 import shutil
 from collections import Counter
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO
 
 from workers import artifacts, metrics
 from workers.model import DocumentRecord, PageRecord
@@ -32,16 +32,16 @@ _PAGES = '\n "pages": []'  # where the head's JSON (indent=1) lists no pages
 
 
 class _Spool:
-    """One artifact written to a file part by part, `sep` between parts."""
+    """One artifact written to a file part by part (UTF-8), `sep` between parts."""
 
     def __init__(self, path: Path, sep: str) -> None:
-        self.path, self.sep, self.parts = path, sep, 0
-        self.file: TextIO = path.open("w", encoding="utf-8", newline="")
+        self.path, self.sep, self.parts = path, sep.encode(), 0
+        self.file: BinaryIO = path.open("wb")
 
-    def write(self, part: str) -> None:
+    def write(self, part: str | bytes) -> None:
         if self.parts:
             self.file.write(self.sep)
-        self.file.write(part)
+        self.file.write(part if isinstance(part, bytes) else part.encode("utf-8"))
         self.parts += 1
 
 
@@ -60,7 +60,7 @@ class Assembly:
         metrics.page_counts(page, self.counts)
         # a list item two levels in: every line of the page's own JSON two spaces further in (JSON
         # strings hold no raw line breaks, so only the layout's line breaks are indented)
-        self.pages.write("  " + page.model_dump_json(indent=1).replace("\n", "\n  "))
+        self.pages.write(b"  " + page.__pydantic_serializer__.to_json(page, indent=1).replace(b"\n", b"\n  "))
         for part in artifacts.markdown_parts(page):
             self.markdown.write(part)
         self.text.write(artifacts.page_text(page))
@@ -73,15 +73,15 @@ class Assembly:
         """document.json: the head's JSON, the spooled pages in its list."""
         text = head.model_dump_json(indent=1)
         path = self.folder / "document.json"
-        with path.open("w", encoding="utf-8", newline="") as out:
+        with path.open("wb") as out:
             if not self.pages.parts:
-                out.write(text)
+                out.write(text.encode("utf-8"))
                 return path
             at = text.index(_PAGES)
-            out.write(text[:at] + '\n "pages": [\n')
-            with self.pages.path.open(encoding="utf-8", newline="") as pages:
+            out.write((text[:at] + '\n "pages": [\n').encode("utf-8"))
+            with self.pages.path.open("rb") as pages:
                 shutil.copyfileobj(pages, out, 1 << 20)
-            out.write("\n ]" + text[at + len(_PAGES):])
+            out.write(("\n ]" + text[at + len(_PAGES):]).encode("utf-8"))
         return path
 
     def close(self) -> None:
@@ -91,7 +91,7 @@ class Assembly:
     def store(self, storage: Storage, prefix: str, manifest: dict[str, Any]) -> tuple[DocumentRecord, dict[str, Any]]:
         """Every artifact stored: document.json last but one, report.json last (it marks the job
         complete). Returns the head with its status, and the report."""
-        self.markdown.file.write("\n")
+        self.markdown.file.write(b"\n")
         self.close()
         head = self.head.model_copy(update={"status": self.tally.status()})
         report = self.tally.report(head, manifest)
