@@ -3,11 +3,13 @@
 A 10 000-page document's page records took ~0.8 GB as objects, and as much again while
 document.json, document.md, text.txt and chunks.jsonl were each built as one string and then one
 byte string. Here every page, read one range object at a time (`ranges.iter_records`), is added
-once: its JSON, Markdown and text go straight to spool files in a temporary folder, the report
+once: its JSON, Markdown and text go straight to spools (in memory while small, then temporary
+files), the report
 and the metrics are tallied, and the chunker (a generator) takes it and gives back the chunks it
-closes; then the spools are stored, each object streamed from its file.
+closes; then the spools are stored, each object streamed from its spool.
 
-    Assembly(folder, head)   head: the DocumentRecord without pages (status set at the end)
+    Assembly(folder, head)   folder: where big spools go; head: the DocumentRecord without pages
+                             (its status set at the end)
     .add(page)               one page record, in page order; returns it (the chunker reads it next)
     .chunk(chunk)            one chunk whose citations replay (`workers.chunks.replayed`)
     .store(storage, prefix, manifest) -> (head with its status, report)
@@ -20,8 +22,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 from collections import Counter
-from pathlib import Path
 from typing import Any, BinaryIO
 
 from workers import artifacts, metrics
@@ -31,12 +33,20 @@ from workers.storage import Storage
 _PAGES = '\n "pages": []'  # where the head's JSON (indent=1) lists no pages
 
 
-class _Spool:
-    """One artifact written to a file part by part (UTF-8), `sep` between parts."""
+_IN_MEMORY = 8 << 20  # a spool bigger than this moves to a file (a one-page document's never does)
 
-    def __init__(self, path: Path, sep: str) -> None:
-        self.path, self.sep, self.parts = path, sep.encode(), 0
-        self.file: BinaryIO = path.open("wb")
+
+def _spooled(folder: str) -> BinaryIO:
+    return tempfile.SpooledTemporaryFile(_IN_MEMORY, "w+b", dir=folder)  # type: ignore[return-value]
+
+
+class _Spool:
+    """One artifact written part by part (UTF-8), `sep` between parts: in memory while small, in a
+    temporary file of `folder` once big."""
+
+    def __init__(self, folder: str, sep: str) -> None:
+        self.sep, self.parts = sep.encode(), 0
+        self.file = _spooled(folder)
 
     def write(self, part: str | bytes) -> None:
         if self.parts:
@@ -46,12 +56,12 @@ class _Spool:
 
 
 class Assembly:
-    def __init__(self, folder: Path, head: DocumentRecord) -> None:
+    def __init__(self, folder: str, head: DocumentRecord) -> None:
         self.folder, self.head = folder, head
-        self.pages = _Spool(folder / "pages.json", ",\n")
-        self.markdown = _Spool(folder / "document.md", "\n\n")
-        self.text = _Spool(folder / "text.txt", "\f")
-        self.chunks = _Spool(folder / "chunks.jsonl", "")
+        self.pages = _Spool(folder, ",\n")
+        self.markdown = _Spool(folder, "\n\n")
+        self.text = _Spool(folder, "\f")
+        self.chunks = _Spool(folder, "")
         self.tally = artifacts.Tally()
         self.counts: Counter[str] = Counter()  # the pages' metrics series (workers/metrics.py)
 
@@ -69,20 +79,19 @@ class Assembly:
     def chunk(self, chunk: dict[str, Any]) -> None:
         self.chunks.write(json.dumps(chunk, ensure_ascii=False) + "\n")
 
-    def _document_json(self, head: DocumentRecord) -> Path:
+    def _document_json(self, head: DocumentRecord) -> BinaryIO:
         """document.json: the head's JSON, the spooled pages in its list."""
         text = head.model_dump_json(indent=1)
-        path = self.folder / "document.json"
-        with path.open("wb") as out:
-            if not self.pages.parts:
-                out.write(text.encode("utf-8"))
-                return path
-            at = text.index(_PAGES)
-            out.write((text[:at] + '\n "pages": [\n').encode("utf-8"))
-            with self.pages.path.open("rb") as pages:
-                shutil.copyfileobj(pages, out, 1 << 20)
-            out.write(("\n ]" + text[at + len(_PAGES):]).encode("utf-8"))
-        return path
+        out = _spooled(self.folder)
+        if not self.pages.parts:
+            out.write(text.encode("utf-8"))
+            return out
+        at = text.index(_PAGES)
+        out.write((text[:at] + '\n "pages": [\n').encode("utf-8"))
+        self.pages.file.seek(0)
+        shutil.copyfileobj(self.pages.file, out, 1 << 20)
+        out.write(("\n ]" + text[at + len(_PAGES):]).encode("utf-8"))
+        return out
 
     def close(self) -> None:
         for spool in (self.pages, self.markdown, self.text, self.chunks):
@@ -92,13 +101,14 @@ class Assembly:
         """Every artifact stored: document.json last but one, report.json last (it marks the job
         complete). Returns the head with its status, and the report."""
         self.markdown.file.write(b"\n")
-        self.close()
         head = self.head.model_copy(update={"status": self.tally.status()})
         report = self.tally.report(head, manifest)
         base = f"{prefix}/" if prefix else ""
-        storage.put_file(base + "document.md", self.markdown.path, "text/markdown; charset=utf-8")
-        storage.put_file(base + "text.txt", self.text.path, "text/plain; charset=utf-8")
-        storage.put_file(base + "chunks.jsonl", self.chunks.path, "application/x-ndjson; charset=utf-8")
-        storage.put_file(base + "document.json", self._document_json(head), "application/json")
+        storage.put_stream(base + "document.md", self.markdown.file, "text/markdown; charset=utf-8")
+        storage.put_stream(base + "text.txt", self.text.file, "text/plain; charset=utf-8")
+        storage.put_stream(base + "chunks.jsonl", self.chunks.file, "application/x-ndjson; charset=utf-8")
+        with self._document_json(head) as document_json:
+            storage.put_stream(base + "document.json", document_json, "application/json")
         storage.put_json(base + "report.json", report)
+        self.close()
         return head, report

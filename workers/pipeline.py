@@ -9,7 +9,6 @@ collect_document: page by page, in page order: present? â†’ edit map replayed â†
 from __future__ import annotations
 
 import logging
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -239,17 +238,16 @@ def collect_document(job: JobSpec, settings: Settings, *, final_attempt: bool,
                 record = ensure_blocks(record)  # OCR pages: blocks from a VLM's Markdown or paragraphs
             yield built.add(artifacts.verified(record))
 
-    Path(settings.cache_dir).mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f"collect-{job.job_id}-", dir=settings.cache_dir) as folder:
-        built = assembly.Assembly(Path(folder), head)
-        try:
-            for chunk in chunks.replayed(pages(built), head):
-                built.chunk(chunk)
-            if on_complete is not None:
-                on_complete()
-            document, report = built.store(storage, manifest["artifact_prefix"], manifest)
-        finally:
-            built.close()
+    Path(settings.cache_dir).mkdir(parents=True, exist_ok=True)  # where a big document's spools go
+    built = assembly.Assembly(settings.cache_dir, head)
+    try:
+        for chunk in chunks.replayed(pages(built), head):
+            built.chunk(chunk)
+        if on_complete is not None:
+            on_complete()
+        document, report = built.store(storage, manifest["artifact_prefix"], manifest)
+    finally:
+        built.close()
     metrics.Recorder().document(job.job_id, document.status, built.counts, report)  # never raises
     storage.delete_prefix(keys.work(job.job_id))
     evict(job.job_id, settings)  # the job is finished: its cached S3 source goes

@@ -20,7 +20,7 @@ import shutil
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import urllib3.exceptions
 
@@ -60,9 +60,11 @@ class Storage(abc.ABC):
     def get_json(self, key: str) -> Any:
         return json.loads(self.get_bytes(key).decode("utf-8"))
 
-    def put_file(self, key: str, path: str | os.PathLike[str], content_type: str = "application/octet-stream") -> None:
-        """A local file's bytes as the object `key` (a store that can, streams it: never all in memory)."""
-        self.put_bytes(key, Path(path).read_bytes(), content_type)
+    def put_stream(self, key: str, stream: BinaryIO, content_type: str = "application/octet-stream") -> None:
+        """All of a seekable binary stream (from its start) as the object `key`; a store that can
+        copies it across in pieces, never all in memory."""
+        stream.seek(0)
+        self.put_bytes(key, stream.read(), content_type)
 
     def put_text(self, key: str, text: str, content_type: str = "text/plain; charset=utf-8") -> None:
         self.put_bytes(key, text.encode("utf-8"), content_type)
@@ -94,9 +96,11 @@ class LocalStorage(Storage):
         tmp.write_bytes(data)
         tmp.replace(target)
 
-    def put_file(self, key: str, path: str | os.PathLike[str], content_type: str = "application/octet-stream") -> None:
+    def put_stream(self, key: str, stream: BinaryIO, content_type: str = "application/octet-stream") -> None:
         target, tmp = self._staged(key)
-        shutil.copyfile(path, tmp)
+        stream.seek(0)
+        with tmp.open("wb") as out:
+            shutil.copyfileobj(stream, out, 1 << 20)
         tmp.replace(target)
 
     def get_bytes(self, key: str) -> bytes:
@@ -158,9 +162,11 @@ class S3Storage(Storage):
         with self._translate("put", key):
             self.client.put_object(self.bucket, self._key(key), io.BytesIO(data), len(data), content_type=content_type)
 
-    def put_file(self, key: str, path: str | os.PathLike[str], content_type: str = "application/octet-stream") -> None:
-        with self._translate("put", key):  # minio streams the file, in parts when it is big
-            self.client.fput_object(self.bucket, self._key(key), str(path), content_type=content_type)
+    def put_stream(self, key: str, stream: BinaryIO, content_type: str = "application/octet-stream") -> None:
+        length = stream.seek(0, io.SEEK_END)
+        stream.seek(0)
+        with self._translate("put", key):  # minio reads it in parts (a multipart upload when it is big)
+            self.client.put_object(self.bucket, self._key(key), stream, length, content_type=content_type)
 
     def get_bytes(self, key: str) -> bytes:
         with self._translate("get", key):

@@ -10,8 +10,10 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from routing.structure.chunking import ChunkRules, chunk_document
-from workers import artifacts, chunks
+from workers import artifacts, assembly, chunks
 from workers.assembly import Assembly
 from workers.chunks import _page_in, replays
 from workers.model import (Attempt, Block, DocumentRecord, PageRecord, Quality, ReviewPreview, RouterInfo, SourceInfo,
@@ -63,15 +65,20 @@ def _head(pages: int) -> DocumentRecord:
 
 def _assemble(tmp_path: Path, pages: list[PageRecord]) -> tuple[Path, dict]:
     head = _head(len(pages))
-    built = Assembly(tmp_path / "spool", head)
+    built = Assembly(str(tmp_path / "spool"), head)
     for chunk in chunks.replayed((built.add(p) for p in pages), head):
         built.chunk(chunk)
+    rolled = built.pages.file._rolled  # type: ignore[attr-defined]
     document, report = built.store(LocalStorage(tmp_path / "store"), "out", {"split_seconds": 0.5})
     assert report["status"] == document.status
+    assert rolled == (len(pages) > 0 and assembly._IN_MEMORY < 10_000)
     return tmp_path / "store" / "out", report
 
 
-def test_streamed_artifacts_are_the_whole_documents_bytes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("in_memory", [assembly._IN_MEMORY, 1000])  # spools kept in memory; moved to files
+def test_streamed_artifacts_are_the_whole_documents_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          in_memory: int) -> None:
+    monkeypatch.setattr(assembly, "_IN_MEMORY", in_memory)
     (tmp_path / "spool").mkdir()
     pages = [_page(n) for n in range(1, 20)]
     out, report = _assemble(tmp_path, pages)
@@ -120,7 +127,7 @@ def test_only_the_pages_an_open_chunk_may_cite_stay_in_memory(tmp_path: Path) ->
             yield _page(n)
 
     head = _head(600)
-    built = Assembly(tmp_path / "spool", head)
+    built = Assembly(str(tmp_path / "spool"), head)
     for chunk in chunks.replayed((built.add(p) for p in made()), head):
         built.chunk(chunk)
     document, report = built.store(LocalStorage(tmp_path / "store"), "", {})
