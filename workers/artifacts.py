@@ -13,7 +13,6 @@ The collector writes them page by page (`workers.assembly`): the functions here 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable
 from typing import Any
 
 from routing.edits import Edit, verify_edits
@@ -175,18 +174,3 @@ class Tally:
             "structure": {"blocks": dict(self.blocks), "pages_with_tables": self.tables,
                           "table_unrecovered": self.unrecovered, "table_suspected": self.suspected},
         }
-
-
-def tally(pages: Iterable[PageRecord]) -> Tally:
-    counted = Tally()
-    for page in pages:
-        counted.add(page)
-    return counted
-
-
-def document_status(records: list[PageRecord]) -> str:
-    return tally(records).status()
-
-
-def report(document: DocumentRecord, manifest: dict[str, Any]) -> dict[str, Any]:
-    return tally(document.pages).report(document, manifest)

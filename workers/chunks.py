@@ -1,8 +1,9 @@
 """`chunks.jsonl`: heading-aware chunks of a document's accepted pages, one JSON object a line.
 
-Built from the page records as the collector streams them (routing.structure.chunking decides); before anything is written,
-every citation is replayed through its page's edit map to `raw_text`: a chunk with a citation that
-does not replay is left out (and logged), never written with a wrong provenance.
+Built from the page records as the collector streams them (routing.structure.chunking decides);
+before anything is written, every citation is replayed through its page's edit map to `raw_text`:
+a chunk with a citation that does not replay is left out (and logged), never written with a wrong
+provenance.
 """
 
 from __future__ import annotations
@@ -62,7 +63,3 @@ def replayed(pages: Iterable[PageRecord], head: DocumentRecord) -> Iterator[dict
             del window[number]
     if left_out:
         log.error("%s: %d chunk(s) left out, their citations do not replay", head.source.filename, left_out)
-
-
-def document_chunks(document: DocumentRecord) -> list[dict[str, Any]]:
-    return list(replayed(document.pages, document))

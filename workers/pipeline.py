@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from workers import artifacts, assembly, chunks, keys, metrics
