@@ -4,9 +4,8 @@ A 10 000-page document's page records took ~0.8 GB as objects, and as much again
 document.json, document.md, text.txt and chunks.jsonl were each built as one string and then one
 byte string. Here every page, read one range object at a time (`ranges.iter_records`), is added
 once: its JSON, Markdown and text go straight to spools (in memory while small, then temporary
-files), the report
-and the metrics are tallied, and the chunker (a generator) takes it and gives back the chunks it
-closes; then the spools are stored, each object streamed from its spool.
+files), the report and the metrics are tallied, and the chunker (a generator) takes it and gives
+back the chunks it closes; then the spools are stored, each object streamed from its spool.
 
     Assembly(folder, head)   folder: where big spools go; head: the DocumentRecord without pages
                              (its status set at the end)
@@ -31,8 +30,6 @@ from workers.model import DocumentRecord, PageRecord
 from workers.storage import Storage
 
 _PAGES = '\n "pages": []'  # where the head's JSON (indent=1) lists no pages
-
-
 _IN_MEMORY = 8 << 20  # a spool bigger than this moves to a file (a one-page document's never does)
 
 
