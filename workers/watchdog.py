@@ -54,7 +54,8 @@ def missing_pages(job: JobSpec, info: dict[str, str], settings: Settings) -> dic
     storage = open_storage(job.storage, settings)
     missing: dict[str, list[int]] = {}
     try:  # the ranges' objects and the OCR'd pages (workers/ranges.py)
-        recorded = set(ranges.records(storage, job.job_id, storage.get_json(keys.job_manifest(job.job_id))))
+        manifest = storage.get_json(keys.job_manifest(job.job_id))
+        recorded = {n for n, record in ranges.iter_records(storage, job.job_id, manifest) if record is not None}
     except KeyError:
         recorded = set()
     for number in range(1, int(info.get("pages") or 0) + 1):
