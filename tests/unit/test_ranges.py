@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from workers import keys, ranges
-from workers.model import PageRecord, PendingPage, Quality, RouterInfo
+from workers import keys, ranges, watchdog
+from workers.model import JobSpec, PageRecord, PendingPage, Quality, RouterInfo
 from workers.settings import Settings
 from workers.storage import LocalStorage
 
@@ -75,6 +75,9 @@ def test_records_come_from_range_objects_and_ocr_pages(tmp_path: Path) -> None:
     assert found() == [1, 2, None, 4, 5, None, 7]  # pages 3 and 6 wait for OCR
     storage.put_json(keys.page(job, 3), _record(3).model_dump(mode="json"))  # the OCR stage finished page 3
     assert found() == [1, 2, 3, 4, 5, None, 7]
+    # the watchdog asks the same objects which pages still need their queue
+    spec = JobSpec(job_id=job, source="/in.pdf", filename="in.pdf", storage=tmp_path.as_uri(), artifact_prefix="out")
+    assert watchdog.missing_pages(spec, {"pages": "7"}, Settings()) == {"cpu": [6]}
     storage.delete_prefix(ranges.key(job, 5, 7))  # a range not written yet: all its pages missing
     assert found() == [1, 2, 3, 4, None, None, None]
     # pages no range covers (a manifest without ranges, or past the last one) come one object each
