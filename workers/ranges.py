@@ -86,19 +86,22 @@ def store(storage: Storage, job_id: str, outcome: RangeOutcome, records: Sequenc
     storage.put_json(key(job_id, outcome.first, outcome.last), state, compact=True)
 
 
-def _written(storage: Storage, job_id: str, manifest: dict[str, Any]) -> Iterator[tuple[str, bytes]]:
-    """(storage key, stored bytes) of every range written so far, in page order."""
-    for first, last in manifest.get("ranges") or []:
-        name = key(job_id, first, last)
-        try:
-            yield name, storage.get_bytes(name)
-        except KeyError:
-            continue
+def _stored(storage: Storage, name: str) -> bytes | None:
+    """A range object's bytes; None while the range is not written."""
+    try:
+        return storage.get_bytes(name)
+    except KeyError:
+        return None
 
 
 def states(storage: Storage, job_id: str, manifest: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """(storage key, range object) for every range written so far, in page order."""
-    return [(name, json.loads(data.decode("utf-8"))) for name, data in _written(storage, job_id, manifest)]
+    found = []
+    for first, last in manifest.get("ranges") or []:
+        name = key(job_id, first, last)
+        if (data := _stored(storage, name)) is not None:
+            found.append((name, json.loads(data.decode("utf-8"))))
+    return found
 
 
 def stored_outcome(storage: Storage, job_id: str, first: int, last: int) -> RangeOutcome | None:
@@ -174,9 +177,8 @@ def iter_records(storage: Storage, job_id: str, manifest: dict[str, Any]) -> Ite
 
 
 def _range_records(storage: Storage, job_id: str, first: int, last: int) -> dict[int, PageRecord]:
-    try:
-        data = storage.get_bytes(key(job_id, first, last))
-    except KeyError:
+    data = _stored(storage, key(job_id, first, last))
+    if data is None:
         return {}  # not written yet: its pages are missing
     # parsed and validated in one pass (pydantic's JSON reader: no dict of every page first)
     state = _RangeRecords.model_validate_json(data)
