@@ -87,7 +87,6 @@ class Tally:
     streams them: `workers.assembly`)."""
 
     def __init__(self) -> None:
-        self.pages = self.accepted = self.failed = 0
         self.routes: Counter[str] = Counter()
         self.sources: Counter[str] = Counter()
         self.engines: Counter[str] = Counter()
@@ -103,10 +102,7 @@ class Tally:
         self.suspected: list[int] = []
 
     def add(self, p: PageRecord) -> None:
-        self.pages += 1
         accepted = p.route in ACCEPTED_ROUTES
-        self.accepted += accepted
-        self.failed += p.route == "failed"
         self.routes[p.route] += 1
         self.sources[p.router.source] += 1
         if p.engine:
@@ -141,15 +137,17 @@ class Tally:
             entry["detail"] = a.detail
 
     def status(self) -> str:
-        if self.accepted == self.pages:
+        pages = sum(self.routes.values())
+        accepted = sum(self.routes[r] for r in ACCEPTED_ROUTES)
+        if accepted == pages:
             return "accepted"
-        if not self.accepted and self.failed == self.pages:
+        if not accepted and self.routes["failed"] == pages:
             return "failed"
         return "needs_review"
 
     def report(self, document: DocumentRecord, manifest: dict[str, Any]) -> dict[str, Any]:
         """report.json of `document` (its pages are not read: they were added)."""
-        n = max(self.pages, 1)
+        n = max(sum(self.routes.values()), 1)
         rung_seconds = defaultdict(float, self.rung_seconds)
         rung_seconds["1_text_layer"] = max(rung_seconds["1_text_layer"], float(manifest.get("split_seconds", 0.0)))
         return {
