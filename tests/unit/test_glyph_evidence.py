@@ -140,7 +140,8 @@ def test_run_units_match_their_definition() -> None:
     for _ in range(400):
         chars = random_line(rng)
         kinds = "".join(c["c"] for c in chars).translate(_KINDS)
-        got = [(u.kind, u.start, u.end, u.x0, u.x1) for u in _units(chars, kinds)]
+        x0s, x1s = [c["bbox"][0] for c in chars], [c["bbox"][2] for c in chars]
+        got = [(u.kind, u.start, u.end, u.x0, u.x1) for u in _units(x0s, x1s, kinds)]
         assert got == reference_units(chars, kinds)
     assert any(k.startswith("M") for k in ("".join(c["c"] for c in random_line(rng)).translate(_KINDS)
                                            for _ in range(200)))  # lines that open with a mark occur

@@ -243,6 +243,9 @@ def _warm_up(mupdf: Any) -> None:  # pragma: no cover - server side
 
     import pymupdf
 
+    from workers.pdf import fastwalk
+    from workers.pdf.runs import unit_kinds
+
     with tempfile.TemporaryDirectory(prefix="pagefleet-warm-") as tmp, pymupdf.open() as doc:
         page = doc.new_page()
         for i, colour in enumerate(WARM_COLOURS):
@@ -253,9 +256,13 @@ def _warm_up(mupdf: Any) -> None:  # pragma: no cover - server side
         mupdf.extract_range(f"{tmp}/warm.pdf", 1, 1)
         mupdf.render(f"{tmp}/warm.pdf", 1, 72, f"{tmp}/warm.pgm")
         mupdf.forget()
-    # a page-long text: the glyph-kind table's array is made and filled here (Latin, Hebrew,
-    # Arabic), and numpy's first calls are paid once, not in every child
-    mupdf.glyph_kinds("".join(map(chr, [*range(0x20, 0x250), *range(0x590, 0x600), *range(0x600, 0x700)])))
+    # a page-long text: the glyph-kind and run-unit tables' arrays are made and filled here (Latin,
+    # Hebrew, Arabic), and numpy's first calls are paid once, not in every child; so is the C text
+    # walk's loading (workers.pdf.fastwalk)
+    sample = "".join(map(chr, [*range(0x20, 0x250), *range(0x590, 0x600), *range(0x600, 0x700)]))
+    mupdf.glyph_kinds(sample)
+    unit_kinds(sample)
+    fastwalk.library()
 
 
 def serve() -> int:  # pragma: no cover - exercised through the client

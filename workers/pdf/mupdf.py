@@ -17,7 +17,7 @@ import pymupdf
 
 from routing.charclass import LazyTable
 from routing.scripts import is_rtl_letter
-from workers.pdf import layout, stext
+from workers.pdf import fastwalk, layout, stext
 from workers.pdf.runs import run_order
 
 _ZERO = 0.01  # a box narrower than this (points) has no width
@@ -98,14 +98,17 @@ def _extract_page(doc: pymupdf.Document, number: int,
     plain = textpage.extractText() if kept is None else ""  # structure needs the characters
     kinds = glyph_kinds(plain)
     plain_ok = kept is None and "R" not in kinds and "\x00" not in plain
-    images, lines = stext.walk(textpage, count_lines=plain_ok)
+    images, lines = fastwalk.blocks(textpage) or stext.walk(textpage, count_lines=plain_ok)
     raw: dict[str, Any] = {}
     if plain_ok and lines == plain.count("\n"):
         evidence = _plain_evidence(plain, kinds)
     else:
         # rawdict would carry every image's pixels: a page that draws one reads it from a text page without
-        raw = (page.get_textpage(flags=_TEXT_FLAGS) if images else textpage).extractRAWDICT()
-        evidence = _geometry_evidence(raw)
+        chars = page.get_textpage(flags=_TEXT_FLAGS) if images else textpage
+        evidence = fastwalk.evidence(chars) if kept is None else None  # structure keeps the rawdict
+        if evidence is None:
+            raw = chars.extractRAWDICT()
+            evidence = _geometry_evidence(raw)
     listed = page.get_images(full=False)  # from the resources: the images count and their bytes
     if kept is not None:
         kept[number] = (raw, images)

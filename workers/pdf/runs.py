@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,19 +69,18 @@ _KINDS = LazyTable(_kind)
 _UNIT = re.compile("R[RM]*|L[LM]*|[NS]M*|M+")  # a mark belongs to the unit before it
 
 
-def _units(chars: list[dict[str, Any]], kinds: str) -> list[_Unit]:
+def _units(x0s: list[float], x1s: list[float], kinds: str) -> list[_Unit]:
     """Arabic words and LTR runs (with their marks), and each other character with its marks (a
     line's leading marks are one neutral unit); x extent from the boxes, in one C-level slice each."""
-    x0s = [c["bbox"][0] for c in chars]
-    x1s = [c["bbox"][2] for c in chars]
     return [_Unit("N" if kinds[a] == "M" else kinds[a], a, b, min(x0s[a:b]), max(x1s[a:b]))
             for a, b in (m.span() for m in _UNIT.finditer(kinds))]
 
 
-def _inside_agrees(chars: list[dict[str, Any]], kinds: str, unit: _Unit) -> bool:
+def _inside_agrees(x0s: list[float], x1s: list[float], kinds: str, unit: _Unit) -> bool:
     """x falls along an Arabic word and rises along an LTR run (zero-width code points skipped)."""
-    centres = [(c["bbox"][0] + c["bbox"][2]) / 2 for c, kind in zip(chars[unit.start : unit.end], kinds[unit.start :])
-               if c["bbox"][2] - c["bbox"][0] > 0.01 and kind != "M"]
+    centres = [(a + b) / 2 for a, b, kind in zip(x0s[unit.start : unit.end], x1s[unit.start : unit.end],
+                                                 kinds[unit.start :])
+               if b - a > 0.01 and kind != "M"]
     sign = -1 if unit.kind == "R" else 1
     return all(sign * (b - a) >= -_TOLERANCE for a, b in zip(centres, centres[1:]))
 
@@ -94,11 +94,10 @@ def _arabic_line(text: str) -> bool:
     return bool(arabic) and arabic > codes.count("a")
 
 
-def _proven(chars: list[dict[str, Any]], kinds: str, units: list[_Unit]) -> bool:
-    ys = [c["origin"][1] for c in chars]
+def _proven(x0s: list[float], x1s: list[float], ys: list[float], kinds: str, units: list[_Unit]) -> bool:
     if max(ys) - min(ys) > _BASELINE:
         return False
-    if not all(_inside_agrees(chars, kinds, u) for u in units if u.kind in "RL"):
+    if not all(_inside_agrees(x0s, x1s, kinds, u) for u in units if u.kind in "RL"):
         return False
     inked = sorted((u for u in units if u.kind != "S"), key=lambda u: u.x0)
     return all(b.x0 >= a.x1 - _TOLERANCE for a, b in zip(inked, inked[1:]))
@@ -131,18 +130,39 @@ def _groups(units: list[_Unit]) -> list[list[_Unit]]:
 
 def run_order(chars: list[dict[str, Any]], text: str | None = None) -> list[list[int]] | None:
     """The line's ``[start, end)`` char spans in reading order, if the geometry proves an order
-    other than the extracted one (see the module docstring); else None. `text`: the line's
-    characters joined, where the caller has them."""
+    other than the extracted one (see the module docstring); else None. `chars`: the line's
+    characters as PyMuPDF's rawdict gives them; `text`: those characters joined, where the caller has them."""
     if len(chars) < 3:
         return None
     text = "".join([c["c"] for c in chars]) if text is None else text
     if not _arabic_line(text):  # the text's own test first: most lines stop here
         return None
+    return _order(text, [c["bbox"][0] for c in chars], [c["bbox"][2] for c in chars], [c["origin"][1] for c in chars])
+
+
+def may_reorder(text: str) -> bool:
+    """The text's own test `run_order` starts with (an Arabic line of three characters or more)."""
+    return len(text) >= 3 and _arabic_line(text)
+
+
+def unit_kinds(text: str) -> str:
+    """One code per character (R Arabic letter, L other letter or digit, N neutral, S space, M mark):
+    the classes units are made of, for a whole page in one pass."""
+    return _KINDS.apply(text)
+
+
+def run_order_of(text: str, boxes: Callable[[], tuple[list[float], list[float], list[float]]]) -> list[list[int]] | None:
+    """`run_order` from the line's text and `boxes()`: per character, its box's left and right x
+    and its baseline y (the C text walk's arrays, sliced only for a line the text test lets through)."""
+    return _order(text, *boxes()) if may_reorder(text) else None
+
+
+def _order(text: str, x0s: list[float], x1s: list[float], ys: list[float]) -> list[list[int]] | None:
     kinds = text.translate(_KINDS)
-    units = _units(chars, kinds)
+    units = _units(x0s, x1s, kinds)
     if len(units) < 2:
         return None
     ordered = [u for group in reversed(_groups(units)) for u in group]
     if [u.start for u in ordered if u.kind != "S"] == [u.start for u in units if u.kind != "S"]:
         return None  # only spaces would move: nothing to prove (most lines: the proof is skipped)
-    return [[u.start, u.end] for u in ordered] if _proven(chars, kinds, units) else None
+    return [[u.start, u.end] for u in ordered] if _proven(x0s, x1s, ys, kinds, units) else None

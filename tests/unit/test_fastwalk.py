@@ -1,0 +1,175 @@
+"""The C text walk (workers/pdf/stextwalk.c, loaded by workers/pdf/fastwalk.py) gives rung 1 exactly
+the Python path's answer (rawdict + `mupdf._geometry_evidence`, `stext.walk`, `runs.run_order`):
+page by page on the generated fixtures and the corpus, and line by line on random geometry built
+to hit every branch (shared origins, zero-width code points, one box for two code points, Arabic
+lines whose numbers and brackets were strung in the wrong order)."""
+
+from __future__ import annotations
+
+import random
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pymupdf
+import pytest
+
+from tests.conftest import CORPUS
+from tests.unit.test_glyph_evidence import random_line
+from tests.unit.test_lam_runs import _chars as laid_out
+from tests.unit.test_lam_runs import _scramble
+from workers.pdf import fastwalk, mupdf, stext
+
+DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
+pytestmark = pytest.mark.skipif(fastwalk.library() is None and shutil.which("cc") is None,
+                                reason="no C compiler here: rung 1 takes the Python path")
+
+
+def test_the_library_is_built_and_loaded() -> None:
+    assert fastwalk.library() is not None, "run `make native` (make setup builds the C text walk)"
+    assert fastwalk.library().pf_version().decode() == pymupdf.mupdf_version
+
+
+def _documents(*folders: Path) -> Iterator[pymupdf.Document]:
+    for folder in folders:
+        for path in sorted(folder.rglob("*.pdf")):
+            try:
+                doc = pymupdf.open(path)
+                if doc.needs_pass or not doc.page_count:
+                    continue
+            except Exception:  # the broken inputs: rung 1 never reads their pages
+                continue
+            yield doc
+
+
+def _pages(*folders: Path) -> Iterator[pymupdf.Page]:
+    for doc in _documents(*folders):
+        for number in range(doc.page_count):
+            try:
+                yield doc.load_page(number)
+            except Exception:
+                continue
+
+
+@pytest.fixture(scope="module")
+def folders(fixtures_dir: Path, structure_dir: Path) -> list[Path]:
+    return [fixtures_dir, structure_dir] + ([CORPUS] if CORPUS.is_dir() else [])
+
+
+def test_every_page_walks_as_the_python_path(folders: list[Path]) -> None:
+    native = rtl = pages = 0
+    for page in _pages(*folders):
+        for flags in (mupdf._TEXT_FLAGS, mupdf._TEXT_FLAGS | pymupdf.TEXT_PRESERVE_IMAGES):
+            textpage = page.get_textpage(flags=flags)
+            walked = fastwalk.evidence(textpage)
+            python = mupdf._geometry_evidence(textpage.extractRAWDICT())
+            assert walked is None or walked == python, (page.parent.name, page.number)
+            assert fastwalk.blocks(textpage) == stext.walk(textpage, count_lines=True)
+            pages += 1
+            native += walked is not None
+            rtl += walked is not None and any(inc + dec for inc, dec in walked["line_geometry"])
+    assert pages > 50 and native == pages and rtl > 10, (pages, native, rtl)  # none fell back here
+
+
+def test_rung_one_records_are_the_same_with_and_without_it(folders: list[Path],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    def extract(doc: pymupdf.Document, number: int, switch: str) -> dict[str, Any]:
+        monkeypatch.setenv("PAGEFLEET_NATIVE_WALK", switch)
+        fastwalk.library.cache_clear()
+        return mupdf._extract_page(doc, number)
+
+    reordered = 0
+    try:
+        for doc in _documents(*folders):
+            for number in range(1, doc.page_count + 1):
+                try:
+                    python = extract(doc, number, "0")
+                except Exception:
+                    continue
+                assert extract(doc, number, "1") == python, (doc.name, number)
+                reordered += len(python["run_orders"])
+    finally:
+        fastwalk.library.cache_clear()
+    assert reordered > 0  # the run-order path was taken with real boxes
+
+
+def test_turned_off_it_answers_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PAGEFLEET_NATIVE_WALK", "0")
+    fastwalk.library.cache_clear()
+    try:
+        with pymupdf.open() as doc:
+            doc.new_page().insert_text((72, 72), "Hello, rung one", fontname="dv", fontfile=str(DEJAVU))
+            textpage = doc[0].get_textpage(flags=mupdf._TEXT_FLAGS)
+            assert fastwalk.library() is None
+            assert fastwalk.evidence(textpage) is None and fastwalk.blocks(textpage) is None
+            assert mupdf._extract_page(doc, 1)["text"] == "Hello, rung one"
+    finally:
+        fastwalk.library.cache_clear()
+
+
+def _walk_lines(lines: list[list[dict[str, Any]]]) -> dict[str, Any]:
+    """The C evidence of `lines` (rawdict-like characters) as if pf_chars had written them."""
+    buf = fastwalk._Buffers()
+    n = sum(len(line) for line in lines)
+    buf.grow(n + 1, len(lines) + 1)
+    chars = [c for line in lines for c in line]
+    buf.cps[:n] = [ord(c["c"]) for c in chars]
+    geo = np.array([[*c["bbox"], *c["origin"]] for c in chars], dtype=np.float32).reshape(-1)
+    buf.geo[: 6 * n] = geo
+    buf.line_len[: len(lines)] = [len(line) for line in lines]
+    return fastwalk._evidence(fastwalk.library(), buf, n, len(lines))
+
+
+def _as_float32(chars: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The characters with the coordinates MuPDF would hold (floats), as rawdict hands them to Python."""
+    def f32(values: Any) -> tuple[float, ...]:
+        return tuple(np.array(values, dtype=np.float32).tolist())
+
+    return [{"c": c["c"], "bbox": f32(c["bbox"]), "origin": f32(c["origin"])} for c in chars]
+
+
+def _python(lines: list[list[dict[str, Any]]]) -> dict[str, Any]:
+    return mupdf._geometry_evidence({"blocks": [{"lines": [{"spans": [{"chars": line}]} for line in lines]}]})
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_lines_give_the_python_evidence(seed: int) -> None:
+    rng = random.Random(seed)
+    hits = {"clusters": 0, "runs": 0, "order": 0}
+    for _ in range(60):
+        lines = [_as_float32(random_line(rng)) for _ in range(rng.randint(1, 8))]
+        python = _python(lines)
+        assert _walk_lines(lines) == python
+        hits["clusters"] += bool(python["glyph_clusters"])
+        hits["runs"] += python["shared_position_runs"] > 0
+        hits["order"] += any(inc + dec for inc, dec in python["line_geometry"])
+    assert all(hits.values()), hits
+
+
+ARABIC = ["قانون رقم 8 لسنة 2022", "المادة (12) من القانون", "بلغت 1,000.5 دينار في 12:30", "نص Tel Aviv هنا 5"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_scrambled_arabic_lines_get_the_python_run_order(seed: int) -> None:
+    rng = random.Random(seed)
+    found = 0
+    for _ in range(80):
+        chars = laid_out(rng.choice(ARABIC), y=100 + rng.choice([0.0, 0.5]))
+        if rng.random() < 0.3:  # one glyph off the baseline: by 1.5 pt the proof holds, by 2.5 it fails
+            i = rng.randrange(len(chars))
+            x, y = chars[i]["origin"]
+            chars[i] = dict(chars[i], origin=(x, y + rng.choice([1.5, 2.5])))
+        cuts = sorted(rng.sample(range(1, len(chars)), rng.randint(1, 3)))
+        pieces = list(zip([0, *cuts], [*cuts, len(chars)]))
+        rng.shuffle(pieces)
+        scrambled, _ = _scramble(chars, pieces)
+        if rng.random() < 0.3:  # a glyph drawn somewhere else: the proof must fail
+            i = rng.randrange(len(scrambled))
+            scrambled[i] = dict(scrambled[i], bbox=(0.0, 90.0, 600.0, 102.0))
+        lines = [_as_float32(scrambled), _as_float32(laid_out("שלום 12 עולם"))]
+        python = _python(lines)
+        assert _walk_lines(lines) == python
+        found += bool(python["run_orders"])
+    assert found > 5
