@@ -7,12 +7,12 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 OUT    ?= out
 APT_PACKAGES = tesseract-ocr tesseract-ocr-eng tesseract-ocr-heb tesseract-ocr-ara tesseract-ocr-osd \
-               poppler-utils redis-server fonts-dejavu-core chromium unpaper
+               poppler-utils redis-server fonts-dejavu-core chromium unpaper gcc libc6-dev
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup system venv fixtures run test test-fast bench eval eval-structure eval-ocr eval-wse faults fuzz clean
+.PHONY: setup system venv native fixtures run test test-fast bench eval eval-structure eval-ocr eval-wse faults fuzz clean
 
-setup: system venv
+setup: system venv native
 
 system:
 	@missing=""; \
@@ -29,6 +29,15 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e ".[dev,gpu]"
 	touch $@
+
+# rung 1's text walk in C (workers/pdf/stextwalk.c, issue 15), against the MuPDF headers and library
+# of the installed PyMuPDF wheel; without a C compiler the Python path is used (nothing fails)
+NATIVE = workers/pdf/_stextwalk.so
+native: $(NATIVE)
+
+$(NATIVE): workers/pdf/stextwalk.c $(VENV)/.installed
+	@command -v $${CC:-cc} >/dev/null || { echo "no C compiler: the text walk stays in Python"; exit 0; }; \
+	$(BIN)/python -m workers.pdf.fastwalk build
 
 fixtures: venv
 	$(BIN)/python fixtures/make_fixtures.py fixtures
@@ -71,4 +80,4 @@ fuzz: setup
 	$(BIN)/python bench/fuzz_inputs.py ../shared/corpus --count 500
 
 clean:
-	rm -rf $(OUT) fixtures/*.pdf fixtures/bad fixtures/structure fixtures/wse .pytest_cache
+	rm -rf $(OUT) $(NATIVE) fixtures/*.pdf fixtures/bad fixtures/structure fixtures/wse .pytest_cache
