@@ -173,3 +173,16 @@ def test_scrambled_arabic_lines_get_the_python_run_order(seed: int) -> None:
         assert _walk_lines(lines) == python
         found += bool(python["run_orders"])
     assert found > 5
+
+
+def test_a_coordinate_that_is_not_a_number_is_left_to_python() -> None:
+    chars = laid_out(ARABIC[0])
+    scrambled, _ = _scramble(chars, [(11, len(chars)), (0, 11)])
+    for field, index in (("origin", 1), ("bbox", 0)):
+        broken = [dict(c) for c in scrambled]
+        value = list(broken[3][field])
+        value[index] = float("nan")
+        broken[3][field] = tuple(value)
+        lines = [_as_float32(broken)]
+        assert _walk_lines(lines) == _python(lines)
+    assert _python([_as_float32(scrambled)])["run_orders"]  # the line is reordered when no coordinate is broken

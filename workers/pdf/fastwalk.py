@@ -189,7 +189,7 @@ def _run_orders(lib: ctypes.CDLL, buf: _Buffers, lines: list[str], starts: list[
             order = [[pairs[k], pairs[k + 1]] for k in range(0, len(pairs), 2)]
         elif counts[i] < 0:  # a coordinate that is not a number: Python's own comparisons decide
             geo = buf.geo[6 * starts[i] : 6 * starts[i + 1]]
-            order = run_order_of(lines[i], lambda g=geo: (g[0::6].tolist(), g[2::6].tolist(), g[5::6].tolist()))
+            order = run_order_of(lines[i], geo[0::6].tolist(), geo[2::6].tolist(), geo[5::6].tolist())
         else:
             continue
         if order:

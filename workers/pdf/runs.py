@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,9 +134,15 @@ def run_order(chars: list[dict[str, Any]], text: str | None = None) -> list[list
     if len(chars) < 3:
         return None
     text = "".join([c["c"] for c in chars]) if text is None else text
-    if not _arabic_line(text):  # the text's own test first: most lines stop here
+    if not may_reorder(text):  # the text's own test first: most lines stop here
         return None
     return _order(text, [c["bbox"][0] for c in chars], [c["bbox"][2] for c in chars], [c["origin"][1] for c in chars])
+
+
+def run_order_of(text: str, x0s: list[float], x1s: list[float], ys: list[float]) -> list[list[int]] | None:
+    """`run_order` from the line's text and, per character, its box's left and right x and its
+    baseline y (the C text walk's arrays instead of rawdict's dicts)."""
+    return _order(text, x0s, x1s, ys) if may_reorder(text) else None
 
 
 def may_reorder(text: str) -> bool:
@@ -149,12 +154,6 @@ def unit_kinds(text: str) -> str:
     """One code per character (R Arabic letter, L other letter or digit, N neutral, S space, M mark):
     the classes units are made of, for a whole page in one pass."""
     return _KINDS.apply(text)
-
-
-def run_order_of(text: str, boxes: Callable[[], tuple[list[float], list[float], list[float]]]) -> list[list[int]] | None:
-    """`run_order` from the line's text and `boxes()`: per character, its box's left and right x
-    and its baseline y (the C text walk's arrays, sliced only for a line the text test lets through)."""
-    return _order(text, *boxes()) if may_reorder(text) else None
 
 
 def _order(text: str, x0s: list[float], x1s: list[float], ys: list[float]) -> list[list[int]] | None:
