@@ -253,6 +253,9 @@ class Settings(BaseSettings):
     # a reused child leaves after a command that leaves it holding more than this (RSS, MB; MuPDF's
     # store and a kept document's parsed objects grow with the pages read)
     sandbox_keep_mb: int = Field(320, ge=64)
+    # rung 1's text walk in C (workers/pdf/stextwalk.c, built by `make setup`; the same answers as
+    # the Python path, which runs where it is off or was not built)
+    native_walk: bool = True
     # rung 1 by page range: a document of more pages than split_range_pages is split into a chord of
     # range tasks (queue split_range_queue) so every core works on it; never more than split_max_ranges
     split_range_pages: int = Field(25, ge=1)

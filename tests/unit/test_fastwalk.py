@@ -21,6 +21,7 @@ from tests.unit.test_glyph_evidence import random_line
 from tests.unit.test_lam_runs import _chars as laid_out
 from tests.unit.test_lam_runs import _scramble
 from workers.pdf import fastwalk, mupdf, stext
+from workers.settings import get_settings
 
 DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
 pytestmark = pytest.mark.skipif(fastwalk.library() is None and shutil.which("cc") is None,
@@ -73,11 +74,20 @@ def test_every_page_walks_as_the_python_path(folders: list[Path]) -> None:
     assert pages > 50 and native == pages and rtl > 10, (pages, native, rtl)  # none fell back here
 
 
+def _switch(monkeypatch: pytest.MonkeyPatch, value: str | None) -> None:
+    """Settings `native_walk` from the environment, read afresh (both are cached per process)."""
+    if value is None:
+        monkeypatch.delenv("PAGEFLEET_NATIVE_WALK", raising=False)
+    else:
+        monkeypatch.setenv("PAGEFLEET_NATIVE_WALK", value)
+    get_settings.cache_clear()
+    fastwalk.library.cache_clear()
+
+
 def test_rung_one_records_are_the_same_with_and_without_it(folders: list[Path],
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     def extract(doc: pymupdf.Document, number: int, switch: str) -> dict[str, Any]:
-        monkeypatch.setenv("PAGEFLEET_NATIVE_WALK", switch)
-        fastwalk.library.cache_clear()
+        _switch(monkeypatch, switch)
         return mupdf._extract_page(doc, number)
 
     reordered = 0
@@ -91,13 +101,12 @@ def test_rung_one_records_are_the_same_with_and_without_it(folders: list[Path],
                 assert extract(doc, number, "1") == python, (doc.name, number)
                 reordered += len(python["run_orders"])
     finally:
-        fastwalk.library.cache_clear()
+        _switch(monkeypatch, None)
     assert reordered > 0  # the run-order path was taken with real boxes
 
 
 def test_turned_off_it_answers_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PAGEFLEET_NATIVE_WALK", "0")
-    fastwalk.library.cache_clear()
+    _switch(monkeypatch, "0")
     try:
         with pymupdf.open() as doc:
             doc.new_page().insert_text((72, 72), "Hello, rung one", fontname="dv", fontfile=str(DEJAVU))
@@ -106,7 +115,7 @@ def test_turned_off_it_answers_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
             assert fastwalk.evidence(textpage) is None and fastwalk.blocks(textpage) is None
             assert mupdf._extract_page(doc, 1)["text"] == "Hello, rung one"
     finally:
-        fastwalk.library.cache_clear()
+        _switch(monkeypatch, None)
 
 
 def _walk_lines(lines: list[list[dict[str, Any]]]) -> dict[str, Any]:

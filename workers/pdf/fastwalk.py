@@ -12,7 +12,8 @@ extraction. The C walk reads MuPDF's structs in place and returns the same evide
 Both return None where the library is not there, so nothing depends on it: it is built by
 `make setup` (`python -m workers.pdf.fastwalk build`: the system C compiler, against the MuPDF
 headers and library in the installed PyMuPDF wheel) and refused when the MuPDF it was built for is
-not the one loaded. `PAGEFLEET_NATIVE_WALK=0` turns it off (benchmarks, the equality tests).
+not the one loaded. Settings `native_walk` (`PAGEFLEET_NATIVE_WALK=0`) turns it off (benchmarks,
+the equality tests).
 Runs in the sandbox child, with `workers.pdf.mupdf`.
 """
 
@@ -61,7 +62,9 @@ def build(target: Path = LIBRARY) -> Path:
 @cache
 def library() -> ctypes.CDLL | None:
     """The C walk, or None (not built, turned off, or built for another MuPDF)."""
-    if os.environ.get("PAGEFLEET_NATIVE_WALK", "1") == "0" or not LIBRARY.exists():
+    from workers.settings import get_settings
+
+    if not get_settings().native_walk or not LIBRARY.exists():
         return None
     try:
         lib = ctypes.CDLL(str(LIBRARY))
