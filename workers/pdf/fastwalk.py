@@ -84,7 +84,8 @@ def library() -> ctypes.CDLL | None:
 
 
 class _Buffers:
-    """Arrays the C walk writes into, grown as pages need (one set per process)."""
+    """Arrays the C walk writes into, grown as pages need: one set per process, shared by every
+    call (the sandbox child reads one page at a time, in one thread)."""
 
     def __init__(self) -> None:
         self.chars = self.lines = 0
