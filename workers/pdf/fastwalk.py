@@ -175,7 +175,7 @@ def _run_orders(lib: ctypes.CDLL, buf: _Buffers, lines: list[str], starts: list[
                 text: str) -> list[list[list[int]]]:
     """`runs.run_order` of every line holding an RTL letter: the C walk finds and proves the order
     from the boxes it wrote; Python's text test says which lines may be reordered at all."""
-    offsets = np.cumsum([0] + [len(line) + 1 for line in lines]).tolist()
+    offsets = [start + i for i, start in enumerate(starts)]  # where line i begins in `text`: one newline a line
     candidates = [i for i, line in enumerate(lines)
                   if "R" in kinds[offsets[i] : offsets[i] + len(line)] and may_reorder(line)]
     if not candidates:
