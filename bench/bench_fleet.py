@@ -13,7 +13,9 @@ to every job done.
               sample; with structure on, the fleet beside pymupdf4llm
     ceiling   at the ratio's size and for the small documents: rung 1 alone (extraction + gate in
               two bare processes, bench/bench_ceiling.py), what the checks cost with no fleet
-    small     M one-page documents submitted at once, beside one M-page document
+    small     M one-page documents submitted at once (`submit.enqueue_many`: batches of
+              split_batch_documents), beside one M-page document and the same M documents
+              submitted a task each
     S3        the 1000-page run (the largest size ≤ 1000) with storage on a moto S3 server
     scanned   image-only pages (he/ar/en in turn), beside plain tesseract two at a time on
               pre-rendered 300-DPI images (each page in its script's languages) and ocrmypdf --jobs 2
@@ -26,8 +28,9 @@ The CPU may be shared with other work: the numbers are as noisy as the machine.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,8 +140,38 @@ def small_rows(fleet: WarmFleet, tmp: Path, corpus: Path, m: int, storage: str, 
     many.note = f"{many.pps / one.pps:.2f}× one {m}-page document" if one.pps else ""
     if suffix:  # the second fleet's rows: the ceiling does not change with it
         return [many, one]
+    with _setting("PAGEFLEET_SPLIT_BATCH_DOCUMENTS", "1"):  # the producer's batches off: a task per document
+        alone = fleet_row(f"{m} one-page documents, a task each", fleet.run(files, storage, options(False), "small1"))
+    alone.note = f"{alone.pps / one.pps:.2f}× one {m}-page document" if one.pps else ""
+    many.note += f" (batches of {_batch_size()})"
     ceiling = ceiling_row(f"{m} one-page documents", bench_ceiling.file_jobs(files, 2), 1)
-    return [many, one, ceiling]
+    return [many, one, alone, ceiling]
+
+
+def _batch_size() -> int:
+    from workers.settings import get_settings
+
+    return get_settings().split_batch_documents
+
+
+@contextlib.contextmanager
+def _setting(name: str, value: str) -> Iterator[None]:
+    """A setting of this process (the producer's) for the block."""
+    import os
+
+    from workers.settings import get_settings
+
+    before = os.environ.get(name)
+    os.environ[name] = value
+    get_settings.cache_clear()
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+        get_settings.cache_clear()
 
 
 def warm_up(fleet: WarmFleet, tmp: Path, corpus: Path, storage: str) -> None:
@@ -254,8 +287,9 @@ def verdicts(rows: list[Row], sizes: list[int], small: int, scanned: int) -> tup
                      f"spread {hi / lo - 1:+.0%} (target within ±20 %)")
     many_rows = f"{small} one-page documents"
     for many in [r for r in rows if r.system == "fleet" and r.work.startswith(many_rows)]:
-        sfx = many.work.removeprefix(many_rows)  # "" or the second fleet's ", sandbox_reuse=N"
-        one = _find(rows, f"one {small}-page document{sfx}", "fleet")
+        sfx = many.work.removeprefix(many_rows)  # "", ", a task each" or the second fleet's ", sandbox_reuse=N"
+        one = _find(rows, f"one {small}-page document{sfx}", "fleet") or _find(rows, f"one {small}-page document",
+                                                                               "fleet")
         if one and one.pps:
             lines.append(f"{small} one-page documents / one {small}-page document{sfx}: {many.pps / one.pps:.2f} "
                          "(target ≥ 0.7)")
@@ -275,7 +309,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--scanned", type=int)
     ap.add_argument("--skip", nargs="*", default=[], choices=["structure", "small", "s3", "scanned"])
     ap.add_argument("--split-concurrency", type=int, default=2, help="pool processes of the split/collect worker")
-    ap.add_argument("--sandbox-reuse", type=int, default=20,
+    ap.add_argument("--sandbox-reuse", type=int, default=1,
                     help="the small-documents rows again on a fleet whose sandbox children run up to N commands "
                          "(PAGEFLEET_SANDBOX_REUSE); 1: not run")
     ap.add_argument("--repeats", type=int, default=5,

@@ -258,7 +258,7 @@ class WarmFleet:
     def run(self, files: list[Path], storage: str, options: dict[str, Any], tag: str) -> RunResult:
         from workers import jobs
         from workers.settings import Options
-        from workers.submit import enqueue, spec_for_path
+        from workers.submit import enqueue_many, spec_for_path
         from workers.pdf.forkserver import IDLE_S
 
         opts = Options.model_validate(options)
@@ -272,8 +272,7 @@ class WarmFleet:
         self._peak_seen: dict[str, float] = {}
         tasks_before, roles_before = self._task_lines(), self._cpu_roles()
         started = time.perf_counter()
-        for spec in specs:
-            enqueue(spec)
+        enqueue_many(specs)  # one submission: small documents go in batches (split_batch_documents)
         redis_peak, finished, states = self._wait(r, [s.job_id for s in specs])
         wall = finished - started  # not the reading of every job's record afterwards
         time.sleep(0.3)  # the last task's log line

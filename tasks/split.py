@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import os
+import time
 from typing import Any
 
 from celery import chord
 
-from workers import jobs
+from workers import jobs, logs
 from workers.app import task
 from workers.jobs import JobState
 from workers.model import JobSpec
@@ -18,8 +20,48 @@ from workers.pipeline import (PagesMissing, SplitOutcome, head_outcome, parse_op
 from workers.settings import get_settings
 
 log = logging.getLogger(__name__)
-@task("pagefleet.split", bind=True)
-def split(self, spec: dict) -> dict:
+
+
+@task("pagefleet.split")
+def split(spec: dict) -> dict:
+    return split_one(spec)
+
+
+@task("pagefleet.split_batch")
+def split_batch(specs: list[dict]) -> list[dict]:
+    """The small documents of one submission (`submit.enqueue_many`), one after another in this
+    task, sharing one sandbox child. Each is its own job as if it came alone: a redelivered batch
+    skips the documents already split, and a document that fails does not stop the next ones —
+    the first failure is raised once every document had its turn (a transient one retries the
+    batch, which then finds the others done)."""
+    from workers.app import send
+    from workers.pdf.sandbox import shared_child
+
+    results: list[dict] = []
+    failure: BaseException | None = None
+    settings = get_settings()
+    budget = time.monotonic() + settings.task_soft_time_limit / 2
+    with shared_child(f"{os.getpid()}:{specs[0]['job_id'] if specs else ''}"):
+        for i, spec in enumerate(specs):
+            if i and time.monotonic() > budget:  # slow documents: the rest go on as a batch of their own
+                send("pagefleet.split_batch", [specs[i:]], queue="split", label=f"({len(specs) - i} jobs)")
+                break
+            try:
+                with logs.bound(job_id=spec.get("job_id")):
+                    results.append(split_one(spec))
+            except Exception as exc:  # noqa: BLE001 - re-raised below, after the batch's other documents
+                log.warning("job %s: split failed in a batch: %s", spec.get("job_id"), type(exc).__name__)
+                results.append({"job_id": spec.get("job_id"), "failed": type(exc).__name__})
+                failure = failure or exc
+    if failure is not None:
+        raise failure
+    return results
+
+
+def split_one(spec: dict) -> dict:
+    """Rung 1 for one document: validate, read every page of the split task's own range (a big
+    document's other ranges go out as a chord first), then its OCR chord or, when nothing climbs,
+    its collection in place."""
     job = JobSpec.model_validate(spec)
     settings = get_settings()
     record = jobs.get(job.job_id)

@@ -31,6 +31,7 @@ RETRY_POLICY: dict[str, Any] = {"autoretry_for": TRANSIENT, "retry_backoff": Tru
                                 "max_retries": 5}
 TASK_ROUTES = {
     "pagefleet.split": {"queue": "split"},
+    "pagefleet.split_batch": {"queue": "split"},
     "pagefleet.split_range": {"queue": "cpu"},  # the split task names settings.split_range_queue
     "pagefleet.split_done": {"queue": "collect"},
     "pagefleet.structure_range": {"queue": "cpu"},  # split_done names settings.split_range_queue

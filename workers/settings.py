@@ -265,6 +265,11 @@ class Settings(BaseSettings):
     # less (workers/ranges.py)
     split_range_min_pages: int = Field(10, ge=1)
     split_range_queue: Literal["split", "cpu"] = "cpu"
+    # documents submitted together (`submit.enqueue_many`: a folder, `pagefleet run`, the bench) of
+    # at most split_batch_max_bytes go to the split queue as batches of this many, one task each,
+    # whose documents share a sandbox child (`sandbox.shared_child`); 1: one task per document
+    split_batch_documents: int = Field(16, ge=1, le=256)
+    split_batch_max_bytes: int = Field(2 * 1024 * 1024, ge=0)
 
     # bounded, so the visibility timeout (hard limit + reliability.visibility_margin_s = 9 min) can be
     # short: a dead worker's unacked pages come back in minutes (issue 9)

@@ -56,15 +56,46 @@ def spec_for_object(
 
 def enqueue(spec: JobSpec) -> str:
     """Durably enqueue the split task (the message is in Redis when this returns)."""
-    from workers.app import send
+    return enqueue_many([spec])[0]
 
-    payload: dict[str, Any] = spec.model_dump(mode="json")
+
+def enqueue_many(specs: list[JobSpec]) -> list[str]:
+    """Durably enqueue many documents of one submission. Small ones (`split_batch_max_bytes`) go
+    as `pagefleet.split_batch` tasks of up to `split_batch_documents` each: a document's fixed cost
+    (a task, a sandbox fork, the consumer's hand-over) is paid once a batch. Every document stays
+    its own job (own id, state, artifacts, errors); the others go one task each."""
+    from workers.app import send
+    from workers.settings import get_settings
+
+    settings = get_settings()
+    batch: list[dict[str, Any]] = []
+
+    def flush() -> None:
+        if len(batch) == 1:
+            send("pagefleet.split", batch, queue="split", task_id=f"{batch[0]['job_id']}-split",
+                 label=f"(job {batch[0]['job_id']})")
+        elif batch:
+            ids = [p["job_id"] for p in batch]
+            name = hashlib.sha256(":".join(ids).encode()).hexdigest()[:24]
+            send("pagefleet.split_batch", [batch[:]], queue="split", task_id=f"batch-{name}",
+                 label=f"(jobs {', '.join(ids)})")
+        batch.clear()
+
     try:
-        # a finished job is not redone unless forced; a run under way is shared, not doubled
-        started = jobs.start_run(payload, force=spec.force, stale_after_s=current().deadline_s)
-        if started == "started":
-            send("pagefleet.split", [payload], queue="split", task_id=f"{spec.job_id}-split",
-                 label=f"(job {spec.job_id})")
+        for spec in specs:
+            payload: dict[str, Any] = spec.model_dump(mode="json")
+            # a finished job is not redone unless forced; a run under way is shared, not doubled
+            if jobs.start_run(payload, force=spec.force, stale_after_s=current().deadline_s) != "started":
+                continue
+            batch.append(payload)
+            small = spec.bytes is not None and spec.bytes <= settings.split_batch_max_bytes
+            if not small or len(batch) >= settings.split_batch_documents:
+                if not small and len(batch) > 1:  # a big one goes alone; the batch so far goes as it is
+                    big = batch.pop()
+                    flush()
+                    batch.append(big)
+                flush()
+        flush()
     except (OperationalError, OSError) as exc:
-        raise BrokerUnavailable(f"cannot enqueue job {spec.job_id}: broker unavailable ({exc})") from exc
-    return spec.job_id
+        raise BrokerUnavailable(f"cannot enqueue job {payload['job_id']}: broker unavailable ({exc})") from exc
+    return [spec.job_id for spec in specs]

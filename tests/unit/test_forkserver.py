@@ -209,3 +209,30 @@ def test_a_documents_commands_share_one_child_and_another_file_gets_a_fresh_one(
     reuse(1)
     run_child("probe", pdf, {}, **LIMITS)
     assert server_children(settled=True) == []  # off: a fresh child per command, gone once it answered
+
+
+def test_a_batchs_documents_share_one_child_and_the_next_batch_gets_a_fresh_one(
+        pdf: str, tmp_path: Path, reuse) -> None:
+    """`sandbox.shared_child` (one submission's small documents in one split task): every command
+    within the block, on any file, runs in the child of its first one, whatever `sandbox_reuse`
+    says; another batch, or a command outside any, gets a fresh child."""
+    from workers.pdf.sandbox import shared_child
+
+    other = tmp_path / "other.pdf"
+    with pymupdf.open() as doc:
+        doc.new_page().insert_text((72, 72), "another document")
+        doc.save(other)
+    reuse(1)
+    CLIENT.close()
+    with shared_child("batch-1"):
+        run_child("probe", pdf, {}, **LIMITS)
+        (kept,) = server_children()
+        for path in (str(other), pdf, str(other)):
+            assert run_child("probe", path, {}, **LIMITS)["page_count"] in (1, 3)
+            assert server_children() == [kept]
+    with shared_child("batch-2"):
+        text = run_child("extract", str(other), {"first": 1, "last": 1}, **LIMITS)["pages"][0]["text"]
+        assert "another document" in text
+        assert len([pid for pid in server_children() if pid != kept]) == 1  # the last batch's may still be leaving
+    assert run_child("probe", pdf, {}, **LIMITS)["page_count"] == 3
+    assert server_children(settled=True) == []  # outside a batch: a fresh child per command, gone once it answered

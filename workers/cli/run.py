@@ -31,7 +31,7 @@ from workers.errors import AbortedError, BrokerUnavailable, PagefleetError, erro
 from workers.model import JobSpec
 from workers.settings import Options, get_settings
 from workers.storage import LocalStorage
-from workers.submit import enqueue, spec_for_path
+from workers.submit import enqueue_many, spec_for_path
 
 log = logging.getLogger(__name__)
 
@@ -143,8 +143,8 @@ def _process(unique: list[Tracked], outdir: Path, storage: LocalStorage, *, brok
             use_broker(fleet.broker_url or "")
             for t in unique:
                 (outdir / t.stem / "error.json").unlink(missing_ok=True)
-                # not in OUT (checked above): done in a shared broker's memory is not done here
-                enqueue(t.spec.model_copy(update={"force": True}))
+            # not in OUT (checked above): done in a shared broker's memory is not done here
+            enqueue_many([t.spec.model_copy(update={"force": True}) for t in unique])
             why = _wait(unique, fleet, console)
     except KeyboardInterrupt:
         _abort(unique, outdir, storage, "interrupted", console)

@@ -122,23 +122,27 @@ class _Child:
         self.last = False  # it said it leaves after this command
         self.alive = True
         self.document = ""  # the PDF of its first command
+        self.share = ""  # the batch of documents its first command came from (`sandbox.shared_child`)
 
     def takes(self, request: dict[str, Any]) -> bool:
-        """Whether it may run `request` too: within `reuse` commands, or another command on its own
-        document (`same_document`: a document's range tasks share one child)."""
-        return self._open_to(request, bool(request.get("same_document")) and request["pdf"] == self.document)
+        """Whether it may run `request` too: within `reuse` commands, another command on its own
+        document (`same_document`: a document's range tasks share one child), or a command of the
+        batch its first one came from (one submission's small documents, `share`)."""
+        ours = bool(request.get("same_document")) and request["pdf"] == self.document
+        return self._open_to(request, ours or bool(self.share) and request.get("share") == self.share)
 
     def may_take_more(self, request: dict[str, Any]) -> bool:
         """After `request`: whether a next command could be its (else it leaves at once)."""
-        return self._open_to(request, bool(request.get("same_document")))
+        return self._open_to(request, bool(request.get("same_document") or request.get("share")))
 
-    def _open_to(self, request: dict[str, Any], same_document: bool) -> bool:
-        return self.alive and not self.last and (same_document or self.served < int(request.get("reuse", 1)))
+    def _open_to(self, request: dict[str, Any], kept: bool) -> bool:
+        return self.alive and not self.last and (kept or self.served < int(request.get("reuse", 1)))
 
     def run(self, line: bytes, request: dict[str, Any]) -> dict[str, Any]:
         """One command (`line`, parsed: `request`): {"rc", "timed_out"}; a child that died or ran
         out of time is reaped."""
-        self.document = self.document or request["pdf"]
+        if not self.served:
+            self.document, self.share = request["pdf"], str(request.get("share") or "")
         os.write(self.req_w, line)
         ready, _, _ = select.select([self.rep_r], [], [], float(request["timeout_s"]))
         answer = os.read(self.rep_r, 64) if ready else b""

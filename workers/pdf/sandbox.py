@@ -13,6 +13,8 @@ Commands (child side), each `python -m workers.pdf.sandbox CMD PDF OUT.json PARA
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import gc
 import json
 import logging
@@ -22,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 from workers.errors import SandboxError
@@ -37,6 +40,22 @@ def _limits(memory_mb: int, cpu_s: int):  # pragma: no cover - runs in the child
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
     return apply
+
+
+_SHARE: contextvars.ContextVar[str] = contextvars.ContextVar("sandbox_share", default="")
+
+
+@contextlib.contextmanager
+def shared_child(token: str) -> Iterator[None]:
+    """Within the block, the fork server's commands of this process share one child, whatever
+    `sandbox_reuse` says: the documents of one submission's batch (`tasks.split.split_batch`) pay
+    one fork, not one each. A failed command, a command past its memory, a command of another
+    batch or 2 s without a command still end the child."""
+    reset = _SHARE.set(token)
+    try:
+        yield
+    finally:
+        _SHARE.reset(reset)
 
 
 def run_child(
@@ -87,7 +106,7 @@ def _run_forked(command: str, pdf: str, params: dict[str, Any], *, timeout_s: fl
     try:
         request = {"command": command, "pdf": pdf, "params": params, "out": str(out), "err": str(err),
                    "timeout_s": timeout_s, "memory_mb": memory_mb, "reuse": reuse, "same_document": same_document,
-                   "keep_mb": keep_mb}
+                   "keep_mb": keep_mb, "share": _SHARE.get()}
         reply = CLIENT.run(request, timeout_s)
         if reply.get("timed_out"):
             raise SandboxError(f"{command} timed out after {timeout_s:.0f}s")

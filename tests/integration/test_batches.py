@@ -1,0 +1,88 @@
+"""Small documents of one submission go to the split queue in batches (`submit.enqueue_many`,
+`tasks.split.split_batch`): every document is still its own job, with its own artifacts or typed
+error, through a real Redis and real worker processes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from tests.conftest import wait_for_job
+from workers.settings import Options, get_settings
+from workers.storage import LocalStorage
+from workers.submit import enqueue_many, spec_for_path
+
+pytestmark = pytest.mark.integration
+
+
+def one_page(path: Path, words: str) -> Path:
+    with pymupdf.open() as doc:
+        doc.new_page().insert_text((72, 72), words)
+        doc.save(path)
+    return path
+
+
+@pytest.fixture
+def batch_of_three(monkeypatch: pytest.MonkeyPatch):
+    """The producer (this process) batches three documents a task; files over 10 kB go alone."""
+    monkeypatch.setenv("PAGEFLEET_SPLIT_BATCH_DOCUMENTS", "3")
+    monkeypatch.setenv("PAGEFLEET_SPLIT_BATCH_MAX_BYTES", "10000")
+    get_settings.cache_clear()
+    yield
+    monkeypatch.delenv("PAGEFLEET_SPLIT_BATCH_DOCUMENTS")
+    monkeypatch.delenv("PAGEFLEET_SPLIT_BATCH_MAX_BYTES")
+    get_settings.cache_clear()
+
+
+def test_one_submissions_small_documents_split_in_batches(fleet, tmp_path: Path, batch_of_three,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from workers import app
+
+    files = [one_page(tmp_path / f"doc{i}.pdf", f"batch document {i} hello world") for i in range(6)]
+    (tmp_path / "doc1.pdf").write_bytes(b"%PDF-1.7 this is not a pdf at all")  # a typed error in a batch
+    with pymupdf.open() as doc:  # over the batch's byte limit: a task of its own
+        doc.new_page().insert_text((72, 72), "big document 3 hello world")
+        doc.set_metadata({"subject": "x" * 20000})
+        doc.save(files[3])
+    storage = LocalStorage(tmp_path / "out")
+    specs = [spec_for_path(str(f), storage.url, f.stem, Options(structure=False), force=True) for f in files]
+    sent: list[tuple[str, list[str], str]] = []
+    real_send = app.send
+
+    def spy(name, args, **kw):  # records what goes to the broker, then sends it
+        payloads = args[0] if name == "pagefleet.split_batch" else args
+        sent.append((name, [p["job_id"] for p in payloads], kw["queue"]))
+        return real_send(name, args, **kw)
+
+    monkeypatch.setattr(app, "send", spy)
+    assert enqueue_many(specs) == [s.job_id for s in specs]
+    ids = [s.job_id for s in specs]
+    assert [(name, jobs) for name, jobs, _ in sent] == [("pagefleet.split_batch", ids[0:3]), ("pagefleet.split", [ids[3]]),
+                    ("pagefleet.split_batch", ids[4:6])]
+    assert {queue for *_, queue in sent} == {"split"}
+    for i, spec in enumerate(specs):
+        info = wait_for_job(spec.job_id)
+        if i == 1:
+            assert info["state"] == "error" and info["error_code"] == "invalid_pdf", info
+            error = json.loads((tmp_path / "out" / "doc1" / "error.json").read_text(encoding="utf-8"))
+            assert error["code"] == "invalid_pdf"
+            continue
+        assert info["state"] == "done" and info["status"] == "accepted", info
+        document = json.loads((tmp_path / "out" / f"doc{i}" / "document.json").read_text(encoding="utf-8"))
+        assert document["job_id"] == spec.job_id and document["page_count"] == 1
+        assert f"document {i} hello world" in document["pages"][0]["text"]
+
+
+def test_a_redelivered_batch_skips_what_is_done(fleet, tmp_path: Path, batch_of_three) -> None:
+    """A batch delivered again (a worker lost after some of its documents) redoes none of them."""
+    from tasks.split import split_batch
+
+    files = [one_page(tmp_path / f"doc{i}.pdf", f"again {i}") for i in range(3)]
+    specs = [spec_for_path(str(f), LocalStorage(tmp_path / "out").url, f.stem, Options(), force=True) for f in files]
+    enqueue_many(specs)
+    assert all(wait_for_job(s.job_id)["state"] == "done" for s in specs)
+    results = split_batch.run([s.model_dump(mode="json") for s in specs])
+    assert [r.get("skipped") for r in results] == ["already done"] * 3
