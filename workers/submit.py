@@ -81,21 +81,27 @@ def enqueue_many(specs: list[JobSpec]) -> list[str]:
                  label=f"(jobs {', '.join(ids)})")
         batch.clear()
 
-    try:
-        for spec in specs:
-            payload: dict[str, Any] = spec.model_dump(mode="json")
-            # a finished job is not redone unless forced; a run under way is shared, not doubled
-            if jobs.start_run(payload, force=spec.force, stale_after_s=current().deadline_s) != "started":
-                continue
-            batch.append(payload)
-            small = spec.bytes is not None and spec.bytes <= settings.split_batch_max_bytes
-            if not small or len(batch) >= settings.split_batch_documents:
-                if not small and len(batch) > 1:  # a big one goes alone; the batch so far goes as it is
-                    big = batch.pop()
-                    flush()
-                    batch.append(big)
+    def add(payload: dict[str, Any], spec: JobSpec) -> None:
+        batch.append(payload)
+        small = spec.bytes is not None and spec.bytes <= settings.split_batch_max_bytes
+        if not small or len(batch) >= settings.split_batch_documents:
+            if not small and len(batch) > 1:  # a big one goes alone; the batch so far goes as it is
+                batch.pop()
                 flush()
+                batch.append(payload)
+            flush()
+
+    step = settings.split_batch_documents
+    try:
+        for first in range(0, len(specs), step):  # one round trip to start a batch's runs
+            chunk = specs[first:first + step]
+            payloads = [(spec.model_dump(mode="json"), spec.force) for spec in chunk]
+            # a finished job is not redone unless forced; a run under way is shared, not doubled
+            started = jobs.start_runs(payloads, stale_after_s=current().deadline_s)
+            for (payload, _), spec, how in zip(payloads, chunk, started, strict=True):
+                if how == "started":
+                    add(payload, spec)
         flush()
     except (OperationalError, OSError) as exc:
-        raise BrokerUnavailable(f"cannot enqueue job {payload['job_id']}: broker unavailable ({exc})") from exc
+        raise BrokerUnavailable(f"cannot enqueue {len(specs)} job(s): broker unavailable ({exc})") from exc
     return [spec.job_id for spec in specs]
