@@ -86,3 +86,51 @@ def test_a_redelivered_batch_skips_what_is_done(fleet, tmp_path: Path, batch_of_
     assert all(wait_for_job(s.job_id)["state"] == "done" for s in specs)
     results = split_batch.run([s.model_dump(mode="json") for s in specs])
     assert [r.get("skipped") for r in results] == ["already done"] * 3
+
+
+def test_a_burst_of_bucket_events_is_enqueued_in_batches(fleet, tmp_path: Path, s3_bucket,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Redis bridge takes the elements already waiting with the first one (up to its batch),
+    so a burst of small uploads goes to the split queue as batches; an upload named twice in the
+    burst is one job."""
+    import threading
+    import uuid
+
+    from tests.integration.test_redis_bridge import access_element
+    from tests.unit.test_event_parser import minio_record
+    from workers import app, jobs
+    from workers.intake.bridge import RedisBridge, bridge_client
+    from workers.intake.events import build_intake
+    from workers.intake.parse import parse_event_payload
+    from workers.settings import EventSettings
+    from workers.storage import S3Storage
+
+    bucket, client = s3_bucket
+    client.make_bucket(bucket + "-out")
+    elements = []
+    for i in range(5):
+        path = one_page(tmp_path / f"up{i}.pdf", f"uploaded document {i} hello world")
+        etag = client.fput_object(bucket, f"in/up{i}.pdf", str(path)).etag.strip('"')
+        elements.append(access_element(minio_record(key=f"in/up{i}.pdf", bucket=bucket, etag=etag)))
+    list_name = f"burst-{uuid.uuid4().hex[:8]}"
+    source = bridge_client(get_settings().broker_url, block_s=0.2)
+    intake = build_intake(EventSettings(output=f"s3://{bucket}-out/r"), jobs.client())
+    bridge = RedisBridge(source, list_name, intake, block_s=0.2, retry_s=0.2, stop=threading.Event(), batch=16)
+    source.rpush(list_name, *elements, elements[2])
+    sent: list[tuple[str, int]] = []
+    real_send = app.send
+    monkeypatch.setattr(app, "send", lambda name, args, **kw: (sent.append((name, len(args[0]))),
+                                                              real_send(name, args, **kw))[1])
+    try:
+        assert bridge.step()
+        assert source.llen(list_name) == 0 and source.llen(bridge.processing) == 0
+        assert (bridge.stats.elements, bridge.stats.enqueued, bridge.stats.duplicates) == (6, 5, 1)
+        assert sent == [("pagefleet.split_batch", 5)]
+        for element in elements:
+            obj = parse_event_payload(json.loads(element)).objects[0]
+            info = wait_for_job(intake.spec_for(obj).job_id, timeout_s=120)
+            assert info["state"] == "done", info
+            document = S3Storage(bucket + "-out", "r").get_json(f"{info['artifact_prefix']}/document.json")
+            assert f"uploaded document {obj.key[5]} hello world" in document["pages"][0]["text"]
+    finally:
+        source.delete(list_name, bridge.processing, bridge.dead)

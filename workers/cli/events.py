@@ -108,7 +108,8 @@ def cmd_events(args: argparse.Namespace, console: Any) -> int:
     server = AsgiServer(receiver.app(), settings.host, settings.port)
     bridge = None
     if settings.redis_bridge_list:
-        bridge = RedisBridge(bridge_client(settings.redis_bridge_url or broker), settings.redis_bridge_list, intake)
+        bridge = RedisBridge(bridge_client(settings.redis_bridge_url or broker), settings.redis_bridge_list, intake,
+                             batch=get_settings().split_batch_documents)
         start_bridge(bridge)
     console.print(f"pagefleet events: listening on {settings.host}:{settings.port} → {settings.output}"
                   + (f" (and draining redis list {settings.redis_bridge_list})" if bridge else ""),

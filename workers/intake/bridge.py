@@ -20,12 +20,13 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 import redis
 
 from workers.errors import BrokerUnavailable, StorageError
 from workers.intake.events import Intake
-from workers.intake.parse import EventParseError, parse_json
+from workers.intake.parse import EventParseError, parse_event_payload, parse_json
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ class BridgeStats:
 
 class RedisBridge:
     def __init__(self, client: redis.Redis, list_name: str, intake: Intake, *, block_s: float = 1.0,
-                 retry_s: float = 2.0, stop: threading.Event | None = None) -> None:
+                 retry_s: float = 2.0, stop: threading.Event | None = None, batch: int = 16) -> None:
         self.client = client
         self.list_name = list_name
         self.processing = f"{list_name}:pagefleet-processing"
@@ -50,6 +51,7 @@ class RedisBridge:
         self.retry_s = retry_s
         self.stop_event = stop or threading.Event()
         self.stats = BridgeStats()
+        self.batch = max(1, batch)  # elements taken at once when the list has a backlog
 
     def stop(self) -> None:
         self.stop_event.set()
@@ -57,29 +59,35 @@ class RedisBridge:
     def recover(self) -> int:
         """Replay what a previous run moved to the processing list but never acknowledged."""
         leftovers = self.client.lrange(self.processing, 0, -1)
-        for item in leftovers:
+        for first in range(0, len(leftovers), self.batch):
             if self.stop_event.is_set():
                 break
-            self._handle(item)
+            self._handle(leftovers[first:first + self.batch])
         if leftovers:
             log.info("redis bridge: replayed %d unacknowledged element(s) from %s", len(leftovers), self.processing)
         return len(leftovers)
 
     def step(self) -> bool:
-        """Take at most one element (waiting up to block_s). True when one was handled."""
+        """Take one element (waiting up to block_s), and up to `batch` - 1 more that are already
+        there (uploads of one burst: their small documents go in batches). True when any was handled."""
         item = self.client.blmove(self.list_name, self.processing, self.block_s, "LEFT", "RIGHT")
         if item is None:
             return False
-        self._handle(item)
+        items = [item]
+        while len(items) < self.batch and (more := self.client.lmove(self.list_name, self.processing, "LEFT", "RIGHT")):
+            items.append(more)
+        self._handle(items)
         return True
 
     def _ack(self, item: bytes) -> None:
         self.client.lrem(self.processing, 1, item)
 
-    def _handle(self, item: bytes) -> None:
-        while not self.stop_event.is_set():
+    def _parsed(self, items: list[bytes]) -> list[tuple[bytes, Any]]:
+        """Each element's event payload; one that is not an event goes to the dead-letter list."""
+        good = []
+        for item in items:
             try:
-                result = self.intake.submit_payload(parse_json(item, "redis list element"))
+                good.append((item, parse_event_payload(parse_json(item, "redis list element"))))
             except EventParseError as exc:
                 log.warning("redis bridge: dead-lettering an element of %s: %s", self.list_name, exc.message)
                 pipe = self.client.pipeline()
@@ -87,7 +95,17 @@ class RedisBridge:
                 pipe.lrem(self.processing, 1, item)
                 pipe.execute()
                 self.stats.dead += 1
-                return
+        return good
+
+    def _handle(self, items: list[bytes]) -> None:
+        parsed = self._parsed(items)
+        if not parsed:
+            return
+        objects = [obj for _, payload in parsed for obj in payload.objects]
+        skipped = [entry for _, payload in parsed for entry in payload.skipped]
+        while not self.stop_event.is_set():
+            try:
+                result = self.intake.submit(objects, skipped)
             except (BrokerUnavailable, StorageError) as exc:
                 log.warning("redis bridge: will retry in %.1fs: %s", self.retry_s, exc.message)
                 self.stop_event.wait(self.retry_s)
@@ -95,8 +113,9 @@ class RedisBridge:
             if result.retry_later:
                 self.stop_event.wait(self.retry_s)
                 continue
-            self._ack(item)
-            self.stats.elements += 1
+            for item, _ in parsed:
+                self._ack(item)
+            self.stats.elements += len(parsed)
             self.stats.enqueued += len(result.enqueued)
             self.stats.duplicates += len(result.duplicates)
             return

@@ -93,21 +93,39 @@ class EventDedup:
         return (self.state(job_id) or "").startswith("enqueued")
 
     def enqueue_once(self, job_id: str, enqueue: Callable[[], Any]) -> Outcome:
-        if self._enqueued(job_id):
-            return Outcome.DUPLICATE
-        claim = self.client.lock(CLAIM.format(job_id=job_id), timeout=self.claim_ttl_s, blocking=False)
-        with redis_guard("claim"):
-            if not claim.acquire():
-                return Outcome.IN_PROGRESS
+        return self.enqueue_once_many([job_id], lambda _: enqueue())[0]
+
+    def enqueue_once_many(self, job_ids: list[str], enqueue: Callable[[list[int]], Any]) -> list[Outcome]:
+        """The protocol above for several uploads at once (the bridge's batch of elements): each
+        is checked and claimed in turn, `enqueue` gets the indexes of those to enqueue — all in
+        one call, so a submission's small documents go in batches — then each is marked and
+        every claim released. An upload named twice is enqueued once."""
+        outcomes: list[Outcome | None] = [None] * len(job_ids)
+        claims: dict[str, Any] = {}
         try:
-            if self._enqueued(job_id):  # finished by another delivery between our GET and the claim
-                return Outcome.DUPLICATE
-            with redis_guard("enqueue"):
-                enqueue()
-            self._mark(job_id)
-            return Outcome.ENQUEUED
+            for i, job_id in enumerate(job_ids):
+                if job_id in claims or self._enqueued(job_id):
+                    outcomes[i] = Outcome.DUPLICATE
+                    continue
+                claim = self.client.lock(CLAIM.format(job_id=job_id), timeout=self.claim_ttl_s, blocking=False)
+                with redis_guard("claim"):
+                    if not claim.acquire():
+                        outcomes[i] = Outcome.IN_PROGRESS
+                        continue
+                claims[job_id] = claim
+                if self._enqueued(job_id):  # finished by another delivery between our GET and the claim
+                    outcomes[i] = Outcome.DUPLICATE
+            todo = [i for i, outcome in enumerate(outcomes) if outcome is None]
+            if todo:
+                with redis_guard("enqueue"):
+                    enqueue(todo)
+            for i in todo:
+                self._mark(job_ids[i])
+                outcomes[i] = Outcome.ENQUEUED
+            return [outcome or Outcome.DUPLICATE for outcome in outcomes]
         finally:
-            _release(claim)
+            for claim in claims.values():
+                _release(claim)
 
     def _mark(self, job_id: str) -> None:
         try:
@@ -159,7 +177,7 @@ class Intake:
         self.filters = filters
         self.prefix_template = prefix_template
         self.callback_url = callback_url
-        self._enqueue = enqueue or _default_enqueue
+        self._enqueue = enqueue  # None: `submit.enqueue_many`
         self._stat_etag = stat_etag
 
     def spec_for(self, obj: ObjectCreated) -> JobSpec:
@@ -180,9 +198,11 @@ class Intake:
         return ObjectCreated(**{**obj.__dict__, "etag": clean_etag(etag)})
 
     def submit(self, objects: Iterable[ObjectCreated], skipped: Iterable[dict[str, str]] = ()) -> IntakeResult:
-        """Filter, resolve and enqueue each object. Raises `BrokerUnavailable`/`StorageError`
-        (retryable): objects enqueued before the failure keep their markers, so the retry skips them."""
+        """Filter, resolve and enqueue the objects (together: `submit.enqueue_many` batches the
+        small ones). Raises `BrokerUnavailable`/`StorageError` (retryable): the retry finds the
+        objects enqueued before the failure marked, or their runs started, and skips them."""
         result = IntakeResult(skipped=list(skipped))
+        found: list[tuple[ObjectCreated, JobSpec]] = []
         for obj in objects:
             reason = self.filters.reason(obj)
             if reason is not None:
@@ -192,14 +212,25 @@ class Intake:
             if resolved is None:
                 result.skipped.append({"reason": "object_missing", "detail": obj.key[:200]})
                 continue
-            spec = self.spec_for(resolved)
-            outcome = self.dedup.enqueue_once(spec.job_id, lambda spec=spec: self._enqueue(spec))
+            found.append((resolved, self.spec_for(resolved)))
+        outcomes = self.dedup.enqueue_once_many([spec.job_id for _, spec in found],
+                                                lambda todo: self._enqueue_all([found[i][1] for i in todo]))
+        for (resolved, spec), outcome in zip(found, outcomes, strict=True):
             entry = {"job_id": spec.job_id, **resolved.describe()}
             {Outcome.ENQUEUED: result.enqueued, Outcome.DUPLICATE: result.duplicates,
              Outcome.IN_PROGRESS: result.in_progress}[outcome].append(entry)
             log.info("event %s → job %s: %s", resolved.event_name, spec.job_id, outcome.value)  # no keys at INFO
             log.debug("job %s is s3://%s/%s", spec.job_id, resolved.bucket, resolved.key)
         return result
+
+    def _enqueue_all(self, specs: list[JobSpec]) -> None:
+        if self._enqueue is None:
+            from workers.submit import enqueue_many
+
+            enqueue_many(specs)
+            return
+        for spec in specs:
+            self._enqueue(spec)
 
     def submit_payload(self, payload: Any) -> IntakeResult:
         parsed = parse_event_payload(payload)
@@ -209,12 +240,6 @@ class Intake:
         if not body.strip():
             raise EventParseError("empty event body")
         return self.submit_payload(parse_json(body, f"event body ({content_type or 'no content type'})"))
-
-
-def _default_enqueue(spec: JobSpec) -> str:
-    from workers.submit import enqueue
-
-    return enqueue(spec)
 
 
 def s3_stat_etag(bucket: str, key: str) -> str | None:
