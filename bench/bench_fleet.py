@@ -156,7 +156,7 @@ def _batch_size() -> int:
 
 @contextlib.contextmanager
 def _setting(name: str, value: str) -> Iterator[None]:
-    """A setting of this process (the producer's) for the block."""
+    """A setting of this process (the producer's, and the workers' it starts) for the block."""
     import os
 
     from workers.settings import get_settings
@@ -183,17 +183,12 @@ def warm_up(fleet: WarmFleet, tmp: Path, corpus: Path, storage: str) -> None:
 def reused_small_rows(tmp: Path, corpus: Path, m: int, split_concurrency: int, reuse: int) -> list[Row]:
     """The small-documents rows on a second warm fleet whose sandbox children run up to `reuse`
     commands each (a setting, off by default: documents then share a child's MuPDF state)."""
-    import os
-
     tmp.mkdir(parents=True, exist_ok=True)
-    os.environ["PAGEFLEET_SANDBOX_REUSE"] = str(reuse)
-    try:
-        with WarmFleet(tmp, s3=False, split_concurrency=split_concurrency) as fleet:
-            storage = (tmp / "out").as_uri()
-            warm_up(fleet, tmp, corpus, storage)
-            return small_rows(fleet, tmp, corpus, m, storage, f", sandbox_reuse={reuse}")
-    finally:
-        os.environ.pop("PAGEFLEET_SANDBOX_REUSE", None)
+    with _setting("PAGEFLEET_SANDBOX_REUSE", str(reuse)), \
+            WarmFleet(tmp, s3=False, split_concurrency=split_concurrency) as fleet:  # its workers inherit it
+        storage = (tmp / "out").as_uri()
+        warm_up(fleet, tmp, corpus, storage)
+        return small_rows(fleet, tmp, corpus, m, storage, f", sandbox_reuse={reuse}")
 
 
 def s3_rows(fleet: WarmFleet, tmp: Path, corpus: Path, n: int) -> list[Row]:

@@ -150,7 +150,8 @@ def start_runs(specs: list[tuple[dict[str, Any], bool]], *, stale_after_s: float
     if not specs:
         return []
     now = time.time()
-    keys = [_key(spec["job_id"]) for spec, _ in specs] + [f"pagefleet:attempts:{spec['job_id']}" for spec, _ in specs]
+    ids = [spec["job_id"] for spec, _ in specs]
+    keys = [_key(job_id) for job_id in ids] + [f"pagefleet:attempts:{job_id}" for job_id in ids]
     args: list[Any] = [repr(now), repr(float(stale_after_s)), ",".join(NONFINAL), JobState.DONE]
     for spec, force in specs:
         fields = {"state": JobState.QUEUED, "filename": spec.get("filename") or "", "storage": spec.get("storage") or "",

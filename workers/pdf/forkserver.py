@@ -16,8 +16,9 @@ runs every further command on the file of its first one, so the range tasks of a
 that reach one worker process share a child (~2 ms a page of fork and cold memory, 25-page
 ranges); it leaves when a command for another file comes, after `IDLE_S` without any, or once it
 holds more than `sandbox_keep_mb`. The small documents of one submission's batch
-(`sandbox.shared_child`, `tasks.split.split_batch`) share a child the same way. The server enforces each command's wall-clock timeout (it kills the child);
-the client gives up on a server that stops answering and starts a new one on the next call.
+(`sandbox.shared_child`, `tasks.split.split_batch`) share a child the same way. The server
+enforces each command's wall-clock timeout (it kills the child); the client gives up on a server
+that stops answering and starts a new one on the next call.
 Protocol: one JSON object per line each way; server → child: the request line, child → server:
 "ok" or "last" (it leaves after this one) per command; a closed pipe means the child ended.
 """

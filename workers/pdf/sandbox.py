@@ -23,8 +23,8 @@ import resource
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from workers.errors import SandboxError
