@@ -132,17 +132,28 @@ def structure_rows(fleet: WarmFleet, tmp: Path, corpus: Path, n: int, storage: s
     return rows
 
 
-def small_rows(fleet: WarmFleet, tmp: Path, corpus: Path, m: int, storage: str, suffix: str = "") -> list[Row]:
+def small_rows(fleet: WarmFleet, tmp: Path, corpus: Path, m: int, storage: str, suffix: str = "",
+               repeats: int = 1) -> list[Row]:
+    """M one-page documents submitted at once, one M-page document and (on the main fleet) the M
+    documents a task each: `repeats` rounds taking turns (the machine's speed moves from one
+    minute to the next, and the target is a ratio of two of these rows), each row its median run."""
     files = bench_docs.one_page_pdfs(corpus, m, tmp / "small")
     big = bench_docs.digital_pdf(corpus, m, tmp / f"one-{m}.pdf")
-    many = fleet_row(f"{m} one-page documents{suffix}", fleet.run(files, storage, options(False), f"small{suffix}"))
-    one = fleet_row(f"one {m}-page document{suffix}", fleet.run([big], storage, options(False), f"one{m}{suffix}"))
-    many.note = f"{many.pps / one.pps:.2f}× one {m}-page document" if one.pps else ""
+    runs: dict[str, list[RunResult]] = {"many": [], "one": [], "alone": []}
+    for i in range(repeats):
+        runs["many"].append(fleet.run(files, storage, options(False), f"small{suffix}-{i}"))
+        runs["one"].append(fleet.run([big], storage, options(False), f"one{m}{suffix}-{i}"))
+        if not suffix:
+            with _setting("PAGEFLEET_SPLIT_BATCH_DOCUMENTS", "1"):  # the producer's batches off: a task per document
+                runs["alone"].append(fleet.run(files, storage, options(False), f"small1-{i}"))
+    note = f"median of {repeats} runs; " if repeats > 1 else ""
+    one = fleet_row(f"one {m}-page document{suffix}", _median_run(runs["one"], lambda r: r.wall), note.rstrip("; "))
+    many = fleet_row(f"{m} one-page documents{suffix}", _median_run(runs["many"], lambda r: r.wall), note)
+    many.note += f"{many.pps / one.pps:.2f}× one {m}-page document" if one.pps else ""
     if suffix:  # the second fleet's rows: the ceiling does not change with it
         return [many, one]
-    with _setting("PAGEFLEET_SPLIT_BATCH_DOCUMENTS", "1"):  # the producer's batches off: a task per document
-        alone = fleet_row(f"{m} one-page documents, a task each", fleet.run(files, storage, options(False), "small1"))
-    alone.note = f"{alone.pps / one.pps:.2f}× one {m}-page document" if one.pps else ""
+    alone = fleet_row(f"{m} one-page documents, a task each", _median_run(runs["alone"], lambda r: r.wall), note)
+    alone.note += f"{alone.pps / one.pps:.2f}× one {m}-page document" if one.pps else ""
     many.note += f" (batches of {_batch_size()})"
     ceiling = ceiling_row(f"{m} one-page documents", bench_ceiling.file_jobs(files, 2), 1)
     return [many, one, alone, ceiling]
@@ -343,7 +354,7 @@ def measure(corpus: Path, plan: dict, skip: set[str], split_concurrency: int = 2
             if "structure" not in skip:
                 rows += structure_rows(fleet, tmp, corpus, ref, storage)
             if "small" not in skip:
-                rows += small_rows(fleet, tmp, corpus, plan["small"], storage)
+                rows += small_rows(fleet, tmp, corpus, plan["small"], storage, repeats=min(repeats, 3))
             if "s3" not in skip:
                 rows += s3_rows(fleet, tmp, corpus, ref)
             if "scanned" not in skip:
