@@ -42,11 +42,13 @@ def drill(tmp_path: Path, s3_server: str, request: pytest.FixtureRequest) -> Ite
 
 
 def submit(d: Any, paths: list[Path], pages: int, *, on_s3: bool = False, force: bool = False,
-           callback_url: str | None = None) -> list[str]:
+           callback_url: str | None = None, together: bool = False) -> list[str]:
+    """One job a path, each enqueued alone, or with `together` as one submission (`enqueue_many`:
+    small documents in batches)."""
     from workers.settings import Options
-    from workers.submit import enqueue, spec_for_object, spec_for_path
+    from workers.submit import enqueue, enqueue_many, spec_for_object, spec_for_path
 
-    ids = []
+    ids, specs = [], []
     for path in paths:
         prefix = f"out/{path.stem}"
         storage = f"s3://{d.bucket}"
@@ -58,8 +60,14 @@ def submit(d: Any, paths: list[Path], pages: int, *, on_s3: bool = False, force:
         else:
             spec = spec_for_path(str(path), storage, prefix, Options(**OPTIONS), force=force,
                                  callback_url=callback_url)
-        ids.append(enqueue(spec))
+        if together:
+            specs.append(spec)
+            ids.append(spec.job_id)
+        else:
+            ids.append(enqueue(spec))
         d.ledger.add(spec.job_id, prefix, pages, storage)
+    if specs:
+        enqueue_many(specs)
     return ids
 
 

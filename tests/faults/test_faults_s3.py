@@ -55,3 +55,16 @@ def test_s3_unreachable_during_collect(drill) -> None:
         _wait_state(ids, ("collecting", "done"))  # a collect is short: the first to begin or end
         drill.fleet.proxy.cut()
         _outage(drill, ids, "S3 unreachable during collect")
+
+
+def test_s3_unreachable_during_a_batch_of_small_documents(drill) -> None:
+    """One submission's one-page documents go as batches (`pagefleet.split_batch`): S3 goes away
+    while the first batch splits; a failed document retries its batch, which skips what is done."""
+    from workers import jobs
+
+    with drill():
+        ids = submit(drill, drill.docs(16, 1), pages=1, together=True)
+        _wait_state(ids, ("splitting", "collecting", "done"))
+        drill.fleet.proxy.cut()
+        assert [jobs.get(j).get("state") for j in ids].count("done") < len(ids)  # the cut hit the batch
+        _outage(drill, ids, "S3 unreachable during a batch of small documents")
