@@ -82,13 +82,13 @@ def enqueue_many(specs: list[JobSpec]) -> list[str]:
         batch.clear()
 
     def add(payload: dict[str, Any], spec: JobSpec) -> None:
+        if spec.bytes is None or spec.bytes > settings.split_batch_max_bytes:
+            flush()  # a big one goes alone, after the batch so far
+            batch.append(payload)
+            flush()
+            return
         batch.append(payload)
-        small = spec.bytes is not None and spec.bytes <= settings.split_batch_max_bytes
-        if not small or len(batch) >= settings.split_batch_documents:
-            if not small and len(batch) > 1:  # a big one goes alone; the batch so far goes as it is
-                batch.pop()
-                flush()
-                batch.append(payload)
+        if len(batch) >= settings.split_batch_documents:
             flush()
 
     step = settings.split_batch_documents

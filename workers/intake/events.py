@@ -161,7 +161,7 @@ class IntakeResult:
                 "in_progress": self.in_progress, "skipped": self.skipped}
 
 
-Enqueue = Callable[[JobSpec], Any]
+Enqueue = Callable[[list[JobSpec]], Any]  # one call for the objects of a submission
 StatEtag = Callable[[str, str], "str | None"]
 
 
@@ -177,7 +177,7 @@ class Intake:
         self.filters = filters
         self.prefix_template = prefix_template
         self.callback_url = callback_url
-        self._enqueue = enqueue  # None: `submit.enqueue_many`
+        self._enqueue = enqueue or _enqueue_many
         self._stat_etag = stat_etag
 
     def spec_for(self, obj: ObjectCreated) -> JobSpec:
@@ -214,7 +214,7 @@ class Intake:
                 continue
             found.append((resolved, self.spec_for(resolved)))
         outcomes = self.dedup.enqueue_once_many([spec.job_id for _, spec in found],
-                                                lambda todo: self._enqueue_all([found[i][1] for i in todo]))
+                                                lambda todo: self._enqueue([found[i][1] for i in todo]))
         for (resolved, spec), outcome in zip(found, outcomes, strict=True):
             entry = {"job_id": spec.job_id, **resolved.describe()}
             {Outcome.ENQUEUED: result.enqueued, Outcome.DUPLICATE: result.duplicates,
@@ -222,15 +222,6 @@ class Intake:
             log.info("event %s → job %s: %s", resolved.event_name, spec.job_id, outcome.value)  # no keys at INFO
             log.debug("job %s is s3://%s/%s", spec.job_id, resolved.bucket, resolved.key)
         return result
-
-    def _enqueue_all(self, specs: list[JobSpec]) -> None:
-        if self._enqueue is None:
-            from workers.submit import enqueue_many
-
-            enqueue_many(specs)
-            return
-        for spec in specs:
-            self._enqueue(spec)
 
     def submit_payload(self, payload: Any) -> IntakeResult:
         parsed = parse_event_payload(payload)
@@ -240,6 +231,12 @@ class Intake:
         if not body.strip():
             raise EventParseError("empty event body")
         return self.submit_payload(parse_json(body, f"event body ({content_type or 'no content type'})"))
+
+
+def _enqueue_many(specs: list[JobSpec]) -> list[str]:
+    from workers.submit import enqueue_many
+
+    return enqueue_many(specs)
 
 
 def s3_stat_etag(bucket: str, key: str) -> str | None:
