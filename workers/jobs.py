@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import time
 import uuid
 from enum import StrEnum
@@ -29,6 +30,7 @@ from redis.lock import Lock
 from workers.errors import BrokerUnavailable
 from workers.settings import get_settings
 
+log = logging.getLogger(__name__)
 DONE_CHANNEL = "pagefleet:done"
 DEADLETTER = "pagefleet:deadletter"
 
@@ -159,6 +161,22 @@ def start_runs(specs: list[tuple[dict[str, Any], bool]], *, stale_after_s: float
                   "updated": repr(now)}
         args += [spec["job_id"], "1" if force else "0", json.dumps(fields)]
     return list((r or client()).eval(_START_RUNS, len(keys), *keys, *args))
+
+
+def abandon_runs(job_ids: list[str], r: redis.Redis | None = None) -> None:
+    """Forget runs `start_runs` began whose split message was never sent (the send failed), so
+    the producer's retry starts them again instead of finding them "running" with nothing on the
+    queue. Deletes only (Redis allows them even at maxmemory); best effort: a Redis that is away
+    keeps the records until the deadline makes them stale."""
+    if not job_ids:
+        return
+    try:
+        pipe = (r or client()).pipeline(transaction=False)
+        pipe.delete(*[_key(job_id) for job_id in job_ids])
+        pipe.zrem(ACTIVE, *job_ids)
+        pipe.execute()
+    except redis.RedisError as exc:
+        log.warning("%d unsent run(s) left until they are stale: %s", len(job_ids), exc)
 
 
 @_wrap

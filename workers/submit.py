@@ -69,6 +69,7 @@ def enqueue_many(specs: list[JobSpec]) -> list[str]:
 
     settings = get_settings()
     batch: list[dict[str, Any]] = []
+    unsent: dict[str, None] = {}  # runs started here whose message has not gone out yet
 
     def flush() -> None:
         if len(batch) == 1:
@@ -79,6 +80,8 @@ def enqueue_many(specs: list[JobSpec]) -> list[str]:
             name = hashlib.sha256(":".join(ids).encode()).hexdigest()[:24]
             send("pagefleet.split_batch", [batch[:]], queue="split", task_id=f"batch-{name}",
                  label=f"(jobs {', '.join(ids)})")
+        for payload in batch:
+            unsent.pop(payload["job_id"], None)
         batch.clear()
 
     def add(payload: dict[str, Any], spec: JobSpec) -> None:
@@ -98,10 +101,16 @@ def enqueue_many(specs: list[JobSpec]) -> list[str]:
             payloads = [(spec.model_dump(mode="json"), spec.force) for spec in chunk]
             # a finished job is not redone unless forced; a run under way is shared, not doubled
             started = jobs.start_runs(payloads, stale_after_s=current().deadline_s)
-            for (payload, _), spec, how in zip(payloads, chunk, started, strict=True):
-                if how == "started":
-                    add(payload, spec)
+            fresh = [(payload, spec) for (payload, _), spec, how in zip(payloads, chunk, started, strict=True)
+                     if how == "started"]
+            unsent.update((spec.job_id, None) for _, spec in fresh)
+            for payload, spec in fresh:
+                add(payload, spec)
         flush()
     except (OperationalError, OSError) as exc:
+        jobs.abandon_runs(list(unsent))  # started, never sent: the producer's retry starts and sends them
         raise BrokerUnavailable(f"cannot enqueue {len(specs)} job(s): broker unavailable ({exc})") from exc
+    except Exception:
+        jobs.abandon_runs(list(unsent))
+        raise
     return [spec.job_id for spec in specs]

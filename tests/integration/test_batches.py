@@ -134,3 +134,28 @@ def test_a_burst_of_bucket_events_is_enqueued_in_batches(fleet, tmp_path: Path, 
             assert f"uploaded document {obj.key[5]} hello world" in document["pages"][0]["text"]
     finally:
         source.delete(list_name, bridge.processing, bridge.dead)
+
+
+def test_a_submission_whose_send_failed_is_sent_by_its_retry(fleet, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The broker refuses the message after the runs were started (at maxmemory, say): the runs
+    are forgotten, so the producer's retry starts and sends them instead of finding them
+    "running" with nothing on the queue."""
+    from kombu.exceptions import OperationalError
+
+    from workers import app, jobs
+    from workers.errors import BrokerUnavailable
+
+    files = [one_page(tmp_path / f"retry{i}.pdf", f"retried document {i}") for i in range(3)]
+    specs = [spec_for_path(str(f), LocalStorage(tmp_path / "out").url, f.stem, Options()) for f in files]
+
+    def refused(*_: object, **__: object) -> None:
+        raise OperationalError("command not allowed when used memory > 'maxmemory'")
+
+    monkeypatch.setattr(app, "send", refused)
+    with pytest.raises(BrokerUnavailable):
+        enqueue_many(specs)
+    assert [jobs.get(s.job_id) for s in specs] == [{}, {}, {}]
+    monkeypatch.undo()
+    enqueue_many(specs)
+    assert all(wait_for_job(s.job_id)["state"] == "done" for s in specs)
