@@ -115,6 +115,9 @@ def _final_mid_word(text: str) -> int:
     return count
 
 
+_NO_EVIDENCE = LineEvidence(0, 0, 0, 0, 0, 0)
+
+
 @dataclass(frozen=True)
 class PageOrder:
     line_visual: list[bool]
@@ -130,6 +133,8 @@ def page_order(text: str, geometry: Sequence[Sequence[int]] | None, *, from_ocr:
     either way: on a page whose letters say logical order, one vote on a short line (a piece of a
     running header, `- חברת דוגמה בע"מ`) reverses nothing; only a line's own strong evidence does."""
     lines = text.split("\n")
+    if _RTL_ANY.search(text) is None and not any(g and (g[0] or g[1]) for g in geometry or ()):
+        return PageOrder([False] * len(lines), _NO_EVIDENCE)  # no RTL letter and no RTL geometry: nothing votes
     evidence = [line_evidence(line, geometry[i] if geometry and i < len(geometry) else None) for i, line in enumerate(lines)]
     total = LineEvidence(
         visual_votes=sum(e.visual_votes for e in evidence),

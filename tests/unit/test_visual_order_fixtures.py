@@ -131,3 +131,17 @@ def test_a_line_without_rtl_characters_gets_the_evidence_the_full_count_gives() 
                             geometry[0], geometry[1], _final_mid_word(line), he.words)
         assert line_evidence(line, geometry) == full
     assert sum(line_evidence(line).visual_votes + line_evidence(line).logical_votes > 0 for line in lines) > 50
+
+
+def test_a_page_without_rtl_letters_reads_as_the_per_line_votes_would() -> None:
+    """page_order's shortcut (no Hebrew or Arabic letter, no RTL geometry) equals the per-line count;
+    geometry on such a page still votes."""
+    from routing import order
+
+    latin = "Annual report 2024\n(a) revenue [net] of {group}\n\nfinal line ends here"
+    fast = page_order(latin, [[0, 0]] * 4, from_ocr=False)
+    evidence = [order.line_evidence(line, [0, 0]) for line in latin.split("\n")]
+    assert fast.line_visual == [False] * 4
+    assert fast.page == order.LineEvidence(*(sum(getattr(e, f) for e in evidence) for f in order.LineEvidence.__dataclass_fields__))
+    voted = page_order(latin, [[0, 0], [3, 0], [0, 0], [0, 0]], from_ocr=False)
+    assert voted.line_visual == [False, True, False, False] and voted.page.geometry_visual == 3
