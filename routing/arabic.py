@@ -82,7 +82,7 @@ def _word_initial(text: str, pos: int) -> bool:
 
 
 def _alef_x_lam(text: str, seconds: str) -> list[int]:
-    found = []
+    found: list[int] = []
     start = 0
     while True:
         pos = text.find(ALEF, start)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable
+from typing import ClassVar
 
 import numpy as np
 
@@ -166,7 +167,7 @@ class LazyTable(dict):  # type: ignore[type-arg]
     gather over its code points: str.translate looks every character up in the dict, ~70 ns
     each, a tenth of that in numpy). That needs every value to be one character or none."""
 
-    LONG = 256  # shorter texts: str.translate (numpy's fixed cost per call is a few µs)
+    LONG: ClassVar[int] = 256  # shorter texts: str.translate (numpy's fixed cost per call is a few µs)
 
     def __init__(self, fn: Callable[[str], str | None]) -> None:
         super().__init__()

@@ -158,9 +158,10 @@ def apply_edits(raw: str, edits: Sequence[Edit]) -> str:
     return "".join(parts)
 
 
-def verify_edits(raw: str, edits: Sequence[Edit | Mapping[str, Any]], display: str) -> EditCheck:
-    """Does replaying `edits` on `raw` give exactly `display`? Never raises. Dict edits (the JSON
-    form) are accepted."""
+def verify_edits(raw: Any, edits: Any, display: Any) -> EditCheck:
+    """Does replaying `edits` (a sequence of `Edit` or of their JSON form) on `raw` give exactly
+    `display`? Never raises, whatever it is given: stored maps are untrusted data (typed `Any`,
+    so the compiled build, which checks declared types on entry, takes them too)."""
     try:
         if not isinstance(raw, str) or not isinstance(display, str):
             return EditCheck(False, 0, "raw and display must be strings")
@@ -168,8 +169,8 @@ def verify_edits(raw: str, edits: Sequence[Edit | Mapping[str, Any]], display: s
         replay = apply_edits(raw, parsed)
     except EditMapError as exc:
         return EditCheck(False, exc.at, str(exc))
-    except Exception as exc:  # noqa: BLE001 - a verdict, never an exception
-        return EditCheck(False, None, f"{type(exc).__name__}: {exc}")
+    except Exception as err:  # noqa: BLE001 - a verdict, never an exception (its own name: compiled, a
+        return EditCheck(False, None, f"{type(err).__name__}: {err}")  # name keeps its first except's type
     if replay == display:
         return EditCheck(True, None, "ok")
     at = next((i for i, (a, b) in enumerate(zip(replay, display)) if a != b), min(len(replay), len(display)))

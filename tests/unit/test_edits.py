@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from routing import compiled
 from routing.edits import (
     EDIT_KINDS,
     Edit,
@@ -106,12 +107,18 @@ def test_verify_edits_accepts_the_json_form() -> None:
     [
         (RAW, [None]),
         (RAW, [{"start": "x"}]),
-        (RAW, [Edit("1", 2, "", "nfkc", 1, 1)]),  # type: ignore[arg-type]
+        (RAW, lambda: [Edit("1", 2, "", "nfkc", 1, 1)]),  # type: ignore[arg-type]
         (None, _map()),
         (RAW, 5),
     ],
 )
 def test_verify_edits_never_raises(raw: object, edits: object) -> None:  # deliberately ill-typed
+    if callable(edits):
+        try:
+            edits = edits()
+        except TypeError:  # only the mypyc build (routing/compiled.py) checks an Edit's field types when it is made
+            assert compiled.active()
+            return
     check = verify_edits(raw, edits, "ab c")
     assert check.ok is False and check.reason
 

@@ -1,0 +1,107 @@
+"""The mypyc build of the gate (routing/compiled.py): the guard lets only a build that matches its
+sources run, and the build decides every page of the project's fixtures exactly as the sources do."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from routing import compiled
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _package(tmp_path: Path) -> tuple[Path, list[str]]:
+    pkg = tmp_path / "pfx_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "one.py").write_text("WHERE = 'source one'\n", encoding="utf-8")
+    (pkg / "two.py").write_text("WHERE = 'source two'\n", encoding="utf-8")
+    return tmp_path, ["pfx_pkg.one", "pfx_pkg.two"]
+
+
+def test_a_stamp_names_the_sources_that_changed_since_the_build(tmp_path: Path) -> None:
+    root, modules = _package(tmp_path)
+    stamp = tmp_path / "stamp.json"
+    assert compiled.stale(stamp, modules, root) == modules  # no stamp: nothing is trusted
+    stamp.write_text(json.dumps({"sources": compiled.digests(modules, root)}), encoding="utf-8")
+    assert compiled.stale(stamp, modules, root) == []
+    (root / "pfx_pkg" / "two.py").write_text("WHERE = 'edited'\n", encoding="utf-8")
+    assert compiled.stale(stamp, modules, root) == ["pfx_pkg.two"]
+    stamp.write_text("not json", encoding="utf-8")
+    assert compiled.stale(stamp, modules, root) == modules
+
+
+def test_the_source_first_finder_loads_the_py_file_over_an_extension_beside_it(tmp_path: Path) -> None:
+    root, modules = _package(tmp_path)
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    (root / "pfx_pkg" / f"one{suffix}").write_bytes(b"not a shared object")  # an import of it would fail
+    assert compiled.built(modules, root)
+    finder = compiled.SourceFirst(modules, root)
+    sys.path.insert(0, str(root))
+    sys.meta_path.insert(0, finder)
+    try:
+        import pfx_pkg.one  # type: ignore[import-not-found]
+
+        assert pfx_pkg.one.WHERE == "source one" and pfx_pkg.one.__file__.endswith("one.py")
+        assert finder.find_spec("json") is None  # every other module is found as usual
+    finally:
+        sys.meta_path.remove(finder)
+        sys.path.remove(str(root))
+        for name in ("pfx_pkg.one", "pfx_pkg"):
+            sys.modules.pop(name, None)
+
+
+_DECIDE = """
+import json, sys
+from pathlib import Path
+from routing import compiled
+from routing.structure.chunking import ChunkRules, iter_chunks
+from workers.artifacts import ACCEPTED_ROUTES
+from workers.chunks import _page_in
+from workers.ladder.textlayer import decide_page
+from workers.model import PageRecord
+from workers.pdf.mupdf import extract_range
+
+out = {"compiled": compiled.active(), "documents": {}}
+for path in sorted(Path(p) for folder in sys.argv[1:] for p in Path(folder).glob("*.pdf")):
+    try:
+        pages = extract_range(str(path), 1, 10_000)["pages"]
+    except Exception as exc:  # a broken fixture: the same failure either way
+        out["documents"][path.name] = type(exc).__name__
+        continue
+    records = [decide_page(p, ocr="auto", gpu=False) for p in pages]
+    decided = [r.model_dump(mode="json") for r in records]
+    for r in decided:
+        r.get("layer", {}).pop("seconds", None)
+        for a in r.get("attempts", []):
+            a.pop("seconds", None)
+    accepted = [_page_in(r, ACCEPTED_ROUTES) for r in records if isinstance(r, PageRecord)]
+    chunks = list(iter_chunks(iter(accepted), {"doc_sha256": "x", "filename": path.name, "pipeline_version": "t"}, ChunkRules()))
+    out["documents"][path.name] = {"pages": pages, "decided": decided, "chunks": chunks}
+print(json.dumps(out, ensure_ascii=False, sort_keys=True, default=str))
+"""
+
+
+def _decisions(folders: list[Path], *, compiled_on: bool) -> dict:
+    env = dict(os.environ, PAGEFLEET_COMPILED="1" if compiled_on else "0")
+    done = subprocess.run([sys.executable, "-c", _DECIDE, *map(str, folders)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600, check=True)
+    return json.loads(done.stdout)
+
+
+@pytest.mark.skipif(not compiled.built() or bool(compiled.stale()), reason="no current mypyc build (make compiled)")
+def test_the_build_decides_every_fixture_page_as_the_sources_do(fixtures_dir: Path, structure_dir: Path) -> None:
+    fast = _decisions([fixtures_dir, structure_dir], compiled_on=True)
+    plain = _decisions([fixtures_dir, structure_dir], compiled_on=False)
+    assert fast["compiled"] and not plain["compiled"]
+    assert len(fast["documents"]) >= 20
+    assert sum(len(d["decided"]) for d in fast["documents"].values() if isinstance(d, dict)) >= 40
+    for name, doc in plain["documents"].items():
+        assert fast["documents"][name] == doc, name
