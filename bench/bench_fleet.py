@@ -334,6 +334,9 @@ def main(argv: list[str]) -> int:
     if args.markdown:
         args.markdown.write_text(markdown(rows) + "\nCPU ms/page by role:\n\n" + "\n".join(f"- {line}" for line in roles)
                                  + "\n\n" + "\n".join(f"- {line}" for line in lines) + "\n", encoding="utf-8")
+    from routing import compiled
+
+    print(f"quality gate: {'compiled with mypyc (make compiled)' if compiled.active() else 'from its sources'}")
     print("\n".join(lines))
     print(f"digital_ratio={digital_ratio:.2f} scanned_ratio={scanned_ratio:.2f}")
     return 0

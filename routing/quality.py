@@ -301,13 +301,21 @@ def assess(gi: GateInput, t: GateThresholds = GateThresholds()) -> Verdict:
     warnings += _lam_warnings(gi, metrics)
     geometry = gi.layer if gi.origin != "ocr" else {}
     return Verdict(not reasons, _dedupe(reasons), _dedupe(warnings), metrics, order,
-                   glyph_clusters=geometry.get("glyph_clusters"), run_orders=geometry.get("run_orders"))
+                   glyph_clusters=_listed(geometry, "glyph_clusters"), run_orders=_listed(geometry, "run_orders"))
+
+
+def _listed(layer: dict[str, Any], name: str) -> Any:
+    """A span list of the text layer's evidence, or None where the layer holds something else
+    (the evidence crosses a process boundary: a malformed value reads as no evidence, and the
+    compiled build would otherwise refuse it with a TypeError)."""
+    value = layer.get(name)
+    return value if isinstance(value, list) else None
 
 
 def _lam_warnings(gi: GateInput, metrics: dict[str, float]) -> list[str]:
     """Swapped lam ligatures (`routing.lam`): clusters the glyph geometry proves are repaired;
     what only the words show stays, and the canonical invariant refuses it after repair."""
-    sig = lam_signals(gi.text, gi.layer.get("glyph_clusters") if gi.origin != "ocr" else None)
+    sig = lam_signals(gi.text, _listed(gi.layer, "glyph_clusters") if gi.origin != "ocr" else None)
     if not sig.arabic_words:
         return []
     metrics.update(swapped_lam_clusters=sig.swapped_clusters, lone_al=sig.lone_al)

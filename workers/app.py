@@ -9,6 +9,7 @@ unacknowledged work returns to the queue on scale-down.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 from typing import Any
@@ -245,6 +246,9 @@ def _sentry_child(**_: object) -> None:
 
 @worker_ready.connect
 def _ready(**_: object) -> None:
+    from routing import compiled
+
+    logging.getLogger(__name__).info("quality gate: %s", "compiled (mypyc)" if compiled.active() else "from its sources")
     if _heartbeat.enabled:
         _heartbeat.mark_ready()
 

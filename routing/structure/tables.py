@@ -198,7 +198,7 @@ def aligned_columns(
     while i < len(rows):
         hit = None
         for last, gutters in reversed(_stretches(rows, i, rules.min_gutter)):
-            has_number = bool(numeric) and 2 * sum(numeric[i:last + 1]) >= last + 1 - i
+            has_number = numeric is not None and len(numeric) > 0 and 2 * sum(numeric[i:last + 1]) >= last + 1 - i
             if _is_table(rows[i:last + 1], gutters, rules, has_number):
                 hit = (i, last, gutters)
                 break

@@ -105,3 +105,40 @@ def test_the_build_decides_every_fixture_page_as_the_sources_do(fixtures_dir: Pa
     assert sum(len(d["decided"]) for d in fast["documents"].values() if isinstance(d, dict)) >= 40
     for name, doc in plain["documents"].items():
         assert fast["documents"][name] == doc, name
+
+
+def _tiny(tmp_path: Path, body: str) -> tuple[Path, list[str]]:
+    pkg = tmp_path / "pfx_tiny"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "calc.py").write_text(body, encoding="utf-8")
+    return tmp_path, ["pfx_tiny.calc"]
+
+
+def test_a_build_puts_its_library_inside_the_package_so_it_imports_from_anywhere(tmp_path: Path) -> None:
+    """mypyc's default library sits at the top level under a hashed name; ours lies in the package,
+    so a console script or worker started in another directory loads the build."""
+    root, modules = _tiny(tmp_path / "src", "def twice(x: int) -> int:\n    return 2 * x\n")
+    stamp = compiled.build(root, modules, group="pfx_tiny._gate")
+    assert stamp == root / "pfx_tiny" / compiled.STAMP.name
+    assert json.loads(stamp.read_text(encoding="utf-8"))["sources"] == compiled.digests(modules, root)
+    made = compiled.extensions(modules, root, group="pfx_tiny._gate")
+    assert {p.name.split(".")[0] for p in made} == {"calc", "_gate__mypyc"}
+    assert not list(root.glob("*.so")) and not (root / "build").exists()  # nothing at the top level
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    code = "import pfx_tiny.calc as c; print(c.__file__.endswith('.so'), c.twice(21))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, env=dict(os.environ, PYTHONPATH=str(root)),
+                          capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split() == ["True", "42"]
+
+
+def test_a_failed_build_leaves_no_extension_and_no_stamp(tmp_path: Path) -> None:
+    root, modules = _tiny(tmp_path, "def twice(x: int) -> int:\n    return 'two'\n")  # mypy refuses it
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    left = root / "pfx_tiny" / f"calc{suffix}"  # what an earlier, interrupted build left
+    left.write_bytes(b"stale")
+    with pytest.raises(subprocess.CalledProcessError):
+        compiled.build(root, modules, group="pfx_tiny._gate")
+    assert not left.exists() and not (root / "pfx_tiny" / compiled.STAMP.name).exists()
+    assert not compiled.built(modules, root)

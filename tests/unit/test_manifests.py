@@ -290,6 +290,9 @@ def test_dockerfile_essentials() -> None:
     assert not (ROOT / "requirements-gpu.txt").exists(), "the gpu extra replaces the side requirements file"
     assert '[ops,gpu]' in text and "libgl1" in text, "the gpu image installs pagefleet[gpu] and the libraries its engines link"
     assert "COPY pyproject.toml README.md LICENSE" in text
+    # both runtime images compile the gate with the mypy the project pins (the build is part of the product)
+    pinned = re.search(r'"(mypy==[^"]+)"', (ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert pinned and text.count(f"pip install {pinned.group(1)}") == 2 and text.count("routing.compiled import build") == 2
 
 
 def test_licence_is_compatible_with_pymupdf() -> None:
