@@ -94,4 +94,4 @@ fuzz: setup
 
 clean:
 	rm -rf $(OUT) $(NATIVE) fixtures/*.pdf fixtures/bad fixtures/structure fixtures/wse .pytest_cache
-	rm -f $(COMPILED) *__mypyc*.so && find routing workers -name '*.cpython-*.so' -delete && rm -rf build
+	rm -f $(COMPILED) *__mypyc*.so && find routing workers -name '*.cpython-*.so' -delete

@@ -93,7 +93,7 @@ def guard() -> None:
     if off or changed:
         if changed:
             # info, not a warning: an edited checkout runs correctly from its sources, and a CLI's
-            # stderr is its one-line error (`pagefleet info` and `make bench` say which build runs)
+            # stderr is its one-line error (a worker's ready log and `make bench` say which build runs)
             log.info("compiled gate modules older than their sources (%s): running the sources; "
                      "`make compiled` rebuilds them", ", ".join(changed[:3]))
         sys.meta_path.insert(0, SourceFirst())
@@ -116,16 +116,16 @@ setup(name="pagefleet-gate", script_args=["build_ext", "--inplace", "--build-tem
 
 def extensions(modules: Sequence[str] = MODULES, root: Path = ROOT, group: str = GROUP) -> list[Path]:
     """Every file a build leaves beside the sources: each module's extension and the group's library."""
-    found = [p for m in modules for p in source(m, root).parent.glob(source(m, root).stem + ".cpython-*.so")]
+    found = [p for py in (source(m, root) for m in modules) for p in py.parent.glob(py.stem + ".cpython-*.so")]
     package, name = group.rsplit(".", 1)
     return found + sorted(root.joinpath(*package.split(".")).glob(name + "__mypyc.*.so"))
 
 
 def build(root: Path = ROOT, modules: Sequence[str] = MODULES, group: str = GROUP) -> Path:
-    """Compile `MODULES` with mypyc in `root`, then record the sources it compiled (read before
+    """Compile `modules` with mypyc in `root`, then record the sources it compiled (read before
     the compiler starts: a source edited meanwhile no longer matches, and is not trusted).
 
-    The modules form one group whose shared library lies inside `routing/` (mypyc's default puts
+    The modules form one group whose shared library lies inside its package, `routing/` (mypyc's default puts
     it at the top level under a hashed name, which only imports with the checkout's root on
     `sys.path`: an installed console script or a worker started elsewhere could not load it).
     A build that fails removes what it left: the sources run, and no process warns about a

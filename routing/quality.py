@@ -304,7 +304,7 @@ def assess(gi: GateInput, t: GateThresholds = GateThresholds()) -> Verdict:
                    glyph_clusters=_listed(geometry, "glyph_clusters"), run_orders=_listed(geometry, "run_orders"))
 
 
-def _listed(layer: dict[str, Any], name: str) -> Any:
+def _listed(layer: dict[str, Any], name: str) -> list[Any] | None:
     """A span list of the text layer's evidence, or None where the layer holds something else
     (the evidence crosses a process boundary: a malformed value reads as no evidence, and the
     compiled build would otherwise refuse it with a TypeError)."""

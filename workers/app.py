@@ -22,6 +22,7 @@ from kombu import Queue
 from kombu.exceptions import OperationalError
 import redis
 
+from routing import compiled
 from workers import heartbeat, logs, observability
 from workers.errors import BrokerUnavailable, StorageError
 from workers.settings import QUEUES, get_settings
@@ -246,8 +247,6 @@ def _sentry_child(**_: object) -> None:
 
 @worker_ready.connect
 def _ready(**_: object) -> None:
-    from routing import compiled
-
     logging.getLogger(__name__).info("quality gate: %s", "compiled (mypyc)" if compiled.active() else "from its sources")
     if _heartbeat.enabled:
         _heartbeat.mark_ready()
