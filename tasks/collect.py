@@ -17,37 +17,48 @@ from workers.app import task
 from workers.jobs import JobState
 from workers.model import JobSpec
 from workers.notify import notify
-from workers.pipeline import PagesMissing, collect_document
+from workers.pipeline import Held, PagesMissing, collect_document, collect_held
 from workers.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
-def _finish(spec: dict, *, final_attempt: bool, inline: dict[str, str] | None = None) -> dict:
-    """`inline`: the job's record as the split task that collects in place read it, under its
-    split lock, with the state it has just set to `collecting` (a one-task document: the three
-    reads and the write that only repeat it are not made again)."""
+def _finish(spec: dict, *, final_attempt: bool) -> dict:
     job = JobSpec.model_validate(spec)
     settings = get_settings()
-    if inline is None and jobs.get(job.job_id).get("state") == JobState.DONE:
+    if jobs.get(job.job_id).get("state") == JobState.DONE:
         return {"job_id": job.job_id, "skipped": "already done"}
     lock = jobs.acquire(f"collect:{job.job_id}", settings.task_time_limit + 60)
     if lock is None:
         return {"job_id": job.job_id, "skipped": "already collecting"}
     try:
-        return _collect(job, settings, final_attempt, inline)
+        return _collect(job, settings, final_attempt)
     finally:
         jobs.release(lock)
 
 
-def _collect(job: JobSpec, settings: Settings, final_attempt: bool, inline: dict[str, str] | None = None) -> dict:
-    if inline is None and jobs.get(job.job_id).get("state") == JobState.DONE:  # finished while we waited
+def _collect(job: JobSpec, settings: Settings, final_attempt: bool) -> dict:
+    if jobs.get(job.job_id).get("state") == JobState.DONE:  # finished while we waited
         return {"job_id": job.job_id, "skipped": "already done"}
     # `collecting` (and the watchdog's clock) only once every page is there: a collect that waits
     # for missing pages is no progress
-    collecting = None if inline is not None else lambda: jobs.update(job.job_id, state=JobState.COLLECTING)
-    result = collect_document(job, settings, final_attempt=final_attempt, on_complete=collecting)
+    result = collect_document(job, settings, final_attempt=final_attempt,
+                              on_complete=lambda: jobs.update(job.job_id, state=JobState.COLLECTING))
+    return _done(job, result, None)
+
+
+def finish_held(spec: dict, held: Held, record: dict[str, str], accepted: int) -> dict:
+    """A document its split task decided whole, collected in place from memory (`Held`), under
+    the split task's lock: no collect task exists for it, so none takes the collect lock, and its
+    state stays `splitting` until it is done — a split that dies here is redelivered, or re-sent
+    by the watchdog, and does it all again."""
+    job = JobSpec.model_validate(spec)
+    result = collect_held(job, get_settings(), held)
+    return _done(job, result, record.get("run", ""), pages=result["page_count"], pages_done=accepted)
+
+
+def _done(job: JobSpec, result: dict, run: str | None, **fields: int) -> dict:
     jobs.update(job.job_id, state=JobState.DONE, status=result["status"], routes=result["routes"],
-                artifact_prefix=result["artifact_prefix"])
-    notify(job, result, run=None if inline is None else inline.get("run", ""))
+                artifact_prefix=result["artifact_prefix"], **fields)
+    notify(job, result, run=run)
     log.info("job %s: %s %s", job.job_id, result["status"], result["routes"])  # no file names at INFO
     return result
 

@@ -11,6 +11,7 @@ from celery import chord
 
 from workers import jobs, logs
 from workers.app import task
+from tasks.collect import finish_held
 from workers.jobs import JobState
 from workers.model import JobSpec
 from workers import ranges
@@ -85,21 +86,23 @@ def split_one(spec: dict) -> dict:
                         error_message=outcome.error["message"])
             jobs.announce({"job_id": job.job_id, "status": "error", "error": outcome.error, "storage": job.storage})
             return outcome.as_dict()
+        if outcome.held is not None:  # decided whole here, nothing climbs: collected in place
+            finish_held(spec, outcome.held, record, outcome.accepted)
+            return outcome.as_dict()
         if outcome.ranges:  # a big document: the other ranges already run as a chord on every core
             jobs.update(job.job_id, pages=outcome.page_count)
             jobs.page_done(job.job_id, outcome.accepted)
             return outcome.as_dict()
         jobs.update(job.job_id, state=JobState.OCR if outcome.pending else JobState.COLLECTING,
                     pages=outcome.page_count, pages_done=outcome.accepted)
-        dispatch(spec, outcome, settings.vlm.batch_size, record)
+        dispatch(spec, outcome, settings.vlm.batch_size)
         return outcome.as_dict()
     finally:
         jobs.release(lock)
 
 
-def dispatch(spec: dict, outcome: SplitOutcome, gpu_batch: int, record: dict[str, str] | None = None) -> None:
-    """One chord per document: a CPU task per page, GPU tasks per batch; the collector as body.
-    `record`: the job's record as the split task read it (collecting in place, it is not read again)."""
+def dispatch(spec: dict, outcome: SplitOutcome, gpu_batch: int) -> None:
+    """One chord per document: a CPU task per page, GPU tasks per batch; the collector as body."""
     from tasks.collect import _finish, collect
     from tasks.ocr import ocr_cpu, ocr_gpu
 
@@ -114,8 +117,8 @@ def dispatch(spec: dict, outcome: SplitOutcome, gpu_batch: int, record: dict[str
     if header:
         chord(header)(body)
         return
-    try:  # nothing climbs: collect here and now, not in a second task (a document's fixed cost)
-        _finish(spec, final_attempt=False, inline=record)
+    try:  # nothing climbs (a document of several ranges): collect here and now, not in a second task
+        _finish(spec, final_attempt=False)
     except PagesMissing:
         body.apply_async()
 

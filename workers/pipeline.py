@@ -40,11 +40,20 @@ class SplitOutcome:
     error: dict[str, str] | None = None
     seconds: float = 0.0
     ranges: list[tuple[int, int]] = field(default_factory=list)  # left for range tasks (workers/ranges.py)
+    # a one-task document with nothing left to climb: its manifest and records, kept in memory
+    # for the split task to collect in place (no work state written, read back and removed)
+    held: Held | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"job_id": self.job_id, "page_count": self.page_count, "accepted": self.accepted,
                 "pending": self.pending, "error": self.error, "seconds": round(self.seconds, 3),
                 "ranges": [list(r) for r in self.ranges]}
+
+
+@dataclass
+class Held:
+    manifest: dict[str, Any]
+    records: list[PageRecord]
 
 
 def parse_options(raw: dict[str, Any]) -> Options:
@@ -110,12 +119,15 @@ def split_document(job: JobSpec, settings: Settings,
         "split_seconds": 0.0,
         "ranges": [list(r) for r in plan],
     }
-    head = _decide_range(job, pages, plan[0], options, settings, storage, layout=layout, path=source.path,
-                         deferred=options.structure and len(plan) > 1)
+    head, records = _decide_range(job, pages, plan[0], options, settings, storage, layout=layout, path=source.path,
+                                  deferred=options.structure and len(plan) > 1, hold=len(plan) == 1)
     outcome.accepted, outcome.pending, outcome.ranges = head.accepted, head.pending, plan[1:]
     outcome.seconds = time.monotonic() - started
     manifest["split_seconds"] = round(outcome.seconds, 4)
-    storage.put_json(keys.job_manifest(job.job_id), manifest)
+    if records is not None:
+        outcome.held = Held(manifest, records)
+    else:
+        storage.put_json(keys.job_manifest(job.job_id), manifest)
     return outcome
 
 
@@ -129,9 +141,11 @@ def head_outcome(job: JobSpec, first: int, last: int, settings: Settings) -> ran
 
 def _decide_range(job: JobSpec, pages: list[dict[str, Any]], span: tuple[int, int], options: Options,
                   settings: Settings, storage: Storage, *, layout: Any = None, path: str = "",
-                  deferred: bool = False) -> ranges.RangeOutcome:
+                  deferred: bool = False, hold: bool = False) -> tuple[ranges.RangeOutcome, list[PageRecord] | None]:
     """Rung 1 for the pages of one range, stored as one object (`workers/ranges.py`); `layout`:
-    blocks now; `deferred`: the pages' layout evidence is kept for `structure_range`."""
+    blocks now; `deferred`: the pages' layout evidence is kept for `structure_range`. With `hold`,
+    a range none of whose pages climbs is not stored: its records come back for the caller to
+    collect in place (else the records are None)."""
     def judge(page: dict[str, Any]) -> PageRecord | PendingPage:
         result = decide_page(page, ocr=options.ocr, gpu=settings.gpu)
         if layout is not None and isinstance(result, PageRecord):
@@ -140,8 +154,10 @@ def _decide_range(job: JobSpec, pages: list[dict[str, Any]], span: tuple[int, in
 
     with tablecheck.within(*span):
         outcome, records, pending = ranges.decide(pages, *span, ocr=options.ocr, judge=judge, unread=_unread)
+    if hold and not pending:
+        return outcome, records
     ranges.store(storage, job.job_id, outcome, records, pending, pages if deferred else None)
-    return outcome
+    return outcome, None
 
 
 def split_range(job: JobSpec, first: int, last: int, settings: Settings) -> ranges.RangeOutcome:
@@ -151,7 +167,7 @@ def split_range(job: JobSpec, first: int, last: int, settings: Settings) -> rang
     path = local_pdf(job, settings)
     source = pdf.SourceFile(path=path, filename=job.filename, bytes=0, sha256="")
     pages = pdf.extract_pages(source, last, settings, start=first, structure=options.structure)
-    return _decide_range(job, pages, (first, last), options, settings, storage, deferred=options.structure)
+    return _decide_range(job, pages, (first, last), options, settings, storage, deferred=options.structure)[0]
 
 
 def structure_plan(job: JobSpec, settings: Settings) -> tuple[structure.DocumentLayout, list[tuple[int, int]]]:
@@ -223,12 +239,29 @@ def collect_document(job: JobSpec, settings: Settings, *, final_attempt: bool,
     before anything is written."""
     storage = open_storage(job.storage, settings)
     manifest = storage.get_json(keys.job_manifest(job.job_id))
+    found = ranges.iter_records(storage, job.job_id, manifest)
+    result = _assemble(job, settings, storage, manifest, found, final_attempt=final_attempt, on_complete=on_complete)
+    storage.delete_prefix(keys.work(job.job_id))
+    return result
+
+
+def collect_held(job: JobSpec, settings: Settings, held: Held) -> dict[str, Any]:
+    """`collect_document` for a document the split task decided whole (`Held`): its records from
+    memory; there is no work state to read or remove."""
+    storage = open_storage(job.storage, settings)
+    found = ((record.number, record) for record in held.records)
+    return _assemble(job, settings, storage, held.manifest, found, final_attempt=False)
+
+
+def _assemble(job: JobSpec, settings: Settings, storage: Storage, manifest: dict[str, Any],
+              found: Iterator[tuple[int, PageRecord | None]], *, final_attempt: bool,
+              on_complete: Callable[[], None] | None = None) -> dict[str, Any]:
     head = DocumentRecord(pipeline_version=PIPELINE_VERSION, job_id=job.job_id, source=SourceInfo(**manifest["source"]),
                           status="accepted", page_count=int(manifest["page_count"]), options=manifest["options"], pages=[])
     structured = manifest["options"].get("structure", True)
 
     def pages(built: assembly.Assembly) -> Iterator[PageRecord]:
-        for number, record in ranges.iter_records(storage, job.job_id, manifest):
+        for number, record in found:
             if record is None:
                 if not final_attempt:
                     raise PagesMissing(f"job {job.job_id}: page {number} not recorded yet")
@@ -249,7 +282,6 @@ def collect_document(job: JobSpec, settings: Settings, *, final_attempt: bool,
     finally:
         built.close()
     metrics.Recorder().document(job.job_id, document.status, built.counts, report)  # never raises
-    storage.delete_prefix(keys.work(job.job_id))
     evict(job.job_id, settings)  # the job is finished: its cached S3 source goes
     return {"job_id": job.job_id, "status": document.status, "routes": report["routes"],
             "artifact_prefix": manifest["artifact_prefix"], "storage": job.storage, "page_count": head.page_count}
