@@ -11,12 +11,13 @@ from __future__ import annotations
 import logging
 
 from celery import Task
+from redis.lock import Lock
 
-from workers import jobs
+from workers import jobs, metrics
 from workers.app import task
 from workers.jobs import JobState
 from workers.model import JobSpec
-from workers.notify import notify
+from workers.notify import call_back, notice_for, notify
 from workers.pipeline import Held, PagesMissing, collect_document, collect_held
 from workers.settings import Settings, get_settings
 
@@ -45,19 +46,27 @@ def _collect(job: JobSpec, settings: Settings, final_attempt: bool) -> dict:
     return _done(job, result, None)
 
 
-def finish_held(spec: dict, held: Held, record: dict[str, str], accepted: int) -> dict:
+def finish_held(spec: dict, held: Held, record: dict[str, str], accepted: int, lock: Lock | None) -> dict:
     """A document its split task decided whole, collected in place from memory (`Held`), under
-    the split task's lock: no collect task exists for it, so none takes the collect lock, and its
+    the split task's `lock`: no collect task exists for it, so none takes the collect lock, and its
     state stays `splitting` until it is done — a split that dies here is redelivered, or re-sent
-    by the watchdog, and does it all again."""
+    by the watchdog, and does it all again. Done, notice, metrics and the lock's release go in
+    one round trip."""
     job = JobSpec.model_validate(spec)
-    result = collect_held(job, get_settings(), held)
-    return _done(job, result, record.get("run", ""), pages=result["page_count"], pages_done=accepted)
+    result, counted = collect_held(job, get_settings(), held)
+    notice = notice_for(job, result, record.get("run", ""))
+    keys, args = metrics.counted_once(job.job_id, *counted)
+    jobs.done(job.job_id, notice, lock=lock, script=(metrics.COUNT_ONCE, keys, args), status=result["status"],
+              routes=result["routes"], artifact_prefix=result["artifact_prefix"], pages=result["page_count"],
+              pages_done=accepted)
+    call_back(job, notice)
+    log.info("job %s: %s %s", job.job_id, result["status"], result["routes"])  # no file names at INFO
+    return result
 
 
-def _done(job: JobSpec, result: dict, run: str | None, **fields: int) -> dict:
+def _done(job: JobSpec, result: dict, run: str | None) -> dict:
     jobs.update(job.job_id, state=JobState.DONE, status=result["status"], routes=result["routes"],
-                artifact_prefix=result["artifact_prefix"], **fields)
+                artifact_prefix=result["artifact_prefix"])
     notify(job, result, run=run)
     log.info("job %s: %s %s", job.job_id, result["status"], result["routes"])  # no file names at INFO
     return result

@@ -65,11 +65,12 @@ def split_one(spec: dict) -> dict:
     its collection in place."""
     job = JobSpec.model_validate(spec)
     settings = get_settings()
-    record = jobs.get(job.job_id)
+    record, lock = jobs.claim(job.job_id, f"split:{job.job_id}", settings.task_time_limit + 60)
     state = record.get("state")
     if state in (JobState.OCR, JobState.COLLECTING, *jobs.TERMINAL):  # a redelivery or a duplicate
+        if lock is not None:
+            jobs.release(lock)
         return {"job_id": job.job_id, "skipped": f"already {state}"}
-    lock = jobs.acquire(f"split:{job.job_id}", settings.task_time_limit + 60)
     if lock is None:
         return {"job_id": job.job_id, "skipped": "already splitting"}
     try:
@@ -87,7 +88,7 @@ def split_one(spec: dict) -> dict:
             jobs.announce({"job_id": job.job_id, "status": "error", "error": outcome.error, "storage": job.storage})
             return outcome.as_dict()
         if outcome.held is not None:  # decided whole here, nothing climbs: collected in place
-            finish_held(spec, outcome.held, record, outcome.accepted)
+            finish_held(spec, outcome.held, record, outcome.accepted, lock)
             return outcome.as_dict()
         if outcome.ranges:  # a big document: the other ranges already run as a chord on every core
             jobs.update(job.job_id, pages=outcome.page_count)

@@ -80,11 +80,15 @@ PROGRESS = "pagefleet:progress"  # when any job last changed state or finished a
 def update(job_id: str, r: redis.Redis | None = None, *, progress: bool = True, **fields: Any) -> None:
     """Set fields (and `updated`). A final state starts the record's TTL and trims the index.
     A state change counts as the fleet's progress unless `progress=False` (the watchdog's own)."""
-    r = r or client()
+    pipe = (r or client()).pipeline()
+    _update_into(pipe, job_id, progress, fields)
+    pipe.execute()
+
+
+def _update_into(pipe: Any, job_id: str, progress: bool, fields: dict[str, Any]) -> None:
     now = time.time()
     mapping = {k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in fields.items() if v is not None}
     mapping["updated"] = now
-    pipe = r.pipeline()
     pipe.hset(_key(job_id), mapping=mapping)
     pipe.persist(_key(job_id))
     pipe.zadd("pagefleet:jobs", {job_id: now})
@@ -95,7 +99,42 @@ def update(job_id: str, r: redis.Redis | None = None, *, progress: bool = True, 
         _finished(pipe, job_id, now)
     elif state is not None:
         pipe.zadd(ACTIVE, {job_id: now})
+
+
+@_wrap
+def claim(job_id: str, name: str, ttl_s: int, r: redis.Redis | None = None) -> tuple[dict[str, str], Lock | None]:
+    """The job's record and the lock `name` (as `acquire`), in one round trip: the split task's
+    start. A caller that finds the record says there is nothing to do releases the lock."""
+    r = r or client()
+    lock = r.lock(f"pagefleet:lock:{name}", timeout=ttl_s, blocking=False)
+    token = uuid.uuid1().hex.encode()  # what redis-py's Lock.acquire would set
+    pipe = r.pipeline(transaction=False)
+    pipe.hgetall(_key(job_id))
+    pipe.set(lock.name, token, nx=True, px=int(ttl_s * 1000))
+    record, taken = pipe.execute()
+    if not taken:
+        return record, None
+    lock.local.token = token
+    return record, lock
+
+
+@_wrap
+def done(job_id: str, notice: dict[str, Any], *, lock: Lock | None = None,
+         script: tuple[str, list[str], list[Any]] | None = None, **fields: Any) -> None:
+    """A job's last update (state done and `fields`), its done notice, a `script` (Lua, keys,
+    args: the document's metrics) and the release of its `lock`, in one round trip — a one-task
+    document's fixed cost. The lock is released only if it is still this owner's."""
+    pipe = client().pipeline()
+    _update_into(pipe, job_id, True, {**fields, "state": JobState.DONE})
+    pipe.publish(DONE_CHANNEL, json.dumps(notice, ensure_ascii=False))
+    if script is not None:
+        pipe.eval(script[0], len(script[1]), *script[1], *script[2])
+    token = lock.local.token if lock is not None else None
+    if lock is not None and token is not None:
+        pipe.eval(lock.LUA_RELEASE_SCRIPT, 1, lock.name, token)
     pipe.execute()
+    if lock is not None:
+        lock.local.token = None  # released: the caller's `release` is a no-op
 
 
 def _finished(pipe: Any, job_id: str, now: float) -> None:

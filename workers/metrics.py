@@ -67,6 +67,35 @@ def document_counts(status: str, pages: Counter[str], report: dict[str, Any]) ->
     return counts, seconds
 
 
+# the marker and the counts in one script: a document is counted once, in one round trip
+COUNT_ONCE = """
+if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
+  for i = 2, #ARGV, 3 do
+    if ARGV[i] == 'i' then
+      redis.call('HINCRBY', KEYS[2], ARGV[i + 1], ARGV[i + 2])
+    else
+      redis.call('HINCRBYFLOAT', KEYS[2], ARGV[i + 1], ARGV[i + 2])
+    end
+  end
+end
+return 1
+"""
+_COUNTED_TTL_S = 7 * 86400
+
+
+def counted_once(job_id: str, status: str, pages: Counter[str],
+                 report: dict[str, Any]) -> tuple[list[str], list[str | int | float]]:
+    """(keys, args) of `COUNT_ONCE` for one finished document (run by `Recorder.document`, or in
+    the pipeline that marks a document done, `jobs.done`)."""
+    counts, seconds = document_counts(status, pages, report)
+    args: list[str | int | float] = [_COUNTED_TTL_S]
+    for name, value in counts.items():
+        args += ["i", name, int(value)]
+    for name, fvalue in seconds.items():
+        args += ["f", name, repr(float(fvalue))]
+    return [COUNTED.format(job_id=job_id), HASH], args
+
+
 class Recorder:
     """Counts into the broker's Redis. `client` defaults to the workers' broker."""
 
@@ -87,17 +116,10 @@ class Recorder:
 
     def document(self, job_id: str, status: str, pages: Counter[str], report: dict[str, Any]) -> None:
         """Count a finished document once (redelivered collectors do not count it again); `pages`:
-        its pages' series (`page_counts`)."""
+        its pages' series (`page_counts`). One round trip (`counted_once`)."""
         try:
-            if not self.client.set(COUNTED.format(job_id=job_id), "1", nx=True, ex=7 * 86400):
-                return
-            counts, seconds = document_counts(status, pages, report)
-            pipe = self.client.pipeline(transaction=False)
-            for name, value in counts.items():
-                pipe.hincrby(HASH, name, value)
-            for name, value in seconds.items():
-                pipe.hincrbyfloat(HASH, name, value)
-            pipe.execute()
+            keys, args = counted_once(job_id, status, pages, report)
+            self.client.eval(COUNT_ONCE, len(keys), *keys, *args)
         except redis.RedisError as exc:
             log.warning("metrics for job %s not recorded: %s", job_id, exc)
 

@@ -31,8 +31,17 @@ def notify(job: JobSpec, result: dict[str, Any], run: str | None = None) -> None
     """`run`: the job's run id when the caller has read it already."""
     if run is None:
         run = jobs.get(job.job_id).get("run", "")  # one run of the job: a forced re-run notifies again
-    notice = {"job_id": job.job_id, "run": run, "filename": job.filename, "source": job.source, **result}
+    notice = notice_for(job, result, run)
     jobs.announce(notice)
+    call_back(job, notice)
+
+
+def notice_for(job: JobSpec, result: dict[str, Any], run: str) -> dict[str, Any]:
+    return {"job_id": job.job_id, "run": run, "filename": job.filename, "source": job.source, **result}
+
+
+def call_back(job: JobSpec, notice: dict[str, Any]) -> None:
+    """The job's callback, when it has one: its own task posts it (never the collector)."""
     if job.callback_url:
         from workers.app import send
 

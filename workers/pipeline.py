@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -240,22 +241,28 @@ def collect_document(job: JobSpec, settings: Settings, *, final_attempt: bool,
     storage = open_storage(job.storage, settings)
     manifest = storage.get_json(keys.job_manifest(job.job_id))
     found = ranges.iter_records(storage, job.job_id, manifest)
-    result = _assemble(job, settings, storage, manifest, found, final_attempt=final_attempt, on_complete=on_complete)
+    result, counted = _assemble(job, settings, storage, manifest, found, final_attempt=final_attempt,
+                                on_complete=on_complete)
+    metrics.Recorder().document(job.job_id, *counted)  # never raises
     storage.delete_prefix(keys.work(job.job_id))
     return result
 
 
-def collect_held(job: JobSpec, settings: Settings, held: Held) -> dict[str, Any]:
+def collect_held(job: JobSpec, settings: Settings, held: Held) -> tuple[dict[str, Any], Counted]:
     """`collect_document` for a document the split task decided whole (`Held`): its records from
-    memory; there is no work state to read or remove."""
+    memory; there is no work state to read or remove. Its metrics come back for the caller to
+    count in the round trip that marks the job done (`metrics.counted_once`)."""
     storage = open_storage(job.storage, settings)
     found = ((record.number, record) for record in held.records)
     return _assemble(job, settings, storage, held.manifest, found, final_attempt=False)
 
 
+Counted = tuple[str, Counter[str], dict[str, Any]]  # a document's status, page series and report
+
+
 def _assemble(job: JobSpec, settings: Settings, storage: Storage, manifest: dict[str, Any],
               found: Iterator[tuple[int, PageRecord | None]], *, final_attempt: bool,
-              on_complete: Callable[[], None] | None = None) -> dict[str, Any]:
+              on_complete: Callable[[], None] | None = None) -> tuple[dict[str, Any], Counted]:
     head = DocumentRecord(pipeline_version=PIPELINE_VERSION, job_id=job.job_id, source=SourceInfo(**manifest["source"]),
                           status="accepted", page_count=int(manifest["page_count"]), options=manifest["options"], pages=[])
     structured = manifest["options"].get("structure", True)
@@ -281,7 +288,7 @@ def _assemble(job: JobSpec, settings: Settings, storage: Storage, manifest: dict
         document, report = built.store(storage, manifest["artifact_prefix"], manifest)
     finally:
         built.close()
-    metrics.Recorder().document(job.job_id, document.status, built.counts, report)  # never raises
     evict(job.job_id, settings)  # the job is finished: its cached S3 source goes
-    return {"job_id": job.job_id, "status": document.status, "routes": report["routes"],
-            "artifact_prefix": manifest["artifact_prefix"], "storage": job.storage, "page_count": head.page_count}
+    return ({"job_id": job.job_id, "status": document.status, "routes": report["routes"],
+             "artifact_prefix": manifest["artifact_prefix"], "storage": job.storage, "page_count": head.page_count},
+            (document.status, built.counts, report))
