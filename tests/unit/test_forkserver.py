@@ -42,6 +42,23 @@ def test_a_dead_server_is_replaced(pdf: str) -> None:
     assert run_child("probe", pdf, {}, **LIMITS)["page_count"] == 3
 
 
+def test_commands_reuse_two_scratch_files_and_a_failure_never_returns_the_last_result(pdf: str, tmp_path: Path) -> None:
+    """Creating a file costs ~0.5 ms of CPU on this disk: a server's commands write into the same
+    two files, emptied before each, so a command that dies hands back no earlier command's result;
+    a new server gets new names."""
+    assert run_child("probe", pdf, {}, **LIMITS)["page_count"] == 3
+    files = CLIENT.scratch_files()
+    assert run_child("extract", pdf, {"first": 1, "last": 1}, **LIMITS)["pages"][0]["number"] == 1
+    assert CLIENT.scratch_files() == files and sorted(p.name for p in files[0].parent.iterdir()) == sorted(
+        p.name for p in files)
+    render_over_memory(pdf, tmp_path)  # dies: its result file stays empty
+    assert files[0].read_bytes() == b""
+    CLIENT._proc.kill()
+    CLIENT._proc.wait()
+    assert run_child("probe", pdf, {}, **LIMITS)["page_count"] == 3
+    assert set(CLIENT.scratch_files()).isdisjoint(files)
+
+
 def render_over_memory(pdf: str, tmp_path: Path) -> None:
     """A 33-megapixel render under a 16 MB limit: the child fails, a SandboxError says so."""
     params = {"page": 1, "dpi": 600, "png": str(tmp_path / "big.png")}

@@ -98,27 +98,25 @@ def _run_forked(command: str, pdf: str, params: dict[str, Any], *, timeout_s: fl
     """The same command in a child forked from the worker's warm sandbox server (`forkserver`; a
     child runs at most `reuse` commands, and with `same_document` any number on its own document,
     until it holds more than `keep_mb`).
-    Its result and stderr files live in the worker process's scratch folder, removed after reading
-    (no folder made and removed per command)."""
+    Its result and stderr files are the worker process's two scratch files, emptied before each
+    command (`ForkServerClient.scratch_files`); the child writes its result in place and answers
+    only once it is whole."""
     from workers.pdf.forkserver import CLIENT
 
     out, err = CLIENT.scratch_files()
-    try:
-        request = {"command": command, "pdf": pdf, "params": params, "out": str(out), "err": str(err),
-                   "timeout_s": timeout_s, "memory_mb": memory_mb, "reuse": reuse, "same_document": same_document,
-                   "keep_mb": keep_mb, "share": _SHARE.get()}
-        reply = CLIENT.run(request, timeout_s)
-        if reply.get("timed_out"):
-            raise SandboxError(f"{command} timed out after {timeout_s:.0f}s")
-        stderr = err.read_text(encoding="utf-8", errors="replace").strip() if err.exists() else ""
-        if stderr:
-            log.debug("sandbox %s stderr: %s", command, stderr[-2000:])
-        if reply["rc"] != 0 or not out.exists():
-            raise SandboxError(f"{command} failed: {_death_reason(int(reply['rc']), stderr)}")
-        return json.loads(out.read_text(encoding="utf-8"))
-    finally:
-        for path in (out, err, out.with_suffix(".tmp")):
-            path.unlink(missing_ok=True)
+    request = {"command": command, "pdf": pdf, "params": params, "out": str(out), "err": str(err),
+               "timeout_s": timeout_s, "memory_mb": memory_mb, "reuse": reuse, "same_document": same_document,
+               "keep_mb": keep_mb, "share": _SHARE.get(), "in_place": True}
+    reply = CLIENT.run(request, timeout_s)
+    if reply.get("timed_out"):
+        raise SandboxError(f"{command} timed out after {timeout_s:.0f}s")
+    stderr = err.read_text(encoding="utf-8", errors="replace").strip() if err.exists() else ""
+    if stderr:
+        log.debug("sandbox %s stderr: %s", command, stderr[-2000:])
+    result = out.read_bytes() if reply["rc"] == 0 and out.exists() else b""
+    if not result:
+        raise SandboxError(f"{command} failed: {_death_reason(int(reply['rc']), stderr)}")
+    return json.loads(result.decode("utf-8"))
 
 
 def run_tool(argv: list[str], *, timeout_s: float, memory_mb: int, env: dict[str, str] | None = None,
@@ -144,9 +142,11 @@ def _death_reason(returncode: int, stderr: str) -> str:
 # --------------------------------------------------------------------------- child side
 
 
-def run_command(command: str, pdf: str, params: dict[str, Any], out: Path) -> None:  # pragma: no cover - child
+def run_command(command: str, pdf: str, params: dict[str, Any], out: Path,
+                in_place: bool = False) -> None:  # pragma: no cover - child
     """Run one sandbox command and write its JSON result to `out` (a temp file, then a rename):
-    what every child does, forked (`forkserver`) or started as `python -m workers.pdf.sandbox`."""
+    what every child does, forked (`forkserver`) or started as `python -m workers.pdf.sandbox`.
+    `in_place`: into `out` itself (a forked child, whose answer on its pipe says the file is whole)."""
     from workers.pdf import mupdf
 
     handlers = {"probe": mupdf.probe, "extract": mupdf.extract_range, "render": mupdf.render}
@@ -155,9 +155,10 @@ def run_command(command: str, pdf: str, params: dict[str, Any], out: Path) -> No
     gc.disable()  # the command builds trees of plain objects (rawdict, layouts) that the cycle
     try:          # collector would walk again and again as they grow: a third of a structure-on range
         result = handlers[command](pdf, **params)
-        tmp = out.with_suffix(".tmp")
+        tmp = out if in_place else out.with_suffix(".tmp")
         tmp.write_text(json.dumps(result, ensure_ascii=False), encoding="utf-8")
-        tmp.replace(out)
+        if not in_place:
+            tmp.replace(out)
         del result
     finally:
         gc.enable()
