@@ -9,9 +9,9 @@ from typing import Any
 
 from celery import chord
 
+from tasks.collect import _finish, collect, collect_after_error, finish_held
 from workers import jobs, logs
 from workers.app import task
-from tasks.collect import finish_held
 from workers.jobs import JobState
 from workers.model import JobSpec
 from workers import ranges
@@ -104,7 +104,6 @@ def split_one(spec: dict) -> dict:
 
 def dispatch(spec: dict, outcome: SplitOutcome, gpu_batch: int) -> None:
     """One chord per document: a CPU task per page, GPU tasks per batch; the collector as body."""
-    from tasks.collect import _finish, collect
     from tasks.ocr import ocr_cpu, ocr_gpu
 
     job_id = outcome.job_id
@@ -203,6 +202,4 @@ def _hidden(job_id: str) -> dict[str, str]:
 
 def _after_error(spec: dict) -> Any:
     """A document chord's error callback (collect what there is, record the failure)."""
-    from tasks.collect import collect_after_error
-
     return collect_after_error.si(spec).set(**_hidden(spec["job_id"]))
