@@ -1,0 +1,122 @@
+"""Where a one-page document's CPU goes in its split task: `split_batch` over N one-page documents
+in this process (a private Redis, local storage, the warm sandbox), parent CPU a document by section.
+
+    python bench/profile_small.py ../shared/corpus [--docs 96]
+
+Sections are timed with `time.process_time()` around the functions that make them (nested ones
+are inside their parent's figure); the sandbox child's own CPU is not in any of them (the fleet's
+`make bench` counts it under "sandbox"). Prints the Redis commands a document costs too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import importlib
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SECTIONS = [  # (module, attribute, label)
+    ("workers.pdf.source", "inspect", "sandbox: the parent's hand-over"),
+    ("workers.ranges", "decide", "gate and page records"),
+    ("workers.pipeline", "_assemble", "assembly and artifacts"),
+    ("workers.storage", "LocalStorage.put_stream", "  artifact writes (streams)"),
+    ("workers.storage", "LocalStorage.put_bytes", "  artifact writes (report)"),
+    ("workers.jobs", "claim", "redis: record + lock"),
+    ("workers.jobs", "update", "redis: state updates"),
+    ("workers.jobs", "done", "redis: done, notice, metrics, unlock"),
+]
+
+
+def _timed(spent: collections.Counter[str], label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def inner(*args: Any, **kwargs: Any) -> Any:
+        started = time.process_time()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            spent[label] += time.process_time() - started
+    return inner
+
+
+def instrument(spent: collections.Counter[str]) -> None:
+    for module, attribute, label in SECTIONS:
+        owner: Any = importlib.import_module(module)
+        *path, name = attribute.split(".")
+        for part in path:
+            owner = getattr(owner, part)
+        setattr(owner, name, _timed(spent, label, getattr(owner, name)))
+    import tasks.collect
+    import workers.pipeline
+    from workers.pdf import source
+
+    workers.pipeline.pdf = source  # names bound at import: point them at the timed functions
+    tasks.collect.collect_held = workers.pipeline.collect_held
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("corpus", type=Path)
+    ap.add_argument("--docs", type=int, default=96)
+    args = ap.parse_args(argv)
+    from workers.cli.embedded import RedisServer
+
+    tmp = Path(tempfile.mkdtemp(prefix="pagefleet-profile-small-"))
+    (tmp / "redis").mkdir()
+    server = RedisServer(tmp / "redis")
+    url = server.start()
+    os.environ.update({"PAGEFLEET_BROKER_URL": url, "PAGEFLEET_RESULT_BACKEND": url, "PAGEFLEET_GPU": "0"})
+    try:
+        return _measure(args.corpus, args.docs, tmp, url)
+    finally:
+        server.stop()
+
+
+def _measure(corpus: Path, n: int, tmp: Path, url: str) -> int:
+    import redis
+
+    from bench import bench_docs
+    from workers import jobs, submit
+    from workers.app import use_broker
+    from workers.reliability import current
+    from workers.settings import Options, get_settings
+
+    get_settings.cache_clear()
+    use_broker(url)
+    files = bench_docs.one_page_pdfs(corpus, n, tmp / "small")
+
+    def specs(tag: str) -> list[dict[str, Any]]:
+        made = [submit.spec_for_path(str(f), (tmp / tag).as_uri(), f"doc/{f.stem}", Options(structure=False))
+                for f in files]
+        payloads = [(s.model_dump(mode="json"), s.force) for s in made]
+        jobs.start_runs(payloads, stale_after_s=current().deadline_s)
+        return [p for p, _ in payloads]
+
+    spent: collections.Counter[str] = collections.Counter()
+    instrument(spent)
+    from tasks.split import split_batch
+
+    split_batch(specs("warm")[:4])  # the sandbox server and the first imports
+    spent.clear()
+    todo, client = specs("run"), redis.Redis.from_url(url)
+    commands = client.info("stats")["total_commands_processed"]
+    wall, cpu = time.perf_counter(), time.process_time()
+    for i in range(0, n, 16):
+        split_batch(todo[i:i + 16])
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    commands = client.info("stats")["total_commands_processed"] - commands - 1
+    print(f"{n} one-page documents: wall {wall / n * 1000:.2f} ms, parent CPU {cpu / n * 1000:.2f} ms a document; "
+          f"Redis commands {commands / n:.1f} a document")
+    for _, _, label in SECTIONS:
+        print(f"  {label:40s} {spent[label] / n * 1000:6.2f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
