@@ -159,3 +159,33 @@ def test_a_submission_whose_send_failed_is_sent_by_its_retry(fleet, tmp_path: Pa
     monkeypatch.undo()
     enqueue_many(specs)
     assert all(wait_for_job(s.job_id)["state"] == "done" for s in specs)
+
+
+def test_a_document_decided_whole_is_collected_from_memory_and_redone_whole_after_a_failure(
+        service_env, tmp_path: Path) -> None:
+    """One range and no page that climbs: the split task collects in place from the records in its
+    memory — no work state is written — and the job stays `splitting` until done, so a split that
+    fails while collecting (here the artifact folder's place is taken by a file) is simply done
+    again, under a lock the failure released."""
+    from tasks.split import split_one
+    from workers import jobs
+
+    pdf = one_page(tmp_path / "memo.pdf", "collected from memory hello world")
+    out = tmp_path / "out"
+    spec = spec_for_path(str(pdf), out.as_uri(), "memo", Options(structure=False), force=True)
+    payload = spec.model_dump(mode="json")
+    assert jobs.start_run(payload, force=True, stale_after_s=900) == "started"
+    out.mkdir()
+    (out / "memo").write_text("in the way")
+    with pytest.raises(OSError):
+        split_one(payload)
+    assert jobs.get(spec.job_id)["state"] == "splitting"
+    assert not (out / ".pagefleet").exists(), "no manifest or range object for a document collected in place"
+    (out / "memo").unlink()
+    assert split_one(payload)["accepted"] == 1
+    record = jobs.get(spec.job_id)
+    assert (record["state"], record["status"], record["pages"], record["pages_done"]) == ("done", "accepted", "1", "1")
+    document = json.loads((out / "memo" / "document.json").read_text(encoding="utf-8"))
+    assert "collected from memory hello world" in document["pages"][0]["text"]
+    assert not (out / ".pagefleet").exists()
+    assert split_one(payload) == {"job_id": spec.job_id, "skipped": "already done"}
