@@ -56,20 +56,22 @@ def finish_held(spec: dict, held: Held, record: dict[str, str], accepted: int, l
     result, counted = collect_held(job, get_settings(), held)
     notice = notice_for(job, result, record.get("run", ""))
     keys, args = metrics.counted_once(job.job_id, *counted)
-    jobs.done(job.job_id, notice, lock=lock, script=(metrics.COUNT_ONCE, keys, args), status=result["status"],
-              routes=result["routes"], artifact_prefix=result["artifact_prefix"], pages=result["page_count"],
-              pages_done=accepted)
+    jobs.done(job.job_id, notice, lock=lock, script=(metrics.COUNT_ONCE, keys, args), **_finished(job, result),
+              pages=result["page_count"], pages_done=accepted)
     call_back(job, notice)
-    log.info("job %s: %s %s", job.job_id, result["status"], result["routes"])  # no file names at INFO
     return result
 
 
 def _done(job: JobSpec, result: dict, run: str | None) -> dict:
-    jobs.update(job.job_id, state=JobState.DONE, status=result["status"], routes=result["routes"],
-                artifact_prefix=result["artifact_prefix"])
+    jobs.update(job.job_id, state=JobState.DONE, **_finished(job, result))
     notify(job, result, run=run)
-    log.info("job %s: %s %s", job.job_id, result["status"], result["routes"])  # no file names at INFO
     return result
+
+
+def _finished(job: JobSpec, result: dict) -> dict[str, str]:
+    """A collected document's last fields on its job record (logged: no file names at INFO)."""
+    log.info("job %s: %s %s", job.job_id, result["status"], result["routes"])
+    return {"status": result["status"], "routes": result["routes"], "artifact_prefix": result["artifact_prefix"]}
 
 
 def _collect_or_wait(request_task: Task, spec: dict) -> dict:

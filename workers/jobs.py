@@ -126,7 +126,7 @@ def done(job_id: str, notice: dict[str, Any], *, lock: Lock | None = None,
     document's fixed cost. The lock is released only if it is still this owner's."""
     pipe = client().pipeline()
     _update_into(pipe, job_id, True, {**fields, "state": JobState.DONE})
-    pipe.publish(DONE_CHANNEL, json.dumps(notice, ensure_ascii=False))
+    pipe.publish(DONE_CHANNEL, _notice(notice))
     if script is not None:
         pipe.eval(script[0], len(script[1]), *script[1], *script[2])
     token = lock.local.token if lock is not None else None
@@ -303,4 +303,9 @@ def dead_letters(r: redis.Redis | None = None) -> list[dict[str, Any]]:
 
 @_wrap
 def announce(notice: dict[str, Any], r: redis.Redis | None = None) -> None:
-    (r or client()).publish(DONE_CHANNEL, json.dumps(notice, ensure_ascii=False))
+    (r or client()).publish(DONE_CHANNEL, _notice(notice))
+
+
+def _notice(notice: dict[str, Any]) -> str:
+    """A done notice as it goes out on `DONE_CHANNEL` (`announce`, and `done`'s pipeline)."""
+    return json.dumps(notice, ensure_ascii=False)

@@ -55,6 +55,7 @@ class SplitOutcome:
 class Held:
     manifest: dict[str, Any]
     records: list[PageRecord]
+    storage: Storage  # the one the split task opened: the artifacts go there too
 
 
 def parse_options(raw: dict[str, Any]) -> Options:
@@ -126,7 +127,7 @@ def split_document(job: JobSpec, settings: Settings,
     outcome.seconds = time.monotonic() - started
     manifest["split_seconds"] = round(outcome.seconds, 4)
     if records is not None:
-        outcome.held = Held(manifest, records)
+        outcome.held = Held(manifest, records, storage)
     else:
         storage.put_json(keys.job_manifest(job.job_id), manifest)
     return outcome
@@ -252,9 +253,8 @@ def collect_held(job: JobSpec, settings: Settings, held: Held) -> tuple[dict[str
     """`collect_document` for a document the split task decided whole (`Held`): its records from
     memory; there is no work state to read or remove. Its metrics come back for the caller to
     count in the round trip that marks the job done (`metrics.counted_once`)."""
-    storage = open_storage(job.storage, settings)
     found = ((record.number, record) for record in held.records)
-    return _assemble(job, settings, storage, held.manifest, found, final_attempt=False)
+    return _assemble(job, settings, held.storage, held.manifest, found, final_attempt=False)
 
 
 Counted = tuple[str, Counter[str], dict[str, Any]]  # a document's status, page series and report

@@ -55,7 +55,8 @@ class ForkServerClient:
         self._proc: subprocess.Popen[bytes] | None = None
         self._owner = 0
         self._lock = threading.Lock()
-        self._scratch: tuple[tuple[int, int], Path, tuple[Path, Path]] | None = None
+        self._folder: tuple[int, Path] | None = None  # (owner pid, scratch folder)
+        self._files: tuple[int, tuple[Path, Path]] | None = None  # (server pid, result and stderr files)
 
     def _ensure(self) -> subprocess.Popen[bytes]:
         if self._proc is not None and self._owner == os.getpid() and self._proc.poll() is None:
@@ -72,21 +73,23 @@ class ForkServerClient:
         (mkdtemp, once per process), emptied for the next command. The same two files serve every
         command of one server (a child writes them in place and answers only once its result is
         whole): creating a file costs ~0.5 ms of CPU on an ext4 disk here, two a one-page document.
-        A new server gets new names, so a child orphaned by a server that stopped answering never
-        writes into a later command's files."""
-        owner = (os.getpid(), self._proc.pid if self._proc is not None else 0)
-        if self._scratch is None or self._scratch[0] != owner or not self._scratch[1].is_dir():
-            folder = self._scratch[1] if self._scratch and self._scratch[0][0] == os.getpid() else None
-            if folder is None or not folder.is_dir():
-                folder = Path(tempfile.mkdtemp(prefix="pagefleet-sbx-"))
+        They are named for the server that runs the next command (started here if need be): a new
+        server gets new names, so a child orphaned by one that stopped answering never writes into
+        a later command's files."""
+        with self._lock:
+            server = self._ensure().pid
+        if self._folder is None or self._folder[0] != os.getpid() or not self._folder[1].is_dir():
+            self._folder, self._files = (os.getpid(), Path(tempfile.mkdtemp(prefix="pagefleet-sbx-"))), None
+        if self._files is None or self._files[0] != server:
+            folder = self._folder[1]
             for stale in folder.iterdir():
                 stale.unlink(missing_ok=True)
             name = uuid.uuid4().hex
-            self._scratch = (owner, folder, (folder / f"{name}.json", folder / f"{name}.err"))
-        for path in self._scratch[2]:
+            self._files = (server, (folder / f"{name}.json", folder / f"{name}.err"))
+        for path in self._files[1]:
             with open(path, "wb"):  # created once, then only truncated
                 pass
-        return self._scratch[2]
+        return self._files[1]
 
     def run(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """Send one command; return the server's reply ({"rc": exit code, "timed_out": bool})."""
