@@ -13,13 +13,14 @@ import logging
 from celery import Task
 from redis.lock import Lock
 
-from workers import jobs, metrics
+from workers import jobs, metrics, stream
 from workers.app import task
 from workers.jobs import JobState
 from workers.model import JobSpec
 from workers.notify import call_back, notice_for, notify
 from workers.pipeline import Held, PagesMissing, collect_document, collect_held
 from workers.settings import Settings, get_settings
+from workers.stream import Abandoned, Waiter
 
 log = logging.getLogger(__name__)
 def _finish(spec: dict, *, final_attempt: bool) -> dict:
@@ -44,6 +45,38 @@ def _collect(job: JobSpec, settings: Settings, final_attempt: bool) -> dict:
     result = collect_document(job, settings, final_attempt=final_attempt,
                               on_complete=lambda: jobs.update(job.job_id, state=JobState.COLLECTING))
     return _done(job, result, None)
+
+
+def collect_streaming(spec: dict, waiter: Waiter) -> dict | None:
+    """A document of several ranges collected by its split task as the range tasks store them
+    (`workers.stream`); None where it gave up, having written nothing (`split_done` collects it
+    then). The collect lock is taken once every page is in, as `_finish` takes it."""
+    job = JobSpec.model_validate(spec)
+    settings = get_settings()
+    locks: list[Lock] = []
+
+    def complete() -> None:
+        lock = jobs.acquire(f"collect:{job.job_id}", settings.task_time_limit + 60)
+        if lock is None:
+            raise Abandoned("another collect runs")
+        locks.append(lock)
+        if jobs.get(job.job_id).get("state") == JobState.DONE:
+            raise Abandoned("already done")
+        jobs.update(job.job_id, state=JobState.COLLECTING)
+
+    try:
+        result = collect_document(job, settings, final_attempt=False, on_complete=complete, ready=waiter.ready)
+        return _done(job, result, None)
+    except (Abandoned, PagesMissing) as exc:
+        log.info("job %s: collected after its ranges instead (%s)", job.job_id, exc)
+    except Exception as exc:  # noqa: BLE001 - the chord's body collects it as before
+        log.warning("job %s: collecting with the ranges failed (%s: %s); collected after them",
+                    job.job_id, type(exc).__name__, exc)
+    finally:
+        for lock in locks:
+            jobs.release(lock)
+        waiter.end()  # after the job is marked done: `split_done` then finds it done
+    return None
 
 
 def finish_held(spec: dict, held: Held, record: dict[str, str], accepted: int, lock: Lock | None) -> dict:
@@ -93,4 +126,6 @@ def collect(self, spec: dict) -> dict:
 
 @task("pagefleet.collect_after_error", bind=True, max_retries=6)
 def collect_after_error(self, spec: dict) -> dict:
+    if not self.request.retries:
+        stream.stop(spec["job_id"])  # a split task collecting with the ranges gives up: one failed
     return _collect_or_wait(self, spec)

@@ -8,9 +8,10 @@ import time
 from typing import Any
 
 from celery import chord
+from redis.lock import Lock
 
-from tasks.collect import _finish, collect, collect_after_error, finish_held
-from workers import jobs, logs
+from tasks.collect import _finish, collect, collect_after_error, collect_streaming, finish_held
+from workers import jobs, logs, stream
 from workers.app import task
 from workers.jobs import JobState
 from workers.model import JobSpec
@@ -18,7 +19,7 @@ from workers import ranges
 from workers.ladder.structure import DocumentLayout
 from workers.pipeline import (PagesMissing, SplitOutcome, head_outcome, parse_options, split_document,
                               split_range as split_pages, structure_plan, structure_range as structure_pages)
-from workers.settings import get_settings
+from workers.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ def split_batch(specs: list[dict]) -> list[dict]:
                 break
             try:
                 with logs.bound(job_id=spec.get("job_id")):
-                    results.append(split_one(spec))
+                    results.append(split_one(spec, may_stream=False))  # the batch's next documents wait
             except Exception as exc:  # noqa: BLE001 - re-raised below, after the batch's other documents
                 log.warning("job %s: split failed in a batch: %s", spec.get("job_id"), type(exc).__name__)
                 results.append({"job_id": spec.get("job_id"), "failed": type(exc).__name__})
@@ -59,10 +60,11 @@ def split_batch(specs: list[dict]) -> list[dict]:
     return results
 
 
-def split_one(spec: dict) -> dict:
+def split_one(spec: dict, may_stream: bool = True) -> dict:
     """Rung 1 for one document: validate, read every page of the split task's own range (a big
-    document's other ranges go out as a chord first), then its OCR chord or, when nothing climbs,
-    its collection in place."""
+    document's other ranges go out as a chord first, and with `may_stream` this task then collects
+    it as they come in: `workers.stream`), then its OCR chord or, when nothing climbs, its
+    collection in place."""
     job = JobSpec.model_validate(spec)
     settings = get_settings()
     record, lock = jobs.claim(job.job_id, f"split:{job.job_id}", settings.task_time_limit + 60)
@@ -73,10 +75,13 @@ def split_one(spec: dict) -> dict:
         return {"job_id": job.job_id, "skipped": f"already {state}"}
     if lock is None:
         return {"job_id": job.job_id, "skipped": "already splitting"}
+    leases: list[Lock] = []  # this task's claim on collecting the document with its ranges
     try:
         jobs.update(job.job_id, state=JobState.SPLITTING, filename=job.filename, storage=job.storage)
 
         def start_ranges(left: list[tuple[int, int]]) -> None:  # before this task reads its own pages
+            if may_stream and streams(job, settings) and (lease := stream.lease(job.job_id)) is not None:
+                leases.append(lease)
             dispatch_ranges(spec, job.job_id, left, settings.split_range_queue)
 
         outcome = split_document(job, settings, on_ranges=start_ranges)
@@ -93,13 +98,27 @@ def split_one(spec: dict) -> dict:
         if outcome.ranges:  # a big document: the other ranges already run as a chord on every core
             jobs.update(job.job_id, pages=outcome.page_count)
             jobs.page_done(job.job_id, outcome.accepted)
+            if leases and not outcome.pending:  # collected here as they come in, or by split_done
+                waiter = stream.Waiter(job.job_id, leases.pop(), {1}, queue="split", idle_s=60.0,
+                                       budget_s=settings.task_soft_time_limit / 2)
+                collect_streaming(spec, waiter)
             return outcome.as_dict()
         jobs.update(job.job_id, state=JobState.OCR if outcome.pending else JobState.COLLECTING,
                     pages=outcome.page_count, pages_done=outcome.accepted)
         dispatch(spec, outcome, settings.vlm.batch_size)
         return outcome.as_dict()
     finally:
+        for lease in leases:  # not collecting after all (its own pages climb, or it failed)
+            jobs.release(lease)
         jobs.release(lock)
+
+
+def streams(job: JobSpec, settings: Settings) -> bool:
+    """Whether a document of several ranges is collected by its split task as they come in: not
+    with structure on (its blocks need every range first), nor where the range tasks share the
+    split queue (they would wait behind the split task that waits for them)."""
+    return settings.stream_collect and settings.split_range_queue != "split" and \
+        not parse_options(job.options).structure
 
 
 def dispatch(spec: dict, outcome: SplitOutcome, gpu_batch: int) -> None:
@@ -136,8 +155,9 @@ def dispatch_ranges(spec: dict, job_id: str, left: list[tuple[int, int]], queue:
 @task("pagefleet.split_range")
 def split_range(spec: dict, first: int, last: int) -> dict:
     job = JobSpec.model_validate(spec)
-    outcome = split_pages(job, first, last, get_settings())
-    jobs.page_done(job.job_id, outcome.accepted)
+    settings = get_settings()
+    outcome = split_pages(job, first, last, settings)
+    jobs.page_done(job.job_id, outcome.accepted, stored_range=first if streams(job, settings) else None)
     return outcome.as_dict()
 
 
@@ -147,6 +167,10 @@ def split_done(self, results: list[dict], spec: dict, head: list[int]) -> dict:
     `structure_range` tasks, one per range, on every core); then the pages that climb go out as
     the document's OCR chord."""
     job = JobSpec.model_validate(spec)
+    if stream.held(job.job_id):  # its split task collects it as the ranges come in: soon done
+        raise self.retry(countdown=0.1)
+    if jobs.get(job.job_id).get("state") in jobs.TERMINAL:
+        return {"job_id": job.job_id, "skipped": "already done"}
     settings = get_settings()
     own = head_outcome(job, head[0], head[1], settings)
     if own is None:  # the split task is still deciding its own pages

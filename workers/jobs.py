@@ -224,17 +224,27 @@ def get(job_id: str, r: redis.Redis | None = None) -> dict[str, str]:
 
 
 @_wrap
-def page_done(job_id: str, count: int = 1, r: redis.Redis | None = None) -> int:
-    """Count finished pages; progress also moves the job's last-update time (the watchdog's clock)."""
+def ranges_stored_key(job_id: str) -> str:
+    """The first pages of a document's ranges stored so far (`workers.stream`: its split task waits on it)."""
+    return f"pagefleet:ranges-stored:{job_id}"
+
+
+def page_done(job_id: str, count: int = 1, r: redis.Redis | None = None, *, stored_range: int | None = None) -> int:
+    """Count finished pages; progress also moves the job's last-update time (the watchdog's clock).
+    `stored_range`: a range task stored its object (its first page), for a split task that
+    collects the document as its ranges come in (`workers.stream`)."""
     r = r or client()
     now = time.time()
     pipe = r.pipeline()
+    if stored_range is not None:
+        pipe.rpush(ranges_stored_key(job_id), stored_range)
+        pipe.expire(ranges_stored_key(job_id), 3600)
     pipe.hincrby(_key(job_id), "pages_done", count)
     pipe.hset(_key(job_id), "updated", now)
     pipe.zadd("pagefleet:jobs", {job_id: now})
     pipe.zadd(ACTIVE, {job_id: now}, xx=True)
     pipe.set(PROGRESS, now)
-    return int(pipe.execute()[0])
+    return int(pipe.execute()[-5])
 
 
 _COUNT_DELIVERY = """

@@ -234,14 +234,15 @@ class PagesMissing(PagefleetError):
 
 
 def collect_document(job: JobSpec, settings: Settings, *, final_attempt: bool,
-                     on_complete: Callable[[], None] | None = None) -> dict[str, Any]:
+                     on_complete: Callable[[], None] | None = None,
+                     ready: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Assemble and store the artifacts, page by page (`workers.assembly`: one range's records in
     memory at a time). Raises PagesMissing (retryable) at the first page not recorded yet, unless
     final_attempt. `on_complete` runs once every page is there (or this is the final attempt),
-    before anything is written."""
+    before anything is written; `ready(first)` before each range is read (`ranges.iter_records`)."""
     storage = open_storage(job.storage, settings)
     manifest = storage.get_json(keys.job_manifest(job.job_id))
-    found = ranges.iter_records(storage, job.job_id, manifest)
+    found = ranges.iter_records(storage, job.job_id, manifest, ready)
     result, counted = _assemble(job, settings, storage, manifest, found, final_attempt=final_attempt,
                                 on_complete=on_complete)
     metrics.Recorder().document(job.job_id, *counted)  # never raises

@@ -158,16 +158,20 @@ class _RangeRecords(BaseModel):
     pending: list[_Numbered]
 
 
-def iter_records(storage: Storage, job_id: str, manifest: dict[str, Any]) -> Iterator[tuple[int, PageRecord | None]]:
+def iter_records(storage: Storage, job_id: str, manifest: dict[str, Any],
+                 ready: Callable[[int], None] | None = None) -> Iterator[tuple[int, PageRecord | None]]:
     """(number, record) for every page of the job in page order, one range object at a time (the
     range's records, then its pages the OCR stage finished, one object each): the collector never
     holds more than one range. None for a page not recorded yet (its range object, or its OCR
-    page's object, is not written)."""
+    page's object, is not written). `ready(first)`, when given, is called before a range is read
+    (`workers.stream.Waiter`: it returns once that range is stored)."""
     count = int(manifest["page_count"])
     number = 1
     for first, last in sorted((int(f), int(l)) for f, l in manifest.get("ranges") or []):
         for n in range(number, min(first, count + 1)):  # pages no range covers: one object each
             yield n, _page_object(storage, job_id, n)
+        if ready is not None:
+            ready(first)
         found = _range_records(storage, job_id, first, last)
         for n in range(max(first, number), min(last, count) + 1):
             yield n, found.get(n)

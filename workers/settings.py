@@ -265,6 +265,9 @@ class Settings(BaseSettings):
     # less (workers/ranges.py)
     split_range_min_pages: int = Field(10, ge=1)
     split_range_queue: Literal["split", "cpu"] = "cpu"
+    # a document of several ranges (structure off) is collected by its split task as the range tasks
+    # store their ranges, not after the last one (`workers.stream`); off: by `split_done`, after them
+    stream_collect: bool = True
     # documents submitted together (`submit.enqueue_many`: a folder, `pagefleet run`, the bench) of
     # at most split_batch_max_bytes go to the split queue as batches of this many, one task each,
     # whose documents share a sandbox child (`sandbox.shared_child`); 1: one task per document

@@ -4,10 +4,12 @@ and its work state is one object per range."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pymupdf
 import pytest
+import redis
 
 from tests.conftest import PrivateFleet, wait_for_job
 from tests.support.pdfs import joined
@@ -73,3 +75,50 @@ def test_ranges_with_structure_give_the_same_blocks(structure_dir: Path, tmp_pat
         [(p["route"], p["text"], p["quality"], p["blocks"]) for p in one]
     kinds = {b["type"] for p in split for b in p["blocks"]}
     assert {"heading", "table", "header"} <= kinds, kinds  # running headers need pages of several ranges
+
+
+DIGITAL = ("born_digital_english.pdf", "born_digital_hebrew.pdf", "born_digital_arabic_presentation_forms.pdf",
+           "born_digital_mixed_hebrew_english.pdf")
+
+
+def _artifacts(out: Path) -> dict[str, object]:
+    """Every artifact of `out/doc`, the job id and the timings (`seconds` fields) left out."""
+    def untimed(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: untimed(v) for k, v in value.items() if "seconds" not in k and k != "job_id"}
+        if isinstance(value, list):
+            return [untimed(v) for v in value]
+        return value
+
+    found: dict[str, object] = {}
+    for path in sorted((out / "doc").iterdir()):
+        text = path.read_text(encoding="utf-8")
+        found[path.name] = untimed(json.loads(text)) if path.suffix == ".json" else text
+    return found
+
+
+def test_collected_as_ranges_come_in_reads_the_same(fixtures_dir: Path, tmp_path: Path) -> None:
+    """A document of several ranges, nothing climbing: its split task collects it as the range tasks
+    store their ranges (`workers.stream`), and `split_done` finds it done; every artifact is the one
+    the collection after the last range writes, and no lease or list is left in Redis."""
+    with pymupdf.open() as doc:
+        for name in DIGITAL * 4:
+            with pymupdf.open(fixtures_dir / name) as src:
+                doc.insert_pdf(src, from_page=0, to_page=0)
+        doc.save(tmp_path / "doc.pdf")
+    ranges = {"PAGEFLEET_SPLIT_RANGE_PAGES": "3", "PAGEFLEET_SPLIT_MAX_RANGES": "8"}
+    _, after = _run(tmp_path / "doc.pdf", tmp_path / "after", tmp_path / "f1", {**ranges, "PAGEFLEET_STREAM_COLLECT": "0"})
+    (tmp_path / "f2").mkdir()
+    with PrivateFleet(tmp_path / "f2", ranges, (("split,collect", 2), ("cpu", 2))) as fleet:
+        spec = spec_for_path(str(tmp_path / "doc.pdf"), LocalStorage(tmp_path / "with").url, "doc", Options(structure=False))
+        info = wait_for_job(enqueue(spec), timeout_s=300)
+        time.sleep(1.0)  # split_done's last log line
+        logs = "".join(p.read_text(errors="replace") for p in (tmp_path / "f2").glob("worker-*.log"))
+        left = [k for k in redis.Redis.from_url(fleet.url).keys("pagefleet:*") if spec.job_id in str(k)
+                and ("stream" in str(k) or "ranges-stored" in str(k))]
+    assert info["state"] == "done", info
+    assert _ran(after, "pagefleet.split_range") == 5  # 16 pages: the split task's 3, then ranges of 3, 3, 3, 3, 1
+    assert any("pagefleet.split_done" in line and "'skipped': 'already done'" in line for line in logs.splitlines())
+    assert "collected after its ranges instead" not in logs
+    assert _artifacts(tmp_path / "with") == _artifacts(tmp_path / "after")
+    assert left == []
