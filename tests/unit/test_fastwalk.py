@@ -195,3 +195,25 @@ def test_a_coordinate_that_is_not_a_number_is_left_to_python() -> None:
         lines = [_as_float32(broken)]
         assert _walk_lines(lines) == _python(lines)
     assert _python([_as_float32(scrambled)])["run_orders"]  # the line is reordered when no coordinate is broken
+
+
+def test_rtl_pages_read_without_their_plain_text_first(folders: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`mupdf._rtl_page` (a page holding an RTL letter read by the C walk, no plain text first) gives
+    every page the answer `_read_page` gives it, and takes every page with an RTL letter."""
+    taken = 0
+    for doc in _documents(*folders):
+        for number in range(1, doc.page_count + 1):
+            try:
+                fast = mupdf._extract_page(doc, number)
+            except Exception:  # a page rung 1 cannot read either way
+                continue
+            page = doc.load_page(number - 1)
+            textpage = page.get_textpage(flags=mupdf._TEXT_FLAGS | pymupdf.TEXT_PRESERVE_IMAGES)
+            shortcut = mupdf._rtl_page(page, textpage) is not None
+            rtl = "R" in mupdf.glyph_kinds(textpage.extractText())
+            assert shortcut == (rtl and fastwalk.evidence(page.get_textpage(flags=mupdf._TEXT_FLAGS)) is not None)
+            taken += shortcut
+            with monkeypatch.context() as m:
+                m.setattr(mupdf, "_rtl_page", lambda *_: None)
+                assert mupdf._extract_page(doc, number) == fast, (doc.name, number)
+    assert taken >= 10, taken  # Hebrew and Arabic pages of the fixtures, the structure set and the corpus

@@ -5,6 +5,7 @@ walks those dicts in Python: on a Hebrew or Arabic page that costs more than MuP
 extraction. The C walk reads MuPDF's structs in place and returns the same evidence:
 
     blocks(textpage)     `stext.walk`'s answer: visible image boxes, text line count
+    rtl_hint(textpage)   whether a character lies in a Hebrew or Arabic block (None: no library)
     evidence(textpage)   `mupdf._geometry_evidence(textpage.extractRAWDICT())`'s answer, or None
                          where the C walk declines a page (vertical text, a font whose glyph boxes
                          PyMuPDF corrects, ...): the caller takes the Python path
@@ -72,11 +73,15 @@ def library() -> ctypes.CDLL | None:
         log.warning("native text walk not loaded (%s): the Python path is used", exc)
         return None
     lib.pf_version.restype = ctypes.c_char_p
+    if not hasattr(lib, "pf_rtl_hint"):  # built from an older stextwalk.c: `make native` builds it again
+        log.warning("native text walk out of date: the Python path is used")
+        return None
     if lib.pf_version().decode() != pymupdf.mupdf_version:
         log.warning("native text walk built for MuPDF %s, %s loaded: the Python path is used",
                     lib.pf_version().decode(), pymupdf.mupdf_version)
         return None
     lib.pf_blocks.argtypes = [_P, _P, _I, _P]
+    lib.pf_rtl_hint.argtypes = [_P]
     lib.pf_chars.argtypes = [_P, _P, _P, _P, _I, _I, _P, _P]
     lib.pf_evidence.argtypes = [_I, _P, _P, ctypes.c_char_p, _P, _P, _P, _P]
     lib.pf_reorders.argtypes = [_I, _P, _P, ctypes.c_char_p, _P, _P]
@@ -126,6 +131,13 @@ def blocks(textpage: pymupdf.TextPage) -> tuple[list[Box], int | None] | None:
         n = lib.pf_blocks(_page(textpage), _BOXES.ctypes.data, n, ctypes.byref(lines))
     flat = _BOXES[: 4 * n].tolist()
     return [tuple(flat[i : i + 4]) for i in range(0, 4 * n, 4)], (None if lines.value < 0 else lines.value)
+
+
+def rtl_hint(textpage: pymupdf.TextPage) -> bool | None:
+    """Whether a character of the page lies in a Hebrew or Arabic block (a superset of its RTL
+    letters); None without the library."""
+    lib = library()
+    return None if lib is None else bool(lib.pf_rtl_hint(_page(textpage)))
 
 
 def _chars(lib: ctypes.CDLL, textpage: pymupdf.TextPage) -> tuple[_Buffers, int, int] | None:

@@ -6,6 +6,8 @@
  *
  *   pf_blocks    the visible boxes of the images a text page holds and its line count
  *                (workers.pdf.stext.walk)
+ *   pf_rtl_hint  whether a character lies in a Hebrew or Arabic block (such a page is read from
+ *                its characters, not from its plain text first)
  *   pf_chars     the characters PyMuPDF's extractRAWDICT would give, with their boxes and origins,
  *                line by line; PF_FALLBACK where it cannot answer alone (a vertical line, a
  *                zero-width box PyMuPDF widens by the glyph's advance, a block kind rung 1 never
@@ -58,6 +60,23 @@ int pf_blocks(const fz_stext_page *page, float *boxes, int cap, int *lines)
 	}
 	*lines = count;
 	return n;
+}
+
+/* 1 where a character of the page's text blocks lies in a Hebrew or Arabic block (letters, marks,
+ * digits and presentation forms alike: a superset of the RTL letters rung 1 looks for), else 0. */
+int pf_rtl_hint(const fz_stext_page *page)
+{
+	for (const fz_stext_block *b = page->first_block; b; b = b->next) {
+		if (b->type != FZ_STEXT_BLOCK_TEXT)
+			continue;
+		for (const fz_stext_line *l = b->u.t.first_line; l; l = l->next)
+			for (const fz_stext_char *ch = l->first_char; ch; ch = ch->next) {
+				int c = ch->c;
+				if ((c >= 0x0590 && c <= 0x08FF) || (c >= 0xFB1D && c <= 0xFDFF) || (c >= 0xFE70 && c <= 0xFEFF))
+					return 1;
+			}
+	}
+	return 0;
 }
 
 static int overlaps(fz_rect a, fz_rect b) /* PyMuPDF's JM_rects_overlap */
