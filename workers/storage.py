@@ -85,21 +85,27 @@ class LocalStorage(Storage):
     def path(self, key: str) -> Path:
         return self.root / _safe_key(key)
 
-    def _staged(self, key: str) -> tuple[Path, Path]:
-        """(the object's file, the temporary file it is written to and renamed from)."""
+    def _staged(self, key: str) -> tuple[Path, Path, BinaryIO]:
+        """(the object's file, the temporary file it is written to and renamed from, that file open
+        for writing). Its folder is made only where it is missing: a document's artifacts share one."""
         target = self.path(key)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        return target, target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        try:
+            return target, tmp, open(tmp, "wb")
+        except FileNotFoundError:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            return target, tmp, open(tmp, "wb")
 
     def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
-        target, tmp = self._staged(key)
-        tmp.write_bytes(data)
+        target, tmp, out = self._staged(key)
+        with out:
+            out.write(data)
         tmp.replace(target)
 
     def put_stream(self, key: str, stream: BinaryIO, content_type: str = "application/octet-stream") -> None:
-        target, tmp = self._staged(key)
+        target, tmp, out = self._staged(key)
         stream.seek(0)
-        with tmp.open("wb") as out:
+        with out:
             shutil.copyfileobj(stream, out, 1 << 20)
         tmp.replace(target)
 

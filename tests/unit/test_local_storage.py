@@ -1,0 +1,43 @@
+"""Local storage writes every object whole (a temporary file renamed) and makes its folder only where
+it is missing: a document's artifacts share one, and a folder removed between two writes (a job's
+work state, `delete_prefix`) is made again."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import pytest
+
+from workers.storage import LocalStorage
+
+
+def test_objects_land_whole_in_folders_made_where_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    storage = LocalStorage(tmp_path)
+    made: list[Path] = []
+    mkdir = Path.mkdir
+    monkeypatch.setattr(Path, "mkdir", lambda self, *a, **k: (made.append(self), mkdir(self, *a, **k))[1])
+    storage.put_bytes("doc/report.json", b"{}")
+    assert made == [tmp_path / "doc"]
+    made.clear()
+    storage.put_stream("doc/text.txt", io.BytesIO("שלום\f".encode()))
+    assert made == []  # the document's folder is there: no mkdir
+    storage.put_json("doc/deep/er/state.json", {"a": 1})
+    assert made[0] == tmp_path / "doc/deep/er"
+    assert storage.get_bytes("doc/text.txt") == "שלום\f".encode()
+    assert storage.get_json("doc/deep/er/state.json") == {"a": 1}
+    assert not [p for p in tmp_path.rglob("*.tmp")]  # no temporary file is left
+    storage.delete_prefix("doc/deep")
+    storage.put_bytes("doc/deep/er/state.json", b"again")
+    assert storage.get_bytes("doc/deep/er/state.json") == b"again"
+    assert sorted(storage.list_keys("doc")) == ["doc/deep/er/state.json", "doc/report.json", "doc/text.txt"]
+
+
+def test_a_write_replaces_an_object_at_once(tmp_path: Path) -> None:
+    storage = LocalStorage(tmp_path)
+    storage.put_bytes("a/b.json", b"old")
+    before = os.stat(tmp_path / "a/b.json").st_ino
+    storage.put_bytes("a/b.json", b"new")
+    assert storage.get_bytes("a/b.json") == b"new"
+    assert os.stat(tmp_path / "a/b.json").st_ino != before  # a rename onto it, not a write into it
