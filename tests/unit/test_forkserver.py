@@ -3,6 +3,8 @@ dead server is replaced on the next call."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import pymupdf
@@ -253,3 +255,21 @@ def test_a_batchs_documents_share_one_child_and_the_next_batch_gets_a_fresh_one(
         assert len([pid for pid in server_children() if pid != kept]) == 1  # the last batch's may still be leaving
     assert run_child("probe", pdf, {}, **LIMITS)["page_count"] == 3
     assert server_children(settled=True) == []  # outside a batch: a fresh child per command, gone once it answered
+
+
+def test_scratch_folders_of_processes_that_are_gone_are_removed(tmp_path: Path) -> None:
+    """A scratch folder holds the last command's result (a page's text): a new one sweeps those of
+    processes that no longer run, and keeps a live process's."""
+    from workers.pdf.forkserver import scratch_folder
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead = tmp_path / f"pagefleet-sbx-{gone.pid}-abc"
+    live = tmp_path / f"pagefleet-sbx-{os.getppid()}-def"
+    other = tmp_path / "pagefleet-sbx-notapid"  # not one of ours (a command's temporary folder)
+    for folder in (dead, live, other):
+        folder.mkdir()
+        (folder / "result.json").write_text("page text")
+    mine = scratch_folder(tmp_path)
+    assert mine.name.startswith(f"pagefleet-sbx-{os.getpid()}-") and mine.is_dir()
+    assert not dead.exists() and live.exists() and other.exists()

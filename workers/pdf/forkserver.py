@@ -25,12 +25,14 @@ Protocol: one JSON object per line each way; server → child: the request line,
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import json
 import logging
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -79,7 +81,7 @@ class ForkServerClient:
         with self._lock:
             server = self._ensure().pid
         if self._folder is None or self._folder[0] != os.getpid() or not self._folder[1].is_dir():
-            self._folder, self._files = (os.getpid(), Path(tempfile.mkdtemp(prefix="pagefleet-sbx-"))), None
+            self._folder, self._files = (os.getpid(), scratch_folder()), None
         if self._files is None or self._files[0] != server:
             folder = self._folder[1]
             for stale in folder.iterdir():
@@ -117,6 +119,32 @@ class ForkServerClient:
 
 
 CLIENT = ForkServerClient()
+_SCRATCH = "pagefleet-sbx-"
+
+
+def scratch_folder(base: Path | None = None) -> Path:
+    """A folder of this process's own for its scratch files, `pagefleet-sbx-<pid>-<random>`: they
+    hold the last command's result (a page's text), so the folders of processes that are gone go
+    first (a pool process is often killed, and never removes its own), and this one goes when the
+    process exits normally."""
+    base = base or Path(tempfile.gettempdir())
+    for old in base.glob(f"{_SCRATCH}*-*"):
+        pid = old.name[len(_SCRATCH):].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
+    folder = Path(tempfile.mkdtemp(prefix=f"{_SCRATCH}{os.getpid()}-", dir=base))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 # --------------------------------------------------------------------------- server side
