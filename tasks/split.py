@@ -169,8 +169,8 @@ def split_done(self, results: list[dict], spec: dict, head: list[int]) -> dict:
     job = JobSpec.model_validate(spec)
     if stream.held(job.job_id):  # its split task collects it as the ranges come in: soon done
         raise self.retry(countdown=0.1)
-    if jobs.get(job.job_id).get("state") in jobs.TERMINAL:
-        return {"job_id": job.job_id, "skipped": "already done"}
+    if (state := jobs.get(job.job_id).get("state")) in jobs.TERMINAL:
+        return {"job_id": job.job_id, "skipped": f"already {state}"}
     settings = get_settings()
     own = head_outcome(job, head[0], head[1], settings)
     if own is None:  # the split task is still deciding its own pages

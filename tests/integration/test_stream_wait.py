@@ -62,3 +62,16 @@ def test_gives_up_when_no_range_comes(service_env: dict[str, str]) -> None:
     with pytest.raises(stream.Abandoned, match="no range stored"):
         waiter.ready(4)
     waiter.end()
+
+
+def test_a_range_counted_without_redis_is_a_typed_error() -> None:
+    """The range task's count (and its 'stored' mark) meets an unreachable Redis as BrokerUnavailable,
+    the retryable error every job call raises, not redis-py's own."""
+    import redis
+
+    from tests.conftest import free_port
+    from workers.errors import BrokerUnavailable
+
+    unreachable = redis.Redis(port=free_port(), socket_connect_timeout=1)
+    with pytest.raises(BrokerUnavailable):
+        jobs.page_done(uuid.uuid4().hex, 3, unreachable, stored_range=4)
