@@ -28,13 +28,18 @@ def _finish(spec: dict, *, final_attempt: bool) -> dict:
     settings = get_settings()
     if jobs.get(job.job_id).get("state") == JobState.DONE:
         return {"job_id": job.job_id, "skipped": "already done"}
-    lock = jobs.acquire(f"collect:{job.job_id}", settings.task_time_limit + 60)
+    lock = _collect_lock(job, settings)
     if lock is None:
         return {"job_id": job.job_id, "skipped": "already collecting"}
     try:
         return _collect(job, settings, final_attempt)
     finally:
         jobs.release(lock)
+
+
+def _collect_lock(job: JobSpec, settings: Settings) -> Lock | None:
+    """One collect of a job at a time (`_finish`, `collect_streaming`)."""
+    return jobs.acquire(f"collect:{job.job_id}", settings.task_time_limit + 60)
 
 
 def _collect(job: JobSpec, settings: Settings, final_attempt: bool) -> dict:
@@ -56,7 +61,7 @@ def collect_streaming(spec: dict, waiter: Waiter) -> dict | None:
     locks: list[Lock] = []
 
     def complete() -> None:
-        lock = jobs.acquire(f"collect:{job.job_id}", settings.task_time_limit + 60)
+        lock = _collect_lock(job, settings)
         if lock is None:
             raise Abandoned("another collect runs")
         locks.append(lock)

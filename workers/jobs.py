@@ -106,7 +106,7 @@ def claim(job_id: str, name: str, ttl_s: int, r: redis.Redis | None = None) -> t
     """The job's record and the lock `name` (as `acquire`), in one round trip: the split task's
     start. A caller that finds the record says there is nothing to do releases the lock."""
     r = r or client()
-    lock = r.lock(f"pagefleet:lock:{name}", timeout=ttl_s, blocking=False)
+    lock = r.lock(_lock_key(name), timeout=ttl_s, blocking=False)
     token = uuid.uuid1().hex.encode()  # what redis-py's Lock.acquire would set
     pipe = r.pipeline(transaction=False)
     pipe.hgetall(_key(job_id))
@@ -276,7 +276,7 @@ def count_delivery(job_id: str, page: int, retries: int = 0, r: redis.Redis | No
 @_wrap
 def acquire(name: str, ttl_s: int, r: redis.Redis | None = None) -> Lock | None:
     """An owned lock (redis-py `Lock`: a token only its owner can release), or None if taken."""
-    lock = (r or client()).lock(f"pagefleet:lock:{name}", timeout=ttl_s, blocking=False)
+    lock = (r or client()).lock(_lock_key(name), timeout=ttl_s, blocking=False)
     return lock if lock.acquire() else None
 
 
@@ -292,7 +292,17 @@ def release(lock: Lock) -> None:
 @_wrap
 def break_lock(name: str, r: redis.Redis | None = None) -> None:
     """Remove a lock whose owner is known to be dead (only the watchdog, past the deadline)."""
-    (r or client()).delete(f"pagefleet:lock:{name}")
+    (r or client()).delete(_lock_key(name))
+
+
+@_wrap
+def locked(name: str, r: redis.Redis | None = None) -> bool:
+    """Whether someone holds the lock `name`."""
+    return bool((r or client()).exists(_lock_key(name)))
+
+
+def _lock_key(name: str) -> str:
+    return f"pagefleet:lock:{name}"
 
 
 @_wrap

@@ -44,7 +44,7 @@ def lease(job_id: str) -> Lock | None:
 
 def held(job_id: str) -> bool:
     """Whether a split task is collecting the document as its ranges come in."""
-    return bool(jobs.client().exists(f"pagefleet:lock:{lease_name(job_id)}"))
+    return jobs.locked(lease_name(job_id))
 
 
 def stop(job_id: str) -> None:
