@@ -24,7 +24,7 @@ import unicodedata
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
-from routing.charclass import ARABIC_ANY, LazyTable
+from routing.charclass import F_ARABIC, F_ELONGATION, LazyTable, features
 from routing.scripts import ARABIC_PRESENTATION_RANGES, in_ranges, is_arabic, is_private_use
 
 ALEF = "\u0627"
@@ -81,30 +81,28 @@ def _word_initial(text: str, pos: int) -> bool:
     return k == 0 or not (is_arabic_letter(text[k - 1]) or is_arabic_mark(text[k - 1]) or text[k - 1] == TATWEEL)
 
 
-def _alef_x_lam(text: str, seconds: str) -> list[int]:
-    found: list[int] = []
-    start = 0
-    while True:
-        pos = text.find(ALEF, start)
-        if pos < 0 or pos + 2 >= len(text):
-            return found
-        if text[pos + 1] in seconds and text[pos + 2] == LAM and _word_initial(text, pos):
-            found.append(pos)
-            start = pos + 3
-        else:
-            start = pos + 1
+def _alef_x_lam(text: str, pattern: re.Pattern[str]) -> list[int]:
+    """Where `pattern` (ا, one of a set of letters, ل) matches at a word start. Two matches never
+    overlap: the second letter is never ا where ل follows, and ل is never ا."""
+    if ALEF not in text:
+        return []
+    return [m.start() for m in pattern.finditer(text) if _word_initial(text, m.start())]
+
+
+_LAM_ALEF_PATTERN = re.compile(f"{ALEF}[{ALEF_FORMS}]{LAM}")
+_LIGATURE_PATTERN = re.compile(f"{ALEF}[{LIGATURE_SECONDS}]{LAM}")
 
 
 def lam_alef_positions(text: str) -> list[int]:
     """Offsets of the word-initial ا in each `ا + (ا أ إ آ) + ل` (a lam-alef stored alef-first:
     `اآلتى` is `الآتى`). The repair swaps the two characters after the ا."""
-    return _alef_x_lam(text, ALEF_FORMS)
+    return _alef_x_lam(text, _LAM_ALEF_PATTERN)
 
 
 def ligature_order_positions(text: str) -> list[int]:
     """Offsets of the word-initial ا in each `ا + (ج ح خ م) + ل` (`اجلريدة` for `الجريدة`). Only a
     suspect: `املأ` is a real word. Repair only with page evidence (a lam-alef decomposition)."""
-    return _alef_x_lam(text, LIGATURE_SECONDS)
+    return _alef_x_lam(text, _LIGATURE_PATTERN)
 
 
 def _base_before(text: str, pos: int) -> str:
@@ -136,6 +134,8 @@ def elongation_repairs(text: str) -> list[tuple[int, int, str]]:
     a combining mark follows (the mark sits on the tatweel).
     """
     found: list[tuple[int, int, str]] = []
+    if not features(text) & F_ELONGATION:
+        return found
     for match in _ELONGATION.finditer(text):
         i, j = match.span()
         after_letter = is_arabic_letter(_base_before(text, i))
@@ -215,7 +215,7 @@ def _word_counts(text: str) -> tuple[int, int, int, int, int]:
             runs, run_letters = runs + 1, run_letters + streak
         streak = 0
 
-    if not ARABIC_ANY.search(text):  # most pages: no Arabic at all, nothing to count
+    if not features(text) & F_ARABIC:  # most pages: no Arabic at all, nothing to count
         return 0, 0, 0, 0, 0
     codes = _WORD_CODES.apply(text)
     for token in _TOKEN.finditer(text):
@@ -237,6 +237,8 @@ def _word_counts(text: str) -> tuple[int, int, int, int, int]:
 
 def arabic_signals(text: str) -> ArabicSignals:
     """Count the Arabic text-layer defects in `text` (see the module docstring)."""
+    if not features(text) & F_ARABIC:  # every count needs an Arabic letter, tatweel or form
+        return ArabicSignals()
     folded = fold_presentation_forms(text)
     tatweel = [m.end() - m.start() for m in re.finditer(TATWEEL + "+", text)]
     kashida = kashida_chars = 0

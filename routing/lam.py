@@ -31,10 +31,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from routing.arabic import ALEF_FORMS, LAM, PREFIXES, fold_presentation_forms, is_arabic_letter, is_arabic_mark
-from routing.charclass import LazyTable
+from routing.charclass import F_ARABIC, LazyTable, features
 
 SWAPPED_WORDS = frozenset({"خالل", "ثالث", "آالف", "إال"})  # خلال ثلاث آلاف إلا, stored alef-first
-_PRESENTATION_FORM = re.compile("[\ufb50-\ufdff\ufe70-\ufefe]")
 _LAM_ALEF = re.compile(f"{LAM}(?=[{re.escape(ALEF_FORMS)}](?!{LAM}))")  # lam, an alef form, then no lam
 MIN_WORDS_FOR_ABSENCE = 20  # "the page never shows lam before alef" means something from here on
 
@@ -156,8 +155,8 @@ class LamSignals:
 
 def lam_signals(text: str, clusters: Iterable[Sequence[int]] | None = None) -> LamSignals:
     """Count the evidence of swapped lam ligatures in `text` (clusters: spans into `text`)."""
-    if LAM not in text and not _PRESENTATION_FORM.search(text):
-        return LamSignals()  # Hebrew, Latin: one scan in C
+    if not features(text) & F_ARABIC:
+        return LamSignals()  # Hebrew, Latin: no scan at all
     folded = fold_presentation_forms(text)
     if LAM not in folded:
         return LamSignals()

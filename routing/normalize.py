@@ -40,6 +40,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from routing.arabic import elongation_repairs, lam_alef_positions, ligature_order_positions
+from routing.charclass import (
+    F_ARABIC, F_BIDI, F_BRACKET, F_CR, F_HEBREW, F_NFKC, F_PRIVATE_USE, F_SPACE, NFKC_RANGES, LazyTable, features,
+    positions,
+)
 from routing.edits import EDIT_KINDS, Edit, EditMapBuilder, Replacement
 from routing.lam import is_lam_alef, swapped_clusters
 from routing.spans import current_span_groups, current_spans
@@ -66,22 +70,14 @@ __all__ = [
 ]
 
 BIDI_CONTROLS = frozenset("\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-NFKC_RANGES = (
-    (0xFB50, 0xFDFF),  # Arabic Presentation Forms-A
-    (0xFE70, 0xFEFE),  # Arabic Presentation Forms-B (U+FEFF, the BOM, excluded)
-    (0xFB1D, 0xFB4F),  # Hebrew presentation forms
-    (0xFB00, 0xFB06),  # Latin ligatures
-    (0xFF00, 0xFFEF),  # halfwidth and fullwidth forms
-)
 SENTENCE_PUNCTUATION = ".,:;!?\u060c\u061b\u061f"
 BRACKET_SWAP = str.maketrans("()[]{}", ")(][}{")
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
 _BRACKET = re.compile(r"[()\[\]{}]")
+_BRACKETS_AND_BREAKS = LazyTable(lambda c: c if c in "()[]{}\n" else None)  # all else deleted
 _LINE_END = re.compile("\r\n?")
 _UNICODE_SPACE = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")  # Zs other than " "
 _BIDI_CONTROL = re.compile("[" + "".join(sorted(BIDI_CONTROLS)) + "]")
-_NFKC_TARGET = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in NFKC_RANGES) + "]")
-_NFKC_RUN = re.compile(_NFKC_TARGET.pattern + "+")
 _SYMBOL_PUA = re.compile("[\uf020-\uf0ff]")
 _DISPLACED = re.compile(
     "^[ \t]*(?P<p>[" + re.escape(SENTENCE_PUNCTUATION) + "]{1,3})"  # the displaced mark, at the line start
@@ -135,6 +131,8 @@ def _expand_line_flags(raw: str, line_visual: Sequence[bool] | None) -> list[boo
     raw_lines = raw.split("\n")
     if len(line_visual) != len(raw_lines):
         raise ValueError(f"line_visual has {len(line_visual)} flags for {len(raw_lines)} lines")
+    if not features(raw) & F_CR:  # no lone \r to split a line: one flag a line, as given
+        return [bool(flag) for flag in line_visual]
     flags: list[bool] = []
     for i, line in enumerate(raw_lines):
         core = line[:-1] if i < len(raw_lines) - 1 and line.endswith("\r") else line
@@ -164,10 +162,14 @@ def _per_char(
 
 
 def _stage_line_endings(text: str) -> list[Replacement]:
+    if not features(text) & F_CR:
+        return []
     return [Replacement(m.start(), m.end(), "\n", "line_ending") for m in _LINE_END.finditer(text)]
 
 
 def _stage_whitespace(text: str) -> list[Replacement]:
+    if not features(text) & F_SPACE:
+        return []
     return _per_char(text, _UNICODE_SPACE, "whitespace", lambda c: " ")
 
 
@@ -177,6 +179,8 @@ def _stage_displaced_punctuation(text: str) -> list[Replacement]:
     letter, does not open with a digit or Latin letter (the mark could be written onto it) and
     does not already end with punctuation."""
     reps: list[Replacement] = []
+    if not features(text) & F_BIDI:  # no embedding to be displaced across
+        return reps
     for offset, line in _lines(text):
         match = _DISPLACED.match(line)
         if not match:
@@ -196,6 +200,8 @@ def _stage_displaced_punctuation(text: str) -> list[Replacement]:
 
 
 def _stage_bidi_controls(text: str) -> list[Replacement]:
+    if not features(text) & F_BIDI:
+        return []
     return _per_char(text, _BIDI_CONTROL, "bidi_control_removed", lambda c: "")
 
 
@@ -210,6 +216,9 @@ def _line_is_visual(line: str, flag: bool | None) -> bool:
 
 def _stage_visual_order(text: str, flags: list[bool] | None) -> list[Replacement]:
     reps: list[Replacement] = []
+    # a line is reversed where its flag says so, or (no flags) where its Hebrew letters say so
+    if (not any(flags) if flags is not None else not features(text) & F_HEBREW):
+        return reps
     for index, (offset, line) in enumerate(_lines(text)):
         if not _line_is_visual(line, flags[index] if flags is not None else None):
             continue
@@ -221,15 +230,23 @@ def _stage_visual_order(text: str, flags: list[bool] | None) -> list[Replacement
 def _stage_nfkc(text: str) -> list[Replacement]:
     """One replacement per run of presentation/shape variants (a shaped Arabic page would
     otherwise carry an edit per character)."""
-    reps = []
-    for match in _NFKC_RUN.finditer(text):
-        new = "".join(unicodedata.normalize("NFKC", c) for c in match.group())
-        if new != match.group():
-            reps.append(Replacement(match.start(), match.end(), new, "nfkc"))
+    reps: list[Replacement] = []
+    if not features(text) & F_NFKC:
+        return reps
+    at = positions(text, F_NFKC)  # maximal runs of NFKC_RANGES characters, from one numpy pass
+    starts = [i for k, i in enumerate(at) if k == 0 or at[k - 1] != i - 1]
+    ends = [i + 1 for k, i in enumerate(at) if k == len(at) - 1 or at[k + 1] != i + 1]
+    for start, end in zip(starts, ends):
+        run = text[start:end]
+        new = "".join(unicodedata.normalize("NFKC", c) for c in run)
+        if new != run:
+            reps.append(Replacement(start, end, new, "nfkc"))
     return reps
 
 
 def _stage_nfc_clusters(text: str) -> list[Replacement]:
+    if not features(text) & (F_HEBREW | F_ARABIC):  # Hebrew and Arabic marks only
+        return []
     return [Replacement(s, e, new, "nfkc") for s, e, new in nfc_rtl_clusters(text)]
 
 
@@ -268,6 +285,8 @@ def _stage_run_order(raw: str, builder: EditMapBuilder, run_orders: Sequence[Seq
 
 
 def _stage_symbols(text: str) -> list[Replacement]:
+    if not features(text) & F_PRIVATE_USE:
+        return []
     return _per_char(text, _SYMBOL_PUA, "symbol_glyph_mapped", SYMBOL_PUA_MAP.get)
 
 
@@ -283,17 +302,40 @@ def brackets_balanced(line: str) -> bool:
     return not stack
 
 
+def _unbalanced_lines(text: str) -> list[int]:
+    """The index of each line whose brackets do not nest (`brackets_balanced` false), read from
+    the text's brackets and line breaks alone (one translation, not a pass over every line)."""
+    found: list[int] = []
+    stack: list[str] = []
+    index, broken = 0, False
+    for ch in _BRACKETS_AND_BREAKS.apply(text):
+        if ch == "\n":
+            if broken or stack:
+                found.append(index)
+            index, broken, stack = index + 1, False, []
+        elif broken:
+            continue
+        elif ch in _OPENERS:
+            stack.append(_OPENERS[ch])
+        elif not stack or stack.pop() != ch:
+            broken = True
+    if broken or stack:
+        found.append(index)
+    return found
+
+
 def _stage_brackets(text: str) -> tuple[list[Replacement], int]:
     """Swap every bracket of an RTL-dominant line whose brackets are unbalanced only when the swap
     balances it; a balanced line is never touched. Returns the replacements and the number of
     lines left unbalanced."""
     reps: list[Replacement] = []
     unbalanced = 0
-    if _BRACKET.search(text) is None:  # most pages: no bracket, every line balanced
+    if not features(text) & F_BRACKET:  # most pages: no bracket, every line balanced
         return reps, unbalanced
-    for offset, line in _lines(text):
-        if brackets_balanced(line):
-            continue
+    unbalanced_at = _unbalanced_lines(text)
+    lines = _lines(text) if unbalanced_at else []
+    for index in unbalanced_at:
+        offset, line = lines[index]
         rtl = sum(1 for c in line if is_rtl_letter(c))
         latin = sum(1 for c in line if is_latin(c))
         swapped = line.translate(BRACKET_SWAP)

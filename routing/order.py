@@ -20,10 +20,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from routing.charclass import ARABIC_RANGES, HEBREW_RANGES, ranges_pattern
-from routing.rtl_order import FINALS, hebrew_order_evidence
+from routing.charclass import ARABIC_RANGES, F_ARABIC, F_HEBREW, HEBREW_RANGES, features, ranges_pattern
+from routing.rtl_order import FINALS, OrderEvidence, hebrew_order_evidence
 
 _RTL_ANY = ranges_pattern(HEBREW_RANGES + ARABIC_RANGES)
+_NO_ORDER = OrderEvidence()
 _ARABIC_WORD = re.compile(r"[\u0620-\u064A\u0671-\u06D3\u06FA-\u06FF]+")
 _ARABIC_FINAL_ONLY = "\u0629\u0649"  # ة ى
 _ARABIC_SHAPED = re.compile(r"[\u0621-\u064A\uFB50-\uFDFF\uFE70-\uFEFF]+")
@@ -88,18 +89,20 @@ def arabic_order_votes(text: str) -> tuple[int, int]:
     return visual, logical
 
 
-def line_evidence(line: str, geometry: Sequence[int] | None = None) -> LineEvidence:
+def line_evidence(line: str, geometry: Sequence[int] | None = None, scripts: int = F_HEBREW | F_ARABIC) -> LineEvidence:
+    """One line's votes; `scripts`: the F_HEBREW / F_ARABIC bits of the page (`features`): a
+    script the page does not hold casts no vote on any of its lines."""
     inc, dec = (geometry[0], geometry[1]) if geometry else (0, 0)
     if _RTL_ANY.search(line) is None:  # every letter vote needs a Hebrew or Arabic character
         return LineEvidence(0, 0, inc, dec, 0, 0)
-    he = hebrew_order_evidence(line)
-    ar_visual, ar_logical = arabic_order_votes(line)
+    he = hebrew_order_evidence(line) if scripts & F_HEBREW else _NO_ORDER
+    ar_visual, ar_logical = arabic_order_votes(line) if scripts & F_ARABIC else (0, 0)
     return LineEvidence(
         visual_votes=he.final_first + he.medial_last + ar_visual,
         logical_votes=he.final_last + ar_logical,
         geometry_visual=inc,
         geometry_logical=dec,
-        final_mid_word=_final_mid_word(line),
+        final_mid_word=_final_mid_word(line) if scripts & F_HEBREW else 0,
         hebrew_words=he.words,
     )
 
@@ -133,9 +136,11 @@ def page_order(text: str, geometry: Sequence[Sequence[int]] | None, *, from_ocr:
     either way: on a page whose letters say logical order, one vote on a short line (a piece of a
     running header, `- חברת דוגמה בע"מ`) reverses nothing; only a line's own strong evidence does."""
     lines = text.split("\n")
-    if _RTL_ANY.search(text) is None and not any(g and (g[0] or g[1]) for g in geometry or ()):
+    scripts = features(text) & (F_HEBREW | F_ARABIC)
+    if not scripts and not any(g and (g[0] or g[1]) for g in geometry or ()):
         return PageOrder([False] * len(lines), _NO_EVIDENCE)  # no RTL letter and no RTL geometry: nothing votes
-    evidence = [line_evidence(line, geometry[i] if geometry and i < len(geometry) else None) for i, line in enumerate(lines)]
+    evidence = [line_evidence(line, geometry[i] if geometry and i < len(geometry) else None, scripts)
+                for i, line in enumerate(lines)]
     total = LineEvidence(
         visual_votes=sum(e.visual_votes for e in evidence),
         logical_votes=sum(e.logical_votes for e in evidence),

@@ -49,7 +49,10 @@ from routing.lam import lam_signals, lam_violations
 from routing.normalize import SYMBOL_PUA_MAP
 from routing.order import PageOrder, page_order
 from routing.scripts import ScriptStats, script_stats
-from routing.charclass import FAMILY_TABLE
+from routing.charclass import (
+    F_ARABIC, F_BIDI, F_CJK, F_CONTROL, F_CYRILLIC, F_GREEK, F_HEBREW, F_MOJIBAKE, F_PRESENTATION, F_PRIVATE_USE,
+    FAMILY_TABLE, features,
+)
 
 Origin = Literal["text_layer", "fallback_text", "ocr"]
 REPAIRABLE = frozenset({"visual_order_rtl"})
@@ -135,9 +138,10 @@ def _character_reasons(text: str, stats: ScriptStats, t: GateThresholds,
         reasons.append("unexpected_script_letters")
     if moji >= 5 and moji / max(moji + latin + rtl, 1) >= t.mojibake_share:
         reasons.append("latin1_mojibake")
-    if len(_UTF8_MOJIBAKE.findall(text)) >= 3:
+    found = features(text)
+    if found & F_MOJIBAKE and len(_UTF8_MOJIBAKE.findall(text)) >= 3:
         reasons.append("utf8_mojibake")
-    if _BIDI_CONTROL.search(text):
+    if found & F_BIDI and _BIDI_CONTROL.search(text):
         warnings.append("bidi_controls")
     return reasons, warnings
 
@@ -173,12 +177,21 @@ def _arabic_reasons(text: str, t: GateThresholds, metrics: dict[str, float]) -> 
     return reasons, warnings
 
 
+_FAMILIES = (F_HEBREW, F_ARABIC, F_GREEK, F_CYRILLIC, F_CJK)
+
+
 def mixed_script_words(text: str) -> tuple[int, int]:
     """(words mixing two of Hebrew/Arabic/Greek/Cyrillic/CJK letters, words). One translation
     keeps, per token, only its letters' family codes (Latin mixes legitimately and is dropped)."""
+    return _mixed_words(text), len(_TOKEN.findall(text))
+
+
+def _mixed_words(text: str) -> int:
+    found = features(text)
+    if sum(1 for family in _FAMILIES if found & family) < 2:
+        return 0  # one family (or none) on the whole page: no word can mix two
     families = FAMILY_TABLE.apply(text).split()
-    mixed = sum(1 for token in families if len(token) > 1 and len(set(token)) > 1)
-    return mixed, len(_TOKEN.findall(text))
+    return sum(1 for token in families if len(token) > 1 and len(set(token)) > 1)
 
 
 def _replacement_reason(text: str, kashida_chars: int) -> bool:
@@ -271,9 +284,9 @@ def assess(gi: GateInput, t: GateThresholds = GateThresholds()) -> Verdict:
     warnings += char_warnings + ar_warnings
     if _replacement_reason(text, int(metrics.get("kashida_fffd", 0))):
         reasons.append("replacement_chars")
-    mixed, words = mixed_script_words(text)
+    mixed = _mixed_words(text)
     metrics["mixed_script_words"] = mixed
-    if mixed >= 2 or (mixed and mixed / max(words, 1) > 0.02):
+    if mixed >= 2 or (mixed and mixed / max(len(_TOKEN.findall(text)), 1) > 0.02):  # words counted only then
         reasons.append("mixed_script_words")
     order = page_order(text, gi.layer.get("line_geometry"), from_ocr=gi.origin == "ocr")
     metrics.update(visual_votes=order.page.visual_votes, logical_votes=order.page.logical_votes,
@@ -325,16 +338,18 @@ def _lam_warnings(gi: GateInput, metrics: dict[str, float]) -> list[str]:
 def canonical_violations(text: str) -> list[str]:
     """What must never reach canonical output, checked on the repaired text of an accepted page."""
     found = []
+    present = features(text)
     if "\ufffd" in text:
         found.append("replacement_chars")
-    if _ANY_PRIVATE_USE.search(text):
+    if present & F_PRIVATE_USE and _ANY_PRIVATE_USE.search(text):
         found.append("private_use_chars")
-    if _PRESENTATION_FORM.search(text):
+    shaped = bool(present & F_PRESENTATION) and _PRESENTATION_FORM.search(text) is not None
+    if shaped:
         found.append("presentation_forms")
-    folded = fold_presentation_forms(text) if _PRESENTATION_FORM.search(text) else text
+    folded = fold_presentation_forms(text) if shaped else text
     if "\u0627" in folded and lam_alef_positions(folded):  # arabic_signals' decomposed_lam_alef, alone
         found.append("decomposed_lam_alef")
-    if _CONTROL.search(text):
+    if present & F_CONTROL and _CONTROL.search(text):
         found.append("control_chars")
     return found + lam_violations(text)
 

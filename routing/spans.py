@@ -58,6 +58,11 @@ def current_span_groups(raw: str, text: str, edits: Sequence[Edit],
     """`current_spans` of each group of spans (a line's runs), the edit map read once."""
     ends = [edit.end for edit in edits]
     out: list[list[tuple[int, int]]] = []
+    if not edits:  # nothing moved: every span is where the raw text had it
+        for spans in groups:
+            pairs = [(int(a), int(b)) for a, b in spans]
+            out.append([(a, b) for a, b in pairs if 0 <= a < b <= len(text)])
+        return out
     for spans in groups:
         found: list[tuple[int, int]] = []
         for a, b in spans:
