@@ -185,7 +185,7 @@ class ArabicSignals:
 
 
 def _word_code(ch: str) -> str:
-    """For _WORD_CODES: a Arabic letter, f foreign letter, g foreign non-letter (PUA), o other
+    """For _TOKEN_CODES: a Arabic letter, f foreign letter, g foreign non-letter (PUA), o other
     non-Arabic letter, c control character, . anything else (one code per character)."""
     if is_arabic_letter(ch):
         return "a"
@@ -197,41 +197,31 @@ def _word_code(ch: str) -> str:
     return "c" if unicodedata.category(ch) == "Cc" else "."
 
 
-_WORD_CODES = LazyTable(_word_code)
-_TOKEN = re.compile(r"[^ \t\n\r\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]+")  # what _WORD_SPLIT leaves
+_TOKEN_CODES = LazyTable(lambda c: " " if _WORD_SPLIT.fullmatch(c) else _word_code(c))  # words: split()
 
 
 def _word_counts(text: str) -> tuple[int, int, int, int, int]:
     """(Arabic words, fragment runs, letters in those runs, foreign letters and control characters
     inside Arabic words). Words split on spaces, tabs and line breaks only, so a stray control
     character (`ﺍƾ\x0cﻧﺘﺮﻧﺖ`) stays inside the word it broke. One translation of the text gives
-    every character's code; the counts are str.count per word."""
-    words = runs = run_letters = foreign = controls = 0
-    streak = 0
-
-    def close() -> None:
-        nonlocal runs, run_letters, streak
+    every character's code (the split characters a space); the counts are str.count per word."""
+    if not features(text) & F_ARABIC:  # most pages: no Arabic at all, nothing to count
+        return 0, 0, 0, 0, 0
+    words = runs = run_letters = foreign = controls = streak = 0
+    for word in _TOKEN_CODES.apply(text).split():
+        arabic = word.count("a")
+        if arabic:
+            words += 1
+            foreign += word.count("f") + word.count("g")
+            controls += word.count("c")
+            if arabic == 1 and "f" not in word and "o" not in word:
+                streak += 1  # a one-letter "word": a fragment run goes on
+                continue
         if streak >= 3:
             runs, run_letters = runs + 1, run_letters + streak
         streak = 0
-
-    if not features(text) & F_ARABIC:  # most pages: no Arabic at all, nothing to count
-        return 0, 0, 0, 0, 0
-    codes = _WORD_CODES.apply(text)
-    for token in _TOKEN.finditer(text):
-        word = codes[token.start() : token.end()]
-        arabic = word.count("a")
-        if not arabic:
-            close()
-            continue
-        words += 1
-        foreign += word.count("f") + word.count("g")
-        controls += word.count("c")
-        if arabic == 1 and word.count("f") + word.count("o") == 0:
-            streak += 1
-        else:
-            close()
-    close()
+    if streak >= 3:
+        runs, run_letters = runs + 1, run_letters + streak
     return words, runs, run_letters, foreign, controls
 
 

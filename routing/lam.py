@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from routing.arabic import ALEF_FORMS, LAM, PREFIXES, fold_presentation_forms, is_arabic_letter, is_arabic_mark
-from routing.charclass import F_ARABIC, LazyTable, features
+from routing.charclass import ARABIC_RANGES, F_ARABIC, LazyTable, features
 
 SWAPPED_WORDS = frozenset({"خالل", "ثالث", "آالف", "إال"})  # خلال ثلاث آلاف إلا, stored alef-first
 _LAM_ALEF = re.compile(f"{LAM}(?=[{re.escape(ALEF_FORMS)}](?!{LAM}))")  # lam, an alef form, then no lam
@@ -94,17 +94,19 @@ def _attached(ch: str) -> bool:
     return is_arabic_letter(ch) or is_arabic_mark(ch) or ch == "\u0640"
 
 
+def _attached_class() -> str:
+    """`_attached` as a regular-expression class: every such character lies in the Arabic blocks."""
+    found = sorted({ch for lo, hi in ARABIC_RANGES for ch in map(chr, range(lo, hi + 1)) if _attached(ch)})
+    return "[" + "".join(re.escape(ch) for ch in found) + "]"
+
+
+# `ال` with nothing attached on either side; two never overlap (the ل of one is not the ا of the next)
+_LONE_AL = re.compile(f"(?<!{_attached_class()})\u0627\u0644(?!{_attached_class()})")
+
+
 def lone_al_positions(text: str) -> list[int]:
     """Offsets of each `ال` that stands alone (no Arabic letter, mark or tatweel on either side)."""
-    found = []
-    pos = text.find("ال")
-    while pos >= 0:
-        before = text[pos - 1] if pos else ""
-        after = text[pos + 2] if pos + 2 < len(text) else ""
-        if not (before and _attached(before)) and not (after and _attached(after)):
-            found.append(pos)
-        pos = text.find("ال", pos + 1)
-    return found
+    return [m.start() for m in _LONE_AL.finditer(text)]
 
 
 def lam_before_alef(text: str) -> int:
@@ -160,12 +162,15 @@ def lam_signals(text: str, clusters: Iterable[Sequence[int]] | None = None) -> L
     folded = fold_presentation_forms(text)
     if LAM not in folded:
         return LamSignals()
-    words = _word_tokens(folded)
+    mapped = _WORD_CHARS.apply(folded)
+    words = mapped.split()  # _word_tokens(folded)
+    # a swapped word (after its prefix) is a piece of the mapped text: most pages hold none
+    swapped = sum(1 for w in words if _is_swapped_word(w)) if any(w in mapped for w in SWAPPED_WORDS) else 0
     return LamSignals(
         swapped_clusters=len(swapped_clusters(text, clusters or ())),
         lone_al=len(lone_al_positions(folded)),
         lam_before_alef=lam_before_alef(folded),
-        swapped_words=sum(1 for w in words if _is_swapped_word(w)),
+        swapped_words=swapped,
         arabic_words=len(words),
     )
 

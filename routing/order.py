@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from routing.charclass import ARABIC_RANGES, F_ARABIC, F_HEBREW, HEBREW_RANGES, features, ranges_pattern
-from routing.rtl_order import FINALS, OrderEvidence, hebrew_order_evidence
+from routing.charclass import (
+    ARABIC_RANGES, F_ARABIC, F_HEBREW, F_PRESENTATION, HEBREW_RANGES, LazyTable, features, ranges_pattern,
+)
+from routing.rtl_order import FINALS, OrderEvidence, fold_hebrew_presentation, hebrew_order_evidence, hebrew_word_votes
 
 _RTL_ANY = ranges_pattern(HEBREW_RANGES + ARABIC_RANGES)
 _NO_ORDER = OrderEvidence()
@@ -76,17 +79,31 @@ def arabic_order_votes(text: str) -> tuple[int, int]:
     """(visual, logical) votes from Arabic words: letters that only end words (ة ى) at a word's
     start or end; and for presentation forms, the shape itself — a word whose first shaped glyph
     is a *final* form or whose last is an *initial* form was written mirrored."""
-    visual = len(_FINAL_FIRST.findall(text))
-    logical = len(_FINAL_LAST.findall(text))
-    for word in _ARABIC_SHAPED.findall(text):
-        forms = [f for f in map(_form, word) if f in ("initial", "medial", "final")]
+    votes = _arabic_votes(text)
+    return sum(1 for _, visual in votes if visual), sum(1 for _, visual in votes if not visual)
+
+
+def _arabic_votes(text: str) -> list[tuple[int, bool]]:
+    """(offset, visual) of each Arabic vote in `text`: True visual, False logical. No vote spans a
+    line break (a break is neither a letter nor a shaped glyph): a page's votes are its lines'."""
+    votes = [(m.start(), True) for m in _FINAL_FIRST.finditer(text)]
+    votes += [(m.start(), False) for m in _FINAL_LAST.finditer(text)]
+    if not features(text) & F_PRESENTATION:
+        return votes  # a shape vote needs two presentation forms in a word
+    codes = ""  # every character's positional form (i, m, f; "-" for none), one translation
+    for match in _ARABIC_SHAPED.finditer(text):
+        codes = codes or _FORM_CODES.apply(text)
+        forms = codes[match.start() : match.end()].replace("-", "")
         if len(forms) < 2:
             continue
-        if forms[0] == "final" or forms[-1] == "initial":
-            visual += 1
-        elif forms[0] == "initial" or forms[-1] == "final":
-            logical += 1
-    return visual, logical
+        if forms[0] == "f" or forms[-1] == "i":
+            votes.append((match.start(), True))
+        elif forms[0] == "i" or forms[-1] == "f":
+            votes.append((match.start(), False))
+    return votes
+
+
+_FORM_CODES = LazyTable(lambda c: {"initial": "i", "medial": "m", "final": "f"}.get(_form(c), "-"))
 
 
 def line_evidence(line: str, geometry: Sequence[int] | None = None, scripts: int = F_HEBREW | F_ARABIC) -> LineEvidence:
@@ -111,14 +128,64 @@ _HEBREW_WORD = re.compile(r"[\u05D0-\u05EA\u0591-\u05C7]+")
 
 
 def _final_mid_word(text: str) -> int:
-    count = 0
-    for word in _HEBREW_WORD.findall(text):
-        letters = [c for c in word if "\u05D0" <= c <= "\u05EA"]
-        count += any(c in FINALS for c in letters[1:-1])
-    return count
+    return len(_final_mid_words(text))
+
+
+def _final_mid_words(text: str) -> list[int]:
+    """The offset of each Hebrew word holding a final form inside it (never across a line break)."""
+    found: list[int] = []
+    for match in _HEBREW_WORD.finditer(text):
+        letters = [c for c in match.group() if "\u05D0" <= c <= "\u05EA"]
+        if any(c in FINALS for c in letters[1:-1]):
+            found.append(match.start())
+    return found
 
 
 _NO_EVIDENCE = LineEvidence(0, 0, 0, 0, 0, 0)
+
+
+def _starts(lines: list[str]) -> list[int]:
+    """Where each line begins in the text they were split from."""
+    starts, at = [], 0
+    for line in lines:
+        starts.append(at)
+        at += len(line) + 1
+    return starts
+
+
+Votes = tuple[list[int], list[int], list[int], list[int], list[int], list[int]]
+
+
+def _page_evidence(text: str, lines: list[str], geometry: Sequence[Sequence[int]] | None, scripts: int) -> Votes:
+    """`line_evidence` of every line as six lists (visual votes, logical votes, geometry visual,
+    geometry logical, final mid-word, Hebrew words), from one pass of each pattern over the whole
+    page (a line at a time cost a few pattern calls a line, and an object a line): each vote is
+    counted on the line its offset falls in."""
+    n = len(lines)
+    visual, logical, mid, words = [0] * n, [0] * n, [0] * n, [0] * n
+    starts = _starts(lines)
+    if scripts & F_HEBREW:
+        folded = fold_hebrew_presentation(text)  # may lengthen a line, never adds a break
+        folded_starts = starts if folded is text else _starts(folded.split("\n"))
+        for at, first, medial, last in hebrew_word_votes(folded):
+            line = bisect_right(folded_starts, at) - 1
+            visual[line] += first + medial
+            logical[line] += last
+            words[line] += 1
+        for at in _final_mid_words(text):
+            mid[bisect_right(starts, at) - 1] += 1
+    if scripts & F_ARABIC:
+        for at, says_visual in _arabic_votes(text):
+            line = bisect_right(starts, at) - 1
+            if says_visual:
+                visual[line] += 1
+            else:
+                logical[line] += 1
+    inc, dec = [0] * n, [0] * n
+    for i, g in enumerate(geometry[:n] if geometry else ()):
+        if g:
+            inc[i], dec[i] = g[0], g[1]
+    return visual, logical, inc, dec, mid, words
 
 
 @dataclass(frozen=True)
@@ -139,23 +206,18 @@ def page_order(text: str, geometry: Sequence[Sequence[int]] | None, *, from_ocr:
     scripts = features(text) & (F_HEBREW | F_ARABIC)
     if not scripts and not any(g and (g[0] or g[1]) for g in geometry or ()):
         return PageOrder([False] * len(lines), _NO_EVIDENCE)  # no RTL letter and no RTL geometry: nothing votes
-    evidence = [line_evidence(line, geometry[i] if geometry and i < len(geometry) else None, scripts)
-                for i, line in enumerate(lines)]
-    total = LineEvidence(
-        visual_votes=sum(e.visual_votes for e in evidence),
-        logical_votes=sum(e.logical_votes for e in evidence),
-        geometry_visual=sum(e.geometry_visual for e in evidence),
-        geometry_logical=sum(e.geometry_logical for e in evidence),
-        final_mid_word=sum(e.final_mid_word for e in evidence),
-        hebrew_words=sum(e.hebrew_words for e in evidence),
-    )
+    visual, logical, inc, dec, mid, words = _page_evidence(text, lines, geometry, scripts)
+    total = LineEvidence(sum(visual), sum(logical), sum(inc), sum(dec), sum(mid), sum(words))
     if from_ocr:
         return PageOrder([False] * len(lines), total)
     page_strong, page_logical = total.letters_strong, total.letters_say_logical
     flags = []
-    for e in evidence:
+    for i in range(len(lines)):
+        if visual[i] == 0 and inc[i] < 2:  # neither a letter vote nor geometry can say visual
+            flags.append(False)
+            continue
+        e = LineEvidence(visual[i], logical[i], inc[i], dec[i], mid[i], words[i])
         letters_logical = e.logical_votes > 0 and e.visual_votes == 0
-        visual = e.letters_strong or (e.letters_say_visual and not page_logical) or (page_strong and e.weak_visual)
-        visual = visual or (e.geometry_says_visual and not letters_logical)
-        flags.append(visual)
+        flag = e.letters_strong or (e.letters_say_visual and not page_logical) or (page_strong and e.weak_visual)
+        flags.append(flag or (e.geometry_says_visual and not letters_logical))
     return PageOrder(flags, total)

@@ -73,7 +73,7 @@ _HEBREW_PRESENTATION = re.compile("[\ufb1d-\ufb4f]")
 _FOLD_HEBREW = LazyTable(lambda c: unicodedata.normalize("NFKC", c) if "\ufb1d" <= c <= "\ufb4f" else c)
 
 
-def _fold_hebrew_presentation(text: str) -> str:
+def fold_hebrew_presentation(text: str) -> str:
     """NFKC on Hebrew presentation forms only: one translation, and none where there are none."""
     return text.translate(_FOLD_HEBREW) if _HEBREW_PRESENTATION.search(text) else text
 
@@ -85,20 +85,29 @@ def hebrew_order_evidence(text: str) -> OrderEvidence:
     counted as medial-last — nor an acronym's last letter, after the gershayim (`בע"מ`, `מע"מ` are
     written with a plain mem in logical order); one-letter words are not counted at all.
     """
-    text = _fold_hebrew_presentation(text)
     final_first = medial_last = final_last = words = 0
+    for _, first, medial, last in hebrew_word_votes(fold_hebrew_presentation(text)):
+        words += 1
+        final_first, medial_last, final_last = final_first + first, medial_last + medial, final_last + last
+    return OrderEvidence(final_first, medial_last, final_last, words)
+
+
+def hebrew_word_votes(text: str) -> list[tuple[int, int, int, int]]:
+    """(offset, final-first, medial-last, final-last) of each Hebrew word of two letters or more in
+    `text` (Hebrew presentation forms already folded), for `hebrew_order_evidence`. A word never
+    spans a line break, and a break after it counts as the end of the text: the words of a page
+    are the words of its lines."""
+    found: list[tuple[int, int, int, int]] = []
     for match in _HEBREW_WORD.finditer(text):
         letters = _NOT_LETTER.sub("", match.group())
         if len(letters) < 2:
             continue
-        words += 1
         after = text[match.end()] if match.end() < len(text) else ""
-        final_first += letters[0] in FINALS
-        final_last += letters[-1] in FINALS
         abbreviated = after != "" and after in ABBREVIATION_MARKS + PREFIX_JOINERS
         abbreviated = abbreviated or match.group()[-2] in ABBREVIATION_MARKS  # בע"מ: an acronym's last letter
-        medial_last += letters[-1] in MEDIALS and not abbreviated
-    return OrderEvidence(final_first, medial_last, final_last, words)
+        found.append((match.start(), int(letters[0] in FINALS), int(letters[-1] in MEDIALS and not abbreviated),
+                      int(letters[-1] in FINALS)))
+    return found
 
 
 def looks_visual_order(evidence: OrderEvidence) -> bool:

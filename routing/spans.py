@@ -27,7 +27,8 @@ def _boundary(edits: Sequence[Edit], ends: Sequence[int], pos: int, *, closing: 
     `pos` are skipped in one bisection."""
     k = bisect_left(ends, pos)  # edits[:k] end before pos: before it, and none spans across it
     delta = edits[k - 1].out_end - edits[k - 1].end if k else 0
-    for edit in edits[k:]:
+    for i in range(k, len(edits)):  # (no slice: a copy of the rest of the map per call)
+        edit = edits[i]
         if edit.start < pos < edit.end:
             return None
         before = edit.end < pos or (edit.end == pos and (not closing or edit.start < pos))

@@ -167,7 +167,7 @@ def test_long_texts_are_translated_alike_in_numpy() -> None:
     pool = [chr(c) for c in [*range(0x250), *range(0x590, 0x700), *range(0xFB1D, 0xFB50), *range(0xFE70, 0xFEFF),
                              0xD800, 0xDFFF, 0x1F600, 0x10FFFF, 0xE000, 0xF0001, 0x4E00, 0x3000]]
     rng = random.Random(15)
-    for table in (CLASS_TABLE, FAMILY_TABLE, arabic._LETTER_TABLE, arabic._WORD_CODES, lam._WORD_CHARS,
+    for table in (CLASS_TABLE, FAMILY_TABLE, arabic._LETTER_TABLE, arabic._TOKEN_CODES, lam._WORD_CHARS,
                   mupdf._GLYPH_KINDS, LazyTable(lambda c: "ab" if c == "x" else c)):
         for n in (LazyTable.LONG - 1, LazyTable.LONG, 3000):
             for _ in range(20):

@@ -6,6 +6,7 @@ each guarded pattern can match carries the bit that guards it (checked on every 
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 import unicodedata
@@ -148,3 +149,112 @@ def test_lam_alef_and_ligature_finders_match_their_definition() -> None:
         text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 40)))
         assert arabic.lam_alef_positions(text) == _alef_x_lam_reference(text, arabic.ALEF_FORMS), text
         assert arabic.ligature_order_positions(text) == _alef_x_lam_reference(text, arabic.LIGATURE_SECONDS), text
+
+
+def test_lone_al_finder_matches_its_definition() -> None:
+    """`lone_al_positions` by one pattern: the `ال` with no Arabic letter, mark or tatweel on
+    either side, as the scan from every `ال` found them."""
+    def reference(text: str) -> list[int]:
+        found, pos = [], text.find("ال")
+        while pos >= 0:
+            before = text[pos - 1] if pos else ""
+            after = text[pos + 2] if pos + 2 < len(text) else ""
+            if not (before and lam._attached(before)) and not (after and lam._attached(after)):
+                found.append(pos)
+            pos = text.find("ال", pos + 1)
+        return found
+
+    rng = random.Random(3)
+    pool = list("\u0627\u0644\u0627\u0644 \u064e\u0640\u0628\u06a9\ufefbx(\n")
+    for _ in range(3000):
+        text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 30)))
+        assert lam.lone_al_positions(text) == reference(text), text
+    every = "".join(chr(cp) for lo, hi in charclass.ARABIC_RANGES for cp in range(lo, hi + 1))
+    for ch in every + "a ":
+        for text in (f"{ch}ال", f"ال{ch}"):
+            assert lam.lone_al_positions(text) == reference(text), hex(ord(ch))
+
+
+def _page_texts() -> list[str]:
+    """Text layers of the generated fixtures (Hebrew, Arabic, mixed, visual order, shaped forms)."""
+    from pathlib import Path
+
+    from workers.pdf import mupdf
+
+    root = Path(__file__).resolve().parents[2] / "fixtures"
+    texts = []
+    for pdf in sorted(root.glob("*.pdf")) + sorted((root / "structure").glob("*.pdf")):
+        try:
+            texts += [page["text"] for page in mupdf.extract_range(str(pdf), 1, 50)["pages"]]
+        except Exception:  # encrypted or broken fixtures are not text layers
+            continue
+    return texts
+
+
+def test_page_order_counts_each_line_as_line_evidence_does() -> None:
+    """`page_order` reads the votes of a whole page in one pass of each pattern; every line's
+    evidence must be what `line_evidence` gives that line alone, on fixture pages and on random
+    pages of Hebrew (with presentation forms that fold to two characters), Arabic (shaped and
+    not), digits and breaks."""
+    texts = _page_texts()
+    assert any(features(t) & charclass.F_HEBREW for t in texts) and any(features(t) & charclass.F_ARABIC for t in texts)
+    rng = random.Random(5)
+    pool = list("אבגדהוזחטיכךלמםנןסעפףצץקרשת\ufb2e\ufb4b\u05b7'\"-\u05be") + list(
+        "\u0627\u0644\u0629\u0649\u0628\u062a\ufe8e\ufe91\ufe92\ufe90\ufb50") + list("  \n\n12ab")
+    texts += ["".join(rng.choice(pool) for _ in range(rng.randint(0, 120))) for _ in range(1500)]
+    both = charclass.F_HEBREW | charclass.F_ARABIC
+    flagged = 0
+    for text in texts:
+        lines = text.split("\n")
+        geometry = [[rng.randint(0, 2), rng.randint(0, 2)] for _ in lines]
+        got = order.page_order(text, geometry, from_ocr=True).page
+        each = [order.line_evidence(line, geometry[i], both) for i, line in enumerate(lines)]
+        assert got.visual_votes == sum(e.visual_votes for e in each), text
+        assert got.logical_votes == sum(e.logical_votes for e in each), text
+        assert got.final_mid_word == sum(e.final_mid_word for e in each), text
+        assert got.hebrew_words == sum(e.hebrew_words for e in each), text
+        scripts = features(text) & both
+        fields = ("visual_votes", "logical_votes", "geometry_visual", "geometry_logical", "final_mid_word",
+                  "hebrew_words")
+        expected = tuple([getattr(e, name) for e in each] for name in fields)
+        assert order._page_evidence(text, lines, geometry, scripts) == expected, text
+        flags = order.page_order(text, geometry, from_ocr=False).line_visual
+        assert flags == _reference_flags(each), text
+        flagged += sum(flags)
+    assert flagged  # lines said visual (by letters or geometry) were among them
+
+
+def _reference_flags(each: list[order.LineEvidence]) -> list[bool]:
+    """page_order's per-line flags as first written, from every line's evidence."""
+    total = order.LineEvidence(*(sum(getattr(e, f.name) for e in each) for f in dataclasses.fields(order.LineEvidence)))
+    flags = []
+    for e in each:
+        letters_logical = e.logical_votes > 0 and e.visual_votes == 0
+        visual = e.letters_strong or (e.letters_say_visual and not total.letters_say_logical) or (
+            total.letters_strong and e.weak_visual)
+        flags.append(visual or (e.geometry_says_visual and not letters_logical))
+    return flags
+
+
+def test_arabic_shape_votes_match_their_definition() -> None:
+    """The shaped-word votes read the positional forms from one translation of the page; they are
+    the votes a word-by-word reading of `_form` gives, on every presentation form in words."""
+    def reference(text: str) -> tuple[int, int]:
+        visual = len(order._FINAL_FIRST.findall(text))
+        logical = len(order._FINAL_LAST.findall(text))
+        for word in order._ARABIC_SHAPED.findall(text):
+            forms = [f for f in map(order._form, word) if f in ("initial", "medial", "final")]
+            if len(forms) < 2:
+                continue
+            if forms[0] == "final" or forms[-1] == "initial":
+                visual += 1
+            elif forms[0] == "initial" or forms[-1] == "final":
+                logical += 1
+        return visual, logical
+
+    shaped = [chr(cp) for lo, hi in ((0xFB50, 0xFDFF), (0xFE70, 0xFEFF)) for cp in range(lo, hi + 1)]
+    rng = random.Random(9)
+    pool = shaped + list("\u0627\u0644\u0629\u0649\u0628 \n")
+    for _ in range(3000):
+        text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 300 if rng.random() < 0.1 else 12)))
+        assert order.arabic_order_votes(text) == reference(text), text
