@@ -258,3 +258,17 @@ def test_arabic_shape_votes_match_their_definition() -> None:
     for _ in range(3000):
         text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 300 if rng.random() < 0.1 else 12)))
         assert order.arabic_order_votes(text) == reference(text), text
+
+
+def test_reorder_candidates_of_a_page_are_the_lines_may_reorder_lets_through() -> None:
+    """The C walk's run-order candidates come from one class translation of the page: the same
+    lines `may_reorder` accepts one at a time (fixture pages, random Arabic/Hebrew/Latin lines)."""
+    from workers.pdf.runs import may_reorder, may_reorder_lines
+
+    rng = random.Random(21)
+    pool = list("\u0627\u0644\u0628\ufe8e\u0660 abc12()\u05d0\u05be\u0591.")
+    texts = _page_texts() + ["\n".join("".join(rng.choice(pool) for _ in range(rng.randint(0, 9)))
+                                       for _ in range(rng.randint(1, 12))) for _ in range(1500)]
+    for text in texts:
+        lines = text.split("\n")
+        assert may_reorder_lines(lines, text) == [i for i, line in enumerate(lines) if may_reorder(line)], text

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pymupdf
 
-from workers.pdf.runs import may_reorder, run_order_of, unit_kinds
+from workers.pdf.runs import may_reorder_lines, run_order_of, unit_kinds
 from workers.pdf.stext import Box
 
 log = logging.getLogger(__name__)
@@ -188,8 +188,7 @@ def _run_orders(lib: ctypes.CDLL, buf: _Buffers, lines: list[str], starts: list[
     """`runs.run_order` of every line holding an RTL letter: the C walk finds and proves the order
     from the boxes it wrote; Python's text test says which lines may be reordered at all."""
     offsets = [start + i for i, start in enumerate(starts)]  # where line i begins in `text`: one newline a line
-    candidates = [i for i, line in enumerate(lines)
-                  if "R" in kinds[offsets[i] : offsets[i] + len(line)] and may_reorder(line)]
+    candidates = [i for i in may_reorder_lines(lines, text) if "R" in kinds[offsets[i] : offsets[i] + len(lines[i])]]
     if not candidates:
         return []
     counts = np.zeros(len(lines), dtype=np.int32)

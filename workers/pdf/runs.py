@@ -27,7 +27,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-from routing.charclass import ARABIC_ANY, HEBREW_RANGES, LazyTable, classes, ranges_pattern
+from routing.charclass import ARABIC_ANY, F_HEBREW, HEBREW_RANGES, LazyTable, classes, features, ranges_pattern
 from routing.scripts import is_arabic
 
 _TOLERANCE = 0.5  # points
@@ -148,6 +148,25 @@ def run_order_of(text: str, x0s: list[float], x1s: list[float], ys: list[float])
 def may_reorder(text: str) -> bool:
     """The text's own test `run_order` starts with (an Arabic line of three characters or more)."""
     return len(text) >= 3 and _arabic_line(text)
+
+
+def may_reorder_lines(lines: list[str], text: str) -> list[int]:
+    """The index of each line `may_reorder` lets through, from one class translation of the page
+    (`text`: the lines joined by line breaks) instead of a few scans a line; the Hebrew test only
+    where the page holds a Hebrew-block character."""
+    codes = classes(text)
+    hebrew = bool(features(text) & F_HEBREW)
+    found: list[int] = []
+    at = 0
+    for i, line in enumerate(lines):
+        part = codes[at : at + len(line)]
+        at += len(line) + 1
+        if len(line) < 3 or (hebrew and _HEBREW_ANY.search(line) is not None):
+            continue
+        arabic = part.count("r")  # an Arabic letter: what ARABIC_ANY's test asks, and more
+        if arabic and arabic > part.count("a"):
+            found.append(i)
+    return found
 
 
 def unit_kinds(text: str) -> str:
