@@ -125,6 +125,7 @@ def line_evidence(line: str, geometry: Sequence[int] | None = None, scripts: int
 
 
 _HEBREW_WORD = re.compile(r"[\u05D0-\u05EA\u0591-\u05C7]+")
+_FINAL_THEN_LETTER = re.compile(f"[{FINALS}][\u0591-\u05C7]*[\u05D0-\u05EA]")
 
 
 def _final_mid_word(text: str) -> int:
@@ -134,6 +135,8 @@ def _final_mid_word(text: str) -> int:
 def _final_mid_words(text: str) -> list[int]:
     """The offset of each Hebrew word holding a final form inside it (never across a line break)."""
     found: list[int] = []
+    if _FINAL_THEN_LETTER.search(text) is None:  # no final form with a letter after it in its word
+        return found
     for match in _HEBREW_WORD.finditer(text):
         letters = [c for c in match.group() if "\u05D0" <= c <= "\u05EA"]
         if any(c in FINALS for c in letters[1:-1]):

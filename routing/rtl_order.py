@@ -53,7 +53,7 @@ RTL_MARK_RANGES = (
 _HEB_LETTER = "\u05d0-\u05ea\u05f0-\u05f2"
 _HEB_MARK = "\u0591-\u05bd\u05bf\u05c1\u05c2\u05c4\u05c5\u05c7"
 _HEBREW_WORD = re.compile(f"[{_HEB_LETTER}](?:[{_HEB_LETTER}{_HEB_MARK}]|[{ABBREVIATION_MARKS}](?=[{_HEB_LETTER}]))*")
-_NOT_LETTER = re.compile(f"[^{_HEB_LETTER}]")
+_MARK_CHARS = "".join(chr(cp) for cp in range(0x0591, 0x05C8) if re.fullmatch(f"[{_HEB_MARK}]", chr(cp)))
 _RTL_MARK = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in RTL_MARK_RANGES) + "]")
 
 Direction = Literal["ltr", "rtl"]
@@ -99,14 +99,17 @@ def hebrew_word_votes(text: str) -> list[tuple[int, int, int, int]]:
     are the words of its lines."""
     found: list[tuple[int, int, int, int]] = []
     for match in _HEBREW_WORD.finditer(text):
-        letters = _NOT_LETTER.sub("", match.group())
-        if len(letters) < 2:
+        word = match.group()
+        # a word opens with a letter and ends with a letter and its marks (a quote inside is always
+        # followed by a letter): its letters' first and last without a pass over its characters
+        core = word.rstrip(_MARK_CHARS)
+        if len(core) < 2:
             continue
         after = text[match.end()] if match.end() < len(text) else ""
         abbreviated = after != "" and after in ABBREVIATION_MARKS + PREFIX_JOINERS
-        abbreviated = abbreviated or match.group()[-2] in ABBREVIATION_MARKS  # בע"מ: an acronym's last letter
-        found.append((match.start(), int(letters[0] in FINALS), int(letters[-1] in MEDIALS and not abbreviated),
-                      int(letters[-1] in FINALS)))
+        abbreviated = abbreviated or word[-2] in ABBREVIATION_MARKS  # בע"מ: an acronym's last letter
+        found.append((match.start(), int(word[0] in FINALS), int(core[-1] in MEDIALS and not abbreviated),
+                      int(core[-1] in FINALS)))
     return found
 
 

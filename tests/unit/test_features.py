@@ -272,3 +272,32 @@ def test_reorder_candidates_of_a_page_are_the_lines_may_reorder_lets_through() -
     for text in texts:
         lines = text.split("\n")
         assert may_reorder_lines(lines, text) == [i for i, line in enumerate(lines) if may_reorder(line)], text
+
+
+def test_hebrew_word_votes_and_mid_word_finals_match_their_definition() -> None:
+    """Hebrew word votes without a pass over each word's characters, and mid-word finals only
+    where a final form has a letter after it in its word: as the letter-by-letter definitions
+    count them, on random Hebrew with points, quotes, maqaf and hyphens."""
+    def votes_reference(text: str) -> list[tuple[int, int, int, int]]:
+        found = []
+        for match in rtl_order._HEBREW_WORD.finditer(text):
+            letters = re.sub(f"[^{rtl_order._HEB_LETTER}]", "", match.group())
+            if len(letters) < 2:
+                continue
+            after = text[match.end()] if match.end() < len(text) else ""
+            abbreviated = after != "" and after in rtl_order.ABBREVIATION_MARKS + rtl_order.PREFIX_JOINERS
+            abbreviated = abbreviated or match.group()[-2] in rtl_order.ABBREVIATION_MARKS
+            found.append((match.start(), int(letters[0] in rtl_order.FINALS),
+                          int(letters[-1] in rtl_order.MEDIALS and not abbreviated), int(letters[-1] in rtl_order.FINALS)))
+        return found
+
+    def mid_reference(text: str) -> list[int]:
+        return [m.start() for m in order._HEBREW_WORD.finditer(text)
+                if any(c in rtl_order.FINALS for c in [c for c in m.group() if "\u05d0" <= c <= "\u05ea"][1:-1])]
+
+    rng = random.Random(33)
+    pool = list("אבכךמםנןפףצץשת\u05f0\u05b0\u05b7\u05bc\u05be\u05c3'\"- \n")
+    for _ in range(4000):
+        text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 25)))
+        assert rtl_order.hebrew_word_votes(text) == votes_reference(text), text
+        assert order._final_mid_words(text) == mid_reference(text), text

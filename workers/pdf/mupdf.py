@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import unicodedata
+from functools import lru_cache
 from typing import Any
 
 import pymupdf
@@ -227,9 +228,11 @@ def _glyph_kind(ch: str) -> str:
 _GLYPH_KINDS = LazyTable(_glyph_kind)
 
 
+@lru_cache(maxsize=4)
 def glyph_kinds(text: str) -> str:
     """One code per character, in one C-level pass: " " whitespace, "M" combining mark, "R" Hebrew or
-    Arabic letter, "o" anything else."""
+    Arabic letter, "o" anything else. Cached for the last few texts: the C walk's evidence and
+    `_rtl_page` ask about the same page."""
     return _GLYPH_KINDS.apply(text)
 
 
