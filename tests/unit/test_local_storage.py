@@ -41,3 +41,26 @@ def test_a_write_replaces_an_object_at_once(tmp_path: Path) -> None:
     storage.put_bytes("a/b.json", b"new")
     assert storage.get_bytes("a/b.json") == b"new"
     assert os.stat(tmp_path / "a/b.json").st_ino != before  # a rename onto it, not a write into it
+
+
+def test_compact_work_state_reads_back_as_json_dumps_wrote_it(tmp_path: Path) -> None:
+    """Compact JSON (range objects) is written by pydantic-core's encoder: what `json.dumps` wrote
+    reads back the same, non-finite floats included (a NaN metric stays NaN, not null)."""
+    import json
+    import math
+
+    from workers.storage import LocalStorage
+
+    store = LocalStorage(str(tmp_path))
+    state = {"outcome": {"first": 1, "last": 2}, "records": [
+        {"text": "שלום عربي ﻻ \u200f\n", "metrics": {"a": 0.1, "b": 1e-05, "big": 1e300, "nan": float("nan"),
+                                                    "inf": float("inf")}, "edits": [], "n": None, "ok": True}]}
+    store.put_json("work/r.json", state, compact=True)
+    back = store.get_json("work/r.json")
+    reference = json.loads(json.dumps(state, ensure_ascii=False))
+    metrics = back["records"][0].pop("metrics")
+    expected = reference["records"][0].pop("metrics")
+    assert back == reference
+    assert math.isnan(metrics.pop("nan")) and math.isnan(expected.pop("nan"))
+    assert metrics == expected and metrics["inf"] == math.inf
+    assert b"\n" not in store.get_bytes("work/r.json")  # compact: one line
