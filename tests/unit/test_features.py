@@ -175,15 +175,13 @@ def test_lone_al_finder_matches_its_definition() -> None:
             assert lam.lone_al_positions(text) == reference(text), hex(ord(ch))
 
 
-def _page_texts() -> list[str]:
+@pytest.fixture(scope="module")
+def page_texts(fixtures_dir, structure_dir) -> list[str]:
     """Text layers of the generated fixtures (Hebrew, Arabic, mixed, visual order, shaped forms)."""
-    from pathlib import Path
-
     from workers.pdf import mupdf
 
-    root = Path(__file__).resolve().parents[2] / "fixtures"
     texts = []
-    for pdf in sorted(root.glob("*.pdf")) + sorted((root / "structure").glob("*.pdf")):
+    for pdf in sorted(fixtures_dir.glob("*.pdf")) + sorted(structure_dir.glob("*.pdf")):
         try:
             texts += [page["text"] for page in mupdf.extract_range(str(pdf), 1, 50)["pages"]]
         except Exception:  # encrypted or broken fixtures are not text layers
@@ -191,12 +189,12 @@ def _page_texts() -> list[str]:
     return texts
 
 
-def test_page_order_counts_each_line_as_line_evidence_does() -> None:
+def test_page_order_counts_each_line_as_line_evidence_does(page_texts: list[str]) -> None:
     """`page_order` reads the votes of a whole page in one pass of each pattern; every line's
     evidence must be what `line_evidence` gives that line alone, on fixture pages and on random
     pages of Hebrew (with presentation forms that fold to two characters), Arabic (shaped and
     not), digits and breaks."""
-    texts = _page_texts()
+    texts = list(page_texts)
     assert any(features(t) & charclass.F_HEBREW for t in texts) and any(features(t) & charclass.F_ARABIC for t in texts)
     rng = random.Random(5)
     pool = list("אבגדהוזחטיכךלמםנןסעפףצץקרשת\ufb2e\ufb4b\u05b7'\"-\u05be") + list(
@@ -260,14 +258,14 @@ def test_arabic_shape_votes_match_their_definition() -> None:
         assert order.arabic_order_votes(text) == reference(text), text
 
 
-def test_reorder_candidates_of_a_page_are_the_lines_may_reorder_lets_through() -> None:
+def test_reorder_candidates_of_a_page_are_the_lines_may_reorder_lets_through(page_texts: list[str]) -> None:
     """The C walk's run-order candidates come from one class translation of the page: the same
     lines `may_reorder` accepts one at a time (fixture pages, random Arabic/Hebrew/Latin lines)."""
     from workers.pdf.runs import may_reorder, may_reorder_lines
 
     rng = random.Random(21)
     pool = list("\u0627\u0644\u0628\ufe8e\u0660 abc12()\u05d0\u05be\u0591.")
-    texts = _page_texts() + ["\n".join("".join(rng.choice(pool) for _ in range(rng.randint(0, 9)))
+    texts = list(page_texts) + ["\n".join("".join(rng.choice(pool) for _ in range(rng.randint(0, 9)))
                                        for _ in range(rng.randint(1, 12))) for _ in range(1500)]
     for text in texts:
         lines = text.split("\n")
