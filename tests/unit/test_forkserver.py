@@ -289,3 +289,23 @@ def test_a_range_crosses_the_sandbox_unchanged(fixtures_dir: Path) -> None:
         here = mupdf.extract_range(path, 1, 50)
         mupdf.forget()
         assert run_child("extract", path, {"first": 1, "last": 50}, **LIMITS) == here, name
+
+
+def test_the_warm_up_builds_the_character_tables_children_use() -> None:
+    """The server's warm-up makes the tables a child's first page would otherwise build (~7 ms
+    for the class table's array alone): in a fresh interpreter, after `_warm_up` the class table,
+    the glyph-kind and run-unit tables have their arrays and the feature bits their table."""
+    import sys
+
+    probe = (
+        "from workers.pdf import forkserver, mupdf, runs\n"
+        "from routing import charclass\n"
+        "assert charclass.CLASS_TABLE._array is None and not charclass._FEATURES\n"
+        "forkserver._warm_up(mupdf)\n"
+        "tables = (charclass.CLASS_TABLE, mupdf._GLYPH_KINDS, runs._KINDS)\n"
+        "print(all(t._array is not None for t in tables), bool(charclass._FEATURES))\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["True", "True"]

@@ -294,6 +294,7 @@ def _warm_up(mupdf: Any) -> None:  # pragma: no cover - server side
 
     import pymupdf
 
+    from routing.charclass import classes, features
     from workers.pdf import fastwalk
     from workers.pdf.runs import unit_kinds
 
@@ -313,6 +314,8 @@ def _warm_up(mupdf: Any) -> None:  # pragma: no cover - server side
     sample = "".join(map(chr, [*range(0x20, 0x250), *range(0x590, 0x600), *range(0x600, 0x700)]))
     mupdf.glyph_kinds(sample)
     unit_kinds(sample)
+    classes(sample)  # the class table's array (run-order candidates, a page at a time: ~7 ms cold)
+    features(sample)  # and the feature bits' table
     fastwalk.library()
 
 
