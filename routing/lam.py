@@ -101,7 +101,8 @@ def _attached_class() -> str:
 
 
 # `ال` with nothing attached on either side; two never overlap (the ل of one is not the ا of the next)
-_LONE_AL = re.compile(f"(?<!{_attached_class()})\u0627\u0644(?!{_attached_class()})")
+_ATTACHED = _attached_class()
+_LONE_AL = re.compile(f"(?<!{_ATTACHED})\u0627\u0644(?!{_ATTACHED})")
 
 
 def lone_al_positions(text: str) -> list[int]:
@@ -162,10 +163,9 @@ def lam_signals(text: str, clusters: Iterable[Sequence[int]] | None = None) -> L
     folded = fold_presentation_forms(text)
     if LAM not in folded:
         return LamSignals()
-    mapped = _WORD_CHARS.apply(folded)
-    words = mapped.split()  # _word_tokens(folded)
-    # a swapped word (after its prefix) is a piece of the mapped text: most pages hold none
-    swapped = sum(1 for w in words if _is_swapped_word(w)) if any(w in mapped for w in SWAPPED_WORDS) else 0
+    words = _word_tokens(folded)
+    joined = " ".join(words)  # a swapped word (after its prefix) is a piece of it: most pages hold none
+    swapped = sum(1 for w in words if _is_swapped_word(w)) if any(w in joined for w in SWAPPED_WORDS) else 0
     return LamSignals(
         swapped_clusters=len(swapped_clusters(text, clusters or ())),
         lone_al=len(lone_al_positions(folded)),

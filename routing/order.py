@@ -24,10 +24,9 @@ from functools import lru_cache
 from routing.charclass import (
     ARABIC_RANGES, F_ARABIC, F_HEBREW, F_PRESENTATION, HEBREW_RANGES, LazyTable, features, ranges_pattern,
 )
-from routing.rtl_order import FINALS, OrderEvidence, fold_hebrew_presentation, hebrew_order_evidence, hebrew_word_votes
+from routing.rtl_order import FINALS, fold_hebrew_presentation, hebrew_order_evidence, hebrew_word_votes
 
 _RTL_ANY = ranges_pattern(HEBREW_RANGES + ARABIC_RANGES)
-_NO_ORDER = OrderEvidence()
 _ARABIC_WORD = re.compile(r"[\u0620-\u064A\u0671-\u06D3\u06FA-\u06FF]+")
 _ARABIC_FINAL_ONLY = "\u0629\u0649"  # ة ى
 _ARABIC_SHAPED = re.compile(r"[\u0621-\u064A\uFB50-\uFDFF\uFE70-\uFEFF]+")
@@ -106,20 +105,18 @@ def _arabic_votes(text: str) -> list[tuple[int, bool]]:
 _FORM_CODES = LazyTable(lambda c: {"initial": "i", "medial": "m", "final": "f"}.get(_form(c), "-"))
 
 
-def line_evidence(line: str, geometry: Sequence[int] | None = None, scripts: int = F_HEBREW | F_ARABIC) -> LineEvidence:
-    """One line's votes; `scripts`: the F_HEBREW / F_ARABIC bits of the page (`features`): a
-    script the page does not hold casts no vote on any of its lines."""
+def line_evidence(line: str, geometry: Sequence[int] | None = None) -> LineEvidence:
     inc, dec = (geometry[0], geometry[1]) if geometry else (0, 0)
     if _RTL_ANY.search(line) is None:  # every letter vote needs a Hebrew or Arabic character
         return LineEvidence(0, 0, inc, dec, 0, 0)
-    he = hebrew_order_evidence(line) if scripts & F_HEBREW else _NO_ORDER
-    ar_visual, ar_logical = arabic_order_votes(line) if scripts & F_ARABIC else (0, 0)
+    he = hebrew_order_evidence(line)
+    ar_visual, ar_logical = arabic_order_votes(line)
     return LineEvidence(
         visual_votes=he.final_first + he.medial_last + ar_visual,
         logical_votes=he.final_last + ar_logical,
         geometry_visual=inc,
         geometry_logical=dec,
-        final_mid_word=_final_mid_word(line) if scripts & F_HEBREW else 0,
+        final_mid_word=_final_mid_word(line),
         hebrew_words=he.words,
     )
 

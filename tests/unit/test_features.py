@@ -206,7 +206,7 @@ def test_page_order_counts_each_line_as_line_evidence_does(page_texts: list[str]
         lines = text.split("\n")
         geometry = [[rng.randint(0, 2), rng.randint(0, 2)] for _ in lines]
         got = order.page_order(text, geometry, from_ocr=True).page
-        each = [order.line_evidence(line, geometry[i], both) for i, line in enumerate(lines)]
+        each = [order.line_evidence(line, geometry[i]) for i, line in enumerate(lines)]
         assert got.visual_votes == sum(e.visual_votes for e in each), text
         assert got.logical_votes == sum(e.logical_votes for e in each), text
         assert got.final_mid_word == sum(e.final_mid_word for e in each), text

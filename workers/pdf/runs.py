@@ -88,7 +88,11 @@ def _arabic_line(text: str) -> bool:
     """Arabic letters outnumber Latin ones and nothing is Hebrew (class codes: one C-level pass)."""
     if ARABIC_ANY.search(text) is None or _HEBREW_ANY.search(text) is not None:  # most lines stop here
         return False
-    codes = classes(text)
+    return _arabic_majority(classes(text))
+
+
+def _arabic_majority(codes: str) -> bool:
+    """Class codes (`charclass.classes`) holding an Arabic letter, and more of them than Latin ones."""
     arabic = codes.count("r")
     return bool(arabic) and arabic > codes.count("a")
 
@@ -163,8 +167,7 @@ def may_reorder_lines(lines: list[str], text: str) -> list[int]:
         at += len(line) + 1
         if len(line) < 3 or (hebrew and _HEBREW_ANY.search(line) is not None):
             continue
-        arabic = part.count("r")  # an Arabic letter: what ARABIC_ANY's test asks, and more
-        if arabic and arabic > part.count("a"):
+        if _arabic_majority(part):  # an Arabic letter: what ARABIC_ANY's test asks, and more
             found.append(i)
     return found
 
