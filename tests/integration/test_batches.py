@@ -88,6 +88,29 @@ def test_a_redelivered_batch_skips_what_is_done(fleet, tmp_path: Path, batch_of_
     assert [r.get("skipped") for r in results] == ["already done"] * 3
 
 
+def test_a_processs_batches_share_one_sandbox_child(fleet, tmp_path: Path) -> None:
+    """Two batches split one after the other by one worker process (here, this one) run in one
+    sandbox child: the second pays no fork. Each document is still its own job and artifacts."""
+    import psutil
+
+    from tasks.split import split_batch
+    from workers.pdf.forkserver import CLIENT
+
+    files = [one_page(tmp_path / f"doc{i}.pdf", f"shared child {i}") for i in range(4)]
+    out = LocalStorage(tmp_path / "out")
+    specs = [spec_for_path(str(f), out.url, f.stem, Options(structure=False), force=True) for f in files]
+    children = []
+    for batch in (specs[:2], specs[2:]):
+        results = split_batch.run([s.model_dump(mode="json") for s in batch])
+        assert [r.get("accepted") for r in results] == [1, 1], results
+        children.append([c.pid for c in psutil.Process(CLIENT._proc.pid).children()
+                         if c.status() != psutil.STATUS_ZOMBIE])
+    assert len(children[0]) == 1 and children[1] == children[0]
+    for i in range(4):
+        document = json.loads((tmp_path / "out" / f"doc{i}" / "document.json").read_text(encoding="utf-8"))
+        assert f"shared child {i}" in document["pages"][0]["text"]
+
+
 def test_a_burst_of_bucket_events_is_enqueued_in_batches(fleet, tmp_path: Path, s3_bucket,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """The Redis bridge takes the elements already waiting with the first one (up to its batch),

@@ -257,6 +257,27 @@ def test_a_batchs_documents_share_one_child_and_the_next_batch_gets_a_fresh_one(
     assert server_children(settled=True) == []  # outside a batch: a fresh child per command, gone once it answered
 
 
+def test_a_shared_child_runs_at_most_sandbox_share_max_commands(pdf: str, reuse, monkeypatch) -> None:
+    """The batches of one worker process share its child (`tasks.split.split_batch`'s token is the
+    process's), but not for ever: past `sandbox_share_max` commands the next one gets a fresh child."""
+    from workers.pdf.sandbox import shared_child
+    from workers.settings import get_settings
+
+    reuse(1)
+    monkeypatch.setenv("PAGEFLEET_SANDBOX_SHARE_MAX", "3")
+    get_settings.cache_clear()
+    CLIENT.close()
+    seen = []
+    with shared_child("batches:1"):
+        for _ in range(4):
+            assert run_child("probe", pdf, {}, **LIMITS)["page_count"] == 3
+            seen.append(set(server_children()))
+    assert seen[0] == seen[1] == seen[2] and len(seen[0]) == 1  # three commands in one child
+    assert seen[3] - seen[0]  # the fourth: a fresh one
+    monkeypatch.delenv("PAGEFLEET_SANDBOX_SHARE_MAX")
+    get_settings.cache_clear()
+
+
 def test_scratch_folders_of_processes_that_are_gone_are_removed(tmp_path: Path) -> None:
     """A scratch folder holds the last command's result (a page's text): a new one sweeps those of
     processes that no longer run, and keeps a live process's."""

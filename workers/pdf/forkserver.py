@@ -15,8 +15,9 @@ of a one-page document's sandbox time. With `sandbox_reuse_document` (the defaul
 runs every further command on the file of its first one, so the range tasks of a big document
 that reach one worker process share a child (~2 ms a page of fork and cold memory, 25-page
 ranges); it leaves when a command for another file comes, after `IDLE_S` without any, or once it
-holds more than `sandbox_keep_mb`. The small documents of one submission's batch
-(`sandbox.shared_child`, `tasks.split.split_batch`) share a child the same way. The server
+holds more than `sandbox_keep_mb`. The small documents of the batches a worker process splits
+(`sandbox.shared_child`, `tasks.split.split_batch`) share a child the same way, up to
+`sandbox_share_max` commands. The server
 enforces each command's wall-clock timeout (it kills the child); the client gives up on a server
 that stops answering and starts a new one on the next call.
 Protocol: one JSON object per line each way; server → child: the request line, child → server:
@@ -175,7 +176,9 @@ class _Child:
         document (`same_document`: a document's range tasks share one child), or a command of the
         batch its first one came from (one submission's small documents, `share`)."""
         ours = bool(request.get("same_document")) and request["pdf"] == self.document
-        return self._open_to(request, ours or bool(self.share) and request.get("share") == self.share)
+        shared = bool(self.share) and request.get("share") == self.share \
+            and self.served < int(request.get("share_max", 256))
+        return self._open_to(request, ours or shared)
 
     def may_take_more(self, request: dict[str, Any]) -> bool:
         """After `request`: whether a next command could be its (else it leaves at once)."""

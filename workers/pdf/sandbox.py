@@ -50,9 +50,10 @@ _SHARE: contextvars.ContextVar[str] = contextvars.ContextVar("sandbox_share", de
 @contextlib.contextmanager
 def shared_child(token: str) -> Iterator[None]:
     """Within the block, the fork server's commands of this process share one child, whatever
-    `sandbox_reuse` says: the documents of one submission's batch (`tasks.split.split_batch`) pay
-    one fork, not one each. A failed command, a command past its memory, a command of another
-    batch or 2 s without a command still end the child."""
+    `sandbox_reuse` says: the small documents a worker process splits in batches
+    (`tasks.split.split_batch`, whose token is the process's) pay one fork, not one each. A failed
+    command, a command past its memory, a command with another token, 2 s without a command or
+    `sandbox_share_max` commands still end the child."""
     reset = _SHARE.set(token)
     try:
         yield
@@ -70,7 +71,7 @@ def run_child(
     if settings.sandbox_fork_server:
         return _run_forked(command, pdf, params, timeout_s=timeout_s, memory_mb=memory_mb,
                            reuse=settings.sandbox_reuse, same_document=settings.sandbox_reuse_document,
-                           keep_mb=settings.sandbox_keep_mb)
+                           keep_mb=settings.sandbox_keep_mb, share_max=settings.sandbox_share_max)
     with tempfile.TemporaryDirectory(prefix="pagefleet-sbx-") as tmp:
         out = Path(tmp) / "result.json"
         argv = [sys.executable, "-m", "workers.pdf.sandbox", command, pdf, str(out), json.dumps(params)]
@@ -96,7 +97,8 @@ def run_child(
 
 
 def _run_forked(command: str, pdf: str, params: dict[str, Any], *, timeout_s: float, memory_mb: int,
-                reuse: int = 1, same_document: bool = False, keep_mb: int = 0) -> dict[str, Any]:
+                reuse: int = 1, same_document: bool = False, keep_mb: int = 0,
+                share_max: int = 256) -> dict[str, Any]:
     """The same command in a child forked from the worker's warm sandbox server (`forkserver`; a
     child runs at most `reuse` commands, and with `same_document` any number on its own document,
     until it holds more than `keep_mb`).
@@ -108,7 +110,7 @@ def _run_forked(command: str, pdf: str, params: dict[str, Any], *, timeout_s: fl
     out, err = CLIENT.scratch_files()
     request = {"command": command, "pdf": pdf, "params": params, "out": str(out), "err": str(err),
                "timeout_s": timeout_s, "memory_mb": memory_mb, "reuse": reuse, "same_document": same_document,
-               "keep_mb": keep_mb, "share": _SHARE.get(), "in_place": True}
+               "keep_mb": keep_mb, "share": _SHARE.get(), "share_max": share_max, "in_place": True}
     reply = CLIENT.run(request, timeout_s)
     if reply.get("timed_out"):
         raise SandboxError(f"{command} timed out after {timeout_s:.0f}s")
