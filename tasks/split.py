@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
 import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from celery import chord
@@ -17,7 +20,7 @@ from workers.jobs import JobState
 from workers.model import JobSpec
 from workers import ranges
 from workers.ladder.structure import DocumentLayout
-from workers.pipeline import (PagesMissing, SplitOutcome, head_outcome, parse_options, split_document,
+from workers.pipeline import (Head, PagesMissing, SplitOutcome, head_outcome, parse_options, read_head, split_document,
                               split_range as split_pages, structure_plan, structure_range as structure_pages)
 from workers.settings import Settings, get_settings
 
@@ -46,14 +49,20 @@ def split_batch(specs: list[dict]) -> list[dict]:
     failure: BaseException | None = None
     settings = get_settings()
     budget = time.monotonic() + settings.task_soft_time_limit / 2
-    with shared_child(f"batches:{os.getpid()}"):
+    with shared_child(f"batches:{os.getpid()}"), ThreadPoolExecutor(1, thread_name_prefix="heads") as reader:
+        ahead: Future[Head] | None = None
         for i, spec in enumerate(specs):
             if i and time.monotonic() > budget:  # slow documents: the rest go on as a batch of their own
                 send("pagefleet.split_batch", [specs[i:]], queue="split", label=f"({len(specs) - i} jobs)")
                 break
+            # heads read in order in one thread, the next one while this document is decided: the
+            # sandbox child reads document i + 1 while this process gates and stores document i
+            current = ahead or reader.submit(contextvars.copy_context().run, _head_of, spec)
+            ahead = None if i + 1 == len(specs) else reader.submit(contextvars.copy_context().run, _head_of,
+                                                                   specs[i + 1])
             try:
                 with logs.bound(job_id=spec.get("job_id")):
-                    results.append(split_one(spec, may_stream=False))  # the batch's next documents wait
+                    results.append(split_one(spec, may_stream=False, ahead=current.result))
             except Exception as exc:  # noqa: BLE001 - re-raised below, after the batch's other documents
                 log.warning("job %s: split failed in a batch: %s", spec.get("job_id"), type(exc).__name__)
                 results.append({"job_id": spec.get("job_id"), "failed": type(exc).__name__})
@@ -63,11 +72,18 @@ def split_batch(specs: list[dict]) -> list[dict]:
     return results
 
 
-def split_one(spec: dict, may_stream: bool = True) -> dict:
+def _head_of(spec: dict) -> Head:
+    """`pipeline.read_head` of one document of a batch (in the batch's reader thread)."""
+    with logs.bound(job_id=spec.get("job_id")):
+        return read_head(JobSpec.model_validate(spec), get_settings())
+
+
+def split_one(spec: dict, may_stream: bool = True, ahead: Callable[[], Head] | None = None) -> dict:
     """Rung 1 for one document: validate, read every page of the split task's own range (a big
     document's other ranges go out as a chord first, and with `may_stream` this task then collects
     it as they come in: `workers.stream`), then its OCR chord or, when nothing climbs, its
-    collection in place."""
+    collection in place. `ahead`: the document's head, read beforehand (`split_batch`); a document
+    skipped here ignores it (a cached S3 source it fetched goes when idle: `fetch.prune`)."""
     job = JobSpec.model_validate(spec)
     settings = get_settings()
     record, lock = jobs.claim(job.job_id, f"split:{job.job_id}", settings.task_time_limit + 60)
@@ -87,7 +103,7 @@ def split_one(spec: dict, may_stream: bool = True) -> dict:
                 leases.append(lease)
             dispatch_ranges(spec, job.job_id, left, settings.split_range_queue)
 
-        outcome = split_document(job, settings, on_ranges=start_ranges)
+        outcome = split_document(job, settings, on_ranges=start_ranges, ahead=ahead)
         log.info("job %s: %d pages, %d accepted from the text layer, pending %s",  # no file names at INFO
                  job.job_id, outcome.page_count, outcome.accepted, outcome.pending)
         if outcome.error:

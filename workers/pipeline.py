@@ -86,22 +86,47 @@ def write_error(job: JobSpec, storage: Storage, exc: BaseException, sha256: str 
     return record
 
 
+@dataclass
+class Head:
+    """A document's options, local source and probe (with its first pages), or the input error that
+    stopped them: what `split_document` reads before it decides anything (`read_head`)."""
+
+    options: Options | None = None
+    source: pdf.SourceFile | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+    error: InputError | None = None
+
+
+def read_head(job: JobSpec, settings: Settings) -> Head:
+    """Options, the source on local disk and the sandbox's probe; an input error is kept, not
+    raised (anything else is). Reads and writes nothing of the job's state, so a split batch reads
+    the next document's head while it decides this one (`tasks.split.split_batch`)."""
+    head = Head()
+    try:
+        head.options = parse_options(job.options)
+        head.source = _source(job, head.options, settings)
+        head.info = pdf.inspect(head.source, head.options, settings)
+    except InputError as exc:
+        head.error = exc
+    return head
+
+
 def split_document(job: JobSpec, settings: Settings,
-                   on_ranges: Callable[[list[tuple[int, int]]], None] | None = None) -> SplitOutcome:
+                   on_ranges: Callable[[list[tuple[int, int]]], None] | None = None,
+                   ahead: Callable[[], Head] | None = None) -> SplitOutcome:
     """`on_ranges` gets the ranges left for range tasks as soon as the page count is known, before
-    this task reads its own pages, so the range tasks start while it works."""
+    this task reads its own pages, so the range tasks start while it works. `ahead`, when given,
+    returns the document's head read beforehand (`read_head`)."""
     started = time.monotonic()
     storage = open_storage(job.storage, settings)
     outcome = SplitOutcome(job.job_id)
-    source: pdf.SourceFile | None = None
-    try:
-        options = parse_options(job.options)
-        source = _source(job, options, settings)
-        info = pdf.inspect(source, options, settings)
-    except InputError as exc:
-        outcome.error = write_error(job, storage, exc, source.hashed().sha256 if source else None)
+    read = ahead() if ahead is not None else read_head(job, settings)
+    if read.error is not None:
+        outcome.error = write_error(job, storage, read.error, read.source.hashed().sha256 if read.source else None)
         evict(job.job_id, settings)
         return outcome
+    assert read.options is not None and read.source is not None
+    options, source, info = read.options, read.source, read.info
     outcome.page_count = info["page_count"]
     plan = ranges.plan(outcome.page_count, settings)
     if on_ranges is not None and len(plan) > 1:

@@ -111,6 +111,53 @@ def test_a_processs_batches_share_one_sandbox_child(fleet, tmp_path: Path) -> No
         assert f"shared child {i}" in document["pages"][0]["text"]
 
 
+def test_a_batch_reads_each_documents_head_in_its_reader_thread_in_order(fleet, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`split_batch` reads the documents' heads (options, source, sandbox probe) in one reader
+    thread, in order, each submitted before the previous document is decided; a head that is an
+    input error still makes that document's typed error, and the next ones are split as usual."""
+    import threading
+
+    from tasks import split
+
+    files = [one_page(tmp_path / f"doc{i}.pdf", f"read ahead {i}") for i in range(4)]
+    (tmp_path / "doc1.pdf").write_bytes(b"%PDF-1.7 not a pdf")
+    out = LocalStorage(tmp_path / "out")
+    specs = [spec_for_path(str(f), out.url, f.stem, Options(structure=False), force=True) for f in files]
+    events: list[tuple[str, str, str]] = []
+    head_of, split_one = split._head_of, split.split_one
+
+    def spy_head(spec: dict):
+        events.append(("head", spec["job_id"], threading.current_thread().name))
+        return head_of(spec)
+
+    def spy_split(spec: dict, may_stream: bool = True, ahead=None):
+        events.append(("split", spec["job_id"], "ahead" if ahead is not None else "none"))
+        return split_one(spec, may_stream, ahead)
+
+    class Reader(split.ThreadPoolExecutor):
+        def submit(self, fn, /, *args, **kwargs):  # (context.run, _head_of, spec)
+            events.append(("asked", args[1]["job_id"], ""))
+            return super().submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(split, "_head_of", spy_head)
+    monkeypatch.setattr(split, "split_one", spy_split)
+    monkeypatch.setattr(split, "ThreadPoolExecutor", Reader)
+    results = split.split_batch.run([s.model_dump(mode="json") for s in specs])
+    assert [r.get("accepted") for r in results] == [1, 0, 1, 1] and results[1]["error"]["code"] == "invalid_pdf"
+    ids = [s.job_id for s in specs]
+    assert [job for kind, job, _ in events if kind == "head"] == ids
+    assert {where for kind, _, where in events if kind == "head"} == {"heads_0"}
+    assert [(job, how) for kind, job, how in events if kind == "split"] == [(job, "ahead") for job in ids]
+    assert [job for kind, job, _ in events if kind == "asked"] == ids
+    for i in range(3):  # document i is split once the head of document i + 1 is asked for
+        assert events.index(("asked", ids[i + 1], "")) < events.index(("split", ids[i], "ahead"))
+    assert json.loads((tmp_path / "out" / "doc1" / "error.json").read_text(encoding="utf-8"))["code"] == "invalid_pdf"
+    for i in (0, 2, 3):
+        document = json.loads((tmp_path / "out" / f"doc{i}" / "document.json").read_text(encoding="utf-8"))
+        assert f"read ahead {i}" in document["pages"][0]["text"]
+
+
 def test_a_burst_of_bucket_events_is_enqueued_in_batches(fleet, tmp_path: Path, s3_bucket,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """The Redis bridge takes the elements already waiting with the first one (up to its batch),

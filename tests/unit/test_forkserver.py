@@ -278,6 +278,25 @@ def test_a_shared_child_runs_at_most_sandbox_share_max_commands(pdf: str, reuse,
     get_settings.cache_clear()
 
 
+def test_threads_of_one_process_each_get_their_own_result(pdf: str, tmp_path: Path) -> None:
+    """A split batch reads the next document's head in a thread while this one is decided: two
+    threads sending commands at once each read their own command's result, never the other's (one
+    pair of scratch files serves the process: a command and the reading of its result go together)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    one = tmp_path / "one.pdf"
+    with pymupdf.open() as doc:
+        doc.new_page().insert_text((72, 72), "only page")
+        doc.save(one)
+
+    def probes(path: str) -> list[int]:
+        return [run_child("probe", path, {"extract_upto": 8, "max_pages": 8}, **LIMITS)["page_count"] for _ in range(8)]
+
+    with ThreadPoolExecutor(2) as pool:
+        three, single = pool.submit(probes, pdf), pool.submit(probes, str(one))
+        assert three.result() == [3] * 8 and single.result() == [1] * 8
+
+
 def test_scratch_folders_of_processes_that_are_gone_are_removed(tmp_path: Path) -> None:
     """A scratch folder holds the last command's result (a page's text): a new one sweeps those of
     processes that no longer run, and keeps a live process's."""

@@ -23,6 +23,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,9 @@ def _limits(memory_mb: int, cpu_s: int):  # pragma: no cover - runs in the child
 
 
 _SHARE: contextvars.ContextVar[str] = contextvars.ContextVar("sandbox_share", default="")
+# one forked command of this process at a time, its result read before the next one empties the
+# scratch files (a split batch reads its next document's head in a thread: `tasks.split`)
+_ONE_AT_A_TIME = threading.Lock()
 
 
 @contextlib.contextmanager
@@ -107,17 +111,18 @@ def _run_forked(command: str, pdf: str, params: dict[str, Any], *, timeout_s: fl
     only once it is whole."""
     from workers.pdf.forkserver import CLIENT
 
-    out, err = CLIENT.scratch_files()
-    request = {"command": command, "pdf": pdf, "params": params, "out": str(out), "err": str(err),
-               "timeout_s": timeout_s, "memory_mb": memory_mb, "reuse": reuse, "same_document": same_document,
-               "keep_mb": keep_mb, "share": _SHARE.get(), "share_max": share_max, "in_place": True}
-    reply = CLIENT.run(request, timeout_s)
-    if reply.get("timed_out"):
-        raise SandboxError(f"{command} timed out after {timeout_s:.0f}s")
-    stderr = err.read_text(encoding="utf-8", errors="replace").strip() if err.exists() else ""
+    with _ONE_AT_A_TIME:
+        out, err = CLIENT.scratch_files()
+        request = {"command": command, "pdf": pdf, "params": params, "out": str(out), "err": str(err),
+                   "timeout_s": timeout_s, "memory_mb": memory_mb, "reuse": reuse, "same_document": same_document,
+                   "keep_mb": keep_mb, "share": _SHARE.get(), "share_max": share_max, "in_place": True}
+        reply = CLIENT.run(request, timeout_s)
+        if reply.get("timed_out"):
+            raise SandboxError(f"{command} timed out after {timeout_s:.0f}s")
+        stderr = err.read_text(encoding="utf-8", errors="replace").strip() if err.exists() else ""
+        result = out.read_bytes() if reply["rc"] == 0 and out.exists() else b""
     if stderr:
         log.debug("sandbox %s stderr: %s", command, stderr[-2000:])
-    result = out.read_bytes() if reply["rc"] == 0 and out.exists() else b""
     if not result:
         raise SandboxError(f"{command} failed: {_death_reason(int(reply['rc']), stderr)}")
     return json.loads(result.decode("utf-8"))
