@@ -33,15 +33,16 @@ def split(spec: dict) -> dict:
 
 
 @task("pagefleet.split_batch")
-def split_batch(specs: list[dict]) -> list[dict]:
+def split_batch(specs: list[dict], submission: str = "") -> list[dict]:
     """The small documents of one submission (`submit.enqueue_many`), one after another in this
     task, sharing one sandbox child. Each is its own job as if it came alone: a redelivered batch
     skips the documents already split, and a document that fails does not stop the next ones —
     the first failure is raised once every document had its turn (a transient one retries the
-    batch, which then finds the others done). The batches a worker process runs one after another
-    share that child too (a fresh child's fork, page faults and cold first page cost ~15 ms of
-    CPU, ~1 ms a document of a batch of 16): a failed command, `IDLE_S` without a command, its memory or
-    `sandbox_share_max` commands end it (`workers.pdf.forkserver`)."""
+    batch, which then finds the others done). The batches of one `submission` (one producer call,
+    `submit.enqueue_many`) that a worker process runs one after another share that child too (a
+    fresh child's fork, page faults and cold first page cost ~15 ms of CPU, ~1 ms a document of a
+    batch of 16); another submission's batch gets a fresh one, and a failed command, `IDLE_S`
+    without a command, its memory or `sandbox_share_max` commands end it (`workers.pdf.forkserver`)."""
     from workers.app import send
     from workers.pdf.sandbox import shared_child
 
@@ -49,11 +50,12 @@ def split_batch(specs: list[dict]) -> list[dict]:
     failure: BaseException | None = None
     settings = get_settings()
     budget = time.monotonic() + settings.task_soft_time_limit / 2
-    with shared_child(f"batches:{os.getpid()}"), ThreadPoolExecutor(1, thread_name_prefix="heads") as reader:
+    token = f"{os.getpid()}:{submission or (specs[0]['job_id'] if specs else '')}"
+    with shared_child(token), ThreadPoolExecutor(1, thread_name_prefix="heads") as reader:
         ahead: Future[Head] | None = None
         for i, spec in enumerate(specs):
             if i and time.monotonic() > budget:  # slow documents: the rest go on as a batch of their own
-                send("pagefleet.split_batch", [specs[i:]], queue="split", label=f"({len(specs) - i} jobs)")
+                send("pagefleet.split_batch", [specs[i:], submission], queue="split", label=f"({len(specs) - i} jobs)")
                 break
             # heads read in order in one thread, the next one while this document is decided: the
             # sandbox child reads document i + 1 while this process gates and stores document i

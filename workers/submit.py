@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,7 @@ def enqueue_many(specs: list[JobSpec]) -> list[str]:
     from workers.settings import get_settings
 
     settings = get_settings()
+    submission = uuid.uuid4().hex  # its batches may share a sandbox child (`tasks.split.split_batch`)
     batch: list[dict[str, Any]] = []
     unsent: dict[str, None] = {}  # runs started here whose message has not gone out yet
 
@@ -78,7 +80,7 @@ def enqueue_many(specs: list[JobSpec]) -> list[str]:
         elif batch:
             ids = [p["job_id"] for p in batch]
             name = hashlib.sha256(":".join(ids).encode()).hexdigest()[:24]
-            send("pagefleet.split_batch", [batch[:]], queue="split", task_id=f"batch-{name}",
+            send("pagefleet.split_batch", [batch[:], submission], queue="split", task_id=f"batch-{name}",
                  label=f"(jobs {', '.join(ids)})")
         for payload in batch:
             unsent.pop(payload["job_id"], None)

@@ -55,7 +55,11 @@ def test_one_submissions_small_documents_split_in_batches(fleet, tmp_path: Path,
     def spy(name, args, **kw):  # records what goes to the broker, then sends it
         payloads = args[0] if name == "pagefleet.split_batch" else args
         sent.append((name, [p["job_id"] for p in payloads], kw["queue"]))
+        if name == "pagefleet.split_batch":
+            submissions.add(args[1])
         return real_send(name, args, **kw)
+
+    submissions: set[str] = set()
 
     monkeypatch.setattr(app, "send", spy)
     assert enqueue_many(specs) == [s.job_id for s in specs]
@@ -63,6 +67,7 @@ def test_one_submissions_small_documents_split_in_batches(fleet, tmp_path: Path,
     assert [(name, jobs) for name, jobs, _ in sent] == [("pagefleet.split_batch", ids[0:3]), ("pagefleet.split", [ids[3]]),
                     ("pagefleet.split_batch", ids[4:6])]
     assert {queue for *_, queue in sent} == {"split"}
+    assert len(submissions) == 1 and "" not in submissions  # both batches: one submission (one producer call)
     for i, spec in enumerate(specs):
         info = wait_for_job(spec.job_id)
         if i == 1:
@@ -88,25 +93,27 @@ def test_a_redelivered_batch_skips_what_is_done(fleet, tmp_path: Path, batch_of_
     assert [r.get("skipped") for r in results] == ["already done"] * 3
 
 
-def test_a_processs_batches_share_one_sandbox_child(fleet, tmp_path: Path) -> None:
-    """Two batches split one after the other by one worker process (here, this one) run in one
-    sandbox child: the second pays no fork. Each document is still its own job and artifacts."""
+def test_a_submissions_batches_share_one_sandbox_child(fleet, tmp_path: Path) -> None:
+    """Two batches of one submission split one after the other by one worker process (here, this
+    one) run in one sandbox child: the second pays no fork. Another submission's batch gets a fresh
+    child. Each document is still its own job and artifacts."""
     import psutil
 
     from tasks.split import split_batch
     from workers.pdf.forkserver import CLIENT
 
-    files = [one_page(tmp_path / f"doc{i}.pdf", f"shared child {i}") for i in range(4)]
+    files = [one_page(tmp_path / f"doc{i}.pdf", f"shared child {i}") for i in range(6)]
     out = LocalStorage(tmp_path / "out")
     specs = [spec_for_path(str(f), out.url, f.stem, Options(structure=False), force=True) for f in files]
     children = []
-    for batch in (specs[:2], specs[2:]):
-        results = split_batch.run([s.model_dump(mode="json") for s in batch])
+    for batch, submission in ((specs[:2], "one"), (specs[2:4], "one"), (specs[4:], "two")):
+        results = split_batch.run([s.model_dump(mode="json") for s in batch], submission)
         assert [r.get("accepted") for r in results] == [1, 1], results
-        children.append([c.pid for c in psutil.Process(CLIENT._proc.pid).children()
-                         if c.status() != psutil.STATUS_ZOMBIE])
+        children.append({c.pid for c in psutil.Process(CLIENT._proc.pid).children()
+                         if c.status() != psutil.STATUS_ZOMBIE})
     assert len(children[0]) == 1 and children[1] == children[0]
-    for i in range(4):
+    assert children[2] - children[0]  # another submission: a fresh child
+    for i in range(6):
         document = json.loads((tmp_path / "out" / f"doc{i}" / "document.json").read_text(encoding="utf-8"))
         assert f"shared child {i}" in document["pages"][0]["text"]
 
