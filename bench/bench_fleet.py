@@ -154,15 +154,16 @@ def small_rows(fleet: WarmFleet, tmp: Path, corpus: Path, m: int, storage: str, 
         return [many, one]
     alone = fleet_row(f"{m} one-page documents, a task each", _median_run(runs["alone"], lambda r: r.wall), note)
     alone.note += f"{alone.pps / one.pps:.2f}× one {m}-page document" if one.pps else ""
-    many.note += f" (batches of {_batch_size()})"
+    many.note += f" (batches of {_batch_size(m)})"
     ceiling = ceiling_row(f"{m} one-page documents", bench_ceiling.file_jobs(files, 2), 1)
     return [many, one, alone, ceiling]
 
 
-def _batch_size() -> int:
+def _batch_size(documents: int) -> int:
     from workers.settings import get_settings
+    from workers.submit import batch_size
 
-    return get_settings().split_batch_documents
+    return batch_size(documents, get_settings())
 
 
 @contextlib.contextmanager

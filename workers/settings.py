@@ -275,6 +275,10 @@ class Settings(BaseSettings):
     # at most split_batch_max_bytes go to the split queue as batches of this many, one task each,
     # whose documents share a sandbox child (`sandbox.shared_child`); 1: one task per document
     split_batch_documents: int = Field(16, ge=1, le=256)
+    # a submission of more than split_batch_spread batches of split_batch_documents gets bigger
+    # batches, up to split_batch_max_documents, as many as split_batch_spread (`submit.batch_size`)
+    split_batch_spread: int = Field(8, ge=1, le=1024)
+    split_batch_max_documents: int = Field(32, ge=1, le=256)
     split_batch_max_bytes: int = Field(2 * 1024 * 1024, ge=0)
 
     # bounded, so the visibility timeout (hard limit + reliability.visibility_margin_s = 9 min) can be

@@ -21,7 +21,7 @@ from workers.errors import BrokerUnavailable
 from workers.model import JobSpec
 from workers.pdf.source import sha256_file
 from workers.reliability import current
-from workers.settings import Options
+from workers.settings import Options, Settings
 
 
 def _spec(identity: str, options: Options, **fields: Any) -> JobSpec:
@@ -60,15 +60,27 @@ def enqueue(spec: JobSpec) -> str:
     return enqueue_many([spec])[0]
 
 
+def batch_size(documents: int, settings: Settings) -> int:
+    """Documents a batch of a submission of `documents` holds at most: `split_batch_documents`
+    (16), more for a big submission — as many as makes `split_batch_spread` (8) batches, up to
+    `split_batch_max_documents` (32): 40 documents go as 16 + 16 + 8, 200 as batches of 25, 500
+    of 32 (fewer tasks, and fewer ends of a batch where its sandbox child waits). 1: no batches."""
+    if settings.split_batch_documents <= 1:
+        return 1
+    spread = -(-documents // settings.split_batch_spread)
+    return max(settings.split_batch_documents, min(settings.split_batch_max_documents, spread))
+
+
 def enqueue_many(specs: list[JobSpec]) -> list[str]:
     """Durably enqueue many documents of one submission. Small ones (`split_batch_max_bytes`) go
-    as `pagefleet.split_batch` tasks of up to `split_batch_documents` each: a document's fixed cost
-    (a task, a sandbox fork, the consumer's hand-over) is paid once a batch. Every document stays
-    its own job (own id, state, artifacts, errors); the others go one task each."""
+    as `pagefleet.split_batch` tasks of up to `batch_size` each: a document's fixed cost (a task,
+    a sandbox fork, the consumer's hand-over) is paid once a batch. Every document stays its own
+    job (own id, state, artifacts, errors); the others go one task each."""
     from workers.app import send
     from workers.settings import get_settings
 
     settings = get_settings()
+    size = batch_size(len(specs), settings)
     submission = uuid.uuid4().hex  # its batches may share a sandbox child (`tasks.split.split_batch`)
     batch: list[dict[str, Any]] = []
     unsent: dict[str, None] = {}  # runs started here whose message has not gone out yet
@@ -93,10 +105,10 @@ def enqueue_many(specs: list[JobSpec]) -> list[str]:
             flush()
             return
         batch.append(payload)
-        if len(batch) >= settings.split_batch_documents:
+        if len(batch) >= size:
             flush()
 
-    step = settings.split_batch_documents
+    step = size
     try:
         for first in range(0, len(specs), step):  # one round trip to start a batch's runs
             chunk = specs[first:first + step]

@@ -1,0 +1,29 @@
+"""How a submission of small documents is cut into `pagefleet.split_batch` tasks (`submit.batch_size`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from workers.settings import Settings
+from workers.submit import batch_size
+
+
+@pytest.mark.parametrize(("documents", "expected"), [(1, 16), (9, 16), (40, 16), (128, 16), (129, 17),
+                                                     (200, 25), (256, 32), (500, 32), (10_000, 32)])
+def test_big_submissions_get_bigger_batches_up_to_the_maximum(documents: int, expected: int) -> None:
+    """Batches of `split_batch_documents` (16) as long as that makes at most `split_batch_spread`
+    (8) of them; a bigger submission's batches grow to make about eight, up to
+    `split_batch_max_documents` (32)."""
+    settings = Settings()
+    size = batch_size(documents, settings)
+    assert size == expected
+    batches = -(-documents // size)
+    assert batches >= min(-(-documents // 16), settings.split_batch_spread)  # never fewer than eight where 16s made more
+    assert settings.split_batch_documents <= size <= settings.split_batch_max_documents
+
+
+def test_the_sizes_are_settings_and_one_turns_batches_off() -> None:
+    assert batch_size(500, Settings(split_batch_max_documents=16)) == 16
+    assert batch_size(500, Settings(split_batch_spread=100)) == 16
+    assert batch_size(6, Settings(split_batch_documents=3)) == 3
+    assert batch_size(500, Settings(split_batch_documents=1)) == 1
