@@ -20,8 +20,9 @@ from workers.jobs import JobState
 from workers.model import JobSpec
 from workers import ranges
 from workers.ladder.structure import DocumentLayout
-from workers.pipeline import (Head, PagesMissing, SplitOutcome, head_outcome, parse_options, read_head, split_document,
-                              split_range as split_pages, structure_plan, structure_range as structure_pages)
+from workers.pipeline import (Head, PagesMissing, SplitOutcome, head_outcome, parse_options, read_head,
+                              split_document, split_range as split_pages, structure_plan,
+                              structure_range as structure_pages)
 from workers.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
@@ -55,7 +56,10 @@ def split_batch(specs: list[dict], submission: str = "") -> list[dict]:
         ahead: Future[Head] | None = None
         for i, spec in enumerate(specs):
             if i and time.monotonic() > budget:  # slow documents: the rest go on as a batch of their own
-                send("pagefleet.split_batch", [specs[i:], submission], queue="split", label=f"({len(specs) - i} jobs)")
+                send("pagefleet.split_batch", [specs[i:], submission], queue="split",
+                     label=f"({len(specs) - i} jobs)")
+                if ahead is not None:
+                    ahead.cancel()  # its document goes with the rest (a head already being read is waited for)
                 break
             # heads read in order in one thread, the next one while this document is decided: the
             # sandbox child reads document i + 1 while this process gates and stores document i

@@ -18,7 +18,7 @@ def test_big_submissions_get_bigger_batches_up_to_the_maximum(documents: int, ex
     size = batch_size(documents, settings)
     assert size == expected
     batches = -(-documents // size)
-    assert batches >= min(-(-documents // 16), settings.split_batch_spread)  # never fewer than eight where 16s made more
+    assert batches >= min(-(-documents // 16), settings.split_batch_spread)  # never fewer than 16s made, up to 8
     assert settings.split_batch_documents <= size <= settings.split_batch_max_documents
 
 

@@ -54,8 +54,9 @@ _ONE_AT_A_TIME = threading.Lock()
 @contextlib.contextmanager
 def shared_child(token: str) -> Iterator[None]:
     """Within the block, the fork server's commands of this process share one child, whatever
-    `sandbox_reuse` says: the small documents a worker process splits in batches
-    (`tasks.split.split_batch`, whose token is the process's) pay one fork, not one each. A failed
+    `sandbox_reuse` says: the small documents of one submission's batches that a worker process
+    splits (`tasks.split.split_batch`: the process and the submission make the token) pay one
+    fork, not one each. A failed
     command, a command past its memory, a command with another token, 2 s without a command or
     `sandbox_share_max` commands still end the child."""
     reset = _SHARE.set(token)
