@@ -53,6 +53,10 @@ def split_batch(specs: list[dict], submission: str = "") -> list[dict]:
     budget = time.monotonic() + settings.task_soft_time_limit / 2
     token = f"{os.getpid()}:{submission or (specs[0]['job_id'] if specs else '')}"
     with shared_child(token), ThreadPoolExecutor(1, thread_name_prefix="heads") as reader:
+
+        def read_ahead(spec: dict) -> Future[Head]:  # in this context: the sandbox child's token
+            return reader.submit(contextvars.copy_context().run, _head_of, spec)
+
         ahead: Future[Head] | None = None
         for i, spec in enumerate(specs):
             if i and time.monotonic() > budget:  # slow documents: the rest go on as a batch of their own
@@ -63,9 +67,8 @@ def split_batch(specs: list[dict], submission: str = "") -> list[dict]:
                 break
             # heads read in order in one thread, the next one while this document is decided: the
             # sandbox child reads document i + 1 while this process gates and stores document i
-            current = ahead or reader.submit(contextvars.copy_context().run, _head_of, spec)
-            ahead = None if i + 1 == len(specs) else reader.submit(contextvars.copy_context().run, _head_of,
-                                                                   specs[i + 1])
+            current = ahead or read_ahead(spec)
+            ahead = read_ahead(specs[i + 1]) if i + 1 < len(specs) else None
             try:
                 with logs.bound(job_id=spec.get("job_id")):
                     results.append(split_one(spec, may_stream=False, ahead=current.result))

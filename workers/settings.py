@@ -253,8 +253,8 @@ class Settings(BaseSettings):
     # a reused child leaves after a command that leaves it holding more than this (RSS, MB; MuPDF's
     # store and a kept document's parsed objects grow with the pages read)
     sandbox_keep_mb: int = Field(320, ge=64)
-    # commands a child shared by the small-document batches of one worker process runs at most
-    # (`sandbox.shared_child`: a batch's documents, and the next batches while they keep coming)
+    # commands a child shared by one submission's small-document batches on one worker process runs
+    # at most (`sandbox.shared_child`: a batch's documents, and its submission's next batches)
     sandbox_share_max: int = Field(256, ge=1, le=10_000)
     # rung 1's text walk in C (workers/pdf/stextwalk.c, built by `make setup`; the same answers as
     # the Python path, which runs where it is off or was not built)

@@ -108,10 +108,9 @@ def enqueue_many(specs: list[JobSpec]) -> list[str]:
         if len(batch) >= size:
             flush()
 
-    step = size
     try:
-        for first in range(0, len(specs), step):  # one round trip to start a batch's runs
-            chunk = specs[first:first + step]
+        for first in range(0, len(specs), size):  # one round trip to start a batch's runs
+            chunk = specs[first:first + size]
             payloads = [(spec.model_dump(mode="json"), spec.force) for spec in chunk]
             # a finished job is not redone unless forced; a run under way is shared, not doubled
             started = jobs.start_runs(payloads, stale_after_s=current().deadline_s)

@@ -56,9 +56,8 @@ def shared_child(token: str) -> Iterator[None]:
     """Within the block, the fork server's commands of this process share one child, whatever
     `sandbox_reuse` says: the small documents of one submission's batches that a worker process
     splits (`tasks.split.split_batch`: the process and the submission make the token) pay one
-    fork, not one each. A failed
-    command, a command past its memory, a command with another token, 2 s without a command or
-    `sandbox_share_max` commands still end the child."""
+    fork, not one each. A failed command, a command past its memory, a command with another
+    token, 2 s without a command or `sandbox_share_max` commands still end the child."""
     reset = _SHARE.set(token)
     try:
         yield
@@ -102,8 +101,8 @@ def run_child(
 
 
 def _run_forked(command: str, pdf: str, params: dict[str, Any], *, timeout_s: float, memory_mb: int,
-                reuse: int = 1, same_document: bool = False, keep_mb: int = 0,
-                share_max: int = 256) -> dict[str, Any]:
+                share_max: int, reuse: int = 1, same_document: bool = False,
+                keep_mb: int = 0) -> dict[str, Any]:
     """The same command in a child forked from the worker's warm sandbox server (`forkserver`; a
     child runs at most `reuse` commands, and with `same_document` any number on its own document,
     until it holds more than `keep_mb`).
