@@ -51,21 +51,54 @@ class RangeOutcome:
 
 
 _PIECES = 8  # a document too short for this many ranges of split_range_pages gets shorter ones
+_TAPER = 2  # the pages of the last this many equal ranges are cut into ranges halving in size
+_TAPER_EXTRA = 2  # a tapered tail holds at most this many more ranges than the equal ones it replaces
+_FLOOR = 3  # pages: no range of the tail shorter (a range task has its fixed cost)
 
 
 def plan(page_count: int, settings: Settings) -> list[tuple[int, int]]:
-    """[(first, last)]: the split task's own pages first, then equal ranges for the range tasks.
-    A document of at most split_range_pages is one range; a longer one is cut into ranges of
-    split_range_pages, or fewer pages where that makes about `_PIECES` ranges (never fewer than
-    split_range_min_pages): the last range a core takes runs alone while the others idle (a
-    100-page document in four ranges of 25 left one of two cores idle for its last 0.15 s of
-    0.66; in eight of 13 it ran 0.69–0.73 s against 0.77–0.81, three alternations on a warm
-    fleet). More pages than split_max_ranges ranges hold make the range tasks' ranges longer."""
+    """[(first, last)]: the split task's own pages first, then the range tasks' ranges in the order
+    they are sent. A document of at most split_range_pages is one range; a longer one is cut into
+    ranges of split_range_pages, or fewer pages where that makes about `_PIECES` ranges (never
+    fewer than split_range_min_pages), and the pages the last `_TAPER` of them would hold are cut
+    into ranges halving in size (13, 7, 3, 3 where two of 13 were): workers take ranges in order,
+    and the last range a core takes runs alone while the others idle — pages differ several-fold
+    in cost, so a 13-page range of heavy pages kept one of two cores idle for 0.12–0.16 s of a
+    100-page document's 0.83–0.94 (worker logs, a warm fleet). More pages than split_max_ranges
+    ranges hold make the range tasks' ranges longer."""
     if page_count <= settings.split_range_pages:
         return [(1, page_count)]
     head = min(settings.split_range_pages, max(settings.split_range_min_pages, math.ceil(page_count / _PIECES)))
-    size = max(head, math.ceil((page_count - head) / settings.split_max_ranges))
-    return [(1, head)] + [(first, min(first + size - 1, page_count)) for first in range(head + 1, page_count + 1, size)]
+    rest = page_count - head
+    taper = settings.split_max_ranges > _TAPER + _TAPER_EXTRA
+    size = max(head, math.ceil(rest / (settings.split_max_ranges - (_TAPER_EXTRA if taper else 0))))
+    sizes = _even(rest, size)
+    if taper and sum(sizes[-_TAPER:]) >= 2 * _FLOOR:
+        sizes[-_TAPER:] = _halving(sum(sizes[-_TAPER:]))
+    plan, first = [(1, head)], head + 1
+    for n in sizes:
+        plan.append((first, first + n - 1))
+        first += n
+    return plan
+
+
+def _even(pages: int, size: int) -> list[int]:
+    """`pages` cut into as few ranges of at most `size` as it takes, of sizes differing by one at most."""
+    if pages <= 0:
+        return []
+    count = math.ceil(pages / size)
+    return [pages // count + (1 if i < pages % count else 0) for i in range(count)]
+
+
+def _halving(pages: int) -> list[int]:
+    """`pages` as at most _TAPER + _TAPER_EXTRA ranges halving in size, none under _FLOOR pages:
+    26 → 13, 7, 3, 3; 50 → 25, 13, 6, 6; 16 → 8, 4, 4."""
+    sizes: list[int] = []
+    while pages > 0:
+        last = pages < 2 * _FLOOR or len(sizes) == _TAPER + _TAPER_EXTRA - 1
+        sizes.append(pages if last else math.ceil(pages / 2))
+        pages -= sizes[-1]
+    return sizes
 
 
 def key(job_id: str, first: int, last: int) -> str:
