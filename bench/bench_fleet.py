@@ -9,8 +9,9 @@ to every job done.
 
     digital   N born-digital pages (Hebrew, Arabic, English, mixed) in one document, structure
               extraction off, beside the limit: PyMuPDF get_text() in two processes over the
-              same file (up to 1000 pages: the median of --repeats runs of each); pymupdf4llm on a
-              sample; with structure on, the fleet beside pymupdf4llm
+              same file (up to 1000 pages: the median of --repeats rounds, each round every size
+              in turn, fleet then limit); pymupdf4llm on a sample; with structure on, the fleet
+              beside pymupdf4llm
     ceiling   at the ratio's size and for the small documents: rung 1 alone (extraction + gate in
               two bare processes, bench/bench_ceiling.py), what the checks cost with no fleet
     small     M one-page documents submitted at once (`submit.enqueue_many`: batches of
@@ -92,18 +93,28 @@ def _median_run(runs: list[Any], wall: Callable[[Any], float]) -> Any:
 def digital_rows(fleet: WarmFleet, tmp: Path, corpus: Path, sizes: list[int], storage: str,
                  repeats: int = 1) -> list[Row]:
     """A document of up to 1000 pages runs in a few seconds, which the machine's other work moves a
-    lot (the 1000-page row gives the closing line's digital_ratio): it is run `repeats` times,
-    fleet and limit alike, and the run with the median wall time is the row (every figure from
-    that one run)."""
+    lot (the 1000-page row gives the closing line's digital_ratio, and the time per page is compared
+    across sizes): those sizes are run `repeats` rounds, each round every size in turn, the fleet
+    and then the limit on each (a slower minute falls on all of them alike), and the run with the
+    median wall time is the row (every figure from that one run). Bigger documents run once."""
     rows: list[Row] = []
     ref = ratio_size(sizes)
+    rounds = [n for n in sizes if n <= 1000]
+    pdfs = {n: bench_docs.digital_pdf(corpus, n, tmp / f"digital-{n}.pdf") for n in rounds}
+    runs: dict[int, list[Any]] = {n: [] for n in rounds}
+    limits: dict[int, list[Any]] = {n: [] for n in rounds}
+    for i in range(repeats if rounds else 0):
+        for n in rounds:
+            runs[n].append(fleet.run([pdfs[n]], storage, options(False), f"d{n}-{i}"))
+            limits[n].append(bench_peers.get_text_limit(pdfs[n], n))
     for n in sizes:
-        pdf = bench_docs.digital_pdf(corpus, n, tmp / f"digital-{n}.pdf")
-        times = repeats if n <= 1000 else 1
+        pdf = pdfs.get(n) or bench_docs.digital_pdf(corpus, n, tmp / f"digital-{n}.pdf")
+        if n not in runs:
+            runs[n], limits[n] = [fleet.run([pdf], storage, options(False), f"d{n}")], [bench_peers.get_text_limit(pdf, n)]
+        times = len(runs[n])
         note = f"median of {times} runs" if times > 1 else ""
-        runs = [fleet.run([pdf], storage, options(False), f"d{n}-{i}") for i in range(times)]
-        rows.append(fleet_row(f"digital {n}", _median_run(runs, lambda r: r.wall), note))
-        wall, rss, cpu = _median_run([bench_peers.get_text_limit(pdf, n) for _ in range(times)], lambda r: r[0])
+        rows.append(fleet_row(f"digital {n}", _median_run(runs[n], lambda r: r.wall), note))
+        wall, rss, cpu = _median_run(limits[n], lambda r: r[0])
         rows.append(Row(f"digital {n}", "limit: get_text ×2", n, wall, f"each={rss:.0f}", note=note, cpu_s=cpu))
         if n == ref:
             rows.append(ceiling_row(f"digital {n}", bench_ceiling.document_jobs(pdf, n, 2), min(times, 3)))
