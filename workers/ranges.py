@@ -5,7 +5,8 @@ object per range.
                       document, E = split_range_pages or fewer: a longer one's ranges start at once)
     H+1.., S at a time  `pagefleet.split_range` tasks, a chord, so every core works on one big document
                         (H = E, or down to split_range_min_pages where that makes about eight ranges:
-                        26–192 pages; S = H, growing so no document needs more than split_max_ranges)
+                        26–192 pages; S = H, growing so no document needs more than split_max_ranges;
+                        cut evenly, and the last two ranges' pages as ranges halving in size)
 
 A document of at most E pages stays one task. Every range writes one object,
 `.pagefleet/work/<job>/ranges/<first>-<last>.json` = {"records": [accepted or quarantined page
