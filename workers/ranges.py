@@ -74,8 +74,9 @@ def plan(page_count: int, settings: Settings) -> list[tuple[int, int]]:
     taper = settings.split_max_ranges > _TAPER + _TAPER_EXTRA
     size = max(head, math.ceil(rest / (settings.split_max_ranges - (_TAPER_EXTRA if taper else 0))))
     sizes = _even(rest, size)
-    if taper and sum(sizes[-_TAPER:]) >= 2 * _FLOOR:
-        sizes[-_TAPER:] = _halving(sum(sizes[-_TAPER:]))
+    tail = sum(sizes[-_TAPER:])  # the pages the last _TAPER equal ranges hold
+    if taper and tail >= 2 * _FLOOR:
+        sizes[-_TAPER:] = _halving(tail)
     plan, first = [(1, head)], head + 1
     for n in sizes:
         plan.append((first, first + n - 1))
