@@ -95,9 +95,11 @@ def split_one(spec: dict, may_stream: bool = True, ahead: Callable[[], Head] | N
     skipped here ignores it (a cached S3 source it fetched goes when idle: `fetch.prune`)."""
     job = JobSpec.model_validate(spec)
     settings = get_settings()
-    record, lock = jobs.claim(job.job_id, f"split:{job.job_id}", settings.task_time_limit + 60)
+    settled = (JobState.OCR, JobState.COLLECTING, *jobs.TERMINAL)  # a redelivery or a duplicate finds these
+    record, lock = jobs.claim(job.job_id, f"split:{job.job_id}", settings.task_time_limit + 60, unless=settled,
+                              mark={"state": JobState.SPLITTING, "filename": job.filename, "storage": job.storage})
     state = record.get("state")
-    if state in (JobState.OCR, JobState.COLLECTING, *jobs.TERMINAL):  # a redelivery or a duplicate
+    if state in settled:
         if lock is not None:
             jobs.release(lock)
         return {"job_id": job.job_id, "skipped": f"already {state}"}
@@ -105,8 +107,6 @@ def split_one(spec: dict, may_stream: bool = True, ahead: Callable[[], Head] | N
         return {"job_id": job.job_id, "skipped": "already splitting"}
     leases: list[Lock] = []  # this task's claim on collecting the document with its ranges
     try:
-        jobs.update(job.job_id, state=JobState.SPLITTING, filename=job.filename, storage=job.storage)
-
         def start_ranges(left: list[tuple[int, int]]) -> None:  # before this task reads its own pages
             if may_stream and streams(job, settings) and (lease := stream.lease(job.job_id)) is not None:
                 leases.append(lease)

@@ -101,20 +101,44 @@ def _update_into(pipe: Any, job_id: str, progress: bool, fields: dict[str, Any])
         pipe.zadd(ACTIVE, {job_id: now})
 
 
+_CLAIM = """
+if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return {0, redis.call('HGETALL', KEYS[1])}
+end
+local record = redis.call('HGETALL', KEYS[1])
+local state = redis.call('HGET', KEYS[1], 'state')
+if #ARGV < 6 or (state and string.find(ARGV[5], ',' .. state .. ',', 1, true)) then
+  return {1, record}
+end
+redis.call('HSET', KEYS[1], 'updated', ARGV[3], unpack(ARGV, 6))
+redis.call('PERSIST', KEYS[1])
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
+redis.call('SET', KEYS[5], ARGV[3])
+redis.call('ZADD', KEYS[4], ARGV[3], ARGV[4])
+return {1, record}
+"""
+
+
 @_wrap
-def claim(job_id: str, name: str, ttl_s: int, r: redis.Redis | None = None) -> tuple[dict[str, str], Lock | None]:
+def claim(job_id: str, name: str, ttl_s: int, r: redis.Redis | None = None, *, mark: dict[str, Any] | None = None,
+          unless: tuple[str, ...] = ()) -> tuple[dict[str, str], Lock | None]:
     """The job's record and the lock `name` (as `acquire`), in one round trip: the split task's
-    start. A caller that finds the record says there is nothing to do releases the lock."""
+    start. With `mark` (fields with a non-final `state`), a record whose state is not one of
+    `unless` gets them too, as `update` would set them, in the same round trip; the record comes
+    back as it was found. A caller that finds the record says there is nothing to do releases the
+    lock."""
     r = r or client()
     lock = r.lock(_lock_key(name), timeout=ttl_s, blocking=False)
-    token = uuid.uuid1().hex.encode()  # what redis-py's Lock.acquire would set
-    pipe = r.pipeline(transaction=False)
-    pipe.hgetall(_key(job_id))
-    pipe.set(lock.name, token, nx=True, px=int(ttl_s * 1000))
-    record, taken = pipe.execute()
+    token = uuid.uuid1().hex  # what redis-py's Lock.acquire would set
+    fields = [str(x) for k, v in (mark or {}).items() if v is not None for x in (k, v)]
+    assert not fields or (mark or {}).get("state") in NONFINAL, "claim marks a non-final state only"
+    found = r.eval(_CLAIM, 5, _key(job_id), lock.name, "pagefleet:jobs", ACTIVE, PROGRESS, token,
+                   int(ttl_s * 1000), time.time(), job_id, "," + ",".join(unless) + ",", *fields)
+    taken, flat = found
+    record = dict(zip(flat[::2], flat[1::2], strict=True))
     if not taken:
         return record, None
-    lock.local.token = token
+    lock.local.token = token.encode()
     return record, lock
 
 

@@ -151,3 +151,31 @@ def test_a_one_task_document_is_collected_in_place_on_the_record_its_split_read(
     notice = next(m for _ in range(50) if (m := notices.get_message(timeout=0.2)))  # the subscription's own reply first
     assert json.loads(notice["data"])["run"] == run
     assert (tmp_path / "out" / "one" / "document.json").exists()
+
+
+def test_the_split_claim_marks_the_job_in_the_same_round_trip(redis_url: str) -> None:
+    """`jobs.claim` takes the lock and marks the record `splitting` (index, active set, progress)
+    in one call; a settled record or a lock another owner holds is left as it was."""
+    settled = (jobs.JobState.OCR, jobs.JobState.COLLECTING, *jobs.TERMINAL)
+    mark = {"state": jobs.JobState.SPLITTING, "filename": "a b.pdf", "storage": "file:///tmp/x", "pages": None}
+    assert jobs.start_run(_spec("job-c"), force=False, stale_after_s=60) == "started"
+    r = jobs.client()
+    r.delete(jobs.PROGRESS)
+    record, lock = jobs.claim("job-c", "split:job-c", 60, mark=mark, unless=settled)
+    assert lock is not None and record["state"] == jobs.JobState.QUEUED  # as it was found
+    now = jobs.get("job-c")
+    assert (now["state"], now["filename"], now["storage"]) == ("splitting", "a b.pdf", "file:///tmp/x")
+    assert "pages" not in now and float(now["updated"]) >= float(record["updated"])
+    assert r.zscore(jobs.ACTIVE, "job-c") is not None and r.zscore("pagefleet:jobs", "job-c") is not None
+    assert r.get(jobs.PROGRESS) is not None and r.ttl(jobs._key("job-c")) == -1
+
+    again, none = jobs.claim("job-c", "split:job-c", 60, mark=mark, unless=settled)  # the lock is held
+    assert none is None and again["state"] == "splitting"
+    jobs.release(lock)
+    assert not jobs.locked("split:job-c")
+
+    jobs.update("job-c", state=jobs.JobState.DONE)
+    before = jobs.get("job-c")
+    record, lock = jobs.claim("job-c", "split:job-c", 60, mark=mark, unless=settled)
+    assert lock is not None and record["state"] == "done" and jobs.get("job-c") == before
+    jobs.release(lock)
