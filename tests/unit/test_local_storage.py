@@ -64,3 +64,17 @@ def test_compact_work_state_reads_back_as_json_dumps_wrote_it(tmp_path: Path) ->
     assert math.isnan(metrics.pop("nan")) and math.isnan(expected.pop("nan"))
     assert metrics == expected and metrics["inf"] == math.inf
     assert b"\n" not in store.get_bytes("work/r.json")  # compact: one line
+
+
+def test_a_local_store_is_opened_once_per_root(tmp_path) -> None:
+    """`open_storage` of one file URL (or plain path) gives the same store each time; another
+    root, another store."""
+    from workers.storage import open_storage
+
+    first = open_storage((tmp_path / "a").as_uri())
+    assert open_storage((tmp_path / "a").as_uri()) is first and first.root == (tmp_path / "a").resolve()
+    assert open_storage(str(tmp_path / "a")) is open_storage(str(tmp_path / "a"))
+    other = open_storage((tmp_path / "b").as_uri())
+    assert other is not first and other.root == (tmp_path / "b").resolve()
+    other.put_text("k/x.txt", "x")
+    assert (tmp_path / "b" / "k" / "x.txt").read_text() == "x"
