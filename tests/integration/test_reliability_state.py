@@ -83,11 +83,16 @@ def test_finished_jobs_expire_and_the_index_is_trimmed(redis_url: str, monkeypat
     monkeypatch.setenv("PAGEFLEET_RELIABILITY__JOBS_INDEX_MAX", "100")
     get_settings.cache_clear()
     r = jobs.client()
-    for i in range(130):
+    for i in range(130):  # finished by `update` and by `done` (a one-task document's), in turn
         jobs.start_run(_spec(f"job-{i}"), force=False, stale_after_s=60)
-        jobs.update(f"job-{i}", state=jobs.JobState.DONE)
-    assert 0 < r.ttl("pagefleet:job:job-5") <= get_settings().reliability.job_record_ttl_s
+        if i % 2:
+            jobs.done(f"job-{i}", {"job_id": f"job-{i}"}, status="accepted")
+        else:
+            jobs.update(f"job-{i}", state=jobs.JobState.DONE)
+    for i in (5, 6):
+        assert 0 < r.ttl(f"pagefleet:job:job-{i}") <= get_settings().reliability.job_record_ttl_s
     assert r.zcard("pagefleet:jobs") == 100 and r.zcard(jobs.ACTIVE) == 0
+    assert r.zscore("pagefleet:jobs", "job-129") is not None and r.zscore("pagefleet:jobs", "job-0") is None
     get_settings.cache_clear()
 
 
@@ -179,3 +184,49 @@ def test_the_split_claim_marks_the_job_in_the_same_round_trip(redis_url: str) ->
     record, lock = jobs.claim("job-c", "split:job-c", 60, mark=mark, unless=settled)
     assert lock is not None and record["state"] == "done" and jobs.get("job-c") == before
     jobs.release(lock)
+
+
+def test_done_finishes_counts_once_and_releases_only_its_own_lock_in_one_script(redis_url: str) -> None:
+    """`jobs.done`: the record's last fields (state done, lists and dicts as JSON), its expiry and
+    the index, the done notice, the metrics script (counted once) and the release of the caller's
+    lock — one command; a lock another owner holds by then is left alone."""
+    from collections import Counter
+
+    from workers import metrics
+    from workers.reliability import current
+
+    r = jobs.client()
+    for job_id in ("job-d", "job-e"):
+        assert jobs.start_run(_spec(job_id), force=False, stale_after_s=60) == "started"
+    notices = r.pubsub(ignore_subscribe_messages=True)
+    notices.subscribe(jobs.DONE_CHANNEL)
+    counted = metrics.counted_once("job-d", "accepted", Counter({metrics.field("pages_total", route="text_layer"): 2}),
+                                   {"rungs": {"1_text_layer": {"attempts": 2, "seconds": 0.25}}})
+    lock = jobs.acquire("split:job-d", 60)
+    r.config_resetstat()
+    jobs.done("job-d", {"job_id": "job-d", "status": "accepted"}, lock=lock, script=(metrics.COUNT_ONCE, *counted),
+              status="accepted", routes={"text_layer": 2}, pages=2, pages_done=2, error_code=None)
+    stats = r.info("commandstats")
+    assert stats["cmdstat_eval"]["calls"] == 1 and "cmdstat_exec" not in stats
+    record = jobs.get("job-d")
+    assert (record["state"], json.loads(record["routes"]), record["pages"], record["pages_done"]) == \
+        ("done", {"text_layer": 2}, "2", "2")
+    assert "error_code" not in record and float(record["updated"]) > 0
+    assert 0 < r.ttl(jobs._key("job-d")) <= current().job_record_ttl_s
+    assert r.zscore(jobs.ACTIVE, "job-d") is None and r.zscore("pagefleet:jobs", "job-d") is not None
+    assert r.get(jobs.PROGRESS) is not None and not jobs.locked("split:job-d") and lock.local.token is None
+    notice = next(m for _ in range(50) if (m := notices.get_message(timeout=0.2)))
+    assert json.loads(notice["data"]) == {"job_id": "job-d", "status": "accepted"}
+    totals = r.hgetall(metrics.HASH)
+    assert totals[metrics.field("documents_total", status="accepted")] == "1"
+    assert totals[metrics.field("pages_total", route="text_layer")] == "2"
+
+    jobs.done("job-d", {"job_id": "job-d"}, script=(metrics.COUNT_ONCE, *counted))  # counted once only
+    assert r.hgetall(metrics.HASH) == totals
+
+    stale = jobs.acquire("split:job-e", 60)
+    r.delete(jobs._lock_key("split:job-e"))
+    other = jobs.acquire("split:job-e", 60)  # its TTL ran out and another owner took it
+    jobs.done("job-e", {"job_id": "job-e"}, lock=stale, status="accepted")
+    assert jobs.get("job-e")["state"] == "done" and jobs.locked("split:job-e")
+    jobs.release(other)
