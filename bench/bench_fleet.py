@@ -165,16 +165,17 @@ def small_rows(fleet: WarmFleet, tmp: Path, corpus: Path, m: int, storage: str, 
         return [many, one]
     alone = fleet_row(f"{m} one-page documents, a task each", _median_run(runs["alone"], lambda r: r.wall), note)
     alone.note += f"{alone.pps / one.pps:.2f}× one {m}-page document" if one.pps else ""
-    many.note += f" (batches of {_batch_size(m)})"
+    plan = _batch_plan(m)
+    many.note += f" ({len(plan)} batches of {plan[0]} … {plan[-1]})"
     ceiling = ceiling_row(f"{m} one-page documents", bench_ceiling.file_jobs(files, 2), 1)
     return [many, one, alone, ceiling]
 
 
-def _batch_size(documents: int) -> int:
+def _batch_plan(documents: int) -> list[int]:
     from workers.settings import get_settings
-    from workers.submit import batch_size
+    from workers.submit import batch_plan
 
-    return batch_size(documents, get_settings())
+    return batch_plan(documents, get_settings())
 
 
 @contextlib.contextmanager

@@ -73,10 +73,7 @@ def plan(page_count: int, settings: Settings) -> list[tuple[int, int]]:
     rest = page_count - head
     taper = settings.split_max_ranges > _TAPER + _TAPER_EXTRA
     size = max(head, math.ceil(rest / (settings.split_max_ranges - (_TAPER_EXTRA if taper else 0))))
-    sizes = _even(rest, size)
-    tail = sum(sizes[-_TAPER:])  # the pages the last _TAPER equal ranges hold
-    if taper and tail >= 2 * _FLOOR:
-        sizes[-_TAPER:] = _halving(tail)
+    sizes = tapered(even(rest, size)) if taper else even(rest, size)
     plan, first = [(1, head)], head + 1
     for n in sizes:
         plan.append((first, first + n - 1))
@@ -84,12 +81,22 @@ def plan(page_count: int, settings: Settings) -> list[tuple[int, int]]:
     return plan
 
 
-def _even(pages: int, size: int) -> list[int]:
-    """`pages` cut into as few ranges of at most `size` as it takes, of sizes differing by one at most."""
+def even(pages: int, size: int) -> list[int]:
+    """`pages` cut into as few ranges of at most `size` as it takes, of sizes differing by one at most
+    (larger first)."""
     if pages <= 0:
         return []
     count = math.ceil(pages / size)
     return [pages // count + (1 if i < pages % count else 0) for i in range(count)]
+
+
+def tapered(sizes: list[int]) -> list[int]:
+    """`sizes` (non-growing) with what the last `_TAPER` hold cut into pieces halving in size,
+    none under `_FLOOR` (a tail under 2 × `_FLOOR` is left as it is): the last piece a worker takes
+    is short, so no core idles long while another ends a long one. Page ranges (`plan`) and the
+    batches of a submission of small documents (`workers.submit.batch_plan`)."""
+    tail = sum(sizes[-_TAPER:])
+    return [*sizes[:-_TAPER], *_halving(tail)] if tail >= 2 * _FLOOR else sizes
 
 
 def _halving(pages: int) -> list[int]:

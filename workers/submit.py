@@ -16,7 +16,7 @@ from typing import Any
 
 from kombu.exceptions import OperationalError
 
-from workers import jobs, keys
+from workers import jobs, keys, ranges
 from workers.errors import BrokerUnavailable
 from workers.model import JobSpec
 from workers.pdf.source import sha256_file
@@ -71,6 +71,15 @@ def batch_size(documents: int, settings: Settings) -> int:
     return max(settings.split_batch_documents, min(settings.split_batch_max_documents, spread))
 
 
+def batch_plan(documents: int, settings: Settings) -> list[int]:
+    """The sizes of a submission's batches in the order they go out: `documents` cut evenly into
+    batches of at most `batch_size`, and the last two batches' documents as batches halving in
+    size (`ranges.tapered`: 500 → 32 × 4, 31 × 10, then 31, 16, 8, 7) — the split workers take
+    batches in turn, and the last one a worker process takes runs while the other may idle."""
+    size = batch_size(documents, settings)
+    return ranges.tapered(ranges.even(documents, size)) if size > 1 else [1] * documents
+
+
 def enqueue_many(specs: list[JobSpec]) -> list[str]:
     """Durably enqueue many documents of one submission. Small ones (`split_batch_max_bytes`) go
     as `pagefleet.split_batch` tasks of up to `batch_size` each: a document's fixed cost (a task,
@@ -81,6 +90,7 @@ def enqueue_many(specs: list[JobSpec]) -> list[str]:
 
     settings = get_settings()
     size = batch_size(len(specs), settings)
+    plan = batch_plan(len(specs), settings)  # the batches' sizes: the last of them is reused if need be
     submission = uuid.uuid4().hex  # its batches may share a sandbox child (`tasks.split.split_batch`)
     batch: list[dict[str, Any]] = []
     unsent: dict[str, None] = {}  # runs started here whose message has not gone out yet
@@ -90,6 +100,8 @@ def enqueue_many(specs: list[JobSpec]) -> list[str]:
             send("pagefleet.split", batch, queue="split", task_id=f"{batch[0]['job_id']}-split",
                  label=f"(job {batch[0]['job_id']})")
         elif batch:
+            if len(plan) > 1:  # the next batch's size is the plan's next one
+                plan.pop(0)
             ids = [p["job_id"] for p in batch]
             name = hashlib.sha256(":".join(ids).encode()).hexdigest()[:24]
             send("pagefleet.split_batch", [batch[:], submission], queue="split", task_id=f"batch-{name}",
@@ -105,7 +117,7 @@ def enqueue_many(specs: list[JobSpec]) -> list[str]:
             flush()
             return
         batch.append(payload)
-        if len(batch) >= size:
+        if len(batch) >= plan[0]:
             flush()
 
     try:

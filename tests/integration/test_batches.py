@@ -63,7 +63,7 @@ def test_one_submissions_small_documents_split_in_batches(fleet, tmp_path: Path,
 
     monkeypatch.setattr(app, "send", spy)
     assert enqueue_many(specs) == [s.job_id for s in specs]
-    ids = [s.job_id for s in specs]
+    ids = [s.job_id for s in specs]  # six documents: batches of 3 and 3 (`submit.batch_plan`), the big one alone
     assert [(name, jobs) for name, jobs, _ in sent] == [("pagefleet.split_batch", ids[0:3]), ("pagefleet.split", [ids[3]]),
                     ("pagefleet.split_batch", ids[4:6])]
     assert {queue for *_, queue in sent} == {"split"}

@@ -27,3 +27,21 @@ def test_the_sizes_are_settings_and_one_turns_batches_off() -> None:
     assert batch_size(500, Settings(split_batch_spread=100)) == 16
     assert batch_size(6, Settings(split_batch_documents=3)) == 3
     assert batch_size(500, Settings(split_batch_documents=1)) == 1
+
+
+@pytest.mark.parametrize("documents", [1, 2, 5, 6, 9, 16, 17, 40, 100, 129, 200, 256, 500, 1000, 10_000])
+def test_a_submission_s_batches_cover_it_once_and_taper_at_its_end(documents: int) -> None:
+    """`batch_plan`: every document in one batch, no batch above `batch_size`, sizes never growing,
+    the last batches halving (none under 3 documents where the tail was cut) — the last batch a
+    split worker process takes is short."""
+    from workers.submit import batch_plan
+
+    settings = Settings()
+    plan = batch_plan(documents, settings)
+    size = batch_size(documents, settings)
+    assert sum(plan) == documents and max(plan) <= size
+    assert all(a >= b for a, b in zip(plan, plan[1:]))
+    if documents >= 2 * size:
+        assert plan[-1] <= plan[0] // 2 and min(plan) >= 3
+    assert batch_plan(documents, Settings(split_batch_documents=1)) == [1] * documents
+
