@@ -29,7 +29,7 @@ SECTIONS = [  # (module, attribute, label)
     ("workers.pipeline", "_assemble", "assembly and artifacts"),
     ("workers.storage", "LocalStorage.put_stream", "  artifact writes (streams)"),
     ("workers.storage", "LocalStorage.put_bytes", "  artifact writes (report)"),
-    ("workers.jobs", "claim", "redis: record + lock"),
+    ("workers.jobs", "claim", "redis: record + lock + splitting"),
     ("workers.jobs", "update", "redis: state updates"),
     ("workers.jobs", "done", "redis: done, notice, metrics, unlock"),
 ]
