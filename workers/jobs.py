@@ -135,7 +135,7 @@ def claim(job_id: str, name: str, ttl_s: int, r: redis.Redis | None = None, *, m
     r = r or client()
     lock = r.lock(_lock_key(name), timeout=ttl_s, blocking=False)
     token = uuid.uuid1().hex  # what redis-py's Lock.acquire would set
-    fields = [str(x) for k, v in (mark or {}).items() if v is not None for x in (k, v)]
+    fields = [x for pair in _mapping(mark or {}).items() for x in pair]  # as `update` and `done` store them
     assert not fields or (mark or {}).get("state") in NONFINAL, "claim marks a non-final state only"
     found = r.eval(_CLAIM, 5, _key(job_id), lock.name, "pagefleet:jobs", ACTIVE, PROGRESS, token,
                    int(ttl_s * 1000), time.time(), job_id, "," + ",".join(unless) + ",", *fields)
