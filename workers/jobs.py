@@ -76,13 +76,62 @@ ACTIVE = "pagefleet:active"
 PROGRESS = "pagefleet:progress"  # when any job last changed state or finished a page
 
 
+# A job record's update, the same steps wherever it is made (`update`, `claim`'s mark, `done`): a
+# Lua function every script of this module that changes a record starts with. KEYS[1..5]: the
+# record, its attempts, the index, the active set, the progress mark; from ARGV[o] (`record(o)`):
+# now, the job id, what the update does to the state ('' none, 'active' a non-final state, 'final'
+# done or error), whether a state change counts as progress ('1'), the finished record's TTL, the
+# index's size, the number of fields n, then the fields, name and value in turn. Returns the index
+# of the ARGV after them (the calling script's own arguments).
+_RECORD = """
+local function record(o)
+  local now, id, kind, n = ARGV[o], ARGV[o + 1], ARGV[o + 2], tonumber(ARGV[o + 6])
+  redis.call('HSET', KEYS[1], 'updated', now, unpack(ARGV, o + 7, o + 6 + 2 * n))
+  redis.call('ZADD', KEYS[3], now, id)
+  if kind == 'final' then
+    local ttl = tonumber(ARGV[o + 4])
+    redis.call('EXPIRE', KEYS[1], ttl)
+    redis.call('EXPIRE', KEYS[2], ttl)
+    redis.call('ZREM', KEYS[4], id)
+    redis.call('ZREMRANGEBYSCORE', KEYS[3], 0, tonumber(now) - ttl)
+    redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -tonumber(ARGV[o + 5]) - 1)
+  else
+    redis.call('PERSIST', KEYS[1])
+    if kind == 'active' then
+      redis.call('ZADD', KEYS[4], now, id)
+    end
+  end
+  if kind ~= '' and ARGV[o + 3] == '1' then
+    redis.call('SET', KEYS[5], now)
+  end
+  return o + 7 + 2 * n
+end
+"""
+
+
+def _record(job_id: str, fields: dict[str, Any], progress: bool = True) -> tuple[list[str], list[Any]]:
+    """(KEYS[1..5], the ARGV `record(o)` reads from o) for setting `fields` on the job's record."""
+    from workers.reliability import current
+
+    rel = current()
+    mapping = _mapping(fields)
+    state = fields.get("state")
+    kind = "" if state is None else "final" if state in TERMINAL else "active"
+    keys = [_key(job_id), f"pagefleet:attempts:{job_id}", "pagefleet:jobs", ACTIVE, PROGRESS]
+    args = [time.time(), job_id, kind, "1" if progress else "0", rel.job_record_ttl_s, rel.jobs_index_max,
+            len(mapping), *(x for pair in mapping.items() for x in pair)]
+    return keys, args
+
+
+_UPDATE = _RECORD + "record(1)\nreturn 1\n"
+
+
 @_wrap
 def update(job_id: str, r: redis.Redis | None = None, *, progress: bool = True, **fields: Any) -> None:
     """Set fields (and `updated`). A final state starts the record's TTL and trims the index.
     A state change counts as the fleet's progress unless `progress=False` (the watchdog's own)."""
-    pipe = (r or client()).pipeline()
-    _update_into(pipe, job_id, progress, fields)
-    pipe.execute()
+    keys, args = _record(job_id, fields, progress)
+    (r or client()).eval(_UPDATE, len(keys), *keys, *args)
 
 
 def _mapping(fields: dict[str, Any]) -> dict[str, Any]:
@@ -90,37 +139,19 @@ def _mapping(fields: dict[str, Any]) -> dict[str, Any]:
     return {k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in fields.items() if v is not None}
 
 
-def _update_into(pipe: Any, job_id: str, progress: bool, fields: dict[str, Any]) -> None:
-    now = time.time()
-    mapping = _mapping(fields)
-    mapping["updated"] = now
-    pipe.hset(_key(job_id), mapping=mapping)
-    pipe.persist(_key(job_id))
-    pipe.zadd("pagefleet:jobs", {job_id: now})
-    state = fields.get("state")
-    if state is not None and progress:
-        pipe.set(PROGRESS, now)  # the fleet as a whole is moving (the watchdog tells backlog from loss)
-    if state in TERMINAL:
-        _finished(pipe, job_id, now)
-    elif state is not None:
-        pipe.zadd(ACTIVE, {job_id: now})
-
-
-_CLAIM = """
-if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then
+_CLAIM = _RECORD + """
+if not redis.call('SET', KEYS[6], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return {0, redis.call('HGETALL', KEYS[1])}
 end
-local record = redis.call('HGETALL', KEYS[1])
-local state = redis.call('HGET', KEYS[1], 'state')
-if #ARGV < 6 or (state and string.find(ARGV[5], ',' .. state .. ',', 1, true)) then
-  return {1, record}
+local found = redis.call('HGETALL', KEYS[1])
+local state = nil
+for i = 1, #found, 2 do
+  if found[i] == 'state' then state = found[i + 1] end
 end
-redis.call('HSET', KEYS[1], 'updated', ARGV[3], unpack(ARGV, 6))
-redis.call('PERSIST', KEYS[1])
-redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
-redis.call('SET', KEYS[5], ARGV[3])
-redis.call('ZADD', KEYS[4], ARGV[3], ARGV[4])
-return {1, record}
+if ARGV[4] == '1' and not (state and string.find(ARGV[3], ',' .. state .. ',', 1, true)) then
+  record(5)
+end
+return {1, found}
 """
 
 
@@ -135,10 +166,10 @@ def claim(job_id: str, name: str, ttl_s: int, r: redis.Redis | None = None, *, m
     r = r or client()
     lock = r.lock(_lock_key(name), timeout=ttl_s, blocking=False)
     token = uuid.uuid1().hex  # what redis-py's Lock.acquire would set
-    fields = [x for pair in _mapping(mark or {}).items() for x in pair]  # as `update` and `done` store them
-    assert not fields or (mark or {}).get("state") in NONFINAL, "claim marks a non-final state only"
-    found = r.eval(_CLAIM, 5, _key(job_id), lock.name, "pagefleet:jobs", ACTIVE, PROGRESS, token,
-                   int(ttl_s * 1000), time.time(), job_id, "," + ",".join(unless) + ",", *fields)
+    assert not mark or mark.get("state") in NONFINAL, "claim marks a non-final state only"
+    keys, args = _record(job_id, mark or {})
+    found = r.eval(_CLAIM, 6, *keys, lock.name, token, int(ttl_s * 1000), "," + ",".join(unless) + ",",
+                   "1" if mark else "0", *args)
     taken, flat = found
     record = dict(zip(flat[::2], flat[1::2], strict=True))
     if not taken:
@@ -147,22 +178,14 @@ def claim(job_id: str, name: str, ttl_s: int, r: redis.Redis | None = None, *, m
     return record, lock
 
 
-_DONE = """
-local now, ttl, id = ARGV[1], tonumber(ARGV[2]), ARGV[4]
-local n, k = tonumber(ARGV[8]), tonumber(ARGV[9])
-redis.call('HSET', KEYS[1], 'updated', now, unpack(ARGV, 10, 9 + 2 * n))
-redis.call('ZADD', KEYS[3], now, id)
-redis.call('SET', KEYS[5], now)
-redis.call('EXPIRE', KEYS[1], ttl)
-redis.call('EXPIRE', KEYS[2], ttl)
-redis.call('ZREM', KEYS[4], id)
-redis.call('ZREMRANGEBYSCORE', KEYS[3], 0, tonumber(now) - ttl)
-redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -tonumber(ARGV[3]) - 1)
-redis.call('PUBLISH', ARGV[5], ARGV[6])
+_DONE = _RECORD + """
+local at = record(1)
+local k = tonumber(ARGV[at + 3])
+redis.call('PUBLISH', ARGV[at], ARGV[at + 1])
 if k >= 0 then
-  also({unpack(KEYS, 7, 6 + k)}, {unpack(ARGV, 10 + 2 * n)})
+  also({unpack(KEYS, 7, 6 + k)}, {unpack(ARGV, at + 4)})
 end
-if ARGV[7] ~= '' and redis.call('GET', KEYS[6]) == ARGV[7] then
+if ARGV[at + 2] ~= '' and redis.call('GET', KEYS[6]) == ARGV[at + 2] then
   redis.call('DEL', KEYS[6])
 end
 return 1
@@ -182,31 +205,14 @@ def done(job_id: str, notice: dict[str, Any], *, lock: Lock | None = None,
     `script` (Lua, keys, args: the document's metrics) and the release of its `lock`, in one
     round trip and one script — a one-task document's fixed cost (a pipeline of the same fourteen
     commands cost the worker twice the CPU). The lock is released only if it is still this owner's."""
-    from workers.reliability import current
-
-    rel = current()
-    mapping = _mapping({**fields, "state": JobState.DONE})
-    flat = [x for pair in mapping.items() for x in pair]
+    keys, args = _record(job_id, {**fields, "state": JobState.DONE})
     token = lock.local.token if lock is not None else None
-    lua, keys, args = script if script is not None else ("", [], [])
-    client().eval(_done_script(lua), 6 + len(keys), _key(job_id), f"pagefleet:attempts:{job_id}", "pagefleet:jobs",
-                  ACTIVE, PROGRESS, lock.name if lock is not None else _lock_key("-"), *keys,
-                  time.time(), rel.job_record_ttl_s, rel.jobs_index_max, job_id, DONE_CHANNEL, _notice(notice),
-                  token or "", len(mapping), len(keys) if script is not None else -1, *flat, *args)
+    lua, extra_keys, extra_args = script if script is not None else ("", [], [])
+    client().eval(_done_script(lua), 6 + len(extra_keys), *keys, lock.name if lock is not None else _lock_key("-"),
+                  *extra_keys, *args, DONE_CHANNEL, _notice(notice), token or "",
+                  len(extra_keys) if script is not None else -1, *extra_args)
     if lock is not None:
         lock.local.token = None  # released: the caller's `release` is a no-op
-
-
-def _finished(pipe: Any, job_id: str, now: float) -> None:
-    """Bounded state: a finished job's records expire; the index drops old and surplus ids."""
-    from workers.reliability import current
-
-    rel = current()
-    pipe.expire(_key(job_id), rel.job_record_ttl_s)
-    pipe.expire(f"pagefleet:attempts:{job_id}", rel.job_record_ttl_s)
-    pipe.zrem(ACTIVE, job_id)
-    pipe.zremrangebyscore("pagefleet:jobs", 0, now - rel.job_record_ttl_s)
-    pipe.zremrangebyrank("pagefleet:jobs", 0, -rel.jobs_index_max - 1)
 
 
 _START_RUNS = """

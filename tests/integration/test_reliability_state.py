@@ -158,6 +158,35 @@ def test_a_one_task_document_is_collected_in_place_on_the_record_its_split_read(
     assert (tmp_path / "out" / "one" / "document.json").exists()
 
 
+def test_update_is_one_script_with_the_steps_claim_and_done_take(redis_url: str) -> None:
+    """`jobs.update` runs the record's update as `claim` and `done` do (one `EVAL`, the module's one
+    Lua function): fields alone touch neither the active set nor the progress mark; a non-final
+    state joins the active set and counts as progress unless `progress=False` (the watchdog's own);
+    a final one starts the TTL and leaves the active set; a later non-final one persists it again."""
+    r = jobs.client()
+    assert jobs.start_run(_spec("job-u"), force=False, stale_after_s=60) == "started"
+    r.zrem(jobs.ACTIVE, "job-u")
+    r.delete(jobs.PROGRESS)
+    r.config_resetstat()
+    jobs.update("job-u", pages=3, routes={"text_layer": 3}, error_code=None)
+    stats = r.info("commandstats")
+    assert stats["cmdstat_eval"]["calls"] == 1 and "cmdstat_exec" not in stats
+    record = jobs.get("job-u")
+    assert (record["pages"], json.loads(record["routes"]), record["state"]) == ("3", {"text_layer": 3}, "queued")
+    assert "error_code" not in record and r.zscore(jobs.ACTIVE, "job-u") is None and r.get(jobs.PROGRESS) is None
+
+    jobs.update("job-u", state=jobs.JobState.OCR, progress=False)
+    assert r.zscore(jobs.ACTIVE, "job-u") is not None and r.get(jobs.PROGRESS) is None
+    jobs.update("job-u", state=jobs.JobState.COLLECTING)
+    assert r.get(jobs.PROGRESS) is not None
+
+    jobs.update("job-u", state=jobs.JobState.ERROR, error_code="x")
+    assert r.ttl(jobs._key("job-u")) > 0 and r.zscore(jobs.ACTIVE, "job-u") is None
+    assert r.zscore("pagefleet:jobs", "job-u") == pytest.approx(float(jobs.get("job-u")["updated"]))
+    jobs.update("job-u", state=jobs.JobState.QUEUED, progress=False)  # the watchdog sends it again
+    assert r.ttl(jobs._key("job-u")) == -1 and r.zscore(jobs.ACTIVE, "job-u") is not None
+
+
 def test_the_split_claim_marks_the_job_in_the_same_round_trip(redis_url: str) -> None:
     """`jobs.claim` takes the lock and marks the record `splitting` (index, active set, progress)
     in one call; a settled record or a lock another owner holds is left as it was."""
