@@ -9,6 +9,7 @@ upload is the same job; a completed job is not redone unless forced.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import uuid
 from pathlib import Path
@@ -80,62 +81,76 @@ def batch_plan(documents: int, settings: Settings) -> list[int]:
     return ranges.tapered(ranges.even(documents, size)) if size > 1 else [1] * documents
 
 
-def enqueue_many(specs: list[JobSpec]) -> list[str]:
-    """Durably enqueue many documents of one submission. Small ones (`split_batch_max_bytes`) go
-    as `pagefleet.split_batch` tasks of up to `batch_size` each: a document's fixed cost (a task,
-    a sandbox fork, the consumer's hand-over) is paid once a batch. Every document stays its own
-    job (own id, state, artifacts, errors); the others go one task each."""
-    from workers.app import send
-    from workers.settings import get_settings
+class _Batches:
+    """A submission's messages as they go out: small documents gathered into `split_batch` tasks
+    that end where the plan of its small documents says, counted in small documents added, so a
+    big document between them (sent alone, after the batch so far) moves no later cut."""
 
-    settings = get_settings()
-    size = batch_size(len(specs), settings)
-    plan = batch_plan(len(specs), settings)  # the batches' sizes: the last of them is reused if need be
-    submission = uuid.uuid4().hex  # its batches may share a sandbox child (`tasks.split.split_batch`)
-    batch: list[dict[str, Any]] = []
-    unsent: dict[str, None] = {}  # runs started here whose message has not gone out yet
+    def __init__(self, small: int, size: int, settings: Settings) -> None:
+        self.cuts = list(itertools.accumulate(batch_plan(small, settings)))
+        self.size = size
+        self.submission = uuid.uuid4().hex  # its batches may share a sandbox child (`tasks.split.split_batch`)
+        self.batch: list[dict[str, Any]] = []
+        self.unsent: dict[str, None] = {}  # runs started here whose message has not gone out yet
+        self.added = 0  # small documents added so far
 
-    def flush() -> None:
+    def add(self, payload: dict[str, Any], small: bool) -> None:
+        if not small:
+            self.flush()  # a big one goes alone, after the batch so far
+            self.batch.append(payload)
+            self.flush()
+            return
+        self.batch.append(payload)
+        self.added += 1
+        if (self.cuts and self.added >= self.cuts[0]) or len(self.batch) >= self.size:
+            while self.cuts and self.cuts[0] <= self.added:
+                self.cuts.pop(0)
+            self.flush()
+
+    def flush(self) -> None:
+        from workers.app import send
+
+        batch = self.batch
         if len(batch) == 1:
             send("pagefleet.split", batch, queue="split", task_id=f"{batch[0]['job_id']}-split",
                  label=f"(job {batch[0]['job_id']})")
         elif batch:
-            if len(plan) > 1:  # the next batch's size is the plan's next one
-                plan.pop(0)
             ids = [p["job_id"] for p in batch]
             name = hashlib.sha256(":".join(ids).encode()).hexdigest()[:24]
-            send("pagefleet.split_batch", [batch[:], submission], queue="split", task_id=f"batch-{name}",
+            send("pagefleet.split_batch", [batch[:], self.submission], queue="split", task_id=f"batch-{name}",
                  label=f"(jobs {', '.join(ids)})")
         for payload in batch:
-            unsent.pop(payload["job_id"], None)
+            self.unsent.pop(payload["job_id"], None)
         batch.clear()
 
-    def add(payload: dict[str, Any], spec: JobSpec) -> None:
-        if spec.bytes is None or spec.bytes > settings.split_batch_max_bytes:
-            flush()  # a big one goes alone, after the batch so far
-            batch.append(payload)
-            flush()
-            return
-        batch.append(payload)
-        if len(batch) >= plan[0]:
-            flush()
 
+def enqueue_many(specs: list[JobSpec]) -> list[str]:
+    """Durably enqueue many documents of one submission. Small ones (`split_batch_max_bytes`) go
+    as `pagefleet.split_batch` tasks of up to `batch_size` each (`batch_plan`): a document's fixed
+    cost (a task, a sandbox fork, the consumer's hand-over) is paid once a batch. Every document
+    stays its own job (own id, state, artifacts, errors); the others go one task each."""
+    from workers.settings import get_settings
+
+    settings = get_settings()
+    size = batch_size(len(specs), settings)
+    small = [spec.bytes is not None and spec.bytes <= settings.split_batch_max_bytes for spec in specs]
+    out = _Batches(sum(small), size, settings)
     try:
-        for first in range(0, len(specs), size):  # one round trip to start a batch's runs
+        for first in range(0, len(specs), size):  # one round trip starts up to a batch's worth of runs
             chunk = specs[first:first + size]
             payloads = [(spec.model_dump(mode="json"), spec.force) for spec in chunk]
             # a finished job is not redone unless forced; a run under way is shared, not doubled
             started = jobs.start_runs(payloads, stale_after_s=current().deadline_s)
-            fresh = [(payload, spec) for (payload, _), spec, how in zip(payloads, chunk, started, strict=True)
-                     if how == "started"]
-            unsent.update((spec.job_id, None) for _, spec in fresh)
-            for payload, spec in fresh:
-                add(payload, spec)
-        flush()
+            fresh = [(payload, is_small) for (payload, _), how, is_small
+                     in zip(payloads, started, small[first:first + size], strict=True) if how == "started"]
+            out.unsent.update((payload["job_id"], None) for payload, _ in fresh)
+            for payload, is_small in fresh:
+                out.add(payload, is_small)
+        out.flush()
     except (OperationalError, OSError) as exc:
-        jobs.abandon_runs(list(unsent))  # started, never sent: the producer's retry starts and sends them
+        jobs.abandon_runs(list(out.unsent))  # started, never sent: the producer's retry starts and sends them
         raise BrokerUnavailable(f"cannot enqueue {len(specs)} job(s): broker unavailable ({exc})") from exc
     except Exception:
-        jobs.abandon_runs(list(unsent))
+        jobs.abandon_runs(list(out.unsent))
         raise
     return [spec.job_id for spec in specs]

@@ -81,6 +81,34 @@ def test_one_submissions_small_documents_split_in_batches(fleet, tmp_path: Path,
         assert f"document {i} hello world" in document["pages"][0]["text"]
 
 
+def test_a_big_document_between_small_ones_moves_no_batch_cut(fleet, tmp_path: Path, batch_of_three,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batches end where the plan of the submission's small documents says (8 small → 3, 3, 2),
+    counted in small documents: a big one sent alone between them flushes the batch so far but
+    moves no later cut, so the submission still ends on the plan's last batch, not a lone document."""
+    from workers import app
+
+    files = [one_page(tmp_path / f"doc{i}.pdf", f"cut document {i}") for i in range(9)]
+    with pymupdf.open() as doc:
+        doc.new_page().insert_text((72, 72), "big document 1")
+        doc.set_metadata({"subject": "x" * 20000})
+        doc.save(files[1])
+    storage = LocalStorage(tmp_path / "out")
+    specs = [spec_for_path(str(f), storage.url, f.stem, Options(structure=False), force=True) for f in files]
+    sent: list[list[str]] = []
+    real_send = app.send
+
+    def spy(name, args, **kw):
+        sent.append([p["job_id"] for p in (args[0] if name == "pagefleet.split_batch" else args)])
+        return real_send(name, args, **kw)
+
+    monkeypatch.setattr(app, "send", spy)
+    enqueue_many(specs)
+    ids = [s.job_id for s in specs]
+    assert sent == [ids[0:1], ids[1:2], ids[2:4], ids[4:7], ids[7:9]]
+    assert all(wait_for_job(i)["state"] == "done" for i in ids)
+
+
 def test_a_redelivered_batch_skips_what_is_done(fleet, tmp_path: Path, batch_of_three) -> None:
     """A batch delivered again (a worker lost after some of its documents) redoes none of them."""
     from tasks.split import split_batch
