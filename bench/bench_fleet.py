@@ -304,6 +304,10 @@ def verdicts(rows: list[Row], sizes: list[int], small: int, scanned: int) -> tup
         lo, hi = min(t for _, t in per_page), max(t for _, t in per_page)
         lines.append(f"time per page {', '.join(f'{n}: {t * 1000:.1f} ms' for n, t in per_page)}; "
                      f"spread {hi / lo - 1:+.0%} (target within ±20 %)")
+        bare = [r.wall / r.pages for n, _ in per_page if (r := _find(rows, f"digital {n}", "limit"))]
+        if len(bare) == len(per_page):  # the same sizes without the fleet: what a bare reader's time per page does
+            lines.append(f"limit's own time per page {', '.join(f'{t * 1000:.1f} ms' for t in bare)}; "
+                         f"spread {max(bare) / min(bare) - 1:+.0%}")
     many_rows = f"{small} one-page documents"
     for many in [r for r in rows if r.system == "fleet" and r.work.startswith(many_rows)]:
         sfx = many.work.removeprefix(many_rows)  # "", ", a task each" or the second fleet's ", sandbox_reuse=N"
