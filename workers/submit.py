@@ -84,11 +84,11 @@ def batch_plan(documents: int, settings: Settings) -> list[int]:
 class _Batches:
     """A submission's messages as they go out: small documents gathered into `split_batch` tasks
     that end where the plan of its small documents says, counted in small documents added, so a
-    big document between them (sent alone, after the batch so far) moves no later cut."""
+    big document between them (sent alone, after the batch so far) moves no later cut. The cuts
+    lie at most `batch_size` apart and a batch starts empty after each, so none grows past it."""
 
-    def __init__(self, small: int, size: int, settings: Settings) -> None:
-        self.cuts = list(itertools.accumulate(batch_plan(small, settings)))
-        self.size = size
+    def __init__(self, small: int, settings: Settings) -> None:
+        self.cuts = list(itertools.accumulate(batch_plan(small, settings)))  # one a batch, rising
         self.submission = uuid.uuid4().hex  # its batches may share a sandbox child (`tasks.split.split_batch`)
         self.batch: list[dict[str, Any]] = []
         self.unsent: dict[str, None] = {}  # runs started here whose message has not gone out yet
@@ -102,9 +102,8 @@ class _Batches:
             return
         self.batch.append(payload)
         self.added += 1
-        if (self.cuts and self.added >= self.cuts[0]) or len(self.batch) >= self.size:
-            while self.cuts and self.cuts[0] <= self.added:
-                self.cuts.pop(0)
+        if self.cuts and self.added == self.cuts[0]:  # the plan covers every small document once
+            self.cuts.pop(0)
             self.flush()
 
     def flush(self) -> None:
@@ -134,7 +133,7 @@ def enqueue_many(specs: list[JobSpec]) -> list[str]:
     settings = get_settings()
     size = batch_size(len(specs), settings)
     small = [spec.bytes is not None and spec.bytes <= settings.split_batch_max_bytes for spec in specs]
-    out = _Batches(sum(small), size, settings)
+    out = _Batches(sum(small), settings)
     try:
         for first in range(0, len(specs), size):  # one round trip starts up to a batch's worth of runs
             chunk = specs[first:first + size]
