@@ -333,6 +333,8 @@ def _stage_brackets(text: str) -> tuple[list[Replacement], int]:
     if not features(text) & F_BRACKET:  # most pages: no bracket, every line balanced
         return reps, unbalanced
     unbalanced_at = _unbalanced_lines(text)
+    if not features(text) & (F_HEBREW | F_ARABIC):  # no RTL letter on the page: no line is swapped
+        return reps, len(unbalanced_at)
     lines = _lines(text) if unbalanced_at else []
     for index in unbalanced_at:
         offset, line = lines[index]

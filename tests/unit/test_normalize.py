@@ -491,3 +491,33 @@ def test_normalize_is_idempotent(raw: str) -> None:
     twice = normalize(once.text)
     assert twice.edits == [], (once.text, twice.edits)
     assert twice.text == once.text
+
+
+def test_bracket_stage_matches_its_per_line_rule_with_and_without_rtl_letters() -> None:
+    """`_stage_brackets` decides each unbalanced line by its RTL and Latin letters; a page without
+    an RTL letter is decided without counting them (every unbalanced line stays, counted): both
+    ways give what the per-line rule gives, on random pages of brackets, Latin, Hebrew and Arabic."""
+    import random
+
+    from routing.charclass import is_latin, is_rtl_letter
+    from routing.normalize import BRACKET_SWAP, _stage_brackets, brackets_balanced
+
+    def by_rule(text: str) -> tuple[list[tuple[int, int, str]], int]:
+        reps, left, offset = [], 0, 0
+        for line in text.split("\n"):
+            if not brackets_balanced(line):
+                swapped = line.translate(BRACKET_SWAP)
+                rtl, latin = sum(map(is_rtl_letter, line)), sum(map(is_latin, line))
+                if rtl > latin and brackets_balanced(swapped):
+                    reps += [(offset + i, offset + i + 1, swapped[i]) for i, c in enumerate(line) if c != swapped[i]]
+                else:
+                    left += 1
+            offset += len(line) + 1
+        return reps, left
+
+    rng = random.Random(11)
+    for pool in (list("()[]{}\n ab"), list("()[]{}\n ab\u05d0\u05d1\u0628")):
+        for _ in range(1500):
+            text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 50)))
+            reps, left = _stage_brackets(text)
+            assert ([(r.start, r.end, r.text) for r in reps], left) == by_rule(text), text

@@ -19,6 +19,7 @@ import pymupdf
 from routing.charclass import LazyTable
 from routing.scripts import is_rtl_letter
 from workers.pdf import fastwalk, layout, stext
+from workers.pdf.resources import listed_images
 from workers.pdf.runs import run_order
 
 _ZERO = 0.01  # a box narrower than this (points) has no width
@@ -102,7 +103,7 @@ def _extract_page(doc: pymupdf.Document, number: int,
         images, evidence = read
     else:
         images, evidence, raw = _read_page(page, textpage, kept)
-    listed = page.get_images(full=False)  # from the resources: the images count and their bytes
+    listed = listed_images(page)  # get_images' xrefs, from the resources: the images count and their bytes
     if kept is not None:
         kept[number] = (raw, images)
     text = evidence.pop("text")
@@ -193,11 +194,11 @@ def _geometry_evidence(raw: dict[str, Any]) -> dict[str, Any]:
             "run_orders": run_orders, "glyphs": glyphs, "shared_position_runs": shared_runs}
 
 
-def _image_bytes(doc: pymupdf.Document, listed: list[Any]) -> int:
+def _image_bytes(doc: pymupdf.Document, listed: list[int]) -> int:
     """The compressed size of the images the page's resources hold: how much a scan carries, so
     the slowest OCR pages can be sent out first (a dense page compresses worse than a sparse one)."""
     total = 0
-    for xref in {int(item[0]) for item in listed}:
+    for xref in set(listed):
         kind, value = doc.xref_get_key(xref, "Length")
         if kind == "int":
             total += int(value)
