@@ -167,11 +167,17 @@ def test_long_texts_are_translated_alike_in_numpy() -> None:
     pool = [chr(c) for c in [*range(0x250), *range(0x590, 0x700), *range(0xFB1D, 0xFB50), *range(0xFE70, 0xFEFF),
                              0xD800, 0xDFFF, 0x1F600, 0x10FFFF, 0xE000, 0xF0001, 0x4E00, 0x3000]]
     rng = random.Random(15)
+    narrow_then_wide = LazyTable(lambda c: "w" if c < "\u0590" else c)  # bytes first, the general gather later
+    narrow_then_deleting = LazyTable(lambda c: "n" if c < "\u0590" else None)
+    with_nul = LazyTable(lambda c: "\x00" if c == "a" else "b")
     for table in (CLASS_TABLE, FAMILY_TABLE, arabic._LETTER_TABLE, arabic._TOKEN_CODES, lam._WORD_CHARS,
-                  mupdf._GLYPH_KINDS, LazyTable(lambda c: "ab" if c == "x" else c)):
+                  mupdf._GLYPH_KINDS, LazyTable(lambda c: "ab" if c == "x" else c), narrow_then_wide,
+                  narrow_then_deleting, with_nul):
         for n in (LazyTable.LONG - 1, LazyTable.LONG, 3000):
             for _ in range(20):
-                text = "".join(rng.choice(pool) for _ in range(n))
+                latin = "".join(rng.choice(pool[:0x250]) for _ in range(n))  # narrow tables' byte gather
+                assert table.apply(latin) == latin.translate(table)
+                text = "".join(rng.choice(pool) for _ in range(n))  # then, for some, a value that widens
                 assert table.apply(text) == text.translate(table)
         page = "".join(rng.choice(pool) for _ in range(3000))
         assert fast(page) == reference(page)
