@@ -170,9 +170,10 @@ def test_long_texts_are_translated_alike_in_numpy() -> None:
     narrow_then_wide = LazyTable(lambda c: "w" if c < "\u0590" else c)  # bytes first, the general gather later
     narrow_then_deleting = LazyTable(lambda c: "n" if c < "\u0590" else None)
     with_nul = LazyTable(lambda c: "\x00" if c == "a" else "b")
+    deleting_then_wide = LazyTable(lambda c: None if c in "ab" else ("x" if c < "\u0590" else c))
     for table in (CLASS_TABLE, FAMILY_TABLE, arabic._LETTER_TABLE, arabic._TOKEN_CODES, lam._WORD_CHARS,
                   mupdf._GLYPH_KINDS, LazyTable(lambda c: "ab" if c == "x" else c), narrow_then_wide,
-                  narrow_then_deleting, with_nul):
+                  narrow_then_deleting, with_nul, deleting_then_wide):
         for n in (LazyTable.LONG - 1, LazyTable.LONG, 3000):
             for _ in range(20):
                 latin = "".join(rng.choice(pool[:0x250]) for _ in range(n))  # narrow tables' byte gather
