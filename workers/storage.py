@@ -85,37 +85,42 @@ class LocalStorage(Storage):
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root).resolve()
         self.url = self.root.as_uri()
+        self._root = str(self.root)
 
     def path(self, key: str) -> Path:
         return self.root / _safe_key(key)
 
-    def _staged(self, key: str) -> tuple[Path, Path, BinaryIO]:
+    def _staged(self, key: str) -> tuple[str, str, BinaryIO]:
         """(the object's file, the temporary file it is written to and renamed from, that file open
-        for writing). Its folder is made only where it is missing: a document's artifacts share one."""
-        target = self.path(key)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        for writing). Its folder is made only where it is missing: a document's artifacts share one.
+        Plain strings, not `Path`s: a one-page document stores five artifacts, and building paths
+        cost it ~0.14 ms."""
+        target = os.path.join(self._root, _safe_key(key))
+        folder, name = os.path.split(target)
+        tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
         try:
             return target, tmp, open(tmp, "wb")
         except FileNotFoundError:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            os.makedirs(folder, exist_ok=True)
             return target, tmp, open(tmp, "wb")
 
     def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
         target, tmp, out = self._staged(key)
         with out:
             out.write(data)
-        tmp.replace(target)
+        os.replace(tmp, target)
 
     def put_stream(self, key: str, stream: BinaryIO, content_type: str = "application/octet-stream") -> None:
         target, tmp, out = self._staged(key)
         stream.seek(0)
         with out:
             shutil.copyfileobj(stream, out, 1 << 20)
-        tmp.replace(target)
+        os.replace(tmp, target)
 
     def get_bytes(self, key: str) -> bytes:
         try:
-            return self.path(key).read_bytes()
+            with open(os.path.join(self._root, _safe_key(key)), "rb") as found:
+                return found.read()
         except FileNotFoundError as exc:
             raise KeyError(key) from exc
 

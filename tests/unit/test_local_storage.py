@@ -16,8 +16,8 @@ from workers.storage import LocalStorage
 def test_objects_land_whole_in_folders_made_where_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     storage = LocalStorage(tmp_path)
     made: list[Path] = []
-    mkdir = Path.mkdir
-    monkeypatch.setattr(Path, "mkdir", lambda self, *a, **k: (made.append(self), mkdir(self, *a, **k))[1])
+    makedirs = os.makedirs
+    monkeypatch.setattr(os, "makedirs", lambda path, *a, **k: (made.append(Path(path)), makedirs(path, *a, **k))[1])
     storage.put_bytes("doc/report.json", b"{}")
     assert made == [tmp_path / "doc"]
     made.clear()
