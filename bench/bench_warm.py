@@ -173,9 +173,9 @@ class WarmFleet:
                 with contextlib.suppress(OSError):
                     Path(f"/proc/{proc.pid}/clear_refs").write_text("5")
 
-    def _peaks(self, found: dict[str, list[psutil.Process]] | None = None) -> dict[str, float]:
+    def _peaks(self, tree: dict[str, list[psutil.Process]] | None = None) -> dict[str, float]:
         peaks: dict[str, float] = {}
-        for role, procs in (found or self._processes()).items():
+        for role, procs in (tree or self._processes()).items():
             for proc in procs:
                 with contextlib.suppress(OSError):
                     found = re.search(r"VmHWM:\s+(\d+)", Path(f"/proc/{proc.pid}/status").read_text())
@@ -183,19 +183,19 @@ class WarmFleet:
                         peaks[role] = max(peaks.get(role, 0.0), int(found.group(1)) / 1024)
         return peaks
 
-    def _sample_peaks(self, found: dict[str, list[psutil.Process]] | None = None) -> None:
+    def _sample_peaks(self, tree: dict[str, list[psutil.Process]] | None = None) -> None:
         """Keep every role's peak so far: a process gone by the end of a run (a sandbox child kept
         for a document's ranges, a recycled pool process) had its peak while it lived."""
-        for role, mb in self._peaks(found).items():
+        for role, mb in self._peaks(tree).items():
             self._peak_seen[role] = max(self._peak_seen.get(role, 0.0), mb)
 
-    def _sample_cpu(self, found: dict[str, list[psutil.Process]] | None = None) -> None:
+    def _sample_cpu(self, tree: dict[str, list[psutil.Process]] | None = None) -> None:
         """Remember every fleet process's CPU so far, by pid: a pool child recycled mid-run (and the
         sandbox server that leaves with it) keeps what it spent. A process counts what it reaped
         (Tesseract, sandbox children) too, except a worker's main process, whose reaped children
         are the pool processes counted here themselves."""
         live: set[tuple[int, float]] = set()
-        for procs in (found or self._processes()).values():
+        for procs in (tree or self._processes()).values():
             for proc in procs:
                 with contextlib.suppress(psutil.Error):
                     key = (proc.pid, proc.create_time())
@@ -317,9 +317,9 @@ class WarmFleet:
                     message = notices.get_message(timeout=0)
                 redis_peak = max(redis_peak, int(r.info("memory")["used_memory"]) / 2**20)
                 if time.monotonic() - self._sampled > _SAMPLE_S:
-                    found = self._processes()  # one walk of the process tree for both samples
-                    self._sample_cpu(found)
-                    self._sample_peaks(found)
+                    tree = self._processes()  # one walk of the process tree for both samples
+                    self._sample_cpu(tree)
+                    self._sample_peaks(tree)
                     self._sampled = time.monotonic()
                 if time.monotonic() - checked > 1.0:
                     waiting = self._unfinished(r, waiting)

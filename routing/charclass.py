@@ -204,20 +204,14 @@ class LazyTable(dict):  # type: ignore[type-arg]
             self._array = np.zeros(0x110000, dtype=np.uint32)  # calloc: only the pages used get memory
             self._bytes = np.zeros(0x110000, dtype=np.uint8)
         points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        out = (self._bytes if self._narrow else self._array).take(points)  # 0: unseen in either
+        if not out.all():
+            if not self._fill(set(points[out == 0].tolist())):  # (np.unique: 20 ms on first use)
+                return text.translate(self)
+            out = (self._bytes if self._narrow else self._array).take(points)  # (narrow may have ended)
         if self._narrow:
-            narrow = self._bytes.take(points)
-            if narrow.all():  # every character seen before
-                return self._latin1(narrow)
-        out = self._array.take(points)
-        if not out.all() and not self._fill(set(points[out == 0].tolist())):  # (np.unique: 20 ms on first use)
-            return text.translate(self)
-        if self._narrow:
-            return self._latin1(self._bytes.take(points))
-        out = self._array.take(points)
+            return (out[out != 1] if self._deletes else out).tobytes().decode("latin-1")
         return (out[out != 1] - 2).tobytes().decode("utf-32-le", "surrogatepass")
-
-    def _latin1(self, narrow: np.ndarray) -> str:
-        return (narrow[narrow != 1] if self._deletes else narrow).tobytes().decode("latin-1")
 
     def _fill(self, unseen: set[int]) -> bool:
         assert self._array is not None and self._bytes is not None

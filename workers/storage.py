@@ -88,14 +88,17 @@ class LocalStorage(Storage):
         self._root = str(self.root)
 
     def path(self, key: str) -> Path:
-        return self.root / _safe_key(key)
+        return Path(self._file(key))
+
+    def _file(self, key: str) -> str:
+        """The object's file as a plain string (`Path`s cost a one-page document's five artifacts
+        ~0.14 ms)."""
+        return os.path.join(self._root, _safe_key(key))
 
     def _staged(self, key: str) -> tuple[str, str, BinaryIO]:
         """(the object's file, the temporary file it is written to and renamed from, that file open
-        for writing). Its folder is made only where it is missing: a document's artifacts share one.
-        Plain strings, not `Path`s: a one-page document stores five artifacts, and building paths
-        cost it ~0.14 ms."""
-        target = os.path.join(self._root, _safe_key(key))
+        for writing). Its folder is made only where it is missing: a document's artifacts share one."""
+        target = self._file(key)
         folder, name = os.path.split(target)
         tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
         try:
@@ -119,7 +122,7 @@ class LocalStorage(Storage):
 
     def get_bytes(self, key: str) -> bytes:
         try:
-            with open(os.path.join(self._root, _safe_key(key)), "rb") as found:
+            with open(self._file(key), "rb") as found:
                 return found.read()
         except FileNotFoundError as exc:
             raise KeyError(key) from exc
