@@ -1,7 +1,9 @@
 """Benchmark inputs, generated at bench time from corpus pages into a temp dir (never committed).
 
     digital_pdf(corpus, n, out)   n born-digital pages, cycling through every labelled text page of
-                                  the corpus (Hebrew, Arabic, English, mixed) with `insert_pdf`
+                                  the corpus (Hebrew, Arabic, English, mixed) with `insert_pdf`; the
+                                  pages of one corpus file share its fonts (`fonts_per_page`: a copy
+                                  a page, as pages merged from separate files)
     one_page_pdfs(corpus, n, dir) n one-page documents, each a different corpus page (the same cycle)
     scanned_pdf(corpus, n, out)   n image-only pages (he/ar/en text pages rendered at 200 DPI, gray)
     scanned_pngs(pdf, dpi, dir)   the limit's input: every page of a scan pre-rendered to PNG
@@ -38,15 +40,24 @@ def text_pages(corpus: Path, scripts: tuple[str, ...] | None = None) -> list[tup
     return mixed
 
 
-def digital_pdf(corpus: Path, n: int, out: Path) -> Path:
+def digital_pdf(corpus: Path, n: int, out: Path, fonts_per_page: bool = False) -> Path:
+    """n pages cycling through the corpus's text pages. The pages taken from one corpus file share
+    its font objects, as the pages of one long document do (MuPDF loads a font once per document
+    and process); with `fonts_per_page` every page gets its own copy of its fonts, as pages merged
+    from separate files can (every page then pays MuPDF's font loading, ~3 ms here: until
+    2026-12-04 every bench document was built that way by mistake)."""
     pages = text_pages(corpus)
     sources: dict[Path, pymupdf.Document] = {}
     doc = pymupdf.open()
     try:
         for i in range(n):
             path, number = pages[i % len(pages)]
-            src = sources.setdefault(path, pymupdf.open(path))
-            doc.insert_pdf(src, from_page=number, to_page=number)
+            src = sources.get(path)
+            if src is None:
+                src = sources[path] = pymupdf.open(path)
+            # final=0 keeps the source's graft map for its next page: objects already copied are
+            # shared; PyMuPDF's default (final=1) drops it, and every page then copies its fonts
+            doc.insert_pdf(src, from_page=number, to_page=number, final=int(fonts_per_page))
         doc.save(out, garbage=1, deflate=True)
     finally:
         doc.close()

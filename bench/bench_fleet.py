@@ -11,11 +11,15 @@ to every job done.
               extraction off, beside the limit: PyMuPDF get_text() in two processes over the
               same file (up to 1000 pages: the median of --repeats rounds, each round every size
               in turn, fleet then limit); pymupdf4llm on a sample; with structure on, the fleet
-              beside pymupdf4llm
+              beside pymupdf4llm. The pages taken from one corpus file share its fonts, as the
+              pages of one long document do (bench/bench_docs.py)
+    merged    the ratio's size once more with every page carrying its own copy of its fonts
+              (pages merged from separate files; every bench document until 2026-12-04)
     ceiling   at the ratio's size and for the small documents: rung 1 alone (extraction + gate in
               two bare processes, bench/bench_ceiling.py), what the checks cost with no fleet
     small     M one-page documents submitted at once (`submit.enqueue_many`: batches of
-              split_batch_documents), beside one M-page document and the same M documents
+              split_batch_documents), beside one M-page document of the same pages (each with
+              its own fonts, as in its one-page file) and the same M documents
               submitted a task each
     S3        the 1000-page run (the largest size ≤ 1000) with storage on a moto S3 server
     scanned   image-only pages (he/ar/en in turn), beside plain tesseract two at a time on
@@ -122,6 +126,19 @@ def digital_rows(fleet: WarmFleet, tmp: Path, corpus: Path, sizes: list[int], st
     return rows
 
 
+def merged_rows(fleet: WarmFleet, tmp: Path, corpus: Path, n: int, storage: str) -> list[Row]:
+    """The n-page run on a document whose every page carries its own copy of its fonts (pages
+    merged from separate files; how every bench document was built until 2026-12-04): MuPDF then
+    loads fonts on every page (~3 ms of a page's ~4), for the fleet and the limit alike."""
+    pdf = bench_docs.digital_pdf(corpus, n, tmp / f"merged-{n}.pdf", fonts_per_page=True)
+    work = f"digital {n}, fonts copied per page"
+    rows = [fleet_row(work, fleet.run([pdf], storage, options(False), f"m{n}"))]
+    wall, rss, cpu = bench_peers.get_text_limit(pdf, n)
+    rows.append(Row(work, "limit: get_text ×2", n, wall, f"each={rss:.0f}", cpu_s=cpu))
+    pdf.unlink()
+    return rows
+
+
 def ceiling_row(work: str, jobs: list[list[bench_ceiling.Job]], times: int) -> Row:
     """Rung 1 alone over the same pages in two processes (bench/bench_ceiling.py): what the checks
     every page needs cost before the fleet adds anything."""
@@ -149,7 +166,10 @@ def small_rows(fleet: WarmFleet, tmp: Path, corpus: Path, m: int, storage: str, 
     documents a task each: `repeats` rounds taking turns (the machine's speed moves from one
     minute to the next, and the target is a ratio of two of these rows), each row its median run."""
     files = bench_docs.one_page_pdfs(corpus, m, tmp / "small")
-    big = bench_docs.digital_pdf(corpus, m, tmp / f"one-{m}.pdf")
+    # the same pages as one document, every page with its own copy of its fonts as its one-page file
+    # has: the two rows differ in documents only, not in the fonts MuPDF loads (pages sharing
+    # fonts would make even get_text's one-page documents ~0.4× the long one's pages/s here)
+    big = bench_docs.digital_pdf(corpus, m, tmp / f"one-{m}.pdf", fonts_per_page=True)
     runs: dict[str, list[RunResult]] = {"many": [], "one": [], "alone": []}
     for i in range(repeats):
         runs["many"].append(fleet.run(files, storage, options(False), f"small{suffix}-{i}"))
@@ -296,6 +316,10 @@ def verdicts(rows: list[Row], sizes: list[int], small: int, scanned: int) -> tup
     if ceiling and limit and fleet and ceiling.pps:
         lines.append(f"digital rung 1 alone/limit at {ref} pages: {ceiling.pps / limit.pps:.2f} (the most the fleet "
                      f"could reach with every page checked); fleet/rung 1 alone: {fleet.pps / ceiling.pps:.2f}")
+    merged = f"digital {ref}, fonts copied per page"
+    if (m_fleet := _find(rows, merged, "fleet")) and (m_limit := _find(rows, merged, "limit")) and m_limit.pps:
+        lines.append(f"digital fleet/limit at {ref} pages, fonts copied per page (as every bench document was "
+                     f"built before 2026-12-04): {m_fleet.pps / m_limit.pps:.2f}")
     lines.append(f"scanned fleet/OCRmyPDF: {scanned_ratio:.2f} (target ≥ 1.3)")
     if scan and tess and tess.pps:
         lines.append(f"scanned fleet/plain tesseract: {scan.pps / tess.pps:.2f} (target ≥ 0.9)")
@@ -330,7 +354,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--sizes", type=int, nargs="+")
     ap.add_argument("--small", type=int)
     ap.add_argument("--scanned", type=int)
-    ap.add_argument("--skip", nargs="*", default=[], choices=["structure", "small", "s3", "scanned"])
+    ap.add_argument("--skip", nargs="*", default=[], choices=["merged", "structure", "small", "s3", "scanned"])
     ap.add_argument("--split-concurrency", type=int, default=2, help="pool processes of the split/collect worker")
     ap.add_argument("--sandbox-reuse", type=int, default=1,
                     help="the small-documents rows again on a fleet whose sandbox children run up to N commands "
@@ -371,6 +395,8 @@ def measure(corpus: Path, plan: dict, skip: set[str], split_concurrency: int = 2
             warm_up(fleet, tmp, corpus, storage)
             ref = ratio_size(plan["sizes"])
             rows += digital_rows(fleet, tmp, corpus, plan["sizes"], storage, repeats)
+            if "merged" not in skip:
+                rows += merged_rows(fleet, tmp, corpus, ref, storage)
             if "structure" not in skip:
                 rows += structure_rows(fleet, tmp, corpus, ref, storage)
             if "small" not in skip:
