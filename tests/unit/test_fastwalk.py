@@ -74,6 +74,66 @@ def test_every_page_walks_as_the_python_path(folders: list[Path]) -> None:
     assert pages > 50 and native == pages and rtl > 10, (pages, native, rtl)  # none fell back here
 
 
+def test_every_page_gives_extract_texts_string(folders: list[Path]) -> None:
+    pages = 0
+    for page in _pages(*folders):
+        for flags in (mupdf._TEXT_FLAGS, mupdf._TEXT_FLAGS | pymupdf.TEXT_PRESERVE_IMAGES):
+            textpage = page.get_textpage(flags=flags)
+            assert fastwalk.text(textpage) == textpage.extractText(), (page.parent.name, page.number)
+            pages += 1
+    assert pages > 50
+
+
+def test_clipped_turned_and_vertical_text_gives_extract_texts_string() -> None:
+    """Characters half off the page (no clip flag: the box test decides), lines at an angle and on
+    a turned page (the corrected boxes are rotated), a vertical line (left to extractText)."""
+    with pymupdf.open() as doc:
+        page = doc.new_page(width=300, height=200)
+        page.insert_text((240, 60), "edge of the page", fontname="dv", fontfile=str(DEJAVU), fontsize=14)
+        page.insert_text((20, 190), "low line gjpqy", fontname="dv", fontfile=str(DEJAVU), fontsize=30)
+        page.insert_text((60, 150), "at an angle", fontname="dv", fontfile=str(DEJAVU), rotate=90)
+        page.insert_text((100, 100), "upside down", fontname="helv", rotate=180)
+        turned = doc.new_page(width=300, height=200)
+        turned.insert_text((30, 40), "turned page ... שלום", fontname="dv", fontfile=str(DEJAVU))
+        turned.set_rotation(90)
+        walked = 0
+        for p in doc:
+            for flags in (0, mupdf._TEXT_FLAGS, mupdf._TEXT_FLAGS | pymupdf.TEXT_PRESERVE_IMAGES):
+                textpage = p.get_textpage(flags=flags)
+                assert fastwalk.text(textpage) == textpage.extractText(), (p.number, flags)
+                walked += 1
+        assert "edge of" in doc[0].get_textpage(flags=0).extractText()
+    with pymupdf.open(stream=_vertical_pdf(), filetype="pdf") as doc:
+        textpage = doc[0].get_textpage(flags=mupdf._TEXT_FLAGS)
+        assert fastwalk.text(textpage) is None  # PyMuPDF's own call reads it
+        assert mupdf._plain_text(textpage) == textpage.extractText() == "\u4e2d\n\u6587\n"
+    assert walked == 6
+
+
+def _vertical_pdf() -> bytes:
+    """One page with two CJK characters set vertically (Identity-like UCS-2 vertical CMap, MuPDF's
+    built-in font): one line of writing mode 1 per character."""
+    content = b"BT /F1 20 Tf 100 250 Td <4E2D6587> Tj ET"
+    objects = [
+        b"<</Type/Catalog/Pages 2 0 R>>", b"<</Type/Pages/Kids[3 0 R]/Count 1>>",
+        b"<</Type/Page/Parent 2 0 R/MediaBox[0 0 300 300]/Resources<</Font<</F1 5 0 R>>>>/Contents 4 0 R>>",
+        b"<</Length %d>>stream\n%s\nendstream" % (len(content), content),
+        b"<</Type/Font/Subtype/Type0/BaseFont/STSong-Light/Encoding/UniGB-UCS2-V/DescendantFonts[6 0 R]>>",
+        b"<</Type/Font/Subtype/CIDFontType0/BaseFont/STSong-Light/CIDSystemInfo"
+        b"<</Registry(Adobe)/Ordering(GB1)/Supplement 2>>/FontDescriptor 7 0 R>>",
+        b"<</Type/FontDescriptor/FontName/STSong-Light/Flags 6/FontBBox[0 0 1000 1000]/ItalicAngle 0"
+        b"/Ascent 800/Descent -200/CapHeight 700/StemV 80>>",
+    ]
+    out, offsets = b"%PDF-1.4\n", []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    return out + b"trailer\n<</Size %d/Root 1 0 R>>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+
+
 def _switch(monkeypatch: pytest.MonkeyPatch, value: str | None) -> None:
     """Settings `native_walk` from the environment, read afresh (both are cached per process)."""
     if value is None:

@@ -5,6 +5,7 @@ walks those dicts in Python: on a Hebrew or Arabic page that costs more than MuP
 extraction. The C walk reads MuPDF's structs in place and returns the same evidence:
 
     blocks(textpage)     `stext.walk`'s answer: visible image boxes, text line count
+    text(textpage)       `textpage.extractText()`, or None where the C walk leaves it to PyMuPDF
     rtl_hint(textpage)   whether a character lies in a Hebrew or Arabic block (None: no library)
     evidence(textpage)   `mupdf._geometry_evidence(textpage.extractRAWDICT())`'s answer, or None
                          where the C walk declines a page (vertical text, a font whose glyph boxes
@@ -73,7 +74,7 @@ def library() -> ctypes.CDLL | None:
         log.warning("native text walk not loaded (%s): the Python path is used", exc)
         return None
     lib.pf_version.restype = ctypes.c_char_p
-    if not hasattr(lib, "pf_rtl_hint"):  # built from an older stextwalk.c: `make native` builds it again
+    if not hasattr(lib, "pf_text"):  # built from an older stextwalk.c: `make native` builds it again
         log.warning("native text walk out of date: the Python path is used")
         return None
     if lib.pf_version().decode() != pymupdf.mupdf_version:
@@ -83,6 +84,7 @@ def library() -> ctypes.CDLL | None:
     lib.pf_blocks.argtypes = [_P, _P, _I, _P]
     lib.pf_rtl_hint.argtypes = [_P]
     lib.pf_chars.argtypes = [_P, _P, _P, _P, _I, _I, _P, _P]
+    lib.pf_text.argtypes = [_P, _P, _I, _P]
     lib.pf_evidence.argtypes = [_I, _P, _P, ctypes.c_char_p, _P, _P, _P, _P]
     lib.pf_reorders.argtypes = [_I, _P, _P, ctypes.c_char_p, _P, _P]
     return lib
@@ -138,6 +140,23 @@ def rtl_hint(textpage: pymupdf.TextPage) -> bool | None:
     letters); None without the library."""
     lib = library()
     return None if lib is None else bool(lib.pf_rtl_hint(_page(textpage)))
+
+
+def text(textpage: pymupdf.TextPage) -> str | None:
+    """`textpage.extractText()`'s string from the C walk (a Latin page of ~6 000 characters: ~0.05
+    ms instead of ~0.9), or None: no library, or a page it leaves to extractText (`pf_text`)."""
+    global _BUF
+    lib = library()
+    if lib is None:
+        return None
+    buf = _BUF = _BUF or _Buffers()
+    need = (ctypes.c_int * 2)()
+    for _ in range(2):
+        n = lib.pf_text(_page(textpage), buf.cps.ctypes.data, buf.chars, need)
+        if n != _SMALL:
+            return None if n == _FALLBACK else buf.cps[:n].tobytes().decode("utf-32-le")
+        buf.grow(need[0], 0)
+    return None  # pragma: no cover - the second call has room for every character
 
 
 def _chars(lib: ctypes.CDLL, textpage: pymupdf.TextPage) -> tuple[_Buffers, int, int] | None:

@@ -125,7 +125,7 @@ def _read_page(page: pymupdf.Page, textpage: pymupdf.TextPage,
                kept: layout.Kept | None) -> tuple[list[stext.Box], dict[str, Any], dict[str, Any]]:
     """(image boxes, text and evidence, the rawdict where it was read): a page without RTL letters
     from its plain text once `stext.walk` proves it exact; any other from its characters."""
-    plain = textpage.extractText() if kept is None else ""  # structure needs the characters
+    plain = _plain_text(textpage) if kept is None else ""  # structure needs the characters
     kinds = glyph_kinds(plain)
     plain_ok = kept is None and "R" not in kinds and "\x00" not in plain
     images, lines = fastwalk.blocks(textpage) or stext.walk(textpage, count_lines=plain_ok)
@@ -138,6 +138,12 @@ def _read_page(page: pymupdf.Page, textpage: pymupdf.TextPage,
         return images, evidence, {}
     raw = chars.extractRAWDICT()
     return images, _geometry_evidence(raw), raw
+
+
+def _plain_text(textpage: pymupdf.TextPage) -> str:
+    """extractText's string, from the C walk where it can give it (`fastwalk.text`)."""
+    found = fastwalk.text(textpage)
+    return textpage.extractText() if found is None else found
 
 
 def _rtl_page(page: pymupdf.Page, textpage: pymupdf.TextPage) -> tuple[list[stext.Box], dict[str, Any]] | None:

@@ -12,6 +12,8 @@
  *                line by line; PF_FALLBACK where it cannot answer alone (a vertical line, a
  *                zero-width box PyMuPDF widens by the glyph's advance, a block kind rung 1 never
  *                asks for, a code point outside Unicode): the caller takes the Python path
+ *   pf_text      the string extractText gives (PyMuPDF's plain text), or PF_FALLBACK where a
+ *                character's box or code point would need PyMuPDF's own handling
  *   pf_evidence  per line: the x-order of RTL letters, glyph clusters, shared-origin runs
  *                (workers.pdf.mupdf._rtl_order, glyph_clusters, _shared_position_runs)
  *   pf_reorders  per line: the order workers.pdf.runs.run_order would return (the geometry
@@ -175,6 +177,50 @@ int pf_chars(const fz_stext_page *page, uint32_t *cps, float *geo, int32_t *line
 	if (n > cap_chars || nl > cap_lines) {
 		need[0] = n;
 		need[1] = nl;
+		return PF_SMALL;
+	}
+	return n;
+}
+
+/* The string PyMuPDF's extractText gives (its JM_print_stext_page_as_text), as code points: every
+ * character of the text blocks whose box overlaps the page, each line followed by a newline
+ * unless the last character written is one (a line with none written gets none). Returns the code
+ * points written, PF_SMALL with need[0] of them required, or PF_FALLBACK (a vertical line, a
+ * character without a font, a code point that is NUL, a surrogate or outside Unicode, a box PyMuPDF
+ * widens: the caller calls extractText). */
+int pf_text(const fz_stext_page *page, uint32_t *cps, int cap, int *need)
+{
+	fz_rect tp = page->mediabox;
+	int inf = fz_is_infinite_rect(tp);
+	int n = 0;
+	for (const fz_stext_block *b = page->first_block; b; b = b->next) {
+		if (b->type != FZ_STEXT_BLOCK_TEXT)
+			continue;
+		for (const fz_stext_line *l = b->u.t.first_line; l; l = l->next) {
+			if (l->wmode)
+				return PF_FALLBACK;
+			int last = 0;
+			for (const fz_stext_char *ch = l->first_char; ch; ch = ch->next) {
+				int c = ch->c;
+				fz_quad quad;
+				if (!ch->font || c <= 0 || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF) || !char_quad(l, ch, &quad))
+					return PF_FALLBACK;
+				if (!inf && !overlaps(tp, fz_rect_from_quad(quad)))
+					continue;
+				if (n < cap)
+					cps[n] = (uint32_t)c;
+				n++;
+				last = c;
+			}
+			if (last != 10 && last > 0) {
+				if (n < cap)
+					cps[n] = 10;
+				n++;
+			}
+		}
+	}
+	if (n > cap) {
+		need[0] = n;
 		return PF_SMALL;
 	}
 	return n;
