@@ -129,7 +129,7 @@ def digital_rows(fleet: WarmFleet, tmp: Path, corpus: Path, sizes: list[int], st
 def merged_rows(fleet: WarmFleet, tmp: Path, corpus: Path, n: int, storage: str) -> list[Row]:
     """The n-page run on a document whose every page carries its own copy of its fonts (pages
     merged from separate files; how every bench document was built until 2026-12-04): MuPDF then
-    loads fonts on every page (~3 ms of a page's ~4), for the fleet and the limit alike."""
+    loads fonts on every page (~2.4 of get_text's ~3.9 ms a page), for the fleet and the limit alike."""
     pdf = bench_docs.digital_pdf(corpus, n, tmp / f"merged-{n}.pdf", fonts_per_page=True)
     work = f"digital {n}, fonts copied per page"
     rows = [fleet_row(work, fleet.run([pdf], storage, options(False), f"m{n}"))]
