@@ -16,6 +16,7 @@ import numpy as np
 import pymupdf
 import pytest
 
+from fixtures.make_fixtures import raw_pdf, stream_object
 from tests.conftest import CORPUS
 from tests.unit.test_glyph_evidence import random_line
 from tests.unit.test_lam_runs import _chars as laid_out
@@ -111,27 +112,18 @@ def test_clipped_turned_and_vertical_text_gives_extract_texts_string() -> None:
 
 
 def _vertical_pdf() -> bytes:
-    """One page with two CJK characters set vertically (Identity-like UCS-2 vertical CMap, MuPDF's
-    built-in font): one line of writing mode 1 per character."""
-    content = b"BT /F1 20 Tf 100 250 Td <4E2D6587> Tj ET"
-    objects = [
+    """One page with two CJK characters set vertically (a UCS-2 vertical CMap, MuPDF's built-in
+    font): one line of writing mode 1 per character."""
+    return raw_pdf([
         b"<</Type/Catalog/Pages 2 0 R>>", b"<</Type/Pages/Kids[3 0 R]/Count 1>>",
         b"<</Type/Page/Parent 2 0 R/MediaBox[0 0 300 300]/Resources<</Font<</F1 5 0 R>>>>/Contents 4 0 R>>",
-        b"<</Length %d>>stream\n%s\nendstream" % (len(content), content),
+        stream_object(b"BT /F1 20 Tf 100 250 Td <4E2D6587> Tj ET"),
         b"<</Type/Font/Subtype/Type0/BaseFont/STSong-Light/Encoding/UniGB-UCS2-V/DescendantFonts[6 0 R]>>",
         b"<</Type/Font/Subtype/CIDFontType0/BaseFont/STSong-Light/CIDSystemInfo"
         b"<</Registry(Adobe)/Ordering(GB1)/Supplement 2>>/FontDescriptor 7 0 R>>",
         b"<</Type/FontDescriptor/FontName/STSong-Light/Flags 6/FontBBox[0 0 1000 1000]/ItalicAngle 0"
         b"/Ascent 800/Descent -200/CapHeight 700/StemV 80>>",
-    ]
-    out, offsets = b"%PDF-1.4\n", []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    return out + b"trailer\n<</Size %d/Root 1 0 R>>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    ])
 
 
 def _switch(monkeypatch: pytest.MonkeyPatch, value: str | None) -> None:
