@@ -118,8 +118,7 @@ def digital_rows(fleet: WarmFleet, tmp: Path, corpus: Path, sizes: list[int], st
         times = len(runs[n])
         note = f"median of {times} runs" if times > 1 else ""
         rows.append(fleet_row(f"digital {n}", _median_run(runs[n], lambda r: r.wall), note))
-        wall, rss, cpu = _median_run(limits[n], lambda r: r[0])
-        rows.append(Row(f"digital {n}", "limit: get_text ×2", n, wall, f"each={rss:.0f}", note=note, cpu_s=cpu))
+        rows.append(limit_row(f"digital {n}", n, _median_run(limits[n], lambda r: r[0]), note))
         if n == ref:
             rows.append(ceiling_row(f"digital {n}", bench_ceiling.document_jobs(pdf, n, 2), min(times, 3)))
         pdf.unlink()
@@ -132,11 +131,16 @@ def merged_rows(fleet: WarmFleet, tmp: Path, corpus: Path, n: int, storage: str)
     loads fonts on every page (~2.4 of get_text's ~3.9 ms a page), for the fleet and the limit alike."""
     pdf = bench_docs.digital_pdf(corpus, n, tmp / f"merged-{n}.pdf", fonts_per_page=True)
     work = f"digital {n}, fonts copied per page"
-    rows = [fleet_row(work, fleet.run([pdf], storage, options(False), f"m{n}"))]
-    wall, rss, cpu = bench_peers.get_text_limit(pdf, n)
-    rows.append(Row(work, "limit: get_text ×2", n, wall, f"each={rss:.0f}", cpu_s=cpu))
+    rows = [fleet_row(work, fleet.run([pdf], storage, options(False), f"m{n}")),
+            limit_row(work, n, bench_peers.get_text_limit(pdf, n))]
     pdf.unlink()
     return rows
+
+
+def limit_row(work: str, pages: int, measured: tuple[float, float, float], note: str = "") -> Row:
+    """The limit's row from `bench_peers.get_text_limit`'s (wall s, peak RSS MB, CPU s)."""
+    wall, rss, cpu = measured
+    return Row(work, "limit: get_text ×2", pages, wall, f"each={rss:.0f}", note=note, cpu_s=cpu)
 
 
 def ceiling_row(work: str, jobs: list[list[bench_ceiling.Job]], times: int) -> Row:
