@@ -146,11 +146,10 @@ def text(textpage: pymupdf.TextPage) -> str | None:
     """`textpage.extractText()`'s string from the C walk (a Latin page of ~6 000 characters: ~0.6
     ms instead of ~0.9, most of it the corrected character boxes), or None: no library, or a page
     it leaves to extractText (`pf_text`)."""
-    global _BUF
     lib = library()
     if lib is None:
         return None
-    buf = _BUF = _BUF or _Buffers()
+    buf = _buffers()
     need = (ctypes.c_int * 2)()
     for _ in range(2):
         n = lib.pf_text(_page(textpage), buf.cps.ctypes.data, buf.chars, need)
@@ -160,9 +159,15 @@ def text(textpage: pymupdf.TextPage) -> str | None:
     return None  # pragma: no cover - the second call has room for every character
 
 
-def _chars(lib: ctypes.CDLL, textpage: pymupdf.TextPage) -> tuple[_Buffers, int, int] | None:
+def _buffers() -> _Buffers:
+    """This process's arrays for the C walk (made on first use)."""
     global _BUF
-    buf = _BUF = _BUF or _Buffers()
+    _BUF = _BUF or _Buffers()
+    return _BUF
+
+
+def _chars(lib: ctypes.CDLL, textpage: pymupdf.TextPage) -> tuple[_Buffers, int, int] | None:
+    buf = _buffers()
     n_lines, need = _I(), (ctypes.c_int * 2)()
     for _ in range(2):
         n = lib.pf_chars(_page(textpage), buf.cps.ctypes.data, buf.geo.ctypes.data, buf.line_len.ctypes.data,
