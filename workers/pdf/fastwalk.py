@@ -6,7 +6,9 @@ extraction. The C walk reads MuPDF's structs in place and returns the same evide
 
     blocks(textpage)     `stext.walk`'s answer: visible image boxes, text line count
     text(textpage)       `textpage.extractText()`, or None where the C walk leaves it to PyMuPDF
-    rtl_hint(textpage)   whether a character lies in a Hebrew or Arabic block (None: no library)
+    text_unless_rtl(textpage)
+                         (whether a character lies in a Hebrew or Arabic block, the text where
+                         none does): one walk tells a Latin page and gives its text
     evidence(textpage)   `mupdf._geometry_evidence(textpage.extractRAWDICT())`'s answer, or None
                          where the C walk declines a page (vertical text, a font whose glyph boxes
                          PyMuPDF corrects, ...): the caller takes the Python path
@@ -41,7 +43,8 @@ log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("stextwalk.c")
 LIBRARY = Path(__file__).with_name("_stextwalk.so")
-_FALLBACK, _SMALL = -1, -2
+_FALLBACK, _SMALL, _RTL = -1, -2, -3
+ABI = 2  # stextwalk.c's pf_abi: the signatures below
 _P = ctypes.c_void_p
 _I = ctypes.c_int
 
@@ -54,7 +57,7 @@ def build(target: Path = LIBRARY) -> Path:
         raise FileNotFoundError(f"no libmupdf.so.* in {wheel}")
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         out = Path(tmp) / target.name
-        subprocess.run([os.environ.get("CC", "cc"), "-O2", "-fPIC", "-shared", "-Wall",
+        subprocess.run([os.environ.get("CC", "cc"), "-O2", "-ffp-contract=off", "-fPIC", "-shared", "-Wall",
                         f"-I{wheel / 'mupdf-devel' / 'include'}", str(SOURCE), "-o", str(out),
                         f"-L{wheel}", f"-l:{libs[0]}", f"-Wl,-rpath,{wheel.resolve()}"], check=True)
         os.replace(out, target)
@@ -74,7 +77,7 @@ def library() -> ctypes.CDLL | None:
         log.warning("native text walk not loaded (%s): the Python path is used", exc)
         return None
     lib.pf_version.restype = ctypes.c_char_p
-    if not hasattr(lib, "pf_text"):  # built from an older stextwalk.c: `make native` builds it again
+    if not hasattr(lib, "pf_abi") or lib.pf_abi() != ABI:  # an older stextwalk.c: `make native` builds it again
         log.warning("native text walk out of date: the Python path is used")
         return None
     if lib.pf_version().decode() != pymupdf.mupdf_version:
@@ -82,9 +85,8 @@ def library() -> ctypes.CDLL | None:
                     lib.pf_version().decode(), pymupdf.mupdf_version)
         return None
     lib.pf_blocks.argtypes = [_P, _P, _I, _P]
-    lib.pf_rtl_hint.argtypes = [_P]
     lib.pf_chars.argtypes = [_P, _P, _P, _P, _I, _I, _P, _P]
-    lib.pf_text.argtypes = [_P, _P, _I, _P]
+    lib.pf_text.argtypes = [_P, _P, _I, _P, _I]
     lib.pf_evidence.argtypes = [_I, _P, _P, ctypes.c_char_p, _P, _P, _P, _P]
     lib.pf_reorders.argtypes = [_I, _P, _P, ctypes.c_char_p, _P, _P]
     return lib
@@ -135,28 +137,33 @@ def blocks(textpage: pymupdf.TextPage) -> tuple[list[Box], int | None] | None:
     return [tuple(flat[i : i + 4]) for i in range(0, 4 * n, 4)], (None if lines.value < 0 else lines.value)
 
 
-def rtl_hint(textpage: pymupdf.TextPage) -> bool | None:
-    """Whether a character of the page lies in a Hebrew or Arabic block (a superset of its RTL
-    letters); None without the library."""
-    lib = library()
-    return None if lib is None else bool(lib.pf_rtl_hint(_page(textpage)))
-
-
 def text(textpage: pymupdf.TextPage) -> str | None:
-    """`textpage.extractText()`'s string from the C walk (a Latin page of ~6 000 characters: ~0.6
-    ms instead of ~0.9, most of it the corrected character boxes), or None: no library, or a page
-    it leaves to extractText (`pf_text`)."""
+    """`textpage.extractText()`'s string from the C walk (a Latin page of ~6 000 characters: ~0.25
+    ms instead of ~0.6), or None: no library, or a page it leaves to extractText (`pf_text`)."""
+    return _text(textpage, False)[1]
+
+
+def text_unless_rtl(textpage: pymupdf.TextPage) -> tuple[bool | None, str | None]:
+    """(whether a character of the page lies in a Hebrew or Arabic block, `text(textpage)` where
+    none does, else None), from one walk: a Latin page is not walked twice. (None, None) without
+    the library."""
+    return _text(textpage, True)
+
+
+def _text(textpage: pymupdf.TextPage, unless_rtl: bool) -> tuple[bool | None, str | None]:
     lib = library()
     if lib is None:
-        return None
+        return None, None
     buf = _buffers()
     need = (ctypes.c_int * 2)()
     for _ in range(2):
-        n = lib.pf_text(_page(textpage), buf.cps.ctypes.data, buf.chars, need)
+        n = lib.pf_text(_page(textpage), buf.cps.ctypes.data, buf.chars, need, int(unless_rtl))
+        if n == _RTL:
+            return True, None
         if n != _SMALL:
-            return None if n == _FALLBACK else buf.cps[:n].tobytes().decode("utf-32-le")
+            return False, (None if n == _FALLBACK else buf.cps[:n].tobytes().decode("utf-32-le"))
         buf.grow(need[0], 0)
-    return None  # pragma: no cover - the second call has room for every character
+    return False, None  # pragma: no cover - the second call has room for every character
 
 
 def _buffers() -> _Buffers:

@@ -98,11 +98,12 @@ def _extract_page(doc: pymupdf.Document, number: int,
     # one text page for the text and the images drawn (XObjects and inline images, visible boxes)
     textpage = page.get_textpage(flags=_TEXT_FLAGS | pymupdf.TEXT_PRESERVE_IMAGES)
     raw: dict[str, Any] = {}
-    read = _rtl_page(page, textpage) if kept is None else None
+    rtl, plain = fastwalk.text_unless_rtl(textpage) if kept is None else (None, None)
+    read = _rtl_page(page, textpage) if rtl else None
     if read is not None:
         images, evidence = read
     else:
-        images, evidence, raw = _read_page(page, textpage, kept)
+        images, evidence, raw = _read_page(page, textpage, kept, plain)
     listed = listed_images(page)  # get_images' xrefs, from the resources: the images count and their bytes
     if kept is not None:
         kept[number] = (raw, images)
@@ -121,11 +122,15 @@ def _extract_page(doc: pymupdf.Document, number: int,
     }
 
 
-def _read_page(page: pymupdf.Page, textpage: pymupdf.TextPage,
-               kept: layout.Kept | None) -> tuple[list[stext.Box], dict[str, Any], dict[str, Any]]:
+def _read_page(page: pymupdf.Page, textpage: pymupdf.TextPage, kept: layout.Kept | None,
+               plain: str | None = None) -> tuple[list[stext.Box], dict[str, Any], dict[str, Any]]:
     """(image boxes, text and evidence, the rawdict where it was read): a page without RTL letters
-    from its plain text once `stext.walk` proves it exact; any other from its characters."""
-    plain = _plain_text(textpage) if kept is None else ""  # structure needs the characters
+    from its plain text once `stext.walk` proves it exact; any other from its characters. `plain`:
+    the page's extractText string where the C walk already gave it."""
+    if kept is not None:
+        plain = ""  # structure needs the characters
+    elif plain is None:
+        plain = _plain_text(textpage)
     kinds = glyph_kinds(plain)
     plain_ok = kept is None and "R" not in kinds and "\x00" not in plain
     images, lines = fastwalk.blocks(textpage) or stext.walk(textpage, count_lines=plain_ok)
@@ -147,11 +152,10 @@ def _plain_text(textpage: pymupdf.TextPage) -> str:
 
 
 def _rtl_page(page: pymupdf.Page, textpage: pymupdf.TextPage) -> tuple[list[stext.Box], dict[str, Any]] | None:
-    """`_read_page`'s answer for a page holding an RTL letter, read by the C walk without its plain
-    text first (`_read_page` would drop it for the characters: ~0.4 ms a page); None for any other
-    page, or where the C walk is not there or declines the page (`_read_page` reads it)."""
-    if not fastwalk.rtl_hint(textpage):
-        return None
+    """`_read_page`'s answer for a page the C walk found a Hebrew or Arabic character on
+    (`fastwalk.text_unless_rtl`), read from its characters without its plain text first
+    (`_read_page` would drop it for the characters: ~0.4 ms a page); None for a page without an RTL
+    letter, or where the C walk declines the page (`_read_page` reads it)."""
     found = fastwalk.blocks(textpage)
     if found is None:
         return None

@@ -6,14 +6,15 @@
  *
  *   pf_blocks    the visible boxes of the images a text page holds and its line count
  *                (workers.pdf.stext.walk)
- *   pf_rtl_hint  whether a character lies in a Hebrew or Arabic block (such a page is read from
- *                its characters, not from its plain text first)
+ *   pf_abi       the version of these functions' signatures (fastwalk refuses another)
  *   pf_chars     the characters PyMuPDF's extractRAWDICT would give, with their boxes and origins,
  *                line by line; PF_FALLBACK where it cannot answer alone (a vertical line, a
  *                zero-width box PyMuPDF widens by the glyph's advance, a block kind rung 1 never
  *                asks for, a code point outside Unicode): the caller takes the Python path
  *   pf_text      the string extractText gives (PyMuPDF's plain text), or PF_FALLBACK where a
- *                character's box or code point would need PyMuPDF's own handling
+ *                character's box or code point would need PyMuPDF's own handling; asked to, PF_RTL
+ *                where a character lies in a Hebrew or Arabic block (such a page is read from its
+ *                characters, not from its plain text)
  *   pf_evidence  per line: the x-order of RTL letters, glyph clusters, shared-origin runs
  *                (workers.pdf.mupdf._rtl_order, glyph_clusters, _shared_position_runs)
  *   pf_reorders  per line: the order workers.pdf.runs.run_order would return (the geometry
@@ -34,9 +35,12 @@
 
 #define PF_FALLBACK (-1)
 #define PF_SMALL (-2)
+#define PF_RTL (-3)
 #define ZERO 0.01
 
 const char *pf_version(void) { return FZ_VERSION; }
+
+int pf_abi(void) { return 2; }
 
 /* Image boxes (4 floats each, up to cap) and the text line count (-1 where a line is empty or
  * ends in a newline or NUL). Returns the number of image blocks (more than cap: call again). */
@@ -64,17 +68,21 @@ int pf_blocks(const fz_stext_page *page, float *boxes, int cap, int *lines)
 	return n;
 }
 
+static int rtl_block(int c)
+{
+	return (c >= 0x0590 && c <= 0x08FF) || (c >= 0xFB1D && c <= 0xFDFF) || (c >= 0xFE70 && c <= 0xFEFF);
+}
+
 /* 1 where a character of the page's text blocks lies in a Hebrew or Arabic block (letters, marks,
  * digits and presentation forms alike: a superset of the RTL letters rung 1 looks for), else 0. */
-int pf_rtl_hint(const fz_stext_page *page)
+static int pf_rtl_hint(const fz_stext_page *page)
 {
 	for (const fz_stext_block *b = page->first_block; b; b = b->next) {
 		if (b->type != FZ_STEXT_BLOCK_TEXT)
 			continue;
 		for (const fz_stext_line *l = b->u.t.first_line; l; l = l->next)
 			for (const fz_stext_char *ch = l->first_char; ch; ch = ch->next) {
-				int c = ch->c;
-				if ((c >= 0x0590 && c <= 0x08FF) || (c >= 0xFB1D && c <= 0xFDFF) || (c >= 0xFE70 && c <= 0xFEFF))
+				if (rtl_block(ch->c))
 					return 1;
 			}
 	}
@@ -84,6 +92,55 @@ int pf_rtl_hint(const fz_stext_page *page)
 static int overlaps(fz_rect a, fz_rect b) /* PyMuPDF's JM_rects_overlap */
 {
 	return !(a.x0 >= b.x1 || a.y0 >= b.y1 || a.x1 <= b.x0 || a.y1 <= b.y0);
+}
+
+/* MuPDF's fz_transform_quad for a quad of finite coordinates, operation for operation: each point
+ * becomes (x * a + y * c) + e, (x * b + y * d) + f in float (the build turns off fused
+ * multiply-adds, so every product is rounded as MuPDF's own are). A quad holding a NaN or an
+ * infinity goes to MuPDF itself (it leaves some of those unchanged). A call per point cost more
+ * than the walk around it: ~0.25 ms of a Latin page's ~0.5. */
+static int finite_quad(fz_quad q)
+{
+	/* v - v is 0 for a finite v and NaN for an infinity or a NaN, which the sum carries */
+	float z = (q.ul.x - q.ul.x) + (q.ul.y - q.ul.y) + (q.ur.x - q.ur.x) + (q.ur.y - q.ur.y) +
+		(q.ll.x - q.ll.x) + (q.ll.y - q.ll.y) + (q.lr.x - q.lr.x) + (q.lr.y - q.lr.y);
+	return z == 0;
+}
+
+static fz_point point_by(fz_point p, fz_matrix m)
+{
+	fz_point out;
+	out.x = p.x * m.a + p.y * m.c + m.e;
+	out.y = p.x * m.b + p.y * m.d + m.f;
+	return out;
+}
+
+static fz_quad quad_by(fz_quad q, fz_matrix m)
+{
+	if (!finite_quad(q))
+		return fz_transform_quad(q, m);
+	q.ul = point_by(q.ul, m);
+	q.ur = point_by(q.ur, m);
+	q.ll = point_by(q.ll, m);
+	q.lr = point_by(q.lr, m);
+	return q;
+}
+
+#define MIN4(a, b, c, d) fz_min(fz_min(a, b), fz_min(c, d))
+#define MAX4(a, b, c, d) fz_max(fz_max(a, b), fz_max(c, d))
+
+/* fz_rect_from_quad for a quad of finite coordinates (its corners' extremes); MuPDF's own for any
+ * other. */
+static fz_rect quad_rect(fz_quad q)
+{
+	if (!finite_quad(q))
+		return fz_rect_from_quad(q);
+	fz_rect r;
+	r.x0 = MIN4(q.ll.x, q.lr.x, q.ul.x, q.ur.x);
+	r.y0 = MIN4(q.ll.y, q.lr.y, q.ul.y, q.ur.y);
+	r.x1 = MAX4(q.ll.x, q.lr.x, q.ul.x, q.ur.x);
+	r.y1 = MAX4(q.ll.y, q.lr.y, q.ul.y, q.ur.y);
+	return r;
 }
 
 /* The quad PyMuPDF gives a character (its JM_char_quad, float for float): a font whose ascender
@@ -118,7 +175,7 @@ static int char_quad(const fz_stext_line *l, const fz_stext_char *ch, fz_quad *o
 	}
 	fz_matrix to_origin = fz_make_matrix(1, 0, 0, 1, -ch->origin.x, -ch->origin.y);
 	fz_matrix back = fz_make_matrix(1, 0, 0, 1, ch->origin.x, ch->origin.y);
-	fz_quad q = fz_transform_quad(fz_transform_quad(ch->quad, to_origin), derotate);
+	fz_quad q = quad_by(quad_by(ch->quad, to_origin), derotate);
 	int up = c == 1 && q.ul.y > 0;
 	q.ul.y = q.ur.y = up ? asc : -asc;
 	q.ll.y = q.lr.y = up ? dsc : -dsc;
@@ -127,7 +184,7 @@ static int char_quad(const fz_stext_line *l, const fz_stext_char *ch, fz_quad *o
 	float width = q.lr.x - q.ll.x;
 	if (width < FLT_EPSILON)
 		return 0;
-	*out = fz_transform_quad(fz_transform_quad(q, rotate), back);
+	*out = quad_by(quad_by(q, rotate), back);
 	return 1;
 }
 
@@ -157,7 +214,7 @@ int pf_chars(const fz_stext_page *page, uint32_t *cps, float *geo, int32_t *line
 				fz_quad quad;
 				if (!ch->font || ch->c < 0 || ch->c > 0x10FFFF || !char_quad(l, ch, &quad))
 					return PF_FALLBACK;
-				fz_rect r = fz_rect_from_quad(quad);
+				fz_rect r = quad_rect(quad);
 				if (!inf && !overlaps(tp, r))
 					continue;
 				if (n < cap_chars) {
@@ -187,8 +244,10 @@ int pf_chars(const fz_stext_page *page, uint32_t *cps, float *geo, int32_t *line
  * unless the last character written is one (a line with none written gets none). Returns the code
  * points written, PF_SMALL with need[0] of them required, or PF_FALLBACK (a vertical line, a
  * character without a font, a code point that is NUL, a surrogate or outside Unicode, a box PyMuPDF
- * widens: the caller calls extractText). */
-int pf_text(const fz_stext_page *page, uint32_t *cps, int cap, int *need)
+ * widens: the caller calls extractText). With stop_at_rtl, PF_RTL instead of either where pf_rtl_hint
+ * would find an RTL character: a page read from its characters needs no plain text, and a Latin
+ * page is walked once instead of twice. */
+int pf_text(const fz_stext_page *page, uint32_t *cps, int cap, int *need, int stop_at_rtl)
 {
 	fz_rect tp = page->mediabox;
 	int inf = fz_is_infinite_rect(tp);
@@ -198,14 +257,16 @@ int pf_text(const fz_stext_page *page, uint32_t *cps, int cap, int *need)
 			continue;
 		for (const fz_stext_line *l = b->u.t.first_line; l; l = l->next) {
 			if (l->wmode)
-				return PF_FALLBACK;
+				return stop_at_rtl && pf_rtl_hint(page) ? PF_RTL : PF_FALLBACK;
 			int last = 0;
 			for (const fz_stext_char *ch = l->first_char; ch; ch = ch->next) {
 				int c = ch->c;
 				fz_quad quad;
+				if (stop_at_rtl && rtl_block(c))
+					return PF_RTL;
 				if (!ch->font || c <= 0 || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF) || !char_quad(l, ch, &quad))
-					return PF_FALLBACK;
-				if (!inf && !overlaps(tp, fz_rect_from_quad(quad)))
+					return stop_at_rtl && pf_rtl_hint(page) ? PF_RTL : PF_FALLBACK;
+				if (!inf && !overlaps(tp, quad_rect(quad)))
 					continue;
 				if (n < cap)
 					cps[n] = (uint32_t)c;
