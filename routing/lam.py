@@ -100,9 +100,11 @@ def _attached_class() -> str:
     return "[" + "".join(re.escape(ch) for ch in found) + "]"
 
 
-# `ال` with nothing attached on either side; two never overlap (the ل of one is not the ا of the next)
+# `ال` with nothing attached on either side; two never overlap (the ل of one is not the ا of the next).
+# The ا comes first and the look-behind checks the character before it: a search for a literal
+# runs several times faster than one that tries the look-behind at every offset.
 _ATTACHED = _attached_class()
-_LONE_AL = re.compile(f"(?<!{_ATTACHED})\u0627\u0644(?!{_ATTACHED})")
+_LONE_AL = re.compile(f"\u0627(?<!{_ATTACHED}\u0627)\u0644(?!{_ATTACHED})")
 
 
 def lone_al_positions(text: str) -> list[int]:
@@ -113,7 +115,11 @@ def lone_al_positions(text: str) -> list[int]:
 def lam_before_alef(text: str) -> int:
     """How often lam is followed by an alef form that no lam follows (the right order of a
     lam-alef; `ولإلجراءات` is the prefix lam before a swapped `إل`, not a lam-alef)."""
-    return len(_LAM_ALEF.findall(fold_presentation_forms(text)))
+    return _lam_before_alef(fold_presentation_forms(text))
+
+
+def _lam_before_alef(folded: str) -> int:
+    return len(_LAM_ALEF.findall(folded))
 
 
 def _word_char(ch: str) -> str:
@@ -169,7 +175,7 @@ def lam_signals(text: str, clusters: Iterable[Sequence[int]] | None = None) -> L
     return LamSignals(
         swapped_clusters=len(swapped_clusters(text, clusters or ())),
         lone_al=len(lone_al_positions(folded)),
-        lam_before_alef=lam_before_alef(folded),
+        lam_before_alef=_lam_before_alef(folded),
         swapped_words=swapped,
         arabic_words=len(words),
     )

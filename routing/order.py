@@ -32,9 +32,11 @@ _ARABIC_FINAL_ONLY = "\u0629\u0649"  # ة ى
 _ARABIC_SHAPED = re.compile(r"[\u0621-\u064A\uFB50-\uFDFF\uFE70-\uFEFF]+")
 _LETTERS = r"\u0620-\u064A\u0671-\u06D3\u06FA-\u06FF"  # _ARABIC_WORD's class
 # a final-only letter opening a word of two or more letters / closing one (regular expressions that
-# count what a loop over _ARABIC_WORD's words counted)
-_FINAL_FIRST = re.compile(f"(?<![{_LETTERS}])[{_ARABIC_FINAL_ONLY}](?=[{_LETTERS}])")
-_FINAL_LAST = re.compile(f"(?<=[{_LETTERS}])[{_ARABIC_FINAL_ONLY}](?![{_LETTERS}])")
+# count what a loop over _ARABIC_WORD's words counted); the letter is matched first and the
+# look-behind checks the character before it, so the search skips to the two letters in C
+_FINAL = f"[{_ARABIC_FINAL_ONLY}]"
+_FINAL_FIRST = re.compile(f"{_FINAL}(?<![{_LETTERS}]{_FINAL})(?=[{_LETTERS}])")
+_FINAL_LAST = re.compile(f"{_FINAL}(?<=[{_LETTERS}]{_FINAL})(?![{_LETTERS}])")
 
 
 @dataclass(frozen=True)

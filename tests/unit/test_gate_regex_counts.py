@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from routing import order
+from routing import lam, order
 from routing.charclass import classes
 from routing.normalize import _OPENERS, _stage_brackets, brackets_balanced
 from workers.pdf import runs
@@ -57,3 +57,25 @@ def test_a_page_without_brackets_has_no_bracket_work() -> None:
     assert _stage_brackets("שלום עולם\nمرحبا\nplain") == ([], 0)
     reps, unbalanced = _stage_brackets("שלום )עולם( טוב")
     assert unbalanced == 0 and [r.text for r in reps] == ["(", ")"]
+
+
+def _lone_al_loop(text: str) -> list[int]:
+    found, i = [], 0
+    while i < len(text) - 1:
+        alone = text[i : i + 2] == "\u0627\u0644" and (i == 0 or not lam._attached(text[i - 1])) and (
+            i + 2 == len(text) or not lam._attached(text[i + 2]))
+        if alone:
+            found.append(i)
+        i += 2 if alone else 1
+    return found
+
+
+def test_lone_al_searched_from_its_alef_finds_what_a_loop_finds() -> None:
+    """`ال` standing alone: the pattern starts at the ا (a literal the search skips to) and looks
+    behind it, and finds every position a character loop finds."""
+    rng = random.Random(12)
+    pool = ["\u0627", "\u0644", "\u0627\u0644", " ", "\n", "\u064b", "\u0640", "\u0628", "a", "\ufefb", "1"]
+    texts = ["".join(rng.choice(pool) for _ in range(rng.randint(0, 24))) for _ in range(20000)]
+    for text in texts:
+        assert lam.lone_al_positions(text) == _lone_al_loop(text), text
+    assert sum(map(len, map(lam.lone_al_positions, texts))) > 1000  # the case is exercised
