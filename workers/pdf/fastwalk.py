@@ -231,16 +231,14 @@ def _run_orders(lib: ctypes.CDLL, buf: _Buffers, lines: list[str], starts: list[
     at = np.cumsum([0] + np.maximum(counts, 0).tolist()).tolist()
     found: list[list[list[int]]] = []
     for i in candidates:
-        if counts[i] > 0:
-            pairs = packed[2 * at[i] : 2 * at[i + 1]]
-            order = [[pairs[k], pairs[k + 1]] for k in range(0, len(pairs), 2)]
+        at_line = offsets[i]
+        if counts[i] > 0:  # the line's pairs, moved to where it begins in `text`
+            found.append([[at_line + packed[k], at_line + packed[k + 1]] for k in range(2 * at[i], 2 * at[i + 1], 2)])
         elif counts[i] < 0:  # a coordinate that is not a number: Python's own comparisons decide
             geo = buf.geo[6 * starts[i] : 6 * starts[i + 1]]
             order = run_order_of(lines[i], geo[0::6].tolist(), geo[2::6].tolist(), geo[5::6].tolist())
-        else:
-            continue
-        if order:
-            found.append([[offsets[i] + a, offsets[i] + b] for a, b in order])
+            if order:
+                found.append([[at_line + a, at_line + b] for a, b in order])
     return found
 
 

@@ -108,6 +108,7 @@ def _extract_page(doc: pymupdf.Document, number: int,
     if kept is not None:
         kept[number] = (raw, images)
     text = evidence.pop("text")
+    rect = page.rect  # a MuPDF call each time it is read
     return {
         "number": number,
         "text": text,
@@ -117,8 +118,8 @@ def _extract_page(doc: pymupdf.Document, number: int,
         "image_bytes": _image_bytes(doc, listed),
         # vector paths tell a drawn page from a blank one (layout.add_layout counts them for tables)
         "drawings": layout.drawings(page) if not text.strip() else 0,
-        "width": round(page.rect.width, 2),
-        "height": round(page.rect.height, 2),
+        "width": round(rect.width, 2),
+        "height": round(rect.height, 2),
     }
 
 
