@@ -242,6 +242,7 @@ class EditMapBuilder:
         self._segs: list[_Seg] = [_Seg(0, len(raw), raw, None)] if raw else []
         self._text = raw
         self.counters: dict[str, int] = {}
+        self._edits: list[Edit] | None = None  # edits() of the map as it is (a stage that changes nothing keeps it)
 
     @property
     def text(self) -> str:
@@ -254,8 +255,9 @@ class EditMapBuilder:
         No-op replacements are skipped; returns how many changed something. Each applied
         replacement counts once under its kind in `counters`.
         """
-        reps = [Replacement(*r) for r in replacements]
-        reps = [r for r in reps if r.start > r.end or self._text[r.start : r.end] != r.text]
+        text = self._text
+        reps = [r if type(r) is Replacement else Replacement(*r) for r in replacements]
+        reps = [r for r in reps if r.start > r.end or text[r.start : r.end] != r.text]
         self._validate(reps)
         if not reps:
             return 0
@@ -279,6 +281,7 @@ class EditMapBuilder:
         for rep in reps:
             self.counters[rep.kind] = self.counters.get(rep.kind, 0) + 1
         self._segs = new_segs
+        self._edits = None
         self._text = "".join(s.out for s in new_segs)
         if self._text != expected:  # pragma: no cover - an internal invariant
             raise AssertionError("edit map composition diverged from the stage's output")
@@ -347,11 +350,14 @@ class EditMapBuilder:
         return [_Seg(rs, re_, out, combine_kinds(kinds))]
 
     def edits(self) -> list[Edit]:
-        """The composed map: ordered, non-overlapping, against the original raw text."""
-        result: list[Edit] = []
-        cur = 0
-        for seg in self._segs:
-            if seg.kind is not None:
-                result.append(Edit(seg.rs, seg.re, seg.out, seg.kind, cur, cur + len(seg.out)))
-            cur += len(seg.out)
-        return result
+        """The composed map: ordered, non-overlapping, against the original raw text (built once
+        for each state of the map: the stages that read it between two that change nothing share it)."""
+        if self._edits is None:
+            result: list[Edit] = []
+            cur = 0
+            for seg in self._segs:
+                if seg.kind is not None:
+                    result.append(Edit(seg.rs, seg.re, seg.out, seg.kind, cur, cur + len(seg.out)))
+                cur += len(seg.out)
+            self._edits = result
+        return list(self._edits)

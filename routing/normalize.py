@@ -128,11 +128,12 @@ def _expand_line_flags(raw: str, line_visual: Sequence[bool] | None) -> list[boo
     a raw line in two; both halves keep its flag)."""
     if line_visual is None:
         return None
-    raw_lines = raw.split("\n")
-    if len(line_visual) != len(raw_lines):
-        raise ValueError(f"line_visual has {len(line_visual)} flags for {len(raw_lines)} lines")
+    count = raw.count("\n") + 1
+    if len(line_visual) != count:
+        raise ValueError(f"line_visual has {len(line_visual)} flags for {count} lines")
     if not features(raw) & F_CR:  # no lone \r to split a line: one flag a line, as given
         return [bool(flag) for flag in line_visual]
+    raw_lines = raw.split("\n")
     flags: list[bool] = []
     for i, line in enumerate(raw_lines):
         core = line[:-1] if i < len(raw_lines) - 1 and line.endswith("\r") else line
