@@ -85,6 +85,31 @@ def test_every_page_gives_extract_texts_string(folders: list[Path]) -> None:
     assert pages > 50
 
 
+def _rtl_block(textpage: pymupdf.TextPage) -> bool:
+    """A character of a Hebrew or Arabic block in the page's text blocks (pf_rtl_hint's test)."""
+    blocks = textpage.extractRAWDICT()["blocks"]
+    return any(0x0590 <= ord(c["c"]) <= 0x08FF or 0xFB1D <= ord(c["c"]) <= 0xFDFF or 0xFE70 <= ord(c["c"]) <= 0xFEFF
+               for b in blocks if b["type"] == 0 for line in b["lines"] for span in line["spans"]
+               for c in span["chars"])
+
+
+def test_one_walk_tells_an_rtl_page_or_gives_the_text(folders: list[Path]) -> None:
+    """`text_unless_rtl`: (True, None) for a page holding a character of a Hebrew or Arabic block,
+    else (False, `text`): the walk that gives a Latin page's string tells the others apart."""
+    rtl = latin = 0
+    for page in _pages(*folders):
+        textpage = page.get_textpage(flags=mupdf._TEXT_FLAGS | pymupdf.TEXT_PRESERVE_IMAGES)
+        if _rtl_block(textpage):
+            assert fastwalk.text_unless_rtl(textpage) == (True, None), (page.parent.name, page.number)
+            rtl += 1
+        else:
+            assert fastwalk.text_unless_rtl(textpage) == (False, fastwalk.text(textpage)), (page.parent.name, page.number)
+            latin += 1
+    assert rtl > 10 and latin > 10, (rtl, latin)
+    with pymupdf.open(stream=_vertical_pdf(), filetype="pdf") as doc:  # declined, and no RTL character
+        assert fastwalk.text_unless_rtl(doc[0].get_textpage(flags=mupdf._TEXT_FLAGS)) == (False, None)
+
+
 def test_clipped_turned_and_vertical_text_gives_extract_texts_string() -> None:
     """Characters half off the page (no clip flag: the box test decides), lines at an angle and on
     a turned page (the corrected boxes are rotated), a vertical line (left to extractText)."""
