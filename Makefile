@@ -10,7 +10,7 @@ APT_PACKAGES = tesseract-ocr tesseract-ocr-eng tesseract-ocr-heb tesseract-ocr-a
                poppler-utils redis-server fonts-dejavu-core chromium unpaper gcc libc6-dev
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup system venv native compiled fixtures run test test-fast bench eval eval-structure eval-ocr eval-wse faults fuzz clean
+.PHONY: setup system venv native compiled fixtures run test test-fast bench budget eval eval-structure eval-ocr eval-wse faults fuzz clean
 
 setup: system venv native compiled
 
@@ -67,6 +67,10 @@ test-fast: setup
 
 bench: setup  # BENCH_ARGS=--quick while iterating
 	$(BIN)/python bench/bench_fleet.py ../shared/corpus $(BENCH_ARGS)
+
+# issue 15: a page's CPU stage by stage, each alone in one process (BUDGET_ARGS="--pages 200")
+budget: setup
+	$(BIN)/python bench/page_budget.py ../shared/corpus $(BUDGET_ARGS)
 
 eval: setup
 	$(BIN)/pagefleet eval ../shared/corpus --labels ../shared/corpus/LABELS.json

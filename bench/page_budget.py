@@ -1,0 +1,163 @@
+"""Where a page's CPU goes, stage by stage, each stage alone in this process (issue 15).
+
+    python bench/page_budget.py ../shared/corpus [--pages 1000] [--repeats 3]
+
+`make bench` times the fleet beside the limit on the same two cores, and one run against another
+moves 10-20 % with the machine: a change worth a few per cent of a page cannot be read from it.
+This script takes the stages of a page's way through the fleet one at a time, in one process
+(nothing contends), over one generated document (`bench_docs.digital_pdf`: the corpus's text
+pages, mixed scripts, each corpus file's fonts shared), and reports each as the best of
+`repeats` passes:
+
+    limit        PyMuPDF `get_text()` of every page, the document opened afresh (fonts loaded once)
+    extraction   the sandbox child's reading, `mupdf.extract_range` with the collector off (as there)
+    hand-over    the child's reply encoded as the child writes it (pydantic-core) and decoded
+    gate         `decide_page` for every page, each on its own copy of the decoded reply; then the
+                 same figure for the Arabic, the Hebrew and the other pages (by the classifier)
+    records      the range objects stored (`ranges.store`, ranges as `ranges.plan` cuts them)
+    collection   the document assembled and its artifacts written (`pipeline.collect_held`)
+
+It closes with `budget_ratio=X`: the limit's time a page over the sum of the fleet's stages, what
+`digital_ratio` would read if the fleet cost nothing besides these stages and its processes did
+not share the cores. The Celery tasks, Redis and the contention are what `make bench` adds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+STAGES = ("extraction", "hand-over", "gate", "records", "collection")
+
+
+def best(passes: int, run: Callable[[], Any], setup: Callable[[], Any] | None = None) -> float:
+    """The least CPU seconds of `passes` calls of `run` (given `setup()`'s value, made off the clock)."""
+    least = float("inf")
+    for _ in range(passes):
+        made = setup() if setup is not None else None
+        started = time.process_time()
+        run() if setup is None else run(made)
+        least = min(least, time.process_time() - started)
+    return least
+
+
+def _limit(pdf: Path) -> None:
+    import pymupdf
+
+    with pymupdf.open(pdf) as doc:
+        for page in doc:
+            page.get_text()
+
+
+def _extract(pdf: Path, pages: int) -> dict[str, Any]:
+    from workers.pdf import mupdf
+
+    gc.disable()
+    try:
+        return mupdf.extract_range(str(pdf), 1, pages)
+    finally:
+        gc.enable()
+        mupdf.forget()
+
+
+def _script(page: dict[str, Any]) -> str:
+    from routing.scripts import classify_text_layer
+
+    found = classify_text_layer(page.get("text", "")).script
+    return {"ar": "Arabic", "he": "Hebrew"}.get(found or "", "other")
+
+
+def measure(pdf: Path, pages: int, passes: int) -> tuple[float, dict[str, float], dict[str, tuple[int, float]]]:
+    """(the limit's CPU seconds, each stage's, the gate's by script: (pages, seconds))."""
+    import pydantic_core
+
+    from workers.keys import job_id_for
+    from workers.ladder.textlayer import decide_page
+    from workers.model import JobSpec, PageRecord
+    from workers.pipeline import collect_held, split_document
+    from workers.ranges import RangeOutcome, plan, store
+    from workers.settings import Settings
+    from workers.storage import LocalStorage
+
+    limit = best(passes, lambda: _limit(pdf))
+    seconds = {"extraction": best(passes, lambda: _extract(pdf, pages))}
+    reply = pydantic_core.to_json(_extract(pdf, pages), inf_nan_mode="constants")
+    seconds["hand-over"] = best(passes, lambda read: json.loads(pydantic_core.to_json(read, inf_nan_mode="constants")),
+                                lambda: json.loads(reply))
+    fresh = lambda: json.loads(reply)["pages"]  # noqa: E731 - each pass decides its own copy
+    decided: list[Any] = []
+
+    def gate(read: list[dict[str, Any]]) -> None:
+        decided[:] = [decide_page(p, ocr="auto", gpu=False) for p in read]
+
+    seconds["gate"] = best(passes, gate, fresh)
+    records = [r for r in decided if isinstance(r, PageRecord)]  # (the by-script passes below replace `decided`)
+    by_script: dict[str, tuple[int, float]] = {}
+    for name in ("Arabic", "Hebrew", "other"):
+        chosen = lambda: [p for p in fresh() if _script(p) == name]  # noqa: E731
+        count = len(chosen())
+        if count:
+            by_script[name] = (count, best(passes, gate, chosen))
+    with tempfile.TemporaryDirectory(prefix="pagefleet-budget-") as tmp:
+        storage = LocalStorage(Path(tmp, "work"))
+
+        def stored() -> None:
+            for first, last in plan(pages, Settings()):
+                own = [r for r in records if first <= r.number <= last]
+                store(storage, "budget", RangeOutcome(first, last, len(own)), own, [])
+
+        seconds["records"] = best(passes, stored)
+        settings = Settings(split_range_pages=pages + 1, cache_dir=str(Path(tmp, "cache")))
+        job = JobSpec(job_id=job_id_for("budget", {}), source=str(pdf), filename=pdf.name,
+                      storage=Path(tmp, "store").as_uri(), artifact_prefix="doc", options={"structure": False})
+        held = split_document(job, settings).held  # the whole document in one task: collected in place
+        assert held is not None, "every page of the generated document climbs nowhere"
+        seconds["collection"] = best(passes, lambda: collect_held(job, settings, held))
+    return limit, seconds, by_script
+
+
+def report(pages: int, limit: float, seconds: dict[str, float], by_script: dict[str, tuple[int, float]]) -> list[str]:
+    """The table's lines and the closing line."""
+    per_page = {name: s / pages * 1000 for name, s in seconds.items()}
+    total = sum(per_page.values())
+    lines = [f"{'stage':<26} {'ms/page':>8} {'share':>6}", f"{'limit: get_text':<26} {limit / pages * 1000:>8.3f}"]
+    for name in STAGES:
+        lines.append(f"{name:<26} {per_page[name]:>8.3f} {per_page[name] / total:>6.0%}")
+        if name == "gate":
+            for script, (count, s) in by_script.items():
+                lines.append(f"{'  ' + script + f' ({count} pages)':<26} {s / count * 1000:>8.3f}")
+    lines.append(f"{'the stages':<26} {total:>8.3f}")
+    lines.append(f"budget_ratio={limit / pages * 1000 / total:.2f}")
+    return lines
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("corpus", type=Path)
+    ap.add_argument("--pages", type=int, default=1000)
+    ap.add_argument("--repeats", type=int, default=3, help="passes a stage; its least CPU is reported")
+    args = ap.parse_args(argv)
+    from bench.bench_docs import digital_pdf
+    from routing import compiled
+
+    with tempfile.TemporaryDirectory(prefix="pagefleet-budget-doc-") as tmp:
+        pdf = digital_pdf(args.corpus, args.pages, Path(tmp) / "doc.pdf")
+        limit, seconds, by_script = measure(pdf, args.pages, args.repeats)
+    print(f"{args.pages} pages, best of {args.repeats} passes a stage, one process; quality gate "
+          f"{'compiled with mypyc' if compiled.active() else 'from its sources'}")
+    print("\n".join(report(args.pages, limit, seconds, by_script)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
