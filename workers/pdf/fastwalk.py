@@ -227,18 +227,21 @@ def _run_orders(lib: ctypes.CDLL, buf: _Buffers, lines: list[str], starts: list[
     if lib.pf_reorders(len(lines), buf.line_len.ctypes.data, buf.geo.ctypes.data,
                        unit_kinds(text).encode("ascii"), counts.ctypes.data, buf.spans.ctypes.data) < 0:
         counts[:] = -1  # out of memory in C: Python decides every line
-    packed = buf.spans[: 2 * int(counts[counts > 0].sum())].tolist()
-    at = np.cumsum([0] + np.maximum(counts, 0).tolist()).tolist()
+    pairs = np.maximum(counts, 0)
+    # every pair moved to where its line begins in `text`, as [start, end] lists, in one numpy pass
+    moved = (buf.spans[: 2 * int(pairs.sum())].reshape(-1, 2)
+             + np.repeat(np.asarray(offsets[: len(lines)], dtype=np.int64), pairs)[:, None]).tolist()
+    at = np.cumsum([0] + pairs.tolist()).tolist()
+    per_line = counts.tolist()
     found: list[list[list[int]]] = []
     for i in candidates:
-        at_line = offsets[i]
-        if counts[i] > 0:  # the line's pairs, moved to where it begins in `text`
-            found.append([[at_line + packed[k], at_line + packed[k + 1]] for k in range(2 * at[i], 2 * at[i + 1], 2)])
-        elif counts[i] < 0:  # a coordinate that is not a number: Python's own comparisons decide
+        if per_line[i] > 0:
+            found.append(moved[at[i] : at[i + 1]])
+        elif per_line[i] < 0:  # a coordinate that is not a number: Python's own comparisons decide
             geo = buf.geo[6 * starts[i] : 6 * starts[i + 1]]
             order = run_order_of(lines[i], geo[0::6].tolist(), geo[2::6].tolist(), geo[5::6].tolist())
             if order:
-                found.append([[at_line + a, at_line + b] for a, b in order])
+                found.append([[offsets[i] + a, offsets[i] + b] for a, b in order])
     return found
 
 
