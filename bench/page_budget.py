@@ -10,7 +10,8 @@ pages, mixed scripts, each corpus file's fonts shared), and reports each as the 
 `repeats` passes:
 
     limit        PyMuPDF `get_text()` of every page, the document opened afresh (fonts loaded once)
-    extraction   the sandbox child's reading, `mupdf.extract_range` with the collector off (as there)
+    extraction   the sandbox child's reading, `mupdf.extract_range` with the collector off (as there);
+                 then, of it, MuPDF's text pages alone (`get_textpage` with the child's flags)
     hand-over    the child's reply encoded as the child writes it (pydantic-core) and decoded
     gate         `decide_page` for every page, each on its own copy of the decoded reply; then the
                  same figure for the Arabic, the Hebrew and the other pages (by the classifier)
@@ -59,6 +60,16 @@ def _limit(pdf: Path) -> None:
             page.get_text()
 
 
+def _textpages(pdf: Path) -> None:
+    import pymupdf
+
+    from workers.pdf import mupdf
+
+    with pymupdf.open(pdf) as doc:
+        for page in doc:
+            page.get_textpage(flags=mupdf._TEXT_FLAGS | pymupdf.TEXT_PRESERVE_IMAGES)
+
+
 def _extract(pdf: Path, pages: int) -> dict[str, Any]:
     from workers.pdf import mupdf
 
@@ -77,8 +88,12 @@ def _script(page: dict[str, Any]) -> str:
     return {"ar": "Arabic", "he": "Hebrew"}.get(found or "", "other")
 
 
-def measure(pdf: Path, pages: int, passes: int) -> tuple[float, dict[str, float], dict[str, tuple[int, float]]]:
-    """(the limit's CPU seconds, each stage's, the gate's by script: (pages, seconds))."""
+Parts = dict[str, list[tuple[str, int, float]]]  # stage -> (what, pages, CPU seconds) under it
+
+
+def measure(pdf: Path, pages: int, passes: int) -> tuple[float, dict[str, float], Parts]:
+    """(the limit's CPU seconds, each stage's, the parts shown under a stage: the extraction's MuPDF
+    text pages, the gate by script)."""
     import pydantic_core
 
     from workers.keys import job_id_for
@@ -91,6 +106,7 @@ def measure(pdf: Path, pages: int, passes: int) -> tuple[float, dict[str, float]
 
     limit = best(passes, lambda: _limit(pdf))
     seconds = {"extraction": best(passes, lambda: _extract(pdf, pages))}
+    textpages = best(passes, lambda: _textpages(pdf))
     reply = pydantic_core.to_json(_extract(pdf, pages), inf_nan_mode="constants")
     seconds["hand-over"] = best(passes, lambda read: json.loads(pydantic_core.to_json(read, inf_nan_mode="constants")),
                                 lambda: json.loads(reply))
@@ -102,12 +118,12 @@ def measure(pdf: Path, pages: int, passes: int) -> tuple[float, dict[str, float]
 
     seconds["gate"] = best(passes, gate, fresh)
     records = [r for r in decided if isinstance(r, PageRecord)]  # (the by-script passes below replace `decided`)
-    by_script: dict[str, tuple[int, float]] = {}
+    parts: Parts = {"extraction": [("MuPDF text pages", pages, textpages)], "gate": []}
     for name in ("Arabic", "Hebrew", "other"):
         chosen = lambda: [p for p in fresh() if _script(p) == name]  # noqa: E731
         count = len(chosen())
         if count:
-            by_script[name] = (count, best(passes, gate, chosen))
+            parts["gate"].append((f"{name} ({count} pages)", count, best(passes, gate, chosen)))
     with tempfile.TemporaryDirectory(prefix="pagefleet-budget-") as tmp:
         storage = LocalStorage(Path(tmp, "work"))
 
@@ -123,19 +139,18 @@ def measure(pdf: Path, pages: int, passes: int) -> tuple[float, dict[str, float]
         held = split_document(job, settings).held  # the whole document in one task: collected in place
         assert held is not None, "every page of the generated document climbs nowhere"
         seconds["collection"] = best(passes, lambda: collect_held(job, settings, held))
-    return limit, seconds, by_script
+    return limit, seconds, parts
 
 
-def report(pages: int, limit: float, seconds: dict[str, float], by_script: dict[str, tuple[int, float]]) -> list[str]:
+def report(pages: int, limit: float, seconds: dict[str, float], parts: Parts) -> list[str]:
     """The table's lines and the closing line."""
     per_page = {name: s / pages * 1000 for name, s in seconds.items()}
     total = sum(per_page.values())
     lines = [f"{'stage':<26} {'ms/page':>8} {'share':>6}", f"{'limit: get_text':<26} {limit / pages * 1000:>8.3f}"]
     for name in STAGES:
         lines.append(f"{name:<26} {per_page[name]:>8.3f} {per_page[name] / total:>6.0%}")
-        if name == "gate":
-            for script, (count, s) in by_script.items():
-                lines.append(f"{'  ' + script + f' ({count} pages)':<26} {s / count * 1000:>8.3f}")
+        for label, count, s in parts.get(name, []):
+            lines.append(f"{'  ' + label:<26} {s / count * 1000:>8.3f}")
     lines.append(f"{'the stages':<26} {total:>8.3f}")
     lines.append(f"budget_ratio={limit / pages * 1000 / total:.2f}")
     return lines
@@ -152,10 +167,10 @@ def main(argv: list[str]) -> int:
 
     with tempfile.TemporaryDirectory(prefix="pagefleet-budget-doc-") as tmp:
         pdf = digital_pdf(args.corpus, args.pages, Path(tmp) / "doc.pdf")
-        limit, seconds, by_script = measure(pdf, args.pages, args.repeats)
+        limit, seconds, parts = measure(pdf, args.pages, args.repeats)
     print(f"{args.pages} pages, best of {args.repeats} passes a stage, one process; quality gate "
           f"{'compiled with mypyc' if compiled.active() else 'from its sources'}")
-    print("\n".join(report(args.pages, limit, seconds, by_script)))
+    print("\n".join(report(args.pages, limit, seconds, parts)))
     return 0
 
 

@@ -14,10 +14,14 @@ from tests.conftest import CORPUS
 
 def test_the_report_adds_the_stages_and_closes_with_the_limit_over_their_sum() -> None:
     seconds = {"extraction": 1.2, "hand-over": 0.1, "gate": 0.5, "records": 0.05, "collection": 0.15}
-    lines = page_budget.report(1000, 1.0, seconds, {"Arabic": (500, 0.4), "other": (500, 0.1)})
+    parts = {"extraction": [("MuPDF text pages", 1000, 0.9)],
+             "gate": [("Arabic (500 pages)", 500, 0.4), ("other (500 pages)", 500, 0.1)]}
+    lines = page_budget.report(1000, 1.0, seconds, parts)
     figures = {line[:26].strip(): line[26:].split() for line in lines[1:-1]}
     assert figures["limit: get_text"] == ["1.000"]
     assert figures["extraction"] == ["1.200", "60%"] and figures["gate"] == ["0.500", "25%"]
+    assert figures["MuPDF text pages"] == ["0.900"]
+    assert lines.index("  MuPDF text pages".ljust(26) + "    0.900") == lines.index(next(x for x in lines if x.startswith("extraction"))) + 1
     assert figures["Arabic (500 pages)"] == ["0.800"] and figures["other (500 pages)"] == ["0.200"]
     assert figures["the stages"] == ["2.000"]
     assert lines[-1] == "budget_ratio=0.50"
@@ -29,7 +33,7 @@ def test_a_small_document_goes_through_every_stage(capsys: pytest.CaptureFixture
     out = capsys.readouterr().out.splitlines()
     assert re.fullmatch(r"budget_ratio=\d+\.\d\d", out[-1])
     figures = {line[:26].strip(): float(line[26:].split()[0]) for line in out[2:-1]}
-    for stage in ("limit: get_text", *page_budget.STAGES, "the stages"):
+    for stage in ("limit: get_text", *page_budget.STAGES, "MuPDF text pages", "the stages"):
         assert figures[stage] > 0, stage
     assert abs(figures["the stages"] - sum(figures[s] for s in page_budget.STAGES)) < 0.01
     assert any(name.startswith(("Arabic", "Hebrew", "other")) for name in figures)  # the gate by script
