@@ -18,6 +18,7 @@ import multiprocessing
 import resource
 import time
 from pathlib import Path
+from typing import Any
 
 Job = tuple[str, int, int]  # (pdf, first page, last page), 1-based inclusive
 
@@ -27,19 +28,26 @@ def _cpu() -> float:
     return used.ru_utime + used.ru_stime
 
 
+def child_read(pdf: str, first: int, last: int) -> dict[str, Any]:
+    """`mupdf.extract_range` as the sandbox child runs it (`sandbox.run_command`: the cycle collector
+    off), in this process; the document is closed after."""
+    from workers.pdf import mupdf
+
+    gc.disable()
+    try:
+        return mupdf.extract_range(pdf, first, last)
+    finally:
+        gc.enable()
+        mupdf.forget()
+
+
 def _rung1(jobs: list[Job]) -> tuple[int, float]:
     """(pages decided, CPU seconds) for these jobs, one after the other in this process."""
     from workers.ladder.textlayer import decide_page
-    from workers.pdf import mupdf
 
     before, pages = _cpu(), 0
     for pdf, first, last in jobs:
-        gc.disable()  # as in the sandbox child (`sandbox.run_command`)
-        try:
-            read = mupdf.extract_range(pdf, first, last)["pages"]
-        finally:
-            gc.enable()
-        mupdf.forget()
+        read = child_read(pdf, first, last)["pages"]
         for page in read:
             decide_page(page, ocr="auto", gpu=False)
         pages += len(read)

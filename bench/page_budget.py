@@ -10,7 +10,7 @@ pages, mixed scripts, each corpus file's fonts shared), and reports each as the 
 `repeats` passes:
 
     limit        PyMuPDF `get_text()` of every page, the document opened afresh (fonts loaded once)
-    extraction   the sandbox child's reading, `mupdf.extract_range` with the collector off (as there);
+    extraction   the sandbox child's reading in this process (`bench_ceiling.child_read`);
                  then, of it, MuPDF's text pages alone (`get_textpage` with the child's flags)
     hand-over    the child's reply encoded as the child writes it (pydantic-core) and decoded
     gate         `decide_page` for every page, each on its own copy of the decoded reply; then the
@@ -26,7 +26,6 @@ not share the cores. The Celery tasks, Redis and the contention are what `make b
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import sys
 import tempfile
@@ -70,17 +69,6 @@ def _textpages(pdf: Path) -> None:
             page.get_textpage(flags=mupdf._TEXT_FLAGS | pymupdf.TEXT_PRESERVE_IMAGES)
 
 
-def _extract(pdf: Path, pages: int) -> dict[str, Any]:
-    from workers.pdf import mupdf
-
-    gc.disable()
-    try:
-        return mupdf.extract_range(str(pdf), 1, pages)
-    finally:
-        gc.enable()
-        mupdf.forget()
-
-
 def _script(page: dict[str, Any]) -> str:
     from routing.scripts import classify_text_layer
 
@@ -96,6 +84,7 @@ def measure(pdf: Path, pages: int, passes: int) -> tuple[float, dict[str, float]
     text pages, the gate by script)."""
     import pydantic_core
 
+    from bench.bench_ceiling import child_read
     from workers.keys import job_id_for
     from workers.ladder.textlayer import decide_page
     from workers.model import JobSpec, PageRecord
@@ -105,9 +94,9 @@ def measure(pdf: Path, pages: int, passes: int) -> tuple[float, dict[str, float]
     from workers.storage import LocalStorage
 
     limit = best(passes, lambda: _limit(pdf))
-    seconds = {"extraction": best(passes, lambda: _extract(pdf, pages))}
+    seconds = {"extraction": best(passes, lambda: child_read(str(pdf), 1, pages))}
     textpages = best(passes, lambda: _textpages(pdf))
-    reply = pydantic_core.to_json(_extract(pdf, pages), inf_nan_mode="constants")
+    reply = pydantic_core.to_json(child_read(str(pdf), 1, pages), inf_nan_mode="constants")
     seconds["hand-over"] = best(passes, lambda read: json.loads(pydantic_core.to_json(read, inf_nan_mode="constants")),
                                 lambda: json.loads(reply))
     fresh = lambda: json.loads(reply)["pages"]  # noqa: E731 - each pass decides its own copy
