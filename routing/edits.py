@@ -261,7 +261,7 @@ class EditMapBuilder:
         self._validate(reps)
         if not reps:
             return 0
-        expected = splice(self._text, reps)
+        expected = splice(text, reps)
         segs = self._split([p for r in reps for p in (r.start, r.end)])
         starts, ends = _bounds(segs)
         new_segs: list[_Seg] = []

@@ -239,6 +239,13 @@ int pf_chars(const fz_stext_page *page, uint32_t *cps, float *geo, int32_t *line
 	return n;
 }
 
+/* pf_text's answer for a page it leaves to extractText: PF_RTL instead where asked to stop at an
+ * RTL character and the page holds one further on. */
+static int declined(const fz_stext_page *page, int stop_at_rtl)
+{
+	return stop_at_rtl && pf_rtl_hint(page) ? PF_RTL : PF_FALLBACK;
+}
+
 /* The string PyMuPDF's extractText gives (its JM_print_stext_page_as_text), as code points: every
  * character of the text blocks whose box overlaps the page, each line followed by a newline
  * unless the last character written is one (a line with none written gets none). Returns the code
@@ -257,7 +264,7 @@ int pf_text(const fz_stext_page *page, uint32_t *cps, int cap, int *need, int st
 			continue;
 		for (const fz_stext_line *l = b->u.t.first_line; l; l = l->next) {
 			if (l->wmode)
-				return stop_at_rtl && pf_rtl_hint(page) ? PF_RTL : PF_FALLBACK;
+				return declined(page, stop_at_rtl);
 			int last = 0;
 			for (const fz_stext_char *ch = l->first_char; ch; ch = ch->next) {
 				int c = ch->c;
@@ -265,7 +272,7 @@ int pf_text(const fz_stext_page *page, uint32_t *cps, int cap, int *need, int st
 				if (stop_at_rtl && rtl_block(c))
 					return PF_RTL;
 				if (!ch->font || c <= 0 || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF) || !char_quad(l, ch, &quad))
-					return stop_at_rtl && pf_rtl_hint(page) ? PF_RTL : PF_FALLBACK;
+					return declined(page, stop_at_rtl);
 				if (!inf && !overlaps(tp, quad_rect(quad)))
 					continue;
 				if (n < cap)
