@@ -1,0 +1,37 @@
+"""A worker's start-up heap leaves the cycle collector's generations (issue 15): in the main process
+when the worker is built (before its pool forks) and in each pool child as it starts. Checked on a
+real Celery worker as `celery worker` builds it (app.Worker; not started) and on the pool child's
+start-up signal."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+from celery.signals import worker_process_init
+
+from workers.app import app
+
+
+@pytest.fixture
+def unfrozen():
+    gc.unfreeze()
+    yield
+    gc.unfreeze()  # the rest of the test process collects as usual
+
+
+def test_building_a_worker_freezes_what_the_main_process_holds(unfrozen: None) -> None:
+    assert gc.get_freeze_count() == 0
+    held = len(gc.get_objects())
+    app.Worker(queues=["cpu"], pool_cls="solo", hostname="test-heap@localhost")
+    assert gc.get_freeze_count() >= held  # everything tracked before the worker was built, at least
+    assert len(gc.get_objects()) < held  # and no longer in any generation a collection walks
+
+
+def test_a_pool_child_freezes_what_it_inherited(unfrozen: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OMP_THREAD_LIMIT", "1")  # the signal's other receiver sets it: restored after
+    kept = [[i] for i in range(1000)]  # containers made before the child's start-up signal
+    worker_process_init.send(sender="test-heap@localhost")
+    assert gc.get_freeze_count() >= len(kept)
+    walked = {id(o) for o in gc.get_objects()}
+    assert not any(id(x) in walked for x in kept)
