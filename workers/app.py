@@ -111,14 +111,21 @@ def _process_init(**_: object) -> None:
 
 
 @worker_init.connect
-@worker_process_init.connect
-def _freeze_heap(**_: object) -> None:
+def _freeze_main_heap(**_: object) -> None:
     """What a worker holds once it has started (Celery, kombu, pydantic, the gate's tables: a few
-    hundred thousand objects) leaves the cycle collector's generations: in the main process before
-    the pool forks (its children do not write to those objects' pages), and again in each pool
-    child. Otherwise every full collection, which the gate's and collector's allocations trigger
-    every few pages, walks them all again: ~12 % of a cpu worker's CPU on a 1000-page document
-    (issue 15)."""
+    hundred thousand objects) leaves the cycle collector's generations, in the main process before
+    the pool forks: start-up's garbage collected first, the rest frozen (a pool child does not
+    write to those objects' pages either). Otherwise every full collection, which the gate's and
+    the collector's allocations trigger every few pages, walks them all again: ~12 % of a cpu
+    worker's CPU on a 1000-page document (issue 15)."""
+    gc.collect()
+    gc.freeze()
+
+
+@worker_process_init.connect
+def _freeze_child_heap(**_: object) -> None:
+    """The same in each pool child for what it inherited (no collection first: it would write to
+    every inherited object's page)."""
     gc.freeze()
 
 
