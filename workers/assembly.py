@@ -31,6 +31,7 @@ from workers.storage import Storage
 
 _PAGES = '\n "pages": []'  # where the head's JSON (indent=1) lists no pages
 _IN_MEMORY = 8 << 20  # a spool bigger than this moves to a file (a one-page document's never does)
+_BATCH = 1 << 20  # a spool's parts gathered up to this many bytes before one write
 
 
 def _spooled(folder: str) -> BinaryIO:
@@ -39,17 +40,34 @@ def _spooled(folder: str) -> BinaryIO:
 
 class _Spool:
     """One artifact written part by part (UTF-8), `sep` between parts: in memory while small, in a
-    temporary file of `folder` once big."""
+    temporary file of `folder` once big. Parts are gathered and written `_BATCH` bytes at a time: a
+    write to a SpooledTemporaryFile is Python code (~4 µs), and a 1000-page document's artifacts
+    are ~12 000 parts (~13 % of its collection)."""
 
     def __init__(self, folder: str, sep: str) -> None:
         self.sep, self.parts = sep.encode(), 0
         self.file = _spooled(folder)
+        self._pending: list[bytes] = []
+        self._size = 0
 
     def write(self, part: str | bytes) -> None:
+        data = part if isinstance(part, bytes) else part.encode("utf-8")
         if self.parts:
-            self.file.write(self.sep)
-        self.file.write(part if isinstance(part, bytes) else part.encode("utf-8"))
+            self._pending.append(self.sep)
+            self._size += len(self.sep)
+        self._pending.append(data)
+        self._size += len(data)
         self.parts += 1
+        if self._size >= min(_BATCH, _IN_MEMORY):  # what waits counts towards what memory may hold
+            self.flush()
+
+    def flush(self) -> BinaryIO:
+        """The spool's file, every part written so far in it."""
+        if self._pending:
+            self.file.write(b"".join(self._pending))
+            self._pending.clear()
+            self._size = 0
+        return self.file
 
 
 class Assembly:
@@ -85,8 +103,9 @@ class Assembly:
             return out
         at = text.index(_PAGES)
         out.write((text[:at] + '\n "pages": [\n').encode("utf-8"))
-        self.pages.file.seek(0)
-        shutil.copyfileobj(self.pages.file, out, 1 << 20)
+        pages = self.pages.flush()
+        pages.seek(0)
+        shutil.copyfileobj(pages, out, 1 << 20)
         out.write(("\n ]" + text[at + len(_PAGES):]).encode("utf-8"))
         return out
 
@@ -97,13 +116,13 @@ class Assembly:
     def store(self, storage: Storage, prefix: str, manifest: dict[str, Any]) -> tuple[DocumentRecord, dict[str, Any]]:
         """Every artifact stored: document.json last but one, report.json last (it marks the job
         complete). Returns the head with its status, and the report."""
-        self.markdown.file.write(b"\n")
+        self.markdown.flush().write(b"\n")
         head = self.head.model_copy(update={"status": self.tally.status()})
         report = self.tally.report(head, manifest)
         base = f"{prefix}/" if prefix else ""
         storage.put_stream(base + "document.md", self.markdown.file, "text/markdown; charset=utf-8")
-        storage.put_stream(base + "text.txt", self.text.file, "text/plain; charset=utf-8")
-        storage.put_stream(base + "chunks.jsonl", self.chunks.file, "application/x-ndjson; charset=utf-8")
+        storage.put_stream(base + "text.txt", self.text.flush(), "text/plain; charset=utf-8")
+        storage.put_stream(base + "chunks.jsonl", self.chunks.flush(), "application/x-ndjson; charset=utf-8")
         with self._document_json(head) as document_json:
             storage.put_stream(base + "document.json", document_json, "application/json")
         storage.put_json(base + "report.json", report)
