@@ -16,7 +16,11 @@ pages, mixed scripts, each corpus file's fonts shared), and reports each as the 
     gate         `decide_page` for every page, each on its own copy of the decoded reply; then the
                  same figure for the Arabic, the Hebrew and the other pages (by the classifier)
     records      the range objects stored (`ranges.store`, ranges as `ranges.plan` cuts them)
-    collection   the document assembled and its artifacts written (`pipeline.collect_held`)
+    collection   the document assembled from its stored range objects and its artifacts written,
+                 as the split task collects a document of several ranges (`ranges.iter_records`
+                 and the collector's assembly; the range objects stored by the real split and range
+                 steps beforehand); then the same from records held in memory, as for a document
+                 of one range (`pipeline.collect_held`)
 
 It closes with `budget_ratio=X`: the limit's time a page over the sum of the fleet's stages, what
 `digital_ratio` would read if the fleet cost nothing besides these stages and its processes did
@@ -127,8 +131,37 @@ def measure(pdf: Path, pages: int, passes: int) -> tuple[float, dict[str, float]
                       storage=Path(tmp, "store").as_uri(), artifact_prefix="doc", options={"structure": False})
         held = split_document(job, settings).held  # the whole document in one task: collected in place
         assert held is not None, "every page of the generated document climbs nowhere"
-        seconds["collection"] = best(passes, lambda: collect_held(job, settings, held))
+        in_memory = best(passes, lambda: collect_held(job, settings, held))
+        streamed = _streamed(pdf, Path(tmp))
+        seconds["collection"] = best(passes, streamed) if streamed is not None else in_memory
+        parts["collection"] = [("held (one range)", pages, in_memory)] if streamed is not None else []
     return limit, seconds, parts
+
+
+def _streamed(pdf: Path, tmp: Path) -> Callable[[], Any] | None:
+    """The collection of `pdf` from its range objects, stored beforehand by the split task's and
+    the range tasks' own steps (`split_document`, `split_range`, the sandbox children reading); None
+    for a document of one range. The assembly writes the artifacts each pass; the work state stays."""
+    from workers import keys, pipeline
+    from workers.keys import job_id_for
+    from workers.model import JobSpec
+    from workers.ranges import iter_records
+    from workers.settings import Settings
+    from workers.storage import LocalStorage
+
+    settings = Settings(cache_dir=str(tmp / "streamed-cache"))
+    job = JobSpec(job_id=job_id_for("budget-streamed", {}), source=str(pdf), filename=pdf.name,
+                  storage=(tmp / "streamed").as_uri(), artifact_prefix="doc", options={"structure": False})
+    left: list[tuple[int, int]] = []
+    pipeline.split_document(job, settings, on_ranges=left.extend)
+    if not left:
+        return None
+    for first, last in left:
+        pipeline.split_range(job, first, last, settings)
+    storage = LocalStorage(tmp / "streamed")
+    manifest = storage.get_json(keys.job_manifest(job.job_id))
+    return lambda: pipeline._assemble(job, settings, storage, manifest, iter_records(storage, job.job_id, manifest),
+                                      final_attempt=True)
 
 
 def report(pages: int, limit: float, seconds: dict[str, float], parts: Parts) -> list[str]:

@@ -29,7 +29,7 @@ def test_the_report_adds_the_stages_and_closes_with_the_limit_over_their_sum() -
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="the shared corpus is not beside the checkout")
 def test_a_small_document_goes_through_every_stage(capsys: pytest.CaptureFixture[str]) -> None:
-    assert page_budget.main([str(CORPUS), "--pages", "6", "--repeats", "1"]) == 0
+    assert page_budget.main([str(CORPUS), "--pages", "60", "--repeats", "1"]) == 0  # several ranges
     out = capsys.readouterr().out.splitlines()
     assert re.fullmatch(r"budget_ratio=\d+\.\d\d", out[-1])
     figures = {line[:26].strip(): float(line[26:].split()[0]) for line in out[2:-1]}
@@ -37,3 +37,4 @@ def test_a_small_document_goes_through_every_stage(capsys: pytest.CaptureFixture
         assert figures[stage] > 0, stage
     assert abs(figures["the stages"] - sum(figures[s] for s in page_budget.STAGES)) < 0.01
     assert any(name.startswith(("Arabic", "Hebrew", "other")) for name in figures)  # the gate by script
+    assert figures["held (one range)"] > 0  # the collection from range objects, and from memory
