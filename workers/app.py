@@ -116,7 +116,7 @@ def _freeze_main_heap(**_: object) -> None:
     hundred thousand objects) leaves the cycle collector's generations, in the main process before
     the pool forks: start-up's garbage collected first, the rest frozen (a pool child does not
     write to those objects' pages either). Otherwise every full collection, which the gate's and
-    the collector's allocations trigger every few pages, walks them all again: ~12 % of a cpu
+    the collector's allocations trigger every few pages, walks them all again: ~10 % of a cpu
     worker's CPU on a 1000-page document (issue 15)."""
     gc.collect()
     gc.freeze()

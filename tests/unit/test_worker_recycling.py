@@ -3,6 +3,8 @@ by memory and task count. Checked on real Celery workers (app.Worker, as `celery
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 from workers.app import app
@@ -13,6 +15,7 @@ def restore_conf():
     saved = (app.conf.worker_max_memory_per_child, app.conf.worker_max_tasks_per_child)
     yield
     app.conf.worker_max_memory_per_child, app.conf.worker_max_tasks_per_child = saved
+    gc.unfreeze()  # building a worker froze this process's heap (workers.app): the next tests collect as usual
 
 
 @pytest.mark.parametrize("queues, recycled", [(["cpu"], True), (["split", "collect"], True), (["gpu"], False)])
