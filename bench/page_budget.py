@@ -98,10 +98,8 @@ def measure(pdf: Path, pages: int, passes: int) -> tuple[float, dict[str, float]
     import pydantic_core
 
     from bench.bench_ceiling import child_read
-    from workers.keys import job_id_for
     from workers.ladder.textlayer import decide_page
-    from workers.model import JobSpec, PageRecord
-    from workers.pipeline import collect_held, split_document
+    from workers.model import PageRecord
     from workers.ranges import RangeOutcome, plan, store
     from workers.settings import Settings
     from workers.storage import LocalStorage
@@ -135,22 +133,21 @@ def measure(pdf: Path, pages: int, passes: int) -> tuple[float, dict[str, float]
                 store(storage, "budget", RangeOutcome(first, last, len(own)), own, [])
 
         seconds["records"] = best(passes, stored)
-        settings = Settings(split_range_pages=pages + 1, cache_dir=str(Path(tmp, "cache")))
-        job = JobSpec(job_id=job_id_for("budget", {}), source=str(pdf), filename=pdf.name,
-                      storage=Path(tmp, "store").as_uri(), artifact_prefix="doc", options={"structure": False})
-        held = split_document(job, settings).held  # the whole document in one task: collected in place
-        assert held is not None, "every page of the generated document climbs nowhere"
-        in_memory = best(passes, lambda: collect_held(job, settings, held))
-        streamed = _streamed(pdf, Path(tmp))
+        held, streamed = _collections(pdf, Path(tmp))
+        in_memory = best(passes, held)
         seconds["collection"] = best(passes, streamed) if streamed is not None else in_memory
         parts["collection"] = [("held (one range)", pages, in_memory)] if streamed is not None else []
     return limit, seconds, parts
 
 
-def _streamed(pdf: Path, tmp: Path) -> Callable[[], Any] | None:
-    """The collection of `pdf` from its range objects, stored beforehand by the split task's and
-    the range tasks' own steps (`split_document`, `split_range`, the sandbox children reading); None
-    for a document of one range. The assembly writes the artifacts each pass; the work state stays."""
+def _collections(pdf: Path, tmp: Path) -> tuple[Callable[[], Any], Callable[[], Any] | None]:
+    """The collection of `pdf` after the split task's and the range tasks' own steps
+    (`split_document`, `split_range`, the sandbox children reading): from its records held in
+    memory (`collect_held`, as a document of one range is collected), and for a document of several
+    ranges from its stored range objects, as the split task collects them while they come in
+    (`collect_document` without what follows the assembly, the metrics' Redis round trip and the
+    work state's removal, so each pass finds the range objects again; None for one range). The
+    held records of a document of several ranges are its range objects' records, read back."""
     from workers import keys, pipeline
     from workers.keys import job_id_for
     from workers.model import JobSpec
@@ -158,21 +155,23 @@ def _streamed(pdf: Path, tmp: Path) -> Callable[[], Any] | None:
     from workers.settings import Settings
     from workers.storage import LocalStorage
 
-    settings = Settings(cache_dir=str(tmp / "streamed-cache"))
-    job = JobSpec(job_id=job_id_for("budget-streamed", {}), source=str(pdf), filename=pdf.name,
-                  storage=(tmp / "streamed").as_uri(), artifact_prefix="doc", options={"structure": False})
+    settings = Settings(cache_dir=str(tmp / "cache"))
+    job = JobSpec(job_id=job_id_for("budget", {}), source=str(pdf), filename=pdf.name,
+                  storage=(tmp / "store").as_uri(), artifact_prefix="doc", options={"structure": False})
     left: list[tuple[int, int]] = []
-    pipeline.split_document(job, settings, on_ranges=left.extend)
-    if not left:
-        return None
+    held = pipeline.split_document(job, settings, on_ranges=left.extend).held
+    if held is not None:
+        return (lambda: pipeline.collect_held(job, settings, held)), None
     for first, last in left:
         pipeline.split_range(job, first, last, settings)
-    storage = LocalStorage(tmp / "streamed")
+    storage = LocalStorage(tmp / "store")
     manifest = storage.get_json(keys.job_manifest(job.job_id))
-    # `collect_document` without what follows the assembly (the metrics' Redis round trip, the work
-    # state's removal), so each pass finds the range objects again
-    return lambda: pipeline._assemble(job, settings, storage, manifest, iter_records(storage, job.job_id, manifest),
-                                      final_attempt=True)
+    records = [record for _, record in iter_records(storage, job.job_id, manifest)]
+    assert all(r is not None for r in records), "every page of the generated document climbs nowhere"
+    read_back = pipeline.Held(manifest, records, storage)
+    return (lambda: pipeline.collect_held(job, settings, read_back),
+            lambda: pipeline._assemble(job, settings, storage, manifest, iter_records(storage, job.job_id, manifest),
+                                       final_attempt=True))
 
 
 def report(pages: int, limit: float, seconds: dict[str, float], parts: Parts) -> list[str]:
