@@ -1,0 +1,295 @@
+"""The fleet's gpu queue on a GPU: a real Redis, a split/collect worker and a gpu worker (Celery,
+prefork × 1) read scanned documents with the SigLIP router and the lightonocr engine. Random weights
+of the real sizes (nothing downloaded), saved as checkpoints and loaded by the worker exactly like
+pulled models.
+
+    python bench/gpu_fleet.py                        # cuda: LightOnOCR-2-1B / siglip2-base sizes
+    python bench/gpu_fleet.py --device cpu --quick   # tiny models and pages: the script itself (a test runs it)
+
+It checks, and prints as a table:
+- every page of every document climbed to the gpu queue: router source `siglip2`, a `lightonocr`
+  attempt on rung `gpu_ocr` (random weights read garbage: the gate refuses it, the page is
+  quarantined, which is the right verdict);
+- the models stay loaded between tasks and documents: the gpu worker's log has one `loaded …`
+  line per model for the whole run;
+- the time per page of the first document (model loading included) and of the later ones, beside
+  the same engine reading the same pages in this process with no fleet (the fleet's overhead);
+- the GPU's memory in use (nvidia-smi, sampled) and the worker's pages per batch (`vlm.batch_size`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import gpu_bench  # noqa: E402
+from workers.engines.base import PageImage  # noqa: E402
+
+LOADED = re.compile(r"loaded (\S+) (\S+) on (\S+) in ([\d.]+)s")
+
+
+def checkpoints(device: str, quick: bool, root: Path) -> dict[str, Any]:
+    """SigLIP (router) and LightOnOCR (VLM) checkpoints with random weights, saved to `root`."""
+    from transformers import SiglipProcessor
+
+    model, tokenizer, images = gpu_bench.router_model(device, quick)
+    siglip = root / "siglip-checkpoint"
+    model.save_pretrained(siglip)
+    SiglipProcessor(image_processor=images, tokenizer=tokenizer).save_pretrained(siglip)
+    router_params = sum(p.numel() for p in model.parameters())
+    del model
+    gpu_bench.free_cuda(device)
+    vlm, vlm_params = gpu_bench.vlm_checkpoint(device, quick, root)
+    return {"siglip": siglip, "vlm": vlm, "router_params": router_params, "vlm_params": vlm_params}
+
+
+def scanned_documents(root: Path, docs: int, pages: int, quick: bool) -> list[Path]:
+    """`docs` image-only PDFs of `pages` A4 pages each (rendered text lines, 150 DPI; quick: smaller)."""
+    import pymupdf
+
+    images = gpu_bench.render_pages(root, pages, quick)
+    paths = []
+    for number in range(1, docs + 1):
+        doc = pymupdf.open()
+        for image in images:
+            page = doc.new_page(width=595, height=842)
+            page.insert_image(page.rect, filename=image.path)
+        doc.set_metadata({"subject": f"gpu fleet bench document {number}"})  # a distinct job a document
+        path = root / f"scan-{number}.pdf"
+        doc.save(path)
+        doc.close()
+        paths.append(path)
+    return paths
+
+
+def fleet_env(models: dict[str, Any], batch: int, tokens: int) -> dict[str, str]:
+    """The gpu worker's settings: every unread page to the gpu queue, the random SigLIP made to
+    route to Hebrew (a threshold no margin reaches), whose chain is the lightonocr engine alone."""
+    return {
+        "PAGEFLEET_GPU": "1",
+        "PAGEFLEET_ROUTER__SIGLIP_MODEL": str(models["siglip"]),
+        "PAGEFLEET_ROUTER__SIGLIP_PROMPTS": '["this is a photo of English text.", "this is a photo of Hebrew text."]',
+        "PAGEFLEET_ROUTER__SIGLIP_LABELS": '["latin", "he"]',
+        "PAGEFLEET_ROUTER__SIGLIP_THRESHOLD": "1.5",
+        "PAGEFLEET_VLM__LIGHTONOCR_MODEL": str(models["vlm"]),
+        "PAGEFLEET_CHAINS__HE": '["lightonocr"]',
+        "PAGEFLEET_VLM__BATCH_SIZE": str(batch),
+        "PAGEFLEET_VLM__MAX_NEW_TOKENS": str(tokens),
+        "OMP_NUM_THREADS": "4",
+    }
+
+
+class GpuMemory:
+    """The GPU's memory in use, sampled by nvidia-smi every half second (all processes)."""
+
+    def __init__(self) -> None:
+        self.binary = shutil.which("nvidia-smi")
+        self.peak_mib = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            with contextlib.suppress(OSError, ValueError, subprocess.SubprocessError):
+                out = subprocess.run([self.binary, "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                                     capture_output=True, text=True, timeout=10).stdout
+                self.peak_mib = max(self.peak_mib, int(out.split()[0]))
+
+    def __enter__(self) -> "GpuMemory":
+        if self.binary:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self.binary:
+            self._thread.join(timeout=15)
+
+
+@contextlib.contextmanager
+def gpu_fleet(workdir: Path, env_extra: dict[str, str]) -> Iterator[list[Any]]:
+    """Redis + a split/collect worker + a gpu worker (prefork × 1), stopped on the way out."""
+    from workers.app import use_broker
+    from workers.cli.embedded import RedisServer, WorkerProcess
+    from workers.settings import get_settings
+
+    (workdir / "logs").mkdir(parents=True, exist_ok=True)
+    redis = RedisServer(workdir)
+    url = redis.start()
+    env = dict(os.environ, PAGEFLEET_BROKER_URL=url, PAGEFLEET_RESULT_BACKEND=url,
+               PAGEFLEET_CACHE_DIR=str(workdir / "cache"), **env_extra)
+    workers = [WorkerProcess("split,collect", 1, env, workdir / "logs"), WorkerProcess("gpu", 1, env, workdir / "logs")]
+    use_broker(url)
+    get_settings.cache_clear()
+    try:
+        yield workers
+    finally:
+        for worker in workers:
+            worker.stop()
+        redis.stop()
+
+
+def wait_done(job_id: str, workers: list[Any], timeout_s: float) -> dict[str, str]:
+    from workers import jobs
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        info = jobs.get(job_id)
+        if info.get("state") in jobs.TERMINAL:
+            return info
+        dead = next((w for w in workers if not w.alive()), None)
+        if dead is not None:
+            raise RuntimeError(f"worker {dead.name} died:\n{dead.tail()}")
+        time.sleep(0.1)
+    raise RuntimeError(f"job {job_id} not done in {timeout_s:.0f}s: {jobs.get(job_id)}\n{workers[-1].tail()}")
+
+
+def run_documents(paths: list[Path], out: Path, workers: list[Any], timeout_s: float) -> list[dict[str, Any]]:
+    """Each document submitted alone (the next once the last is done): its wall time and pages."""
+    from workers.settings import Options
+    from workers.storage import LocalStorage
+    from workers.submit import enqueue, spec_for_path
+
+    rows = []
+    for path in paths:
+        spec = spec_for_path(str(path), LocalStorage(out).url, path.stem, Options())
+        started = time.perf_counter()
+        enqueue(spec)
+        info = wait_done(spec.job_id, workers, timeout_s)
+        seconds = time.perf_counter() - started
+        document = json.loads((out / path.stem / "document.json").read_text(encoding="utf-8"))
+        rows.append({"document": path.name, "state": info.get("state"), "seconds": seconds,
+                     "pages": len(document["pages"]), "checks": page_checks(document["pages"])})
+    return rows
+
+
+def page_checks(pages: list[dict[str, Any]]) -> dict[str, int]:
+    """How many pages were routed by SigLIP and read by lightonocr on the gpu rung."""
+    return {
+        "siglip2": sum(p.get("router", {}).get("source") == "siglip2" for p in pages),
+        "lightonocr_gpu": sum(any(a["engine"] == "lightonocr" and a["rung"] == "gpu_ocr" for a in p["attempts"])
+                              for p in pages),
+        "quarantined": sum(p.get("status") != "accepted" for p in pages),
+    }
+
+
+def model_loads(logdir: Path) -> list[dict[str, Any]]:
+    """Every `loaded …` line the workers logged (hf.cached_load: once per model, device and process)."""
+    loads = []
+    for log in sorted(logdir.glob("worker-gpu-*.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            found = LOADED.search(line)
+            if found:
+                loads.append({"model": found[1], "device": found[3], "seconds": float(found[4])})
+    return loads
+
+
+def bare_engine(models: dict[str, Any], pages: list[PageImage], batch: int, tokens: int, device: str) -> dict[str, Any]:
+    """The same checkpoint read by the lightonocr engine in this process, no fleet: a warm-up read,
+    then all the pages timed (the figure the fleet's warm documents are set beside)."""
+    from workers.engines import hf
+    from workers.engines.base import create
+
+    engine = create("lightonocr", model=str(models["vlm"]), batch_size=batch, max_new_tokens=tokens, device=device)
+    started = time.perf_counter()
+    engine.read(pages[:1], script="he")
+    first = time.perf_counter() - started
+    gpu_bench.sync(device)
+    started = time.perf_counter()
+    outputs = engine.read(pages, script="he")
+    gpu_bench.sync(device)
+    seconds = time.perf_counter() - started
+    hf._CACHE.clear()
+    gpu_bench.free_cuda(device)
+    return {"pages": len(pages), "seconds": seconds, "first_read_s": first,
+            "tokens": sum(int(o.details.get("tokens", 0)) for o in outputs)}
+
+
+def measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
+    started = time.perf_counter()
+    models = checkpoints(args.device, args.quick, root)
+    paths = scanned_documents(root, args.docs, args.pages, args.quick)
+    results: dict[str, Any] = {"environment": gpu_bench.environment(args.device), "batch": args.batch,
+                               "max_new_tokens": args.tokens, "router_params": models["router_params"],
+                               "vlm_params": models["vlm_params"], "build_s": time.perf_counter() - started}
+    env = fleet_env(models, args.batch, args.tokens)
+    with GpuMemory() as memory, gpu_fleet(root / "fleet", env) as workers:
+        results["documents"] = run_documents(paths, root / "out", workers, args.timeout)
+    results["gpu_peak_mib"] = memory.peak_mib
+    results["loads"] = model_loads(root / "fleet" / "logs")
+    (root / "bare").mkdir()
+    images = gpu_bench.render_pages(root / "bare", args.pages, args.quick)
+    results["bare"] = bare_engine(models, images, args.batch, args.tokens, args.device)
+    results["seconds"] = time.perf_counter() - started
+    return results
+
+
+def print_report(results: dict[str, Any]) -> None:
+    print(f"environment: {results['environment']}")
+    print(f"models: SigLIP {results['router_params'] / 1e6:.1f}M, LightOnOCR {results['vlm_params'] / 1e6:.1f}M "
+          f"parameters (random, built and saved in {results['build_s']:.1f}s); vlm.batch_size {results['batch']}, "
+          f"max_new_tokens {results['max_new_tokens']}")
+    print(f"\n| document | state | pages | wall s | s/page | routed by SigLIP | lightonocr on gpu_ocr | quarantined |")
+    print("|---|---|---|---|---|---|---|---|")
+    for row in results["documents"]:
+        c = row["checks"]
+        print(f"| {row['document']} | {row['state']} | {row['pages']} | {row['seconds']:.2f} | "
+              f"{row['seconds'] / max(row['pages'], 1):.3f} | {c['siglip2']} | {c['lightonocr_gpu']} | {c['quarantined']} |")
+    bare = results["bare"]
+    print(f"| same pages, engine alone (no fleet) | | {bare['pages']} | {bare['seconds']:.2f} | "
+          f"{bare['seconds'] / max(bare['pages'], 1):.3f} | | | |")
+    print("\nmodel loads in the gpu worker (whole run): "
+          + (", ".join(f"{x['model']} on {x['device']} {x['seconds']:.1f}s" for x in results["loads"]) or "none"))
+    if results["gpu_peak_mib"]:
+        print(f"GPU memory in use, peak (nvidia-smi): {results['gpu_peak_mib'] / 1024:.1f} GiB")
+    warm = results["documents"][1:]
+    if warm:
+        per_page = sum(r["seconds"] for r in warm) / sum(r["pages"] for r in warm)
+        print(f"warm fleet s/page {per_page:.3f} vs engine alone {bare['seconds'] / max(bare['pages'], 1):.3f}"
+              f" (x{per_page / max(bare['seconds'] / max(bare['pages'], 1), 1e-9):.2f})")
+    print(f"total {results['seconds']:.1f}s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda", help="cuda (default) or cpu")
+    parser.add_argument("--quick", action="store_true", help="tiny models and pages (the script itself, on a CPU)")
+    parser.add_argument("--docs", type=int, default=3, help="documents, submitted one after the other (default 3)")
+    parser.add_argument("--pages", type=int, default=16, help="pages a document (default 16)")
+    parser.add_argument("--batch", type=int, default=8, help="vlm.batch_size: pages a gpu task and a generate call")
+    parser.add_argument("--tokens", type=int, default=128, help="vlm.max_new_tokens (default 128)")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds a document may take")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args(argv)
+    import torch
+
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        print("no CUDA device: use --device cpu --quick", file=sys.stderr)
+        return 2
+    torch.manual_seed(0)
+    with tempfile.TemporaryDirectory(prefix="pagefleet-gpu-fleet-") as tmp:
+        results = measure(args, Path(tmp))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2, default=str))
+    print_report(results)
+    ok = all(r["checks"]["lightonocr_gpu"] == r["pages"] for r in results["documents"]) and \
+        len(results["loads"]) == len({x["model"] for x in results["loads"]})
+    print(f"gpu_fleet_ok={int(ok)} loads={len(results['loads'])}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""bench/gpu_fleet.py on the CPU at tiny sizes: a real Redis, a split/collect worker and a gpu worker
+read scanned documents one after the other; every page climbs to the gpu queue (SigLIP routes it,
+lightonocr reads it on rung gpu_ocr, the gate refuses the random model's garbage) and the gpu worker
+loads each model once for the whole run. The same script runs on a GPU node (README, GPU path)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_gpu_fleet_bench_reads_every_page_on_the_gpu_queue_with_models_loaded_once(tmp_path: Path) -> None:
+    out = tmp_path / "gpu_fleet.json"
+    proc = subprocess.run(
+        [sys.executable, "bench/gpu_fleet.py", "--device", "cpu", "--quick", "--docs", "3", "--pages", "3",
+         "--batch", "2", "--tokens", "16", "--json", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == "gpu_fleet_ok=1 loads=2"
+    results = json.loads(out.read_text())
+    assert [d["state"] for d in results["documents"]] == ["done"] * 3
+    for document in results["documents"]:
+        assert document["pages"] == 3
+        # routed by the random SigLIP, read by lightonocr on the gpu rung, refused by the gate
+        assert document["checks"] == {"siglip2": 3, "lightonocr_gpu": 3, "quarantined": 3}
+    loads = results["loads"]
+    assert sorted(x["model"] for x in loads) == ["AutoModel[siglip]", "LightOnOcrForConditionalGeneration"]
+    assert {x["device"] for x in loads} == {"cpu"}
+    assert results["bare"]["pages"] == 3 and results["bare"]["tokens"] > 0
+    assert "| same pages, engine alone (no fleet) |" in proc.stdout
