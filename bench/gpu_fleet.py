@@ -39,6 +39,7 @@ from bench import gpu_bench  # noqa: E402
 from workers.engines.base import PageImage  # noqa: E402
 
 LOADED = re.compile(r"loaded (\S+) (\S+) on (\S+) in ([\d.]+)s")
+BATCHED = re.compile(r"batched (\d+) requests, (\d+) items in one call")
 
 
 def checkpoints(device: str, quick: bool, root: Path) -> dict[str, Any]:
@@ -120,8 +121,9 @@ class GpuMemory:
 
 
 @contextlib.contextmanager
-def gpu_fleet(workdir: Path, env_extra: dict[str, str]) -> Iterator[list[Any]]:
-    """Redis + a split/collect worker + a gpu worker (prefork × 1), stopped on the way out."""
+def gpu_fleet(workdir: Path, env_extra: dict[str, str], pool: str = "threads", threads: int = 8) -> Iterator[list[Any]]:
+    """Redis + a split/collect worker + a gpu worker (`threads` task threads, as deployed; or
+    prefork × 1, as before cross-task batching), stopped on the way out."""
     from workers.app import use_broker
     from workers.cli.embedded import RedisServer, WorkerProcess
     from workers.settings import get_settings
@@ -131,7 +133,8 @@ def gpu_fleet(workdir: Path, env_extra: dict[str, str]) -> Iterator[list[Any]]:
     url = redis.start()
     env = dict(os.environ, PAGEFLEET_BROKER_URL=url, PAGEFLEET_RESULT_BACKEND=url,
                PAGEFLEET_CACHE_DIR=str(workdir / "cache"), **env_extra)
-    workers = [WorkerProcess("split,collect", 1, env, workdir / "logs"), WorkerProcess("gpu", 1, env, workdir / "logs")]
+    gpu = WorkerProcess("gpu", threads if pool == "threads" else 1, env, workdir / "logs", pool=pool)
+    workers = [WorkerProcess("split,collect", 1, env, workdir / "logs"), gpu]
     use_broker(url)
     get_settings.cache_clear()
     try:
@@ -174,6 +177,32 @@ def run_documents(paths: list[Path], out: Path, workers: list[Any], timeout_s: f
         rows.append({"document": path.name, "state": info.get("state"), "seconds": seconds,
                      "pages": len(document["pages"]), "checks": page_checks(document["pages"])})
     return rows
+
+
+def run_at_once(paths: list[Path], out: Path, workers: list[Any], timeout_s: float) -> dict[str, Any]:
+    """One-page documents submitted together (`enqueue_many`, as a bucket's batch or the CLI sends
+    them): the wall time until the last is done, and what their pages went through."""
+    from workers.settings import Options
+    from workers.storage import LocalStorage
+    from workers.submit import enqueue_many, spec_for_path
+
+    specs = [spec_for_path(str(p), LocalStorage(out).url, p.stem, Options()) for p in paths]
+    started = time.perf_counter()
+    enqueue_many(specs)
+    states = [wait_done(spec.job_id, workers, timeout_s).get("state") for spec in specs]
+    seconds = time.perf_counter() - started
+    pages = [page for p in paths for page in
+             json.loads((out / p.stem / "document.json").read_text(encoding="utf-8"))["pages"]]
+    return {"document": f"{len(paths)} one-page documents at once", "state": ",".join(sorted(set(states))),
+            "seconds": seconds, "pages": len(pages), "checks": page_checks(pages)}
+
+
+def merged_calls(logdir: Path) -> list[tuple[int, int]]:
+    """(requests, pages) of every generate call that merged several tasks' reads (`batching`)."""
+    calls = []
+    for log in sorted(logdir.glob("worker-gpu-*.log")):
+        calls += [(int(a), int(b)) for a, b in BATCHED.findall(log.read_text(errors="replace"))]
+    return calls
 
 
 def page_checks(pages: list[dict[str, Any]]) -> dict[str, int]:
@@ -221,15 +250,22 @@ def bare_engine(models: dict[str, Any], pages: list[PageImage], batch: int, toke
 def measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     started = time.perf_counter()
     models = checkpoints(args.device, args.quick, root)
-    paths = scanned_documents(root, args.docs, args.pages, args.quick)
+    (root / "docs").mkdir()
+    (root / "small").mkdir()
+    paths = scanned_documents(root / "docs", args.docs, args.pages, args.quick)
     results: dict[str, Any] = {"environment": gpu_bench.environment(args.device), "batch": args.batch,
                                "max_new_tokens": args.tokens, "router_params": models["router_params"],
                                "vlm_params": models["vlm_params"], "build_s": time.perf_counter() - started}
+    small = scanned_documents(root / "small", args.small, 1, args.quick) if args.small else []
     env = fleet_env(models, args.batch, args.tokens)
-    with GpuMemory() as memory, gpu_fleet(root / "fleet", env) as workers:
+    with GpuMemory() as memory, gpu_fleet(root / "fleet", env, args.pool, args.batch) as workers:
         results["documents"] = run_documents(paths, root / "out", workers, args.timeout)
+        if small:
+            results["documents"].append(run_at_once(small, root / "out", workers, args.timeout))
     results["gpu_peak_mib"] = memory.peak_mib
+    results["pool"] = args.pool
     results["loads"] = model_loads(root / "fleet" / "logs")
+    results["merged"] = merged_calls(root / "fleet" / "logs")
     (root / "bare").mkdir()
     images = gpu_bench.render_pages(root / "bare", args.pages, args.quick)
     results["bare"] = bare_engine(models, images, args.batch, args.tokens, args.device)
@@ -253,13 +289,21 @@ def print_report(results: dict[str, Any]) -> None:
           f"{bare['seconds'] / max(bare['pages'], 1):.3f} | | | |")
     print("\nmodel loads in the gpu worker (whole run): "
           + (", ".join(f"{x['model']} on {x['device']} {x['seconds']:.1f}s" for x in results["loads"]) or "none"))
+    merged = results["merged"]
+    print(f"gpu worker: pool {results['pool']}; generate calls that merged several tasks: {len(merged)}"
+          + (f" (tasks a call {max(r for r, _ in merged)} at most, pages {max(p for _, p in merged)} at most)"
+             if merged else ""))
     if results["gpu_peak_mib"]:
         print(f"GPU memory in use, peak (nvidia-smi): {results['gpu_peak_mib'] / 1024:.1f} GiB")
-    warm = results["documents"][1:]
+    many = [r for r in results["documents"] if r["document"].endswith("at once")]
+    warm = [r for r in results["documents"][1:] if r not in many]
     if warm:
         per_page = sum(r["seconds"] for r in warm) / sum(r["pages"] for r in warm)
         print(f"warm fleet s/page {per_page:.3f} vs engine alone {bare['seconds'] / max(bare['pages'], 1):.3f}"
               f" (x{per_page / max(bare['seconds'] / max(bare['pages'], 1), 1e-9):.2f})")
+        for row in many:
+            print(f"{row['document']}: s/page {row['seconds'] / max(row['pages'], 1):.3f}, "
+                  f"x{per_page / max(row['seconds'] / max(row['pages'], 1), 1e-9):.2f} the pages/s of the warm documents")
     print(f"total {results['seconds']:.1f}s")
 
 
@@ -271,6 +315,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pages", type=int, default=16, help="pages a document (default 16)")
     parser.add_argument("--batch", type=int, default=8, help="vlm.batch_size: pages a gpu task and a generate call")
     parser.add_argument("--tokens", type=int, default=128, help="vlm.max_new_tokens (default 128)")
+    parser.add_argument("--small", type=int, default=16, help="then this many one-page documents at once (0: none)")
+    parser.add_argument("--pool", choices=["threads", "prefork"], default="threads",
+                        help="the gpu worker's pool: threads (as deployed: tasks share generate calls) or prefork × 1")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds a document may take")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)

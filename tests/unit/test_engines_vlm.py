@@ -9,6 +9,9 @@ files in the directory) to exercise the trust_remote_code path.
 from __future__ import annotations
 
 import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -19,7 +22,7 @@ pytest.importorskip("transformers")
 from PIL import Image, ImageDraw, ImageFont  # noqa: E402
 
 from tests.support import tiny_models
-from workers.engines import hf, repetition, vlm, vlm_load  # noqa: E402
+from workers.engines import batching, hf, repetition, vlm, vlm_load  # noqa: E402
 from workers.engines.base import PageImage, create  # noqa: E402
 from workers.errors import EngineTimeout, EngineUnavailable  # noqa: E402
 from workers.settings import get_settings  # noqa: E402
@@ -162,6 +165,39 @@ def test_batched_and_single_reads_agree(models: ModelDirs, pages: list[PageImage
     batched = create("qwen", model=model, max_new_tokens=6, batch_size=3).read(pages, script="latin")
     single = create("qwen", model=model, max_new_tokens=6, batch_size=1).read(pages, script="latin")
     assert [o.text for o in batched] == [o.text for o in single]
+
+
+def test_concurrent_reads_share_one_generate_call(models: ModelDirs, pages: list[PageImage]) -> None:
+    """A gpu worker's task threads: reads waiting while a generate call runs go together into the
+    next one (`workers.engines.batching`), each thread gets its own page's reading back."""
+    model = models[("qwen", False)]
+    single = create("qwen", model=model, max_new_tokens=6, batch_size=1).read(pages, script="latin")
+    engine = create("qwen", model=model, max_new_tokens=6, batch_size=4)
+    entered, opened = threading.Event(), threading.Event()
+    real = engine._read_pages
+
+    def first_call_held(loaded: object, items: list[PageImage], script: str) -> list[object]:
+        if not entered.is_set():
+            entered.set()
+            assert opened.wait(60)
+        return real(loaded, items, script)
+
+    engine._read_pages = first_call_held  # type: ignore[method-assign]
+    with ThreadPoolExecutor(len(pages)) as pool:
+        futures = [pool.submit(engine.read, [pages[0]], script="latin")]
+        assert entered.wait(60)
+        futures += [pool.submit(engine.read, [page], script="latin") for page in pages[1:]]
+        for _ in range(3000):
+            with batching.BATCHES._cond:
+                if sum(map(len, batching.BATCHES._queues.values())) >= len(pages) - 1:
+                    break
+            time.sleep(0.01)
+        opened.set()
+        outputs = [f.result(timeout=120) for f in futures]
+    assert [len(o) for o in outputs] == [1] * len(pages)
+    assert [o[0].text for o in outputs] == [o.text for o in single]
+    rest = len(pages) - 1
+    assert [o[0].details["batch_size"] for o in outputs] == [1] + [rest] * rest
 
 
 def test_prompts_follow_the_model_cards() -> None:

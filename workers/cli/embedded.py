@@ -147,12 +147,22 @@ class RedisServer:
         self.proc = None
 
 
+def pool_for(queues: str) -> list[str]:
+    """Celery's pool option for a worker of these queues: a worker of the gpu queue alone runs its
+    tasks on threads (`gpu_pool`), so that its concurrent tasks' pages share the VLM's generate
+    calls (`workers.engines.batching`) and one copy of each model; every other worker forks."""
+    from workers.settings import get_settings
+
+    return ["-P", get_settings().gpu_pool] if [q.strip() for q in queues.split(",")] == ["gpu"] else []
+
+
 class WorkerProcess:
-    def __init__(self, queues: str, concurrency: int, env: dict[str, str], logdir: Path, loglevel: str = "INFO") -> None:
+    def __init__(self, queues: str, concurrency: int, env: dict[str, str], logdir: Path, loglevel: str = "INFO",
+                 pool: str | None = None) -> None:
         self.name = f"{queues.replace(',', '-')}-{uuid.uuid4().hex[:6]}"
         self.logfile = logdir / f"worker-{self.name}.log"
         args = [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "-Q", queues, "-c", str(concurrency),
-                "-n", f"{self.name}@%h", "--without-mingle", "--without-gossip", "-l", loglevel,
+                *(["-P", pool] if pool else pool_for(queues)), "-n", f"{self.name}@%h", "--without-mingle", "--without-gossip", "-l", loglevel,
                 "--logfile", str(self.logfile), "-E"]
         self.proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=open(self.logfile.with_suffix(".err"), "wb"),
                                      start_new_session=True, preexec_fn=die_with_parent)
@@ -205,7 +215,10 @@ class EmbeddedFleet:
             self.workers.append(WorkerProcess("split,collect", 1, env, self.logdir))
             self.workers.append(WorkerProcess("cpu", self.cpu_workers, env, self.logdir))
             if self.gpu:
-                self.workers.append(WorkerProcess("gpu", 1, env, self.logdir))
+                from workers.settings import get_settings
+
+                # task threads: as many tasks at once as a generate call takes pages
+                self.workers.append(WorkerProcess("gpu", get_settings().vlm.batch_size, env, self.logdir))
         except BaseException:
             self.__exit__(None, None, None)
             raise

@@ -53,13 +53,16 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_worker(args: argparse.Namespace, console: Console) -> int:
+    from workers.cli.embedded import pool_for
+
     queues = [q.strip() for q in args.queues.split(",") if q.strip()]
     bad = [q for q in queues if q not in QUEUES]
     if bad or not queues:
         console.print(f"pagefleet: error: unknown queue(s) {bad or queues}; choose from {', '.join(QUEUES)}")
         return 1
     argv = [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "-Q", ",".join(queues),
-            "-c", str(args.concurrency), "-l", args.loglevel, "-E", "-n", f"{'-'.join(queues)}@%h"]
+            "-c", str(args.concurrency), *pool_for(",".join(queues)), "-l", args.loglevel, "-E",
+            "-n", f"{'-'.join(queues)}@%h"]
     os.execv(sys.executable, argv)
     return 0  # pragma: no cover
 
@@ -142,7 +145,8 @@ def parser() -> argparse.ArgumentParser:
     worker = sub.add_parser("worker", help="run a Celery worker for some queues")
     worker.add_argument("--queues", required=True, help="comma-separated: split,cpu,gpu,collect")
     worker.add_argument("--concurrency", type=int, default=os.cpu_count() or 2,
-                        help="pool processes (default: the CPU count)")
+                        help="pool processes (default: the CPU count); for the gpu queue alone, task "
+                             "threads whose pages share generate calls (set it to vlm.batch_size)")
     worker.add_argument("--loglevel", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
 
     submit = sub.add_parser("submit", help="enqueue one document")

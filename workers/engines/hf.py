@@ -21,7 +21,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from workers.engines.models_store import model_problem, models_dir
@@ -41,6 +41,9 @@ class LoadedModel:
     class_name: str
     model_id: str
     load_seconds: float
+    # one forward or generate call at a time on this model (a gpu worker's task threads share it:
+    # two batches at once would each need the batch's memory)
+    busy: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
 _CACHE: dict[tuple[str, str, str], LoadedModel] = {}

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workers.engines.base import Engine, EngineHealth, EngineOutput, PageImage, register
+from workers.engines.batching import BATCHES
 from workers.engines.hf import (
     LoadedModel, cached_load, loading, missing_packages, pick_device, resolve, to_device, weights_present,
 )
@@ -188,12 +189,20 @@ class VlmEngine(Engine):
         return LoadedModel(model, processor, device, class_name, self.model_id, time.monotonic() - started)
 
     def read(self, images: list[PageImage], *, script: str) -> list[EngineOutput]:
+        """The pages' outputs, in order. Concurrent reads of this process (a gpu worker's task
+        threads) with the same model, prompt and options share generate calls (`batching`)."""
         if not images:
             return []
         loaded = self.load()
+        key = (self.name, self.model_id, loaded.device, script, self.max_new_tokens, self.max_pixels,
+               self.timeout_s, self.static_cache, self.policy)
+        return BATCHES.run(key, images, self.batch_size, lambda pages: self._read_pages(loaded, pages, script))
+
+    def _read_pages(self, loaded: LoadedModel, pages: list[PageImage], script: str) -> list[EngineOutput]:
         outputs: list[EngineOutput] = []
-        for chunk in _chunks(images, self.batch_size):
-            outputs.extend(self._read_batch(loaded, chunk, script))
+        with loaded.busy:  # another prompt's batch on the same model waits (its memory, not two at once)
+            for chunk in _chunks(pages, self.batch_size):
+                outputs.extend(self._read_batch(loaded, chunk, script))
         return outputs
 
     def _prepare(self, loaded: LoadedModel, pages: list[PageImage], script: str) -> dict[str, Any]:

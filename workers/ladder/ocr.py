@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
+import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -35,8 +36,8 @@ from workers.pdf.fetch import local_pdf
 from workers.storage import Storage, open_storage
 
 log = logging.getLogger(__name__)
-_ENGINES: dict[str, Engine] = {}
-_HEALTH: dict[str, EngineHealth] = {}
+_ENGINES: dict[str, tuple[Engine, EngineHealth]] = {}
+_ENGINES_LOCK = threading.Lock()  # a gpu worker's task threads ask at once
 
 
 @dataclass
@@ -65,10 +66,14 @@ class PageWork:
 
 def engine(entry: str) -> tuple[Engine, EngineHealth]:
     """One engine instance per process and chain entry; health checked once."""
-    if entry not in _ENGINES:
-        _ENGINES[entry] = create(entry)
-        _HEALTH[entry] = _ENGINES[entry].health()
-    return _ENGINES[entry], _HEALTH[entry]
+    found = _ENGINES.get(entry)
+    if found is None:
+        with _ENGINES_LOCK:
+            found = _ENGINES.get(entry)
+            if found is None:
+                made = create(entry)
+                found = _ENGINES[entry] = (made, made.health())
+    return found
 
 
 def ocr_pages(job: JobSpec, numbers: list[int], settings: Settings) -> list[PageRecord]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -40,13 +41,17 @@ from workers.settings import get_settings
 log = logging.getLogger(__name__)
 THUMB_SIDE = 448  # twice the model's 224 px: a box reduce to here, then the processor's bicubic resize
 _DECODERS: dict[int, ThreadPoolExecutor] = {}  # per process: a pool made before a fork has no threads after it
+_DECODERS_LOCK = threading.Lock()
 
 
 def _decoders() -> ThreadPoolExecutor:
     pool = _DECODERS.get(os.getpid())
     if pool is None:
-        _DECODERS.clear()
-        pool = _DECODERS[os.getpid()] = ThreadPoolExecutor(min(8, os.cpu_count() or 1), "siglip-decode")
+        with _DECODERS_LOCK:  # a gpu worker's task threads classify at once
+            pool = _DECODERS.get(os.getpid())
+            if pool is None:
+                _DECODERS.clear()
+                pool = _DECODERS[os.getpid()] = ThreadPoolExecutor(min(8, os.cpu_count() or 1), "siglip-decode")
     return pool
 
 
@@ -146,7 +151,7 @@ class SiglipRouter:
                 truncation=True, return_tensors="pt",
             )
             moved = to_device(dict(inputs), loaded.device)
-            with torch.inference_mode():
+            with loaded.busy, torch.inference_mode():  # one batch at a time (a gpu worker's threads)
                 logits = loaded.model(**moved).logits_per_image
         except torch.cuda.OutOfMemoryError as e:
             raise EngineCrashed(f"{self.name}: CUDA out of memory at batch {len(images)}") from e

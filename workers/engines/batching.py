@@ -1,0 +1,116 @@
+"""Pages of concurrent tasks read in one batch (issue 15: the GPU path).
+
+A gpu worker runs its tasks on threads (Celery's threads pool: `pagefleet worker --queues gpu`),
+and a bucket of one-page scans arrives as one task a document. Read one task at a time, every
+generate call would hold one page: an H200 reads 0.06 LightOnOCR pages/s at batch 1 and 0.42 at
+batch 8 (bench/gpu_bench.py). Here the tasks' reads of one engine and prompt queue up, and the
+thread that finds none of them running takes the queue's oldest requests, up to the engine's
+batch size of pages, and reads them in one call; the others wait for their rows. While a batch
+runs on the GPU the next one gathers, so batches fill without a waiting window (a single thread
+reads at once, as before). A request larger than the batch goes alone (the engine splits it).
+
+Every waiting request of a batch that fails gets the failure (its own copy of the exception).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Batcher", "BATCHES"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Request:
+    items: list[Any]
+    results: list[Any] = field(default_factory=list)
+    error: BaseException | None = None
+    done: bool = False
+
+
+class Batcher:
+    """Requests (lists of items) under one key read together, `size` items at most a call."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._queues: dict[Hashable, list[_Request]] = {}
+        self._running: set[Hashable] = set()
+        self.sizes: list[int] = []  # items a call, the last 1000 calls (logs and tests)
+
+    def run(self, key: Hashable, items: list[Any], size: int, read: Callable[[list[Any]], list[Any]]) -> list[Any]:
+        """`read(items)` for these items and whatever else is queued under `key`; this request's rows."""
+        mine = _Request(list(items))
+        with self._cond:
+            self._queues.setdefault(key, []).append(mine)
+            while not mine.done and key in self._running:
+                self._cond.wait()
+            if not mine.done:
+                self._running.add(key)
+        if not mine.done:
+            try:
+                while not mine.done:  # the requests ahead of this one first, then its own batch
+                    with self._cond:
+                        batch = self._take(key, max(1, size))
+                    self._serve(batch, read)
+            finally:
+                with self._cond:
+                    self._running.discard(key)
+                    if not self._queues.get(key):
+                        self._queues.pop(key, None)
+                    self._cond.notify_all()
+        return _outcome(mine)
+
+    def _take(self, key: Hashable, size: int) -> list[_Request]:
+        queue = self._queues[key]
+        batch = [queue.pop(0)]
+        count = len(batch[0].items)
+        while queue and count + len(queue[0].items) <= size:
+            count += len(queue[0].items)
+            batch.append(queue.pop(0))
+        return batch
+
+    def _serve(self, batch: list[_Request], read: Callable[[list[Any]], list[Any]]) -> None:
+        items = [item for request in batch for item in request.items]
+        try:
+            rows = read(items)
+            if len(rows) != len(items):
+                raise RuntimeError(f"a batch of {len(items)} items read {len(rows)} rows")
+        except Exception as exc:  # every request of the batch gets it, the runner's too (`_outcome`)
+            self._finish(batch, error=exc)
+            return
+        except BaseException as exc:  # an interrupt or exit stops the runner: its batch is not left waiting
+            self._finish(batch, error=exc)
+            raise
+        self.sizes = [*self.sizes[-999:], len(items)]
+        if len(batch) > 1:
+            log.info("batched %d requests, %d items in one call", len(batch), len(items))
+        self._finish(batch, rows=rows)
+
+    def _finish(self, batch: list[_Request], rows: list[Any] | None = None, error: BaseException | None = None) -> None:
+        with self._cond:
+            at = 0
+            for request in batch:
+                if rows is not None:
+                    request.results = rows[at:at + len(request.items)]
+                    at += len(request.items)
+                request.error, request.done = error, True
+            self._cond.notify_all()
+
+
+def _outcome(request: _Request) -> list[Any]:
+    if request.error is not None:
+        try:  # one exception object raised in several threads would share (and grow) one traceback
+            error = copy.copy(request.error).with_traceback(None)
+        except Exception:  # noqa: BLE001 - an exception that cannot be copied is raised as it is
+            raise request.error from None
+        raise error from request.error
+    return request.results
+
+
+BATCHES = Batcher()  # the process's: every engine instance of a model shares its queue
