@@ -127,3 +127,27 @@ def test_a_gpu_worker_runs_its_tasks_on_threads(monkeypatch: pytest.MonkeyPatch)
     finally:
         monkeypatch.delenv("PAGEFLEET_GPU_POOL")
         get_settings.cache_clear()
+
+
+def test_pagefleet_worker_gives_a_gpu_worker_vlm_batch_size_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pagefleet worker --queues gpu` (compose, Kubernetes): the threads pool with as many task
+    threads as a generate call takes pages, unless --concurrency says otherwise; others prefork."""
+    from workers.cli import main
+    from workers.settings import get_settings
+
+    started: list[list[str]] = []
+    monkeypatch.setattr(main.os, "execv", lambda exe, argv: started.append(argv))
+    monkeypatch.setenv("PAGEFLEET_VLM__BATCH_SIZE", "16")
+    get_settings.cache_clear()
+    try:
+        assert main.main(["worker", "--queues", "gpu"]) == 0
+        assert main.main(["worker", "--queues", "gpu", "--concurrency", "4"]) == 0
+        assert main.main(["worker", "--queues", "cpu", "--concurrency", "3"]) == 0
+    finally:
+        monkeypatch.delenv("PAGEFLEET_VLM__BATCH_SIZE")
+        get_settings.cache_clear()
+
+    def option(argv: list[str], flag: str) -> str | None:
+        return argv[argv.index(flag) + 1] if flag in argv else None
+
+    assert [(option(a, "-c"), option(a, "-P")) for a in started] == [("16", "threads"), ("4", "threads"), ("3", None)]

@@ -60,9 +60,10 @@ def cmd_worker(args: argparse.Namespace, console: Console) -> int:
     if bad or not queues:
         console.print(f"pagefleet: error: unknown queue(s) {bad or queues}; choose from {', '.join(QUEUES)}")
         return 1
+    pool = pool_for(",".join(queues))
+    concurrency = args.concurrency or (get_settings().vlm.batch_size if pool else os.cpu_count() or 2)
     argv = [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "-Q", ",".join(queues),
-            "-c", str(args.concurrency), *pool_for(",".join(queues)), "-l", args.loglevel, "-E",
-            "-n", f"{'-'.join(queues)}@%h"]
+            "-c", str(concurrency), *pool, "-l", args.loglevel, "-E", "-n", f"{'-'.join(queues)}@%h"]
     os.execv(sys.executable, argv)
     return 0  # pragma: no cover
 
@@ -144,9 +145,9 @@ def parser() -> argparse.ArgumentParser:
 
     worker = sub.add_parser("worker", help="run a Celery worker for some queues")
     worker.add_argument("--queues", required=True, help="comma-separated: split,cpu,gpu,collect")
-    worker.add_argument("--concurrency", type=int, default=os.cpu_count() or 2,
+    worker.add_argument("--concurrency", type=int, default=None,
                         help="pool processes (default: the CPU count); for the gpu queue alone, task "
-                             "threads whose pages share generate calls (set it to vlm.batch_size)")
+                             "threads whose pages share generate calls (default: vlm.batch_size)")
     worker.add_argument("--loglevel", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
 
     submit = sub.add_parser("submit", help="enqueue one document")
