@@ -7,11 +7,14 @@ worker) the page is finished as failed and dead-lettered instead of redelivered 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 
 from celery.exceptions import SoftTimeLimitExceeded
 
-from workers import jobs
+from workers import deadline, jobs
 from workers.app import task
+from workers.errors import TaskDeadline
 from workers.jobs import JobState
 from workers.model import JobSpec
 from workers.ladder.ocr import failed_page, ocr_pages, summary
@@ -32,9 +35,12 @@ def _run(spec: dict, pages: list[int], retries: int = 0) -> dict:
                               "filename": job.filename, "storage": job.storage})
         else:
             todo.append(number)
+    # a task on a thread (a gpu worker's threads pool) keeps its own soft limit: Celery's needs a pool child
+    on_thread = threading.current_thread() is not threading.main_thread()
     try:
-        records = ocr_pages(job, todo, settings)
-    except SoftTimeLimitExceeded:
+        with deadline.until(time.monotonic() + settings.task_soft_time_limit if on_thread else None):
+            records = ocr_pages(job, todo, settings)
+    except (SoftTimeLimitExceeded, TaskDeadline):
         records = [failed_page(job, n, ["time_limit"], settings) for n in todo]
     for r in records:
         log.info("job %s page %d: %s via %s", job.job_id, r.number, r.route, r.engine)

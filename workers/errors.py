@@ -119,6 +119,13 @@ class EngineCrashed(EngineError):
     code = "engine_crashed"
 
 
+class TaskDeadline(PagefleetError):
+    """A task on a thread passed its soft time limit, which Celery cannot deliver there
+    (`workers.deadline`): its pages end as a prefork task's do at the limit (`time_limit`)."""
+
+    code = "time_limit"
+
+
 class SandboxError(PagefleetError):
     code = "sandbox_failed"
 

@@ -232,8 +232,8 @@ class Settings(BaseSettings):
 
     gpu: bool = Field(False, description="route OCR to the gpu queue and its VLM chains")
     # a worker of the gpu queue alone: "threads" runs its tasks on threads whose pages share the
-    # VLM's generate calls (workers/engines/batching.py; Celery enforces no time limits on threads:
-    # the engine's own deadline and the watchdog do); "prefork" one task at a time in a pool child
+    # VLM's generate calls (workers/engines/batching.py; a task keeps its own soft time limit there,
+    # workers/deadline.py); "prefork" one task at a time in a pool child
     gpu_pool: Literal["threads", "prefork"] = "threads"
     tesseract_cmd: str = "tesseract"
     tesseract_timeout_s: float = Field(180.0, gt=0)

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import PrivateFleet, wait_for_job
 from tests.support.drills import busy_child
-from workers import jobs
+from workers import jobs, keys
 from workers.settings import Options
 from workers.storage import LocalStorage
 from workers.submit import enqueue, spec_for_path
@@ -99,3 +99,36 @@ def test_watchdog_finishes_a_job_whose_chord_never_fires(fixtures_dir: Path, tmp
     missing = [p["number"] for p in doc["pages"] if p["quality"]["reasons"] == ["page_missing"]]
     assert missing == [2, 5, 6] and doc["pages"][0]["route"] == "text_layer"
     assert any(d["job_id"] == job and d["reason"] == "deadline" for d in dead)
+
+
+def test_a_task_on_a_thread_keeps_its_soft_time_limit(fixtures_dir: Path, tmp_path: Path,
+                                                      service_env: dict[str, str]) -> None:
+    """A gpu worker's tasks run on threads, where Celery's soft limit cannot reach them: the task
+    keeps its own (workers.deadline) and its pages end as a prefork task's do at the limit."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tasks.ocr import _run
+    from workers.settings import get_settings
+
+    from workers.model import JobSpec
+    from workers.pipeline import split_document
+
+    def split(out: Path) -> dict:  # rung 1's work state stored; no OCR task is sent
+        spec = spec_for_path(str(fixtures_dir / "image_only_hebrew_scan.pdf"), LocalStorage(out).url, "doc", Options())
+        assert split_document(JobSpec.model_validate(spec.model_dump(mode="json")), get_settings()).pending == {"cpu": [1]}
+        return spec.model_dump(mode="json")
+
+    on_thread, on_main = split(tmp_path / "thread"), split(tmp_path / "main")
+    os.environ["PAGEFLEET_TASK_SOFT_TIME_LIMIT"] = "0"  # passed before the first engine of the chain
+    get_settings.cache_clear()
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            result = pool.submit(_run, on_thread, [1]).result(timeout=120)
+        read = _run(on_main, [1])  # a pool child's main thread: Celery's limits, none of its own
+    finally:
+        os.environ.pop("PAGEFLEET_TASK_SOFT_TIME_LIMIT")
+        get_settings.cache_clear()
+    assert result["pages"] == [{"page": 1, "route": "failed", "engine": None}]
+    stored = LocalStorage(tmp_path / "thread").get_json(keys.page(on_thread["job_id"], 1))
+    assert stored["quality"]["reasons"] == ["time_limit"]
+    assert read["pages"][0]["route"] == "ocr"  # read by Tesseract: no deadline cut it

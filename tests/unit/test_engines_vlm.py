@@ -22,9 +22,10 @@ pytest.importorskip("transformers")
 from PIL import Image, ImageDraw, ImageFont  # noqa: E402
 
 from tests.support import tiny_models
+from workers import deadline  # noqa: E402
 from workers.engines import batching, hf, repetition, vlm, vlm_load  # noqa: E402
 from workers.engines.base import PageImage, create  # noqa: E402
-from workers.errors import EngineTimeout, EngineUnavailable  # noqa: E402
+from workers.errors import EngineTimeout, EngineUnavailable, TaskDeadline  # noqa: E402
 from workers.settings import get_settings  # noqa: E402
 
 BUILDERS = {
@@ -300,6 +301,20 @@ def test_generation_past_its_time_budget_times_out(models: ModelDirs, pages: lis
     )
     with pytest.raises(EngineTimeout, match="generation passed"):
         engine.read(pages[:2], script="latin")
+
+
+def test_generation_stops_at_the_task_deadline(models: ModelDirs, pages: list[PageImage]) -> None:
+    """A task on a thread (workers.deadline): generate gets max_time up to the deadline, and a page
+    cut there is the task's time limit, not the engine's timeout."""
+    engine = create("qwen", model=models[("qwen", True)], max_new_tokens=2000, min_span=10_000)
+    with deadline.until(time.monotonic() + 0.3), pytest.raises(TaskDeadline, match="time limit"):
+        engine.read(pages[:2], script="latin")
+    with deadline.until(time.monotonic() - 1), pytest.raises(TaskDeadline, match="on its pages"):
+        engine.read(pages[:1], script="latin")  # past already: no generate call at all
+    kwargs = engine.generate_options("cpu", None, 0)
+    assert "max_time" not in kwargs  # no deadline, no timeout_s: generation is not cut short
+    with deadline.until(time.monotonic() + 30):
+        assert 29 < engine.generate_options("cpu", None, 0)["max_time"] <= 30
 
 
 def test_static_cache_is_opt_in_and_cuda_only(monkeypatch: pytest.MonkeyPatch) -> None:

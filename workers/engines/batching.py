@@ -3,13 +3,16 @@
 A gpu worker runs its tasks on threads (Celery's threads pool: `pagefleet worker --queues gpu`),
 and a bucket of one-page scans arrives as one task a document. Read one task at a time, every
 generate call would hold one page: an H200 reads 0.06 LightOnOCR pages/s at batch 1 and 0.42 at
-batch 8 (bench/gpu_bench.py). Here the tasks' reads of one engine and prompt queue up, and the
-thread that finds none of them running takes the queue's oldest requests, up to the engine's
-batch size of pages, and reads them in one call; the others wait for their rows. While a batch
-runs on the GPU the next one gathers, so batches fill without a waiting window (a single thread
-reads at once, as before). A request larger than the batch goes alone (the engine splits it).
+batch 8 (bench/gpu_bench.py). Here the tasks' reads of one engine and prompt queue up; when no
+call of theirs runs, the thread whose request heads the queue takes it and the requests behind
+it, up to the engine's batch size of pages, and reads them in one call; the others wait for their
+rows or their turn. While a batch runs on the GPU the next one gathers, so batches fill without a
+waiting window (a single thread reads at once, as before). A request larger than the batch goes
+alone (the engine splits it).
 
-Every waiting request of a batch that fails gets the failure (its own copy of the exception).
+Every waiting request of a batch that fails gets the failure (its own copy of the exception). A
+task's deadline (`workers.deadline`) bounds both: a request still queued at its deadline leaves
+with `TaskDeadline`, and a call runs under the earliest deadline of its requests.
 """
 
 from __future__ import annotations
@@ -21,14 +24,17 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from workers import deadline
+
 __all__ = ["Batcher", "BATCHES"]
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
+@dataclass(eq=False)  # requests are told apart by identity (two may hold equal items)
 class _Request:
     items: list[Any]
+    deadline: float | None = None  # its task's (`workers.deadline`): it leaves the queue then
     results: list[Any] = field(default_factory=list)
     error: BaseException | None = None
     done: bool = False
@@ -44,20 +50,16 @@ class Batcher:
         self.sizes: list[int] = []  # items a call, the last 1000 calls (logs and tests)
 
     def run(self, key: Hashable, items: list[Any], size: int, read: Callable[[list[Any]], list[Any]]) -> list[Any]:
-        """`read(items)` for these items and whatever else is queued under `key`; this request's rows."""
-        mine = _Request(list(items))
+        """`read(items)` for these items and whatever else is queued under `key`; this request's rows.
+        The thread whose request heads the queue reads its batch (so a call never outlasts the
+        deadline of the thread that makes it); the others wait for their rows or their turn."""
+        mine = _Request(list(items), deadline.get())
         with self._cond:
             self._queues.setdefault(key, []).append(mine)
-            while not mine.done and key in self._running:
-                self._cond.wait()
-            if not mine.done:
-                self._running.add(key)
-        if not mine.done:
+            batch = self._wait_turn(key, mine, max(1, size))
+        if batch:
             try:
-                while not mine.done:  # the requests ahead of this one first, then its own batch
-                    with self._cond:
-                        batch = self._take(key, max(1, size))
-                    self._serve(batch, read)
+                self._serve(batch, read)
             finally:
                 with self._cond:
                     self._running.discard(key)
@@ -65,6 +67,25 @@ class Batcher:
                         self._queues.pop(key, None)
                     self._cond.notify_all()
         return _outcome(mine)
+
+    def _wait_turn(self, key: Hashable, mine: _Request, size: int) -> list[_Request]:
+        """Under the lock: the batch this thread reads (its request first), or [] once another
+        thread's call has read it. A request still queued at its task's deadline leaves."""
+        while not mine.done:
+            queue = self._queues.get(key, [])
+            queued = mine in queue
+            if queued and queue[0] is mine and key not in self._running:
+                self._running.add(key)
+                return self._take(key, size)
+            left = deadline.remaining() if queued else None  # once taken, its call ends it
+            if left is not None and left <= 0:
+                queue.remove(mine)
+                if not queue and key not in self._running:
+                    self._queues.pop(key, None)
+                self._cond.notify_all()  # the queue may have a new head
+                deadline.check("a read waiting for its batch")
+            self._cond.wait(timeout=None if left is None else max(left, 0.01))
+        return []
 
     def _take(self, key: Hashable, size: int) -> list[_Request]:
         queue = self._queues[key]
@@ -77,8 +98,10 @@ class Batcher:
 
     def _serve(self, batch: list[_Request], read: Callable[[list[Any]], list[Any]]) -> None:
         items = [item for request in batch for item in request.items]
+        ends = [r.deadline for r in batch if r.deadline is not None]
         try:
-            rows = read(items)
+            with deadline.until(min(ends) if ends else None):  # the call ends by its first deadline
+                rows = read(items)
             if len(rows) != len(items):
                 raise RuntimeError(f"a batch of {len(items)} items read {len(rows)} rows")
         except Exception as exc:  # every request of the batch gets it, the runner's too (`_outcome`)

@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from workers import deadline
 from workers.engines.base import Engine, EngineHealth, EngineOutput, PageImage, register
 from workers.engines.batching import BATCHES
 from workers.engines.hf import (
@@ -252,8 +253,12 @@ class VlmEngine(Engine):
             "max_new_tokens": self.max_new_tokens, "do_sample": False, "num_beams": 1,
             "stopping_criteria": [criteria], "pad_token_id": pad_token_id,
         }
-        if self.timeout_s:
-            kwargs["max_time"] = self.timeout_s
+        left = deadline.remaining()  # a task on a thread: its own soft time limit (workers.deadline)
+        if left is not None and left <= 0:
+            deadline.check(f"{self.label} on its pages")
+        limits = [t for t in (self.timeout_s, left) if t]
+        if limits:
+            kwargs["max_time"] = min(limits)
         if self.static_cache and device.startswith("cuda"):
             kwargs["cache_implementation"] = "static"
         return kwargs
@@ -276,8 +281,10 @@ class VlmEngine(Engine):
             "repetition" if looped else "stop" if n < len(row) else "length" if n >= self.max_new_tokens else "time"
             for row, n, looped in zip(rows, lengths, flagged)
         ]
-        if self.timeout_s and "time" in reasons:
-            raise EngineTimeout(f"{self.label}: generation passed {self.timeout_s:g}s on {len(pages)} page(s)")
+        if "time" in reasons:  # stopped by max_time: the task's deadline, or the engine's timeout_s
+            deadline.check(f"{self.label} on {len(pages)} page(s)")
+            if self.timeout_s:
+                raise EngineTimeout(f"{self.label}: generation passed {self.timeout_s:g}s on {len(pages)} page(s)")
         outputs = []
         for i, (text, n, reason) in enumerate(zip(texts, lengths, reasons)):
             details = {

@@ -23,7 +23,7 @@ from typing import Any
 from routing import chains as routing_chains
 from routing.quality import GateInput, assess
 from routing.charclass import has_rtl_letter
-from workers import keys, ranges
+from workers import deadline, keys, ranges
 from workers.ladder import fallback, visual
 from workers.pdf.source import render_page
 from workers.engines.base import Engine, EngineHealth, PageImage, create, device_of
@@ -248,6 +248,7 @@ def _run_chains(works: list[PageWork]) -> None:
     chains = {w.number: [e for e in w.decision.chain if e not in w.tried] if w.decision else [] for w in works}
     position = 0
     while True:
+        deadline.check("the pages' engine chain")  # a task on a thread (Celery's soft limit cannot reach it)
         groups: dict[str, list[PageWork]] = {}
         for w in works:
             chain = chains[w.number]

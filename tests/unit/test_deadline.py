@@ -1,0 +1,103 @@
+"""workers/deadline.py: a task on a thread keeps its own soft time limit. The batcher lets a read
+still queued at its deadline go, a shared call runs under the earliest deadline of its requests,
+the VLM's generate stops there, and the page chain stops between engines."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from workers import deadline
+from workers.engines.batching import Batcher
+from workers.errors import TaskDeadline
+
+
+def test_until_check_and_remaining() -> None:
+    assert deadline.get() is None and deadline.remaining() is None
+    deadline.check()  # no deadline: nothing to pass
+    with deadline.until(time.monotonic() + 60):
+        left = deadline.remaining()
+        assert left is not None and 59 < left <= 60
+        deadline.check()
+        with deadline.until(time.monotonic() - 1):
+            with pytest.raises(TaskDeadline, match="passed its time limit"):
+                deadline.check("a page")
+        assert deadline.remaining() is not None and deadline.remaining() > 59  # the outer one again
+    assert deadline.get() is None
+
+
+def test_each_thread_has_its_own_deadline() -> None:
+    seen: list[float | None] = []
+    with deadline.until(time.monotonic() + 5):
+        thread = threading.Thread(target=lambda: seen.append(deadline.get()))
+        thread.start()
+        thread.join()
+    assert seen == [None]
+
+
+def test_a_read_still_queued_at_its_deadline_leaves_the_queue() -> None:
+    batcher = Batcher()
+    entered, opened = threading.Event(), threading.Event()
+
+    def read(items: list[int]) -> list[int]:
+        if not entered.is_set():
+            entered.set()
+            assert opened.wait(10)
+        return items
+
+    def late() -> list[int]:
+        with deadline.until(time.monotonic() + 0.2):
+            return batcher.run("k", [2], 4, read)
+
+    with ThreadPoolExecutor(3) as pool:
+        first = pool.submit(batcher.run, "k", [1], 4, read)
+        assert entered.wait(10)
+        waiting = pool.submit(late)
+        with pytest.raises(TaskDeadline, match="waiting for its batch"):
+            waiting.result(timeout=10)  # it gave up while the first call still ran
+        patient = pool.submit(batcher.run, "k", [3], 4, read)
+        time.sleep(0.1)
+        opened.set()
+        assert first.result(10) == [1] and patient.result(10) == [3]
+    assert batcher.sizes == [1, 1]  # the late request was never read
+
+
+def test_a_shared_call_runs_under_its_earliest_deadline() -> None:
+    batcher, seen = Batcher(), []
+    entered, opened = threading.Event(), threading.Event()
+    now = time.monotonic()
+
+    def read(items: list[int]) -> list[int]:
+        seen.append((list(items), deadline.get()))
+        if not entered.is_set():
+            entered.set()
+            assert opened.wait(10)
+        return items
+
+    def within(seconds: float, item: int) -> list[int]:
+        with deadline.until(now + seconds):
+            return batcher.run("k", [item], 4, read)
+
+    with ThreadPoolExecutor(3) as pool:
+        first = pool.submit(within, 100, 1)
+        assert entered.wait(10)
+        later = [pool.submit(within, 50, 2), pool.submit(within, 30, 3)]
+        for _ in range(500):
+            with batcher._cond:
+                if len(batcher._queues.get("k", [])) == 2:
+                    break
+            time.sleep(0.01)
+        opened.set()
+        assert [f.result(10) for f in [first, *later]] == [[1], [2], [3]]
+    assert seen == [([1], now + 100), ([2, 3], now + 30)]
+
+
+def test_the_page_chain_stops_at_the_deadline() -> None:
+    from workers.ladder import ocr
+
+    ocr._run_chains([])  # nothing to read, no deadline
+    with deadline.until(time.monotonic() - 0.5), pytest.raises(TaskDeadline):
+        ocr._run_chains([])
