@@ -101,3 +101,22 @@ def test_the_page_chain_stops_at_the_deadline() -> None:
     ocr._run_chains([])  # nothing to read, no deadline
     with deadline.until(time.monotonic() - 0.5), pytest.raises(TaskDeadline):
         ocr._run_chains([])
+
+
+def test_a_tesseract_pass_ends_by_the_deadline(fixtures_dir, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The fallback engines of a gpu worker's chain too: a pass waits no longer than the task may
+    run (its own timeout otherwise), and a pass cut there is the task's time limit."""
+    import pymupdf
+
+    from workers.engines import tesseract
+
+    png = tmp_path / "page.png"
+    with pymupdf.open(fixtures_dir / "image_only_hebrew_scan.pdf") as doc:
+        doc[0].get_pixmap(dpi=300, colorspace=pymupdf.csGRAY).save(png)
+    text, _ = tesseract.recognise(str(png), "heb+eng", 3, 300, tmp_path)
+    assert "שלום" in text  # no deadline: read as ever
+    with deadline.until(time.monotonic() - 1), pytest.raises(TaskDeadline, match="tesseract"):
+        tesseract.recognise(str(png), "heb+eng", 3, 300, tmp_path)
+    assert tesseract.bounded(180.0) == 180.0
+    with deadline.until(time.monotonic() + 5):
+        assert 4 < tesseract.bounded(180.0) <= 5

@@ -216,3 +216,19 @@ def test_unreadable_page_is_a_crash(server: FakeVllm, tmp_path: Path) -> None:
     broken.write_bytes(b"not an image at all")
     with pytest.raises(EngineCrashed, match="cannot read page image"):
         create("http:dots", base_url=server.url).read([PageImage(str(broken), 1)], script="ar")
+
+
+def test_a_task_deadline_bounds_the_wait_for_the_server(server: FakeVllm, pages: list[PageImage]) -> None:
+    """A task on a thread (workers.deadline): a request waits no longer than the task may run, and
+    running out of that time is the task's time limit, not the engine's timeout."""
+    from workers import deadline
+    from workers.errors import TaskDeadline
+
+    server.mode = "slow"
+    engine = create("http:dots", base_url=server.url, timeout_s=30)
+    with deadline.until(time.monotonic() + 0.3), pytest.raises(TaskDeadline, match="waiting for the server"):
+        engine.read(pages[:2], script="ar")
+    asked = len(server.requests)
+    with deadline.until(time.monotonic() - 1), pytest.raises(TaskDeadline, match="time limit"):
+        engine.read(pages[:1], script="ar")
+    assert len(server.requests) == asked  # past its deadline already: no request is sent

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from workers import deadline
 from workers.engines.base import Engine, EngineHealth, EngineOutput, PageImage, register
 from workers.engines import tesseract_api
 from workers.engines.scan_prep import save_gray
@@ -137,8 +138,27 @@ def recognise(image: str | np.ndarray, langs: str, psm: int, dpi: int, tmp: Path
     `tesseract` command (an array is written to `tmp` as PGM first). `invert`: Tesseract also tries
     each doubtful line inverted (white on black), which costs ≈ 7 % of a page."""
     settings = get_settings()
+    try:
+        return _recognise(image, langs, psm, dpi, tmp, name, invert, bounded(settings.tesseract_timeout_s))
+    except EngineTimeout:
+        deadline.check("tesseract")  # cut by the task's deadline (a task on a thread), not its own timeout
+        raise
+
+
+def bounded(timeout_s: float) -> float:
+    """A pass's timeout, no later than the task's deadline where it keeps one (`workers.deadline`)."""
+    left = deadline.remaining()
+    if left is None:
+        return timeout_s
+    deadline.check("tesseract")
+    return min(timeout_s, left)
+
+
+def _recognise(image: str | np.ndarray, langs: str, psm: int, dpi: int, tmp: Path, name: str, invert: bool,
+               timeout_s: float) -> tuple[str, str]:
+    settings = get_settings()
     if settings.tesseract_inprocess and tesseract_api.available():
-        return tesseract_api.recognise(image, langs, psm, dpi, timeout_s=settings.tesseract_timeout_s, invert=invert)
+        return tesseract_api.recognise(image, langs, psm, dpi, timeout_s=timeout_s, invert=invert)
     if isinstance(image, np.ndarray):
         path = tmp / f"{name}.pgm"
         save_gray(image, str(path), dpi)
@@ -146,7 +166,7 @@ def recognise(image: str | np.ndarray, langs: str, psm: int, dpi: int, tmp: Path
     base = tmp / name
     args = [image, str(base), "-l", langs, "--psm", str(psm), "--dpi", str(dpi)]
     args += ([] if invert else ["-c", "tessedit_do_invert=0"]) + ["txt", "tsv"]
-    proc = _run(args, timeout_s=settings.tesseract_timeout_s)
+    proc = _run(args, timeout_s=timeout_s)
     txt, tsv = base.with_suffix(".txt"), base.with_suffix(".tsv")
     if proc.returncode != 0 or not txt.exists():
         err = proc.stderr.decode("utf-8", "replace").strip().splitlines()

@@ -12,7 +12,7 @@ from pathlib import Path
 from routing.chains import VisualVote
 from routing.scripts import ScriptStats, classify_text_layer
 from workers.engines.base import PageImage
-from workers.engines.tesseract import OsdResult, TesseractEngine, detect_script
+from workers.engines.tesseract import OsdResult, TesseractEngine, bounded, detect_script
 from workers.errors import EngineError
 from workers.settings import Settings
 
@@ -57,7 +57,9 @@ def _osd(image: PageImage, settings: Settings) -> OsdResult:
     if image.path not in _OSD_CACHE:
         if len(_OSD_CACHE) > 256:
             _OSD_CACHE.clear()
-        _OSD_CACHE[image.path] = detect_script(image.path, timeout_s=settings.tesseract_timeout_s, dpi=image.dpi)
+        # no later than the task's deadline where it keeps one (a gpu worker's task threads)
+        timeout_s = bounded(settings.tesseract_timeout_s)
+        _OSD_CACHE[image.path] = detect_script(image.path, timeout_s=timeout_s, dpi=image.dpi)
     return _OSD_CACHE[image.path]
 
 
