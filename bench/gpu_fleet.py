@@ -205,6 +205,21 @@ def merged_calls(logdir: Path) -> list[tuple[int, int]]:
     return calls
 
 
+def generate_counters(wait_s: float = 2.5) -> dict[str, float]:
+    """The gpu worker's VLM call counters as the metrics exporter reads them (`workers.metrics`:
+    flushed to Redis every 2 s, hence the wait): calls, pages and tasks."""
+    from workers import jobs, metrics
+
+    time.sleep(wait_s)
+    found: dict[str, float] = {}
+    for key, value in jobs.client().hgetall(metrics.HASH).items():
+        name, _ = metrics.parse_field(key.decode() if isinstance(key, bytes) else key)
+        if name.startswith("generate_"):  # summed over engines
+            short = name.removeprefix("generate_").removesuffix("_total")
+            found[short] = found.get(short, 0.0) + float(value)
+    return found
+
+
 def page_checks(pages: list[dict[str, Any]]) -> dict[str, int]:
     """How many pages were routed by SigLIP and read by lightonocr on the gpu rung."""
     return {
@@ -262,6 +277,7 @@ def measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         results["documents"] = run_documents(paths, root / "out", workers, args.timeout)
         if small:
             results["documents"].append(run_at_once(small, root / "out", workers, args.timeout))
+        results["counters"] = generate_counters()
     results["gpu_peak_mib"] = memory.peak_mib
     results["pool"] = args.pool
     results["loads"] = model_loads(root / "fleet" / "logs")
@@ -289,6 +305,11 @@ def print_report(results: dict[str, Any]) -> None:
           f"{bare['seconds'] / max(bare['pages'], 1):.3f} | | | |")
     print("\nmodel loads in the gpu worker (whole run): "
           + (", ".join(f"{x['model']} on {x['device']} {x['seconds']:.1f}s" for x in results["loads"]) or "none"))
+    counters = results.get("counters") or {}
+    if counters.get("calls"):
+        print(f"metrics (pagefleet_generate_*): {counters['calls']:.0f} calls, "
+              f"{counters.get('pages', 0) / counters['calls']:.1f} pages and "
+              f"{counters.get('tasks', 0) / counters['calls']:.1f} tasks a call")
     merged = results["merged"]
     print(f"gpu worker: pool {results['pool']}; generate calls that merged several tasks: {len(merged)}"
           + (f" (tasks a call {max(r for r, _ in merged)} at most, pages {max(p for _, p in merged)} at most)"

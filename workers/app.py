@@ -17,8 +17,8 @@ from typing import Any
 
 from celery import Celery, bootsteps
 from celery.signals import (
-    celeryd_init, setup_logging, task_postrun, task_prerun, worker_init, worker_process_init, worker_ready,
-    worker_shutting_down,
+    celeryd_init, setup_logging, task_postrun, task_prerun, worker_init, worker_process_init,
+    worker_process_shutdown, worker_ready, worker_shutdown, worker_shutting_down,
 )
 from kombu import Queue
 from kombu.exceptions import OperationalError
@@ -254,6 +254,9 @@ def _recycle_cpu_workers_only(conf: Any = None, options: dict[str, Any] | None =
     if conf is not None and "gpu" in queues:
         conf.worker_max_memory_per_child = None
         conf.worker_max_tasks_per_child = None
+        from workers.engines.batching import BATCHES, count_calls
+
+        BATCHES.observe = count_calls  # pages and tasks a VLM call, for the metrics exporter
 
 
 @celeryd_init.connect
@@ -277,3 +280,13 @@ def _ready(**_: object) -> None:
 def _stopping(**_: object) -> None:
     if _heartbeat.enabled:
         _heartbeat.mark_stopping()
+
+
+@worker_shutdown.connect
+@worker_process_shutdown.connect
+def _flush_metrics(**_: object) -> None:
+    """What the process's buffered recorder still holds (a gpu worker's calls) goes out before it ends."""
+    from workers.metrics import shared_recorder
+
+    if shared_recorder.cache_info().currsize:
+        shared_recorder().flush()

@@ -10,14 +10,19 @@ not serve metrics themselves: they count into one Redis hash on the broker, and 
     pagefleet_documents_total{status}            counter  finished documents by status
     pagefleet_rung_seconds{rung}                 summary  seconds spent per rung (_sum, _count)
     pagefleet_receiver_requests_total{outcome}   counter  event receiver requests by outcome
+    pagefleet_generate_calls_total{engine}       counter  a gpu worker's VLM calls (forward passes of a batch)
+    pagefleet_generate_pages_total{engine}       counter  pages those calls read (÷ calls: pages a call)
+    pagefleet_generate_tasks_total{engine}       counter  tasks whose pages they read (÷ calls: tasks sharing a call)
 
 A document is counted once (a marker per job id), when the collector has written its artifacts.
-The receiver counts in memory and flushes to Redis every few seconds from a thread, so a slow or
-full Redis never delays an answer. Counting never raises: metrics must not fail a page.
+The receiver and a gpu worker's shared generate calls (`workers.engines.batching`) count in memory
+and flush to Redis every few seconds from a thread, so a slow or full Redis never delays an answer
+or a page. Counting never raises: metrics must not fail a page.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections import Counter
@@ -125,8 +130,16 @@ class Recorder:
 
     def receiver_request(self, outcome: str) -> None:
         """One receiver request; buffered in memory, flushed by a background thread."""
+        self.count({field("receiver_requests_total", outcome=outcome): 1})
+
+    def generate_call(self, engine: str, pages: int, tasks: int) -> None:
+        """One VLM call of a gpu worker: the pages it read and the tasks they came from (buffered)."""
+        self.count({field("generate_calls_total", engine=engine): 1, field("generate_pages_total", engine=engine): pages,
+                    field("generate_tasks_total", engine=engine): tasks})
+
+    def count(self, series: dict[str, int]) -> None:
         with self._lock:
-            self._pending[field("receiver_requests_total", outcome=outcome)] += 1
+            self._pending.update(series)
             if self._flusher is None:
                 self._flusher = threading.Thread(target=self._flush_loop, name="pagefleet-metrics", daemon=True)
                 self._flusher.start()
@@ -152,6 +165,12 @@ class Recorder:
             self.flush()
 
 
+@functools.lru_cache(maxsize=1)
+def shared_recorder() -> Recorder:
+    """This process's buffered recorder (a gpu worker's calls: many a minute, one flush every 2 s)."""
+    return Recorder()
+
+
 # ---------------------------------------------------------------- the exporter side
 
 HELP = {
@@ -159,6 +178,9 @@ HELP = {
     "gate_refusals_total": ("counter", "candidates refused, by quality-gate reason", ["reason"]),
     "documents_total": ("counter", "finished documents by status", ["status"]),
     "receiver_requests_total": ("counter", "bucket-event receiver requests by outcome", ["outcome"]),
+    "generate_calls_total": ("counter", "a gpu worker's VLM generate calls", ["engine"]),
+    "generate_pages_total": ("counter", "pages read by those calls (per call: the batch filled)", ["engine"]),
+    "generate_tasks_total": ("counter", "tasks whose pages those calls read (per call: tasks sharing one)", ["engine"]),
 }
 
 

@@ -37,6 +37,10 @@ def test_gpu_fleet_bench_reads_every_page_on_the_gpu_queue_with_models_loaded_on
         # routed by the random SigLIP, read by lightonocr on the gpu rung, refused by the gate
         assert document["checks"] == {"siglip2": n, "lightonocr_gpu": n, "quarantined": n}
     assert results["pool"] == "threads"  # as deployed: the gpu worker's tasks on threads
+    # the exporter's counters (pagefleet_generate_*): every page read once, calls and tasks counted
+    counters = results["counters"]
+    assert counters["pages"] == 13 and 1 <= counters["calls"] <= 13
+    assert counters["calls"] <= counters["tasks"] <= counters["pages"]
     loads = results["loads"]
     assert sorted(x["model"] for x in loads) == ["AutoModel[siglip]", "LightOnOcrForConditionalGeneration"]
     assert {x["device"] for x in loads} == {"cpu"}

@@ -70,3 +70,25 @@ def test_metrics_after_a_run_show_that_runs_counts(fixtures_dir: Path, tmp_path:
     assert {l["reason"]: int(v) for l, v in metrics.get("pagefleet_gate_refusals_total", [])} == dict(refused)
     assert sorted(l["queue"] for l, _ in metrics["pagefleet_queue_depth"]) == sorted(QUEUES)
 
+
+
+def test_a_gpu_workers_calls_reach_the_exporter(redis_server: str) -> None:
+    """`pagefleet_generate_*`: what `Recorder.generate_call` buffers (a gpu worker, per VLM call)
+    is flushed to the broker's hash and exported as counters by engine."""
+    from workers.metrics import HASH, Recorder, field
+
+    client = redis.Redis.from_url(redis_server)
+    names = [field(f"generate_{n}_total", engine="lightonocr") for n in ("calls", "pages", "tasks")]
+    client.hdel(HASH, *names)
+    recorder = Recorder(client)
+    recorder.generate_call("lightonocr", pages=8, tasks=3)
+    recorder.generate_call("lightonocr", pages=2, tasks=1)
+    recorder.flush()
+    server = AsgiServer(exporter_app(client), "127.0.0.1", 0).start()
+    try:
+        metrics = scrape(server.url + "/metrics")
+    finally:
+        server.stop()
+    got = {n: [(l, v) for l, v in metrics[f"pagefleet_generate_{n}_total"]] for n in ("calls", "pages", "tasks")}
+    assert got == {"calls": [({"engine": "lightonocr"}, 2.0)], "pages": [({"engine": "lightonocr"}, 10.0)],
+                   "tasks": [({"engine": "lightonocr"}, 4.0)]}

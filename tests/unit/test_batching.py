@@ -151,3 +151,11 @@ def test_pagefleet_worker_gives_a_gpu_worker_vlm_batch_size_threads(monkeypatch:
         return argv[argv.index(flag) + 1] if flag in argv else None
 
     assert [(option(a, "-c"), option(a, "-P")) for a in started] == [("16", "threads"), ("4", "threads"), ("3", None)]
+
+
+def test_every_call_is_observed_with_its_pages_and_tasks() -> None:
+    """The hook a gpu worker sets (workers.app → metrics: pagefleet_generate_*)."""
+    seen: list[tuple[object, int, int]] = []
+    batcher, gate = Batcher(lambda key, items, requests: seen.append((key, items, requests))), Gate()
+    run_concurrently(batcher, gate, [[1], [2], [3, 4]], size=4)
+    assert seen == [("k", 1, 1), ("k", 3, 2)]

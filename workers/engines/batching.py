@@ -43,7 +43,8 @@ class _Request:
 class Batcher:
     """Requests (lists of items) under one key read together, `size` items at most a call."""
 
-    def __init__(self) -> None:
+    def __init__(self, observe: Callable[[Hashable, int, int], None] | None = None) -> None:
+        self.observe = observe  # (key, items, requests) of every call that read, for the metrics
         self._cond = threading.Condition()
         self._queues: dict[Hashable, list[_Request]] = {}
         self._running: set[Hashable] = set()
@@ -59,7 +60,7 @@ class Batcher:
             batch = self._wait_turn(key, mine, max(1, size))
         if batch:
             try:
-                self._serve(batch, read)
+                self._serve(key, batch, read)
             finally:
                 with self._cond:
                     self._running.discard(key)
@@ -96,7 +97,7 @@ class Batcher:
             batch.append(queue.pop(0))
         return batch
 
-    def _serve(self, batch: list[_Request], read: Callable[[list[Any]], list[Any]]) -> None:
+    def _serve(self, batch_key: Hashable, batch: list[_Request], read: Callable[[list[Any]], list[Any]]) -> None:
         items = [item for request in batch for item in request.items]
         ends = [r.deadline for r in batch if r.deadline is not None]
         try:
@@ -113,6 +114,8 @@ class Batcher:
         self.sizes = [*self.sizes[-999:], len(items)]
         if len(batch) > 1:
             log.info("batched %d requests, %d items in one call", len(batch), len(items))
+        if self.observe is not None:
+            self.observe(batch_key, len(items), len(batch))
         self._finish(batch, rows=rows)
 
     def _finish(self, batch: list[_Request], rows: list[Any] | None = None, error: BaseException | None = None) -> None:
@@ -134,6 +137,14 @@ def _outcome(request: _Request) -> list[Any]:
             raise request.error from None
         raise error from request.error
     return request.results
+
+
+def count_calls(key: Hashable, pages: int, tasks: int) -> None:
+    """A gpu worker's observer (`workers.app` sets it): the Prometheus counters of each call
+    (`workers.metrics`), labelled by engine, the key's first part."""
+    from workers.metrics import shared_recorder
+
+    shared_recorder().generate_call(str(key[0]) if isinstance(key, tuple) else str(key), pages, tasks)
 
 
 BATCHES = Batcher()  # the process's: every engine instance of a model shares its queue
