@@ -248,15 +248,24 @@ def _recycle_cpu_workers_only(conf: Any = None, options: dict[str, Any] | None =
     """A pool child of a gpu worker holds its models for its whole life: billiard compares peak RSS
     after every task, and a VLM loaded once exceeds any sane limit, so recycling would reload the
     model after every task. GPU workers are not recycled; CPU queues (MuPDF, Tesseract) are."""
-    queues = (options or {}).get("queues") or []
-    if isinstance(queues, str):
-        queues = queues.split(",")
-    if conf is not None and "gpu" in queues:
+    if conf is not None and "gpu" in _queues(options):
         conf.worker_max_memory_per_child = None
         conf.worker_max_tasks_per_child = None
+
+
+@celeryd_init.connect
+def _count_generate_calls(options: dict[str, Any] | None = None, **_: object) -> None:
+    """A gpu worker counts the pages and tasks of each VLM call for the metrics exporter."""
+    if "gpu" in _queues(options):
         from workers.engines.batching import BATCHES, count_calls
 
-        BATCHES.observe = count_calls  # pages and tasks a VLM call, for the metrics exporter
+        BATCHES.observe = count_calls
+
+
+def _queues(options: dict[str, Any] | None) -> list[str]:
+    """The queues a `celery worker` command consumes (its -Q option, a list or a comma-separated string)."""
+    queues = (options or {}).get("queues") or []
+    return queues.split(",") if isinstance(queues, str) else list(queues)
 
 
 @celeryd_init.connect

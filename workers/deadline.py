@@ -5,7 +5,8 @@ signal. Without one, a task could outlive the hard limit and the broker's visibi
 
 `until(t)` sets the deadline for the code it wraps (a context variable: each task thread its own);
 `check()` raises `TaskDeadline` once it has passed (between the steps of a page chain); engines
-bound a call by `remaining()` (the VLM's `generate(max_time=…)`), and a read waiting for a shared
+bound a wait by `bounded()` (the VLM's `generate(max_time=…)`, an HTTP request, a Tesseract or
+OSD pass), and a read waiting for a shared
 batch gives up at its deadline (`workers.engines.batching`). None: no deadline (prefork tasks,
 whose limits Celery enforces, and everything outside a task).
 """
@@ -46,3 +47,13 @@ def check(what: str = "the task") -> None:
     left = remaining()
     if left is not None and left <= 0:
         raise TaskDeadline(f"{what} passed its time limit ({-left:.1f}s ago)")
+
+
+def bounded(timeout_s: float | None, what: str) -> float | None:
+    """A wait's timeout no later than the deadline (`TaskDeadline` once that has passed): an
+    engine's own timeout where there is no deadline, the time left where it has none."""
+    left = remaining()
+    if left is None:
+        return timeout_s
+    check(what)
+    return min(timeout_s, left) if timeout_s else left

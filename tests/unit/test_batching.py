@@ -58,21 +58,28 @@ def run_concurrently(batcher: Batcher, gate: Gate, requests: list[list[int]], si
     return results
 
 
+def observed(calls: list[int]) -> Batcher:
+    """A batcher whose observer keeps the items of every call that read."""
+    return Batcher(lambda key, items, requests: calls.append(items))
+
+
 def test_a_lone_caller_reads_at_once() -> None:
-    batcher, gate = Batcher(), Gate()
+    sizes: list[int] = []
+    batcher, gate = observed(sizes), Gate()
     gate.opened.set()
     assert batcher.run("k", [1, 2, 3], 8, gate.read) == [10, 20, 30]
-    assert gate.calls == [[1, 2, 3]] and batcher.sizes == [3]
+    assert gate.calls == [[1, 2, 3]] and sizes == [3]
 
 
 def test_waiting_callers_share_calls_up_to_the_size_and_get_their_own_rows() -> None:
-    batcher, gate = Batcher(), Gate()
+    sizes: list[int] = []
+    batcher, gate = observed(sizes), Gate()
     requests = [[i] for i in range(1, 11)]  # ten one-page tasks
     results = run_concurrently(batcher, gate, requests, size=4)
     assert results == [[i * 10] for i in range(1, 11)]
     assert gate.calls[0] == [1]  # the first read alone, the nine waiting ones in order, four at a time
     assert gate.calls[1:] == [[2, 3, 4, 5], [6, 7, 8, 9], [10]]
-    assert batcher.sizes == [1, 4, 4, 1]
+    assert sizes == [1, 4, 4, 1]
     assert not batcher._queues and not batcher._running
 
 
@@ -151,6 +158,14 @@ def test_pagefleet_worker_gives_a_gpu_worker_vlm_batch_size_threads(monkeypatch:
         return argv[argv.index(flag) + 1] if flag in argv else None
 
     assert [(option(a, "-c"), option(a, "-P")) for a in started] == [("16", "threads"), ("4", "threads"), ("3", None)]
+    monkeypatch.setenv("PAGEFLEET_GPU_POOL", "prefork")  # each pool process would load its own models: one
+    get_settings.cache_clear()
+    try:
+        assert main.main(["worker", "--queues", "gpu"]) == 0
+    finally:
+        monkeypatch.delenv("PAGEFLEET_GPU_POOL")
+        get_settings.cache_clear()
+    assert (option(started[-1], "-c"), option(started[-1], "-P")) == ("1", "prefork")
 
 
 def test_every_call_is_observed_with_its_pages_and_tasks() -> None:

@@ -39,7 +39,8 @@ def test_each_thread_has_its_own_deadline() -> None:
 
 
 def test_a_read_still_queued_at_its_deadline_leaves_the_queue() -> None:
-    batcher = Batcher()
+    sizes: list[int] = []
+    batcher = Batcher(lambda key, items, requests: sizes.append(items))
     entered, opened = threading.Event(), threading.Event()
 
     def read(items: list[int]) -> list[int]:
@@ -62,7 +63,7 @@ def test_a_read_still_queued_at_its_deadline_leaves_the_queue() -> None:
         time.sleep(0.1)
         opened.set()
         assert first.result(10) == [1] and patient.result(10) == [3]
-    assert batcher.sizes == [1, 1]  # the late request was never read
+    assert sizes == [1, 1]  # the late request was never read
 
 
 def test_a_shared_call_runs_under_its_earliest_deadline() -> None:
@@ -120,3 +121,7 @@ def test_a_tesseract_pass_ends_by_the_deadline(fixtures_dir, tmp_path) -> None: 
     assert tesseract.bounded(180.0) == 180.0
     with deadline.until(time.monotonic() + 5):
         assert 4 < tesseract.bounded(180.0) <= 5
+    assert deadline.bounded(None, "a wait") is None  # no deadline, no timeout of its own: none
+    with deadline.until(time.monotonic() + 5):
+        left = deadline.bounded(None, "a wait")
+        assert left is not None and 4 < left <= 5

@@ -48,7 +48,6 @@ class Batcher:
         self._cond = threading.Condition()
         self._queues: dict[Hashable, list[_Request]] = {}
         self._running: set[Hashable] = set()
-        self.sizes: list[int] = []  # items a call, the last 1000 calls (logs and tests)
 
     def run(self, key: Hashable, items: list[Any], size: int, read: Callable[[list[Any]], list[Any]]) -> list[Any]:
         """`read(items)` for these items and whatever else is queued under `key`; this request's rows.
@@ -111,7 +110,6 @@ class Batcher:
         except BaseException as exc:  # an interrupt or exit stops the runner: its batch is not left waiting
             self._finish(batch, error=exc)
             raise
-        self.sizes = [*self.sizes[-999:], len(items)]
         if len(batch) > 1:
             log.info("batched %d requests, %d items in one call", len(batch), len(items))
         if self.observe is not None:

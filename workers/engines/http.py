@@ -112,13 +112,17 @@ class HttpEngine(Engine):
             return []
         if not self.base_url or not self.model:
             raise EngineUnavailable(f"{self.label}: no server or model configured")
-        end = deadline.get()  # a task on a thread: each request's wait ends by its deadline too
         if len(images) == 1 or self.concurrency == 1:
-            return [self._read_one(page, script, end) for page in images]
+            return [self._read_one(page, script) for page in images]
+        end = deadline.get()  # a task on a thread: its requests' threads wait no longer than it may run
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(images))) as pool:
-            return list(pool.map(lambda page: self._read_one(page, script, end), images))
+            return list(pool.map(lambda page: self._read_until(end, page, script), images))
 
-    def _read_one(self, page: PageImage, script: str, end: float | None = None) -> EngineOutput:
+    def _read_until(self, end: float | None, page: PageImage, script: str) -> EngineOutput:
+        with deadline.until(end):
+            return self._read_one(page, script)
+
+    def _read_one(self, page: PageImage, script: str) -> EngineOutput:
         try:
             body = json.dumps(self.payload(page, script)).encode("utf-8")
         except OSError as e:
@@ -127,7 +131,7 @@ class HttpEngine(Engine):
             f"{self.base_url}/v1/chat/completions", data=body, headers=self._headers(), method="POST"
         )
         started = time.monotonic()
-        answer = self._post(request, page, end)
+        answer = self._post(request, page)
         seconds = time.monotonic() - started
         try:
             choice = answer["choices"][0]
@@ -143,20 +147,16 @@ class HttpEngine(Engine):
         }
         return EngineOutput(text=text.strip(), engine=self.label, seconds=seconds, details=details)
 
-    def _timed_out(self, where: str, end: float | None) -> PagefleetError:
+    def _timed_out(self, where: str) -> PagefleetError:
         """No answer in time: the task's deadline when that came first, else the engine's timeout."""
-        if end is not None and time.monotonic() >= end:
+        left = deadline.remaining()
+        if left is not None and left <= 0:
             return TaskDeadline(f"{where}: the task passed its time limit waiting for the server")
         return EngineTimeout(f"{where}: no answer within {self.timeout_s:.0f}s")
 
-    def _post(self, request: urllib.request.Request, page: PageImage, end: float | None = None) -> dict[str, Any]:
+    def _post(self, request: urllib.request.Request, page: PageImage) -> dict[str, Any]:
         where = f"{self.label}: page {page.page}"
-        timeout = self.timeout_s
-        if end is not None:
-            left = end - time.monotonic()
-            if left <= 0:
-                raise TaskDeadline(f"{where}: the task passed its time limit ({-left:.1f}s ago)")
-            timeout = min(timeout, left)
+        timeout = deadline.bounded(self.timeout_s, where) or self.timeout_s
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
                 raw = response.read()
@@ -166,10 +166,10 @@ class HttpEngine(Engine):
             raise EngineCrashed(f"{where}: {kind} HTTP {e.code}: {detail}") from e
         except urllib.error.URLError as e:
             if isinstance(e.reason, (TimeoutError, socket.timeout)):
-                raise self._timed_out(where, end) from e
+                raise self._timed_out(where) from e
             raise EngineCrashed(f"{where}: cannot reach {self.base_url}: {e.reason}") from e
         except TimeoutError as e:  # socket.timeout is TimeoutError since 3.10
-            raise self._timed_out(where, end) from e
+            raise self._timed_out(where) from e
         except OSError as e:  # connection reset mid-answer, ...
             raise EngineCrashed(f"{where}: connection failed: {e}") from e
         try:

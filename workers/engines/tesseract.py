@@ -146,12 +146,8 @@ def recognise(image: str | np.ndarray, langs: str, psm: int, dpi: int, tmp: Path
 
 
 def bounded(timeout_s: float) -> float:
-    """A pass's timeout, no later than the task's deadline where it keeps one (`workers.deadline`)."""
-    left = deadline.remaining()
-    if left is None:
-        return timeout_s
-    deadline.check("tesseract")
-    return min(timeout_s, left)
+    """A Tesseract or OSD pass's timeout, no later than the task's deadline where it keeps one."""
+    return deadline.bounded(timeout_s, "tesseract") or timeout_s
 
 
 def _recognise(image: str | np.ndarray, langs: str, psm: int, dpi: int, tmp: Path, name: str, invert: bool,

@@ -253,12 +253,9 @@ class VlmEngine(Engine):
             "max_new_tokens": self.max_new_tokens, "do_sample": False, "num_beams": 1,
             "stopping_criteria": [criteria], "pad_token_id": pad_token_id,
         }
-        left = deadline.remaining()  # a task on a thread: its own soft time limit (workers.deadline)
-        if left is not None and left <= 0:
-            deadline.check(f"{self.label} on its pages")
-        limits = [t for t in (self.timeout_s, left) if t]
-        if limits:
-            kwargs["max_time"] = min(limits)
+        max_time = deadline.bounded(self.timeout_s, f"{self.label} on its pages")  # a task on a thread: its deadline
+        if max_time:
+            kwargs["max_time"] = max_time
         if self.static_cache and device.startswith("cuda"):
             kwargs["cache_implementation"] = "static"
         return kwargs
