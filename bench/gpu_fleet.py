@@ -1,5 +1,6 @@
-"""The fleet's gpu queue on a GPU: a real Redis, a split/collect worker and a gpu worker (Celery,
-prefork × 1) read scanned documents with the SigLIP router and the lightonocr engine. Random weights
+"""The fleet's gpu queue on a GPU: the fleet `pagefleet run --gpu` starts (a real Redis, a
+split/collect, a cpu and a gpu Celery worker; the gpu worker on task threads, or `--pool prefork`
+× 1) reads scanned documents with the SigLIP router and the lightonocr engine. Random weights
 of the real sizes (nothing downloaded), saved as checkpoints and loaded by the worker exactly like
 pulled models.
 
@@ -14,7 +15,8 @@ It checks, and prints as a table:
   line per model for the whole run;
 - the time per page of the first document (model loading included) and of the later ones, beside
   the same engine reading the same pages in this process with no fleet (the fleet's overhead);
-- the GPU's memory in use (nvidia-smi, sampled) and the worker's pages per batch (`vlm.batch_size`).
+- the GPU's memory in use (nvidia-smi, sampled), the calls that merged several tasks' pages (the
+  worker's log) and the exporter's counters of pages and tasks a call (`pagefleet_generate_*`).
 """
 
 from __future__ import annotations
@@ -80,7 +82,6 @@ def fleet_env(models: dict[str, Any], batch: int, tokens: int) -> dict[str, str]
     """The gpu worker's settings: every unread page to the gpu queue, the random SigLIP made to
     route to Hebrew (a threshold no margin reaches), whose chain is the lightonocr engine alone."""
     return {
-        "PAGEFLEET_GPU": "1",
         "PAGEFLEET_ROUTER__SIGLIP_MODEL": str(models["siglip"]),
         "PAGEFLEET_ROUTER__SIGLIP_PROMPTS": '["this is a photo of English text.", "this is a photo of Hebrew text."]',
         "PAGEFLEET_ROUTER__SIGLIP_LABELS": '["latin", "he"]',
@@ -121,28 +122,20 @@ class GpuMemory:
 
 
 @contextlib.contextmanager
-def gpu_fleet(workdir: Path, env_extra: dict[str, str], pool: str = "threads", threads: int = 8) -> Iterator[list[Any]]:
-    """Redis + a split/collect worker + a gpu worker (`threads` task threads, as deployed; or
-    prefork × 1, as before cross-task batching), stopped on the way out."""
+def gpu_fleet(workdir: Path, env_extra: dict[str, str], pool: str = "threads") -> Iterator[list[Any]]:
+    """The fleet `pagefleet run --gpu` starts (`workers.cli.embedded.EmbeddedFleet`): a Redis, a
+    split/collect, a cpu and a gpu worker — on task threads as deployed (`vlm.batch_size` of them),
+    or prefork × 1 as before cross-task batching — stopped on the way out."""
     from workers.app import use_broker
-    from workers.cli.embedded import RedisServer, WorkerProcess
+    from workers.cli.embedded import EmbeddedFleet
     from workers.settings import get_settings
 
-    (workdir / "logs").mkdir(parents=True, exist_ok=True)
-    redis = RedisServer(workdir)
-    url = redis.start()
-    env = dict(os.environ, PAGEFLEET_BROKER_URL=url, PAGEFLEET_RESULT_BACKEND=url,
-               PAGEFLEET_CACHE_DIR=str(workdir / "cache"), **env_extra)
-    gpu = WorkerProcess("gpu", threads if pool == "threads" else 1, env, workdir / "logs", pool=pool)
-    workers = [WorkerProcess("split,collect", 1, env, workdir / "logs"), gpu]
-    use_broker(url)
+    os.environ.update(env_extra, PAGEFLEET_GPU_POOL=pool, PAGEFLEET_CACHE_DIR=str(workdir / "cache"))
     get_settings.cache_clear()
-    try:
-        yield workers
-    finally:
-        for worker in workers:
-            worker.stop()
-        redis.stop()
+    with EmbeddedFleet(broker_url=None, cpu_workers=1, gpu=True, logdir=workdir / "logs") as fleet:
+        use_broker(fleet.broker_url)
+        get_settings.cache_clear()
+        yield fleet.workers
 
 
 def wait_done(job_id: str, workers: list[Any], timeout_s: float) -> dict[str, str]:
@@ -273,7 +266,7 @@ def measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
                                "vlm_params": models["vlm_params"], "build_s": time.perf_counter() - started}
     small = scanned_documents(root / "small", args.small, 1, args.quick) if args.small else []
     env = fleet_env(models, args.batch, args.tokens)
-    with GpuMemory() as memory, gpu_fleet(root / "fleet", env, args.pool, args.batch) as workers:
+    with GpuMemory() as memory, gpu_fleet(root / "fleet", env, args.pool) as workers:
         results["documents"] = run_documents(paths, root / "out", workers, args.timeout)
         if small:
             results["documents"].append(run_at_once(small, root / "out", workers, args.timeout))

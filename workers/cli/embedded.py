@@ -153,16 +153,31 @@ def pool_for(queues: str) -> list[str]:
     calls (`workers.engines.batching`) and one copy of each model; every other worker forks."""
     from workers.settings import get_settings
 
-    return ["-P", get_settings().gpu_pool] if [q.strip() for q in queues.split(",")] == ["gpu"] else []
+    return ["-P", get_settings().gpu_pool] if _gpu_only(queues) else []
+
+
+def default_concurrency(queues: str) -> int:
+    """A worker's pool size when none is given: on task threads, a gpu worker takes `vlm.batch_size`
+    tasks at once (their pages fill one generate call); a prefork gpu worker one process (each
+    would load its own models); any other worker a process a CPU."""
+    from workers.settings import get_settings
+
+    settings = get_settings()
+    if _gpu_only(queues):
+        return settings.vlm.batch_size if settings.gpu_pool == "threads" else 1
+    return os.cpu_count() or 2
+
+
+def _gpu_only(queues: str) -> bool:
+    return [q.strip() for q in queues.split(",")] == ["gpu"]
 
 
 class WorkerProcess:
-    def __init__(self, queues: str, concurrency: int, env: dict[str, str], logdir: Path, loglevel: str = "INFO",
-                 pool: str | None = None) -> None:
+    def __init__(self, queues: str, concurrency: int, env: dict[str, str], logdir: Path, loglevel: str = "INFO") -> None:
         self.name = f"{queues.replace(',', '-')}-{uuid.uuid4().hex[:6]}"
         self.logfile = logdir / f"worker-{self.name}.log"
         args = [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "-Q", queues, "-c", str(concurrency),
-                *(["-P", pool] if pool else pool_for(queues)), "-n", f"{self.name}@%h", "--without-mingle", "--without-gossip", "-l", loglevel,
+                *pool_for(queues), "-n", f"{self.name}@%h", "--without-mingle", "--without-gossip", "-l", loglevel,
                 "--logfile", str(self.logfile), "-E"]
         self.proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=open(self.logfile.with_suffix(".err"), "wb"),
                                      start_new_session=True, preexec_fn=die_with_parent)
@@ -215,10 +230,7 @@ class EmbeddedFleet:
             self.workers.append(WorkerProcess("split,collect", 1, env, self.logdir))
             self.workers.append(WorkerProcess("cpu", self.cpu_workers, env, self.logdir))
             if self.gpu:
-                from workers.settings import get_settings
-
-                # task threads: as many tasks at once as a generate call takes pages
-                self.workers.append(WorkerProcess("gpu", get_settings().vlm.batch_size, env, self.logdir))
+                self.workers.append(WorkerProcess("gpu", default_concurrency("gpu"), env, self.logdir))
         except BaseException:
             self.__exit__(None, None, None)
             raise

@@ -53,17 +53,17 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_worker(args: argparse.Namespace, console: Console) -> int:
-    from workers.cli.embedded import pool_for
+    from workers.cli.embedded import default_concurrency, pool_for
 
     queues = [q.strip() for q in args.queues.split(",") if q.strip()]
     bad = [q for q in queues if q not in QUEUES]
     if bad or not queues:
         console.print(f"pagefleet: error: unknown queue(s) {bad or queues}; choose from {', '.join(QUEUES)}")
         return 1
-    pool = pool_for(",".join(queues))
-    concurrency = args.concurrency or (get_settings().vlm.batch_size if pool else os.cpu_count() or 2)
-    argv = [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "-Q", ",".join(queues),
-            "-c", str(concurrency), *pool, "-l", args.loglevel, "-E", "-n", f"{'-'.join(queues)}@%h"]
+    names = ",".join(queues)
+    argv = [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "-Q", names,
+            "-c", str(args.concurrency or default_concurrency(names)), *pool_for(names), "-l", args.loglevel, "-E",
+            "-n", f"{'-'.join(queues)}@%h"]
     os.execv(sys.executable, argv)
     return 0  # pragma: no cover
 
