@@ -125,3 +125,43 @@ def test_a_tesseract_pass_ends_by_the_deadline(fixtures_dir, tmp_path) -> None: 
     with deadline.until(time.monotonic() + 5):
         left = deadline.bounded(None, "a wait")
         assert left is not None and 4 < left <= 5
+
+
+def test_a_sandbox_command_ends_by_the_deadline(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A gpu worker's thread renders its pages through the sandbox too: a command runs no longer
+    than the task may (the sandbox's own timeout, 120 s, otherwise), and one cut there, or one that
+    would start after it, is the task's time limit — not a broken file."""
+    import pymupdf
+
+    from workers.errors import SandboxError
+    from workers.pdf import sandbox
+
+    path = tmp_path / "many.pdf"
+    with pymupdf.open() as doc:
+        for _ in range(400):
+            doc.new_page().insert_text((72, 72), "שלום עולם " * 40)
+        doc.save(path)
+    limits = {"timeout_s": 120.0, "memory_mb": 3072}
+    assert sandbox.run_child("probe", str(path), {}, **limits)["page_count"] == 400  # no deadline: as ever
+    with deadline.until(time.monotonic() - 1), pytest.raises(TaskDeadline, match="sandbox's probe"):
+        sandbox.run_child("probe", str(path), {}, **limits)  # passed: nothing starts
+    started = time.monotonic()
+    with deadline.until(time.monotonic() + 0.05), pytest.raises(TaskDeadline, match="sandbox's extract"):
+        sandbox.run_child("extract", str(path), {"first": 1, "last": 400}, **limits)
+    assert time.monotonic() - started < 30  # cut at the deadline, not the sandbox's 120 s
+    with pytest.raises(SandboxError, match="timed out"):  # its own timeout outside a deadline: a failed command
+        sandbox.run_child("extract", str(path), {"first": 1, "last": 400}, timeout_s=0.05, memory_mb=3072)
+
+
+def test_a_thread_waiting_for_the_sandbox_leaves_at_its_deadline() -> None:
+    """One command of a process at a time (`sandbox._ONE_AT_A_TIME`): a task thread behind another's
+    long command waits no longer than its deadline."""
+    from workers.pdf import sandbox
+
+    with sandbox._ONE_AT_A_TIME:  # another thread's command under way
+        with deadline.until(time.monotonic() + 0.05), pytest.raises(TaskDeadline, match="waited past"):
+            with sandbox._turn("render"):
+                pass
+    with sandbox._turn("render"):  # free again, no deadline: taken
+        assert sandbox._ONE_AT_A_TIME.locked()
+    assert not sandbox._ONE_AT_A_TIME.locked()

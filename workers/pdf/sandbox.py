@@ -30,7 +30,8 @@ from typing import Any
 
 import pydantic_core
 
-from workers.errors import SandboxError
+from workers import deadline
+from workers.errors import SandboxError, TaskDeadline
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,19 @@ _ONE_AT_A_TIME = threading.Lock()
 
 
 @contextlib.contextmanager
+def _turn(command: str) -> Iterator[None]:
+    """This process's fork server to itself (`_ONE_AT_A_TIME`), waited for no longer than the task's
+    deadline, where it has one."""
+    left = deadline.remaining()
+    if not _ONE_AT_A_TIME.acquire(timeout=-1 if left is None else max(left, 0.0)):
+        raise TaskDeadline(f"the sandbox's {command} waited past the task's time limit")
+    try:
+        yield
+    finally:
+        _ONE_AT_A_TIME.release()
+
+
+@contextlib.contextmanager
 def shared_child(token: str) -> Iterator[None]:
     """Within the block, the fork server's commands of this process share one child, whatever
     `sandbox_reuse` says: the small documents of one submission's batches that a worker process
@@ -68,10 +82,22 @@ def shared_child(token: str) -> Iterator[None]:
 def run_child(
     command: str, pdf: str, params: dict[str, Any], *, timeout_s: float, memory_mb: int
 ) -> dict[str, Any]:
-    """Run one sandbox command on `pdf`; return its JSON result. Raise SandboxError."""
+    """Run one sandbox command on `pdf`; return its JSON result. Raise SandboxError. In a task with
+    its own deadline (a task on a thread, `workers.deadline`) the command's time, and its wait for
+    this process's fork server, end there: `TaskDeadline`, not a failed file."""
     from workers.settings import get_settings
 
-    settings = get_settings()
+    what = f"the sandbox's {command}"
+    timeout_s = deadline.bounded(timeout_s, what) or timeout_s
+    try:
+        return _run_child(command, pdf, params, timeout_s=timeout_s, memory_mb=memory_mb, settings=get_settings())
+    except SandboxError:
+        deadline.check(what)  # cut by the deadline: the file may be fine
+        raise
+
+
+def _run_child(command: str, pdf: str, params: dict[str, Any], *, timeout_s: float, memory_mb: int,
+               settings: Any) -> dict[str, Any]:
     if settings.sandbox_fork_server:
         return _run_forked(command, pdf, params, timeout_s=timeout_s, memory_mb=memory_mb,
                            reuse=settings.sandbox_reuse, same_document=settings.sandbox_reuse_document,
@@ -111,7 +137,7 @@ def _run_forked(command: str, pdf: str, params: dict[str, Any], *, timeout_s: fl
     only once it is whole."""
     from workers.pdf.forkserver import CLIENT
 
-    with _ONE_AT_A_TIME:
+    with _turn(command):
         out, err = CLIENT.scratch_files()
         request = {"command": command, "pdf": pdf, "params": params, "out": str(out), "err": str(err),
                    "timeout_s": timeout_s, "memory_mb": memory_mb, "reuse": reuse, "same_document": same_document,
