@@ -260,6 +260,12 @@ class Settings(BaseSettings):
     # commands a child shared by one submission's small-document batches on one worker process runs
     # at most (`sandbox.shared_child`: a batch's documents, and its submission's next batches)
     sandbox_share_max: int = Field(256, ge=1, le=10_000)
+    # where a worker process's two scratch files (a sandbox command's JSON result, its stderr) live:
+    # "" picks /dev/shm where it is a RAM file system with sandbox_scratch_shm_mb free, else the
+    # temp dir. On ext4 the result file, emptied before every command, cost ~0.2 ms of waiting a
+    # command (truncating a file that holds data starts its writeback); a tmpfs has no such cost
+    sandbox_scratch_dir: str = ""
+    sandbox_scratch_shm_mb: int = Field(256, ge=0)
     # rung 1's text walk in C (workers/pdf/stextwalk.c, built by `make setup`; the same answers as
     # the Python path, which runs where it is off or was not built)
     native_walk: bool = True

@@ -14,6 +14,7 @@ import pytest
 
 from tests.unit.test_manifests import compose
 from workers.app import QUEUES, app
+from workers.settings import Settings
 
 
 def test_compose_matches_the_compose_specification() -> None:
@@ -58,6 +59,8 @@ def test_compose_wiring() -> None:
         assert set(service.get("depends_on") or {}) <= set(services), name
         if _compose_queues(service):
             assert _seconds(service["stop_grace_period"]) >= app.conf.task_time_limit + app.conf.worker_soft_shutdown_timeout
+            # Docker's default /dev/shm (64 MB) is too small for the sandbox's scratch files (scratch_base)
+            assert int(service["shm_size"].rstrip("m")) >= Settings().sandbox_scratch_shm_mb, name
             assert service["healthcheck"]["test"][1:4] == ["python", "-m", "workers.heartbeat"]
 
 

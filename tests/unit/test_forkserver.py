@@ -315,6 +315,32 @@ def test_scratch_folders_of_processes_that_are_gone_are_removed(tmp_path: Path) 
     assert not dead.exists() and live.exists() and other.exists()
 
 
+def test_scratch_files_go_to_a_roomy_ram_file_system_or_the_temp_dir(tmp_path: Path, monkeypatch) -> None:
+    """The result file is emptied before every command: on ext4 that waits for its writeback
+    (~0.2 ms a command); /dev/shm is chosen where it is a tmpfs with `sandbox_scratch_shm_mb` free
+    (not a container's default 64 MB), the setting wins over both, and anything else is the temp dir."""
+    import tempfile
+
+    from workers.pdf import forkserver
+    from workers.settings import get_settings
+
+    temp = Path(tempfile.gettempdir())
+    assert forkserver.scratch_base(str(tmp_path)) == tmp_path  # sandbox_scratch_dir
+    assert forkserver.scratch_base(shm=str(tmp_path / "missing")) == temp
+    assert forkserver._mount_type(str(tmp_path)) == "" and forkserver.scratch_base(shm=str(tmp_path), shm_free_mb=0) == temp
+    assert forkserver._mount_type("/proc") == "proc"
+    if forkserver._mount_type("/dev/shm") == "tmpfs":  # this machine's: as a worker would find it
+        assert forkserver.scratch_base(shm_free_mb=0) == Path("/dev/shm")
+        assert forkserver.scratch_base(shm_free_mb=1 << 40) == temp  # a tmpfs without that much room
+    monkeypatch.setenv("PAGEFLEET_SANDBOX_SCRATCH_DIR", str(tmp_path))
+    get_settings.cache_clear()
+    try:
+        assert forkserver.scratch_folder().parent == tmp_path
+    finally:
+        monkeypatch.delenv("PAGEFLEET_SANDBOX_SCRATCH_DIR")
+        get_settings.cache_clear()
+
+
 def test_a_range_crosses_the_sandbox_unchanged(fixtures_dir: Path) -> None:
     """The child writes its result with pydantic-core's encoder and the worker reads it with
     json.loads: every page of Hebrew, Arabic and English fixtures comes back equal to the pages

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from workers.app import QUEUES, app
+from workers.settings import Settings
 
 kubernetes_validate = pytest.importorskip("kubernetes_validate")
 
@@ -27,6 +28,11 @@ DOCKER = ROOT / "docker"
 K8S_VERSION = "1.30"  # the oldest Kubernetes we support; strict: unknown fields are errors
 KEDA_KINDS = {"ScaledObject", "TriggerAuthentication"}
 PAGEFLEET_ENTRYPOINT = ["tini", "--", "pagefleet"]
+
+
+def _mib(quantity: str) -> int:
+    number, unit = re.fullmatch(r"(\d+)(Mi|Gi)", quantity).groups()  # type: ignore[union-attr]
+    return int(number) << (10 if unit == "Gi" else 0)
 
 
 # -- loading ---------------------------------------------------------------------------------------
@@ -228,6 +234,10 @@ def test_worker_shutdown_and_probes() -> None:
         assert container["livenessProbe"]["exec"]["command"] == ["python", "-m", "workers.heartbeat", "live"]
         assert container["readinessProbe"]["exec"]["command"] == ["python", "-m", "workers.heartbeat", "ready"]
         assert container["resources"]["requests"] and container["resources"]["limits"]["memory"]
+        # the sandbox's scratch files in RAM: /dev/shm a tmpfs roomier than sandbox_scratch_shm_mb
+        shm = next(m for m in container["volumeMounts"] if m["mountPath"] == "/dev/shm")
+        volume = next(v for v in spec["volumes"] if v["name"] == shm["name"])["emptyDir"]
+        assert volume["medium"] == "Memory" and _mib(volume["sizeLimit"]) >= Settings().sandbox_scratch_shm_mb
     for path in [*K8S.rglob("*.yaml"), DOCKER / "compose.yaml"]:  # comments may explain why not
         assert "inspect" not in yaml.safe_dump_all(load_docs(path)), path
 
