@@ -300,7 +300,7 @@ def test_threads_of_one_process_each_get_their_own_result(pdf: str, tmp_path: Pa
 def test_scratch_folders_of_processes_that_are_gone_are_removed(tmp_path: Path) -> None:
     """A scratch folder holds the last command's result (a page's text): a new one sweeps those of
     processes that no longer run, and keeps a live process's."""
-    from workers.pdf.forkserver import scratch_folder
+    from workers.pdf.scratch import scratch_folder
 
     gone = subprocess.Popen(["true"])
     gone.wait()
@@ -321,21 +321,21 @@ def test_scratch_files_go_to_a_roomy_ram_file_system_or_the_temp_dir(tmp_path: P
     (not a container's default 64 MB), the setting wins over both, and anything else is the temp dir."""
     import tempfile
 
-    from workers.pdf import forkserver
+    from workers.pdf import scratch
     from workers.settings import get_settings
 
     temp = Path(tempfile.gettempdir())
-    assert forkserver.scratch_base(str(tmp_path)) == tmp_path  # sandbox_scratch_dir
-    assert forkserver.scratch_base(shm=str(tmp_path / "missing")) == temp
-    assert forkserver._mount_type(str(tmp_path)) == "" and forkserver.scratch_base(shm=str(tmp_path), shm_free_mb=0) == temp
-    assert forkserver._mount_type("/proc") == "proc"
-    if forkserver._mount_type("/dev/shm") == "tmpfs":  # this machine's: as a worker would find it
-        assert forkserver.scratch_base(shm_free_mb=0) == Path("/dev/shm")
-        assert forkserver.scratch_base(shm_free_mb=1 << 40) == temp  # a tmpfs without that much room
+    assert scratch.scratch_base(str(tmp_path)) == tmp_path  # sandbox_scratch_dir
+    assert scratch.scratch_base(shm=str(tmp_path / "missing")) == temp
+    assert scratch._mount_type(str(tmp_path)) == "" and scratch.scratch_base(shm=str(tmp_path), shm_free_mb=0) == temp
+    assert scratch._mount_type("/proc") == "proc"
+    if scratch._mount_type("/dev/shm") == "tmpfs":  # this machine's: as a worker would find it
+        assert scratch.scratch_base(shm_free_mb=0) == Path("/dev/shm")
+        assert scratch.scratch_base(shm_free_mb=1 << 40) == temp  # a tmpfs without that much room
     monkeypatch.setenv("PAGEFLEET_SANDBOX_SCRATCH_DIR", str(tmp_path))
     get_settings.cache_clear()
     try:
-        assert forkserver.scratch_folder().parent == tmp_path
+        assert scratch.scratch_folder().parent == tmp_path
     finally:
         monkeypatch.delenv("PAGEFLEET_SANDBOX_SCRATCH_DIR")
         get_settings.cache_clear()

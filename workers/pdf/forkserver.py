@@ -26,18 +26,15 @@ Protocol: one JSON object per line each way; server → child: the request line,
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import gc
 import json
 import logging
 import os
 import select
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import traceback
 import uuid
@@ -45,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from workers.errors import SandboxError
+from workers.pdf import scratch
 
 log = logging.getLogger(__name__)
 _REPLY_SLACK_S = 15.0  # the server answers within timeout_s; past this slack it is presumed hung
@@ -82,7 +80,7 @@ class ForkServerClient:
         with self._lock:
             server = self._ensure().pid
         if self._folder is None or self._folder[0] != os.getpid() or not self._folder[1].is_dir():
-            self._folder, self._files = (os.getpid(), scratch_folder()), None
+            self._folder, self._files = (os.getpid(), scratch.scratch_folder()), None
         if self._files is None or self._files[0] != server:
             folder = self._folder[1]
             for stale in folder.iterdir():
@@ -120,69 +118,6 @@ class ForkServerClient:
 
 
 CLIENT = ForkServerClient()
-_SCRATCH = "pagefleet-sbx-"
-
-
-def scratch_base(setting: str = "", shm_free_mb: int = 256, shm: str = "/dev/shm") -> Path:
-    """Where scratch folders go: `setting` (`sandbox_scratch_dir`) when given; else `shm` where it
-    is a RAM file system (tmpfs) with at least `shm_free_mb` free — a container's default 64 MB
-    /dev/shm is not, and a big range's result must never meet a full disk there — else the temp
-    dir."""
-    if setting:
-        return Path(setting)
-    try:
-        found = os.statvfs(shm)
-        tmpfs = _mount_type(shm) == "tmpfs"
-    except OSError:
-        return Path(tempfile.gettempdir())
-    if tmpfs and found.f_bavail * found.f_frsize >= shm_free_mb << 20 and os.access(shm, os.W_OK | os.X_OK):
-        return Path(shm)
-    return Path(tempfile.gettempdir())
-
-
-def _mount_type(path: str) -> str:
-    """The file system type of the mount point `path` (/proc/mounts), "" when it is not one."""
-    kind = ""
-    try:
-        with open("/proc/mounts", encoding="utf-8") as mounts:
-            for line in mounts:  # a later mount on the same point hides an earlier one
-                fields = line.split()
-                if len(fields) > 2 and fields[1] == path:
-                    kind = fields[2]
-    except OSError:
-        return ""
-    return kind
-
-
-def scratch_folder(base: Path | None = None) -> Path:
-    """A folder of this process's own for its scratch files, `pagefleet-sbx-<pid>-<random>`: they
-    hold the last command's result (a page's text), so the folders of processes that are gone go
-    first (a pool process is often killed, and never removes its own), and this one goes when the
-    process exits normally. `base`: `scratch_base()` by the settings."""
-    if base is None:
-        from workers.settings import get_settings
-
-        settings = get_settings()
-        base = scratch_base(settings.sandbox_scratch_dir, settings.sandbox_scratch_shm_mb)
-    for old in base.glob(f"{_SCRATCH}*-*"):
-        pid = old.name[len(_SCRATCH):].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(old, ignore_errors=True)
-    folder = Path(tempfile.mkdtemp(prefix=f"{_SCRATCH}{os.getpid()}-", dir=base))
-    atexit.register(shutil.rmtree, folder, True)
-    return folder
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
-
-
 # --------------------------------------------------------------------------- server side
 
 
