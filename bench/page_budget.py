@@ -170,8 +170,8 @@ def _collections(pdf: Path, tmp: Path) -> tuple[Callable[[], Any], Callable[[], 
     assert all(r is not None for r in records), "every page of the generated document climbs nowhere"
     read_back = pipeline.Held(manifest, records, storage)
     return (lambda: pipeline.collect_held(job, settings, read_back),
-            lambda: pipeline._assemble(job, settings, storage, manifest, iter_records(storage, job.job_id, manifest),
-                                       final_attempt=True))
+            lambda: pipeline.assemble(job, settings, storage, manifest, iter_records(storage, job.job_id, manifest),
+                                      final_attempt=True))
 
 
 def report(pages: int, limit: float, seconds: dict[str, float], parts: Parts) -> list[str]:

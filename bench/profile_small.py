@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 SECTIONS = [  # (module, attribute, label)
     ("workers.pdf.source", "inspect", "sandbox: the parent's hand-over"),
     ("workers.ranges", "decide", "gate and page records"),
-    ("workers.pipeline", "_assemble", "assembly and artifacts"),
+    ("workers.pipeline", "assemble", "assembly and artifacts"),
     ("workers.storage", "LocalStorage.put_stream", "  artifact writes (streams)"),
     ("workers.storage", "LocalStorage.put_bytes", "  artifact writes (report)"),
     ("workers.jobs", "claim", "redis: record + lock + splitting"),

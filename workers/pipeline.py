@@ -268,8 +268,8 @@ def collect_document(job: JobSpec, settings: Settings, *, final_attempt: bool,
     storage = open_storage(job.storage, settings)
     manifest = storage.get_json(keys.job_manifest(job.job_id))
     found = ranges.iter_records(storage, job.job_id, manifest, ready)
-    result, counted = _assemble(job, settings, storage, manifest, found, final_attempt=final_attempt,
-                                on_complete=on_complete)
+    result, counted = assemble(job, settings, storage, manifest, found, final_attempt=final_attempt,
+                               on_complete=on_complete)
     metrics.Recorder().document(job.job_id, *counted)  # never raises
     storage.delete_prefix(keys.work(job.job_id))
     return result
@@ -280,15 +280,18 @@ def collect_held(job: JobSpec, settings: Settings, held: Held) -> tuple[dict[str
     memory; there is no work state to read or remove. Its metrics come back for the caller to
     count in the round trip that marks the job done (`metrics.counted_once`)."""
     found = ((record.number, record) for record in held.records)
-    return _assemble(job, settings, held.storage, held.manifest, found, final_attempt=False)
+    return assemble(job, settings, held.storage, held.manifest, found, final_attempt=False)
 
 
 Counted = tuple[str, Counter[str], dict[str, Any]]  # a document's status, page series and report
 
 
-def _assemble(job: JobSpec, settings: Settings, storage: Storage, manifest: dict[str, Any],
-              found: Iterator[tuple[int, PageRecord | None]], *, final_attempt: bool,
-              on_complete: Callable[[], None] | None = None) -> tuple[dict[str, Any], Counted]:
+def assemble(job: JobSpec, settings: Settings, storage: Storage, manifest: dict[str, Any],
+             found: Iterator[tuple[int, PageRecord | None]], *, final_attempt: bool,
+             on_complete: Callable[[], None] | None = None) -> tuple[dict[str, Any], Counted]:
+    """The artifacts of the pages `found` gives ((number, record or None), in page order) stored
+    under the manifest's prefix: the work both collections share, without the metrics' round trip
+    or the work state's removal (`collect_document`, `collect_held`; `make budget` times it alone)."""
     head = DocumentRecord(pipeline_version=PIPELINE_VERSION, job_id=job.job_id, source=SourceInfo(**manifest["source"]),
                           status="accepted", page_count=int(manifest["page_count"]), options=manifest["options"], pages=[])
     structured = manifest["options"].get("structure", True)
