@@ -153,6 +153,38 @@ def test_a_sandbox_command_ends_by_the_deadline(tmp_path) -> None:  # type: igno
         sandbox.run_child("extract", str(path), {"first": 1, "last": 400}, timeout_s=0.05, memory_mb=3072)
 
 
+def test_a_command_after_a_wait_for_its_turn_gets_only_the_time_left(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The wait for the fork server counts against the deadline: a command that got its turn 0.5 s
+    into a 2 s deadline is sent with the 1.5 s left, not the 2 s it had when it asked."""
+    from workers.errors import SandboxError
+    from workers.pdf import sandbox
+    from workers.pdf.forkserver import CLIENT
+
+    sent: list[float] = []
+
+    def server(request, timeout_s):  # type: ignore[no-untyped-def]
+        sent.append(request["timeout_s"])
+        return {"rc": 1, "timed_out": False}  # a failed command: nothing else to fake
+
+    monkeypatch.setattr(CLIENT, "run", server)
+    held = threading.Event()
+
+    def another_command() -> None:
+        with sandbox._ONE_AT_A_TIME:
+            held.set()
+            time.sleep(0.5)
+
+    other = threading.Thread(target=another_command)
+    other.start()
+    held.wait(5)
+    try:
+        with deadline.until(time.monotonic() + 2.0), pytest.raises(SandboxError):
+            sandbox.run_child("render", "any.pdf", {}, timeout_s=120.0, memory_mb=3072)
+    finally:
+        other.join()
+    assert len(sent) == 1 and 1.0 < sent[0] < 1.6
+
+
 def test_a_thread_waiting_for_the_sandbox_leaves_at_its_deadline() -> None:
     """One command of a process at a time (`sandbox._ONE_AT_A_TIME`): a task thread behind another's
     long command waits no longer than its deadline."""

@@ -138,6 +138,7 @@ def _run_forked(command: str, pdf: str, params: dict[str, Any], *, timeout_s: fl
     from workers.pdf.forkserver import CLIENT
 
     with _turn(command):
+        timeout_s = deadline.bounded(timeout_s, f"the sandbox's {command}") or timeout_s  # less what the turn took
         out, err = CLIENT.scratch_files()
         request = {"command": command, "pdf": pdf, "params": params, "out": str(out), "err": str(err),
                    "timeout_s": timeout_s, "memory_mb": memory_mb, "reuse": reuse, "same_document": same_document,
