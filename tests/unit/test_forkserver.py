@@ -341,6 +341,40 @@ def test_scratch_files_go_to_a_roomy_ram_file_system_or_the_temp_dir(tmp_path: P
         get_settings.cache_clear()
 
 
+def test_a_full_scratch_folder_moves_to_the_disk_and_is_never_a_bad_file(pdf: str, tmp_path: Path,
+                                                                          monkeypatch) -> None:
+    """A RAM /dev/shm that other processes filled: the child cannot write its result (ENOSPC, here
+    /dev/full). That is not the file's fault: the command runs again with this process's scratch in
+    the temp dir; where that is full too, a retryable StorageError — never the SandboxError a page or
+    a document would be failed for."""
+    import tempfile
+
+    from workers.errors import StorageError
+
+    ram = tmp_path / "ram"
+    ram.mkdir()
+    monkeypatch.setattr(CLIENT, "_base", ram)
+    monkeypatch.setattr(CLIENT, "_folder", None)
+    monkeypatch.setattr(CLIENT, "_files", None)
+    real, full = CLIENT.scratch_files, [1]
+
+    def scratch_files() -> tuple[Path, Path]:
+        out, err = real()
+        if full[0]:
+            full[0] -= 1
+            return Path("/dev/full"), err
+        return out, err
+
+    monkeypatch.setattr(CLIENT, "scratch_files", scratch_files)
+    assert run_child("probe", pdf, {}, **LIMITS)["page_count"] == 3  # once more, on the disk
+    assert CLIENT._folder is not None and CLIENT._folder[1].parent == Path(tempfile.gettempdir())
+    assert not any(ram.iterdir())  # the full folder went
+    full[0] = 1  # the disk full as well
+    with pytest.raises(StorageError, match="no space left"):
+        run_child("probe", pdf, {}, **LIMITS)
+    assert run_child("probe", pdf, {}, **LIMITS)["page_count"] == 3  # space again: as ever
+
+
 def test_a_range_crosses_the_sandbox_unchanged(fixtures_dir: Path) -> None:
     """The child writes its result with pydantic-core's encoder and the worker reads it with
     json.loads: every page of Hebrew, Arabic and English fixtures comes back equal to the pages

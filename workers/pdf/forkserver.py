@@ -32,9 +32,11 @@ import json
 import logging
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import traceback
 import uuid
@@ -58,6 +60,7 @@ class ForkServerClient:
         self._lock = threading.Lock()
         self._folder: tuple[int, Path] | None = None  # (owner pid, scratch folder)
         self._files: tuple[int, tuple[Path, Path]] | None = None  # (server pid, result and stderr files)
+        self._base: Path | None = None  # where scratch folders go: None, as the settings say
 
     def _ensure(self) -> subprocess.Popen[bytes]:
         if self._proc is not None and self._owner == os.getpid() and self._proc.poll() is None:
@@ -80,7 +83,7 @@ class ForkServerClient:
         with self._lock:
             server = self._ensure().pid
         if self._folder is None or self._folder[0] != os.getpid() or not self._folder[1].is_dir():
-            self._folder, self._files = (os.getpid(), scratch.scratch_folder()), None
+            self._folder, self._files = (os.getpid(), scratch.scratch_folder(self._base)), None
         if self._files is None or self._files[0] != server:
             folder = self._folder[1]
             for stale in folder.iterdir():
@@ -91,6 +94,18 @@ class ForkServerClient:
             with open(path, "wb"):  # created once, then only truncated
                 pass
         return self._files[1]
+
+    def scratch_to_disk(self) -> bool:
+        """After a command found its scratch folder full (ENOSPC: a RAM /dev/shm that other
+        processes filled): this process's scratch folder moves to the temp dir and the full one
+        goes. False when it is in the temp dir already (the disk itself is full)."""
+        disk = Path(tempfile.gettempdir())
+        if self._folder is not None and self._folder[1].parent == disk:
+            return False
+        if self._folder is not None:
+            shutil.rmtree(self._folder[1], ignore_errors=True)
+        self._base, self._folder, self._files = disk, None, None
+        return True
 
     def run(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """Send one command; return the server's reply ({"rc": exit code, "timed_out": bool})."""

@@ -31,7 +31,7 @@ from typing import Any
 import pydantic_core
 
 from workers import deadline
-from workers.errors import SandboxError, TaskDeadline
+from workers.errors import SandboxError, StorageError, TaskDeadline
 
 log = logging.getLogger(__name__)
 
@@ -89,11 +89,30 @@ def run_child(
 
     what = f"the sandbox's {command}"
     timeout_s = deadline.bounded(timeout_s, what) or timeout_s
-    try:
-        return _run_child(command, pdf, params, timeout_s=timeout_s, memory_mb=memory_mb, settings=get_settings())
-    except SandboxError:
-        deadline.check(what)  # cut by the deadline: the file may be fine
-        raise
+    settings = get_settings()
+    for first in (True, False):
+        try:
+            return _run_child(command, pdf, params, timeout_s=timeout_s, memory_mb=memory_mb, settings=settings)
+        except SandboxError as exc:
+            deadline.check(what)  # cut by the deadline: the file may be fine
+            if _NO_SPACE not in exc.message:
+                raise
+            if first and settings.sandbox_fork_server and _scratch_to_disk(command):
+                log.warning("%s found the sandbox's scratch folder full; this process's scratch moves to the "
+                            "temp dir", what)
+                continue
+            raise StorageError(f"no space left for {what}'s result ({exc.message}); the task retries") from exc
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+_NO_SPACE = "[Errno 28]"  # ENOSPC in the child's last line: where its result goes is full, not the file bad
+
+
+def _scratch_to_disk(command: str) -> bool:
+    from workers.pdf.forkserver import CLIENT
+
+    with _turn(command):
+        return CLIENT.scratch_to_disk()
 
 
 def _run_child(command: str, pdf: str, params: dict[str, Any], *, timeout_s: float, memory_mb: int,
