@@ -68,13 +68,19 @@ def render_over_memory(pdf: str, tmp_path: Path) -> None:
         run_child("render", pdf, params, timeout_s=60.0, memory_mb=16)
 
 
-def extract_past_timeout(tmp_path: Path) -> None:
-    """400 Hebrew pages to extract in 0.01 s (they take ~0.05–0.06 s): the server kills the child, a SandboxError says so."""
+def many_pages(tmp_path: Path) -> Path:
+    """400 Hebrew pages: ~0.05–0.06 s to extract, far past a 0.01 s limit."""
     path = tmp_path / "many.pdf"
     with pymupdf.open() as doc:
         for _ in range(400):
             doc.new_page().insert_text((72, 72), "שלום עולם " * 40)
         doc.save(path)
+    return path
+
+
+def extract_past_timeout(tmp_path: Path) -> None:
+    """400 Hebrew pages to extract in 0.01 s: the server kills the child, a SandboxError says so."""
+    path = many_pages(tmp_path)
     with pytest.raises(SandboxError, match="timed out"):
         run_child("extract", str(path), {"first": 1, "last": 400}, timeout_s=0.01, memory_mb=3072)
 
@@ -325,8 +331,8 @@ def test_scratch_files_go_to_a_roomy_ram_file_system_or_the_temp_dir(tmp_path: P
     from workers.settings import get_settings
 
     temp = Path(tempfile.gettempdir())
-    assert scratch.scratch_base(str(tmp_path)) == tmp_path  # sandbox_scratch_dir
-    assert scratch.scratch_base(shm=str(tmp_path / "missing")) == temp
+    assert scratch.scratch_base(str(tmp_path), shm_free_mb=0) == tmp_path  # sandbox_scratch_dir
+    assert scratch.scratch_base(shm=str(tmp_path / "missing"), shm_free_mb=0) == temp
     assert scratch._mount_type(str(tmp_path)) == "" and scratch.scratch_base(shm=str(tmp_path), shm_free_mb=0) == temp
     assert scratch._mount_type("/proc") == "proc"
     if scratch._mount_type("/dev/shm") == "tmpfs":  # this machine's: as a worker would find it

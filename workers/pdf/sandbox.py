@@ -90,19 +90,16 @@ def run_child(
     what = f"the sandbox's {command}"
     timeout_s = deadline.bounded(timeout_s, what) or timeout_s
     settings = get_settings()
-    for first in (True, False):
-        try:
-            return _run_child(command, pdf, params, timeout_s=timeout_s, memory_mb=memory_mb, settings=settings)
-        except SandboxError as exc:
-            deadline.check(what)  # cut by the deadline: the file may be fine
-            if _NO_SPACE not in exc.message:
-                raise
-            if first and settings.sandbox_fork_server and _scratch_to_disk(command):
-                log.warning("%s found the sandbox's scratch folder full; this process's scratch moves to the "
-                            "temp dir", what)
-                continue
+    try:
+        return _run_child(command, pdf, params, timeout_s=timeout_s, memory_mb=memory_mb, settings=settings)
+    except SandboxError as exc:
+        deadline.check(what)  # cut by the deadline: the file may be fine
+        if _NO_SPACE not in exc.message:
+            raise
+        if not (settings.sandbox_fork_server and _scratch_to_disk(command)):  # on the disk already: full
             raise StorageError(f"no space left for {what}'s result ({exc.message}); the task retries") from exc
-    raise AssertionError("unreachable")  # pragma: no cover
+    log.warning("%s found the sandbox's scratch folder full; this process's scratch moves to the temp dir", what)
+    return run_child(command, pdf, params, timeout_s=timeout_s, memory_mb=memory_mb)  # once more, on the disk
 
 
 _NO_SPACE = "[Errno 28]"  # ENOSPC in the child's last line: where its result goes is full, not the file bad

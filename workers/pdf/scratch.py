@@ -25,7 +25,7 @@ from pathlib import Path
 _SCRATCH = "pagefleet-sbx-"
 
 
-def scratch_base(setting: str = "", shm_free_mb: int = 256, shm: str = "/dev/shm") -> Path:
+def scratch_base(setting: str = "", *, shm_free_mb: int, shm: str = "/dev/shm") -> Path:
     """Where scratch folders go: `setting` (`sandbox_scratch_dir`) when given; else `shm` where it
     is a RAM file system (tmpfs) with at least `shm_free_mb` free — a container's default 64 MB
     /dev/shm is not, and a big range's result must never meet a full disk there — else the temp
@@ -65,7 +65,7 @@ def scratch_folder(base: Path | None = None) -> Path:
         from workers.settings import get_settings
 
         settings = get_settings()
-        base = scratch_base(settings.sandbox_scratch_dir, settings.sandbox_scratch_shm_mb)
+        base = scratch_base(settings.sandbox_scratch_dir, shm_free_mb=settings.sandbox_scratch_shm_mb)
     for old in base.glob(f"{_SCRATCH}*-*"):
         pid = old.name[len(_SCRATCH):].split("-", 1)[0]
         if pid.isdigit() and not _alive(int(pid)):
