@@ -33,6 +33,10 @@ from workers.settings import Settings, get_settings
 TRANSIENT_NETWORK_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)
 
 
+class ObjectChanged(Exception):
+    """A conditional GET's object no longer has the ETag it was asked for (HTTP 412)."""
+
+
 class Storage(abc.ABC):
     url: str
 
@@ -191,6 +195,28 @@ class S3Storage(Storage):
             response = self.client.get_object(self.bucket, self._key(key))
             try:
                 return response.read()
+            finally:
+                response.close()
+                response.release_conn()
+
+    @contextlib.contextmanager
+    def open_object(self, key: str, *, version_id: str | None = None, etag: str | None = None) -> Iterator[Any]:
+        """One GET, its body not yet read: the response's headers (size, ETag) decide before a byte
+        of it is. Exactly `version_id` when given; with `etag`, only while the object still has it
+        (If-Match: `ObjectChanged` when it does not). Closing without reading drops the connection."""
+        from minio.error import S3Error
+
+        headers = {"If-Match": f'"{etag}"'} if etag else None
+        with self._translate("get", key):
+            try:
+                response = self.client.get_object(self.bucket, self._key(key), version_id=version_id,
+                                                  request_headers=headers)
+            except S3Error as exc:
+                if exc.code == "PreconditionFailed":
+                    raise ObjectChanged(key) from exc
+                raise
+            try:
+                yield response
             finally:
                 response.close()
                 response.release_conn()

@@ -1,5 +1,6 @@
-"""S3 sources: the size is checked with a HEAD before a byte is downloaded, and the cached copy is
-evicted when the job ends (and pruned when unused)."""
+"""S3 sources: one GET whose headers are checked before a byte of its body is read (and whose body
+is counted as it streams), and the cached copy is evicted when the job ends (and pruned when
+unused)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from workers.errors import PdfTooLargeError
 from workers.model import JobSpec
-from workers.pdf.fetch import cached_path, evict, local_pdf, prune
+from workers.pdf.fetch import _save, cached_path, evict, local_pdf, prune
 from workers.settings import get_settings
 
 pytestmark = pytest.mark.integration
@@ -45,3 +46,26 @@ def test_oversize_object_is_refused_before_download(s3_bucket, tmp_path, monkeyp
     os.utime(path, (old, old))
     assert prune(settings) == 1 and not os.path.exists(path)
     get_settings.cache_clear()
+
+
+def test_a_body_past_the_limit_is_refused_as_it_streams_when_no_length_says_so(tmp_path) -> None:
+    """A response without Content-Length (or with one that lies) is counted: the download stops at
+    the limit. A stand-in for urllib3's response: headers and `stream()` are all `_save` reads."""
+
+    class Body:
+        headers: dict[str, str] = {}
+
+        def __init__(self) -> None:
+            self.read = 0
+
+        def stream(self, amount: int):
+            for _ in range(10):
+                self.read += 600
+                yield b"x" * 600
+
+    body = Body()
+    with pytest.raises(PdfTooLargeError, match="the limit is 1000"):
+        _save(body, tmp_path / "part", 1000, "big.pdf")
+    assert body.read == 1200  # stopped at the chunk that crossed the limit, not at the end
+    _save(Body(), tmp_path / "whole", 0, "any.pdf")  # no limit: every byte
+    assert (tmp_path / "whole").stat().st_size == 6000

@@ -1,6 +1,7 @@
 """The split task reads exactly the object version its bucket event named: a versionId downloads
 that version even after the key was overwritten; an ETag the object no longer has is a typed
-`source_changed` error, found by a HEAD before any byte is downloaded, as is an oversized object."""
+`source_changed` error (the GET's If-Match fails), and an oversized object is refused by the GET's
+headers before a byte of its body is read."""
 
 from __future__ import annotations
 

@@ -1,8 +1,11 @@
 """Getting a job's source PDF onto the worker's disk: a local path as is, an S3 object downloaded
 once per worker into a cache keyed by job (sources are immutable per job id).
 
-The object's size is checked with a HEAD (`stat_object`) before a byte is downloaded: an object
-over the job's `max_bytes` is refused (`pdf_too_large`) without filling the worker's disk. Cached
+One GET a source (one round trip: a small upload's fetch was three — our HEAD, and minio's
+`fget_object` a HEAD of its own before its GET): the response's headers are checked before a byte
+of its body is read — an object over the job's `max_bytes` is refused (`pdf_too_large`) without
+filling the worker's disk (the body is counted too, should a length lie), and the ETag the event
+named is sent as If-Match, so an object overwritten since is `source_changed`. Cached
 copies are evicted when their job finishes (`evict`) and, on workers that never see the end of a
 job (OCR workers), once they have not been used for `CACHE_MAX_IDLE_S` (`prune`, run at each
 download).
@@ -13,13 +16,15 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
-from workers.errors import PdfTooLargeError, SourceChangedError
+from workers.errors import PdfTooLargeError, SourceChangedError, StorageError
 from workers.model import JobSpec
 from workers.settings import Settings
-from workers.storage import S3Storage, split_s3_uri
+from workers.storage import ObjectChanged, S3Storage, split_s3_uri
 
 CACHE_MAX_IDLE_S = 3600.0
+_CHUNK = 256 * 1024
 
 
 def _cache(settings: Settings) -> Path:
@@ -41,20 +46,48 @@ def local_pdf(job: JobSpec, settings: Settings) -> str:
     prune(settings)
     bucket, key = split_s3_uri(job.source)
     store = S3Storage(bucket, "", settings)
-    size, etag = store.stat(key, version_id=job.version_id)  # HEAD: the exact version the event named
-    if job.etag and not job.version_id and etag and etag != job.etag.strip('"'):
-        raise SourceChangedError(f"{job.filename} was overwritten after its event (ETag {job.etag[:12]}…, now "
-                                 f"{etag[:12]}…); the newer upload is its own job")
     limit = int((job.options or {}).get("max_bytes") or 0)
-    if limit and size > limit:
-        raise PdfTooLargeError(f"{job.filename} is {size} bytes; the limit is {limit}")
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
-        store.download(key, str(tmp), version_id=job.version_id, etag=None if job.version_id else job.etag)
+        # the exact version the event named; else only while the object has the event's ETag
+        with store.open_object(key, version_id=job.version_id, etag=None if job.version_id else job.etag) as body:
+            _save(body, tmp, limit, job.filename)
         tmp.replace(target)
+    except ObjectChanged:
+        raise _changed(job, store, key) from None
     finally:
         tmp.unlink(missing_ok=True)
     return str(target)
+
+
+def _too_large(filename: str, size: int, limit: int) -> PdfTooLargeError:
+    return PdfTooLargeError(f"{filename} is {size} bytes; the limit is {limit}")
+
+
+def _save(body: Any, tmp: Path, limit: int, filename: str) -> None:
+    """The response's body into `tmp`, refused by its Content-Length before a byte is read (and
+    by the bytes counted, should the length be missing or lie)."""
+    declared = body.headers.get("Content-Length")
+    if limit and declared and declared.isdigit() and int(declared) > limit:
+        raise _too_large(filename, int(declared), limit)
+    written = 0
+    with open(tmp, "wb") as out:
+        for chunk in body.stream(_CHUNK):
+            written += len(chunk)
+            if limit and written > limit:
+                raise _too_large(filename, written, limit)
+            out.write(chunk)
+
+
+def _changed(job: JobSpec, store: S3Storage, key: str) -> SourceChangedError:
+    """The If-Match failed: the object was overwritten after its event (its ETag now, where a HEAD
+    can still tell it, for the message)."""
+    try:
+        now = (store.stat(key)[1] or "?")[:12]
+    except (KeyError, StorageError):
+        now = "?"
+    return SourceChangedError(f"{job.filename} was overwritten after its event (ETag {(job.etag or '')[:12]}…, now "
+                              f"{now}…); the newer upload is its own job")
 
 
 def evict(job_id: str, settings: Settings) -> None:
