@@ -150,6 +150,10 @@ class EventSettings(BaseSettings):
     stat_missing_etag: bool = Field(True, description="HEAD the object when an event carries no ETag")
     redis_bridge_list: str | None = Field(None, description="MinIO Redis target key (format=access)")
     redis_bridge_url: str | None = Field(None, description="Redis holding that list (default: broker)")
+    inbox_list: str | None = Field(None, description="queue POSTed events on this list of the broker, drained "
+                                                     "in batches by a bridge in the receiver (2xx once queued)")
+    gather_s: float = Field(0.5, ge=0, le=30, description="how long a bridge holds a burst's events for a batch "
+                                                          "while split tasks wait on the broker; 0: never")
     max_concurrency: int = Field(64, ge=1, le=4096, description="event POSTs in flight; more get 503 + Retry-After")
     retry_after_s: int = Field(5, ge=1, le=3600, description="the Retry-After of a 503")
 

@@ -72,13 +72,18 @@ def batch_size(documents: int, settings: Settings) -> int:
     return max(settings.split_batch_documents, min(settings.split_batch_max_documents, spread))
 
 
-def batch_plan(documents: int, settings: Settings) -> list[int]:
+def batch_plan(documents: int, settings: Settings, taper: bool = True) -> list[int]:
     """The sizes of a submission's batches in the order they go out: `documents` cut evenly into
     batches of at most `batch_size`, and the last two batches' documents as batches halving in
     size (`ranges.tapered`: 500 → 32 × 4, 31 × 10, then 31, 16, 8, 7) — the split workers take
-    batches in turn, and the last one a worker process takes runs while the other may idle."""
+    batches in turn, and the last one a worker process takes runs while the other may idle.
+    `taper=False`: not the last two (a piece of a stream the bridge gathered while the workers
+    were busy: more batches come behind it)."""
     size = batch_size(documents, settings)
-    return ranges.tapered(ranges.even(documents, size)) if size > 1 else [1] * documents
+    if size <= 1:
+        return [1] * documents
+    even = ranges.even(documents, size)
+    return ranges.tapered(even) if taper else even
 
 
 class _Batches:
@@ -87,8 +92,8 @@ class _Batches:
     big document between them (sent alone, after the batch so far) moves no later cut. The cuts
     lie at most `batch_size` apart and a batch starts empty after each, so none grows past it."""
 
-    def __init__(self, small: int, settings: Settings) -> None:
-        self.cuts = list(itertools.accumulate(batch_plan(small, settings)))  # one a batch, rising
+    def __init__(self, small: int, settings: Settings, taper: bool = True) -> None:
+        self.cuts = list(itertools.accumulate(batch_plan(small, settings, taper)))  # one a batch, rising
         self.submission = uuid.uuid4().hex  # its batches may share a sandbox child (`tasks.split.split_batch`)
         self.batch: list[dict[str, Any]] = []
         self.unsent: dict[str, None] = {}  # runs started here whose message has not gone out yet
@@ -123,9 +128,9 @@ class _Batches:
         batch.clear()
 
 
-def enqueue_many(specs: list[JobSpec]) -> list[str]:
+def enqueue_many(specs: list[JobSpec], *, taper: bool = True) -> list[str]:
     """Durably enqueue many documents of one submission. Small ones (`split_batch_max_bytes`) go
-    as `pagefleet.split_batch` tasks of up to `batch_size` each (`batch_plan`): a document's fixed
+    as `pagefleet.split_batch` tasks of up to `batch_size` each (`batch_plan`, with `taper`): a document's fixed
     cost (a task, a sandbox fork, the consumer's hand-over) is paid once a batch. Every document
     stays its own job (own id, state, artifacts, errors); the others go one task each."""
     from workers.settings import get_settings
@@ -133,7 +138,7 @@ def enqueue_many(specs: list[JobSpec]) -> list[str]:
     settings = get_settings()
     size = batch_size(len(specs), settings)
     small = [spec.bytes is not None and spec.bytes <= settings.split_batch_max_bytes for spec in specs]
-    out = _Batches(sum(small), settings)
+    out = _Batches(sum(small), settings, taper)
     try:
         for first in range(0, len(specs), size):  # one round trip starts up to a batch's worth of runs
             chunk = specs[first:first + size]

@@ -4,7 +4,12 @@ optionally the bridge for MinIO's Redis target. Registered by `workers.cli.main`
     pagefleet events --output s3://results/prefix --token-env EVENTS_TOKEN \\
         [--host 0.0.0.0] [--port 8080] [--suffix-filter .pdf] [--prefix-filter incoming/] \\
         [--bucket NAME] [--callback-url URL] [--ocr auto|off|force] [--broker URL] \\
-        [--redis-bridge-list bucketevents [--redis-bridge-url redis://...]]
+        [--redis-bridge-list bucketevents [--redis-bridge-url redis://...]] [--inbox-list NAME]
+
+`--inbox-list`: each POSTed event is queued on that list of the broker (200 once it is there) and a
+bridge in this process drains it, gathering a burst's events into batches while the split workers
+are busy (`PAGEFLEET_EVENTS_GATHER_S`, 0.5 s at most): a bucket's small uploads then go as
+`split_batch` tasks instead of a task each. Without it a POST's 200 names the enqueued jobs.
 
 Command-line values override `PAGEFLEET_EVENTS_*` settings. Served by uvicorn (Starlette app in
 `workers.intake.receiver`); SIGTERM/SIGINT stop accepting new requests and wait for the ones in
@@ -42,6 +47,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER_URL)")
     p.add_argument("--redis-bridge-list", metavar="NAME", help="also drain MinIO's Redis target list (format=access)")
     p.add_argument("--redis-bridge-url", metavar="URL", help="Redis holding that list (default: the broker)")
+    p.add_argument("--inbox-list", metavar="NAME",
+                   help="queue POSTed events on this broker list and enqueue them in batches (200 once queued)")
     p.add_argument("--max-concurrency", type=int, metavar="N",
                    help="event POSTs handled at once; more are answered 503 + Retry-After (default 64)")
     p.set_defaults(handler=cmd_events)
@@ -51,7 +58,7 @@ def event_settings(args: argparse.Namespace) -> EventSettings:
     """`PAGEFLEET_EVENTS_*` settings with the command line on top; invalid values → typed error."""
     overrides: dict[str, Any] = {}
     for name in ("host", "port", "output", "prefix_template", "callback_url", "redis_bridge_list", "redis_bridge_url",
-                 "max_concurrency"):
+                 "inbox_list", "max_concurrency"):
         value = getattr(args, name, None)
         if value is not None:
             overrides[name] = value
@@ -83,12 +90,26 @@ def resolve_token(args: argparse.Namespace, settings: EventSettings) -> str:
     raise EventConfigError("no bearer token: pass --token-env NAME (or set PAGEFLEET_EVENTS_TOKEN)")
 
 
+def start_bridges(settings: EventSettings, broker: str, intake: Any) -> list[Any]:
+    """The bridges this receiver runs: one on its inbox list, one on MinIO's Redis target list;
+    both hold a burst's events for a batch while split tasks wait on the broker."""
+    from workers.intake.bridge import RedisBridge, bridge_client, split_backlog, start_bridge
+    from workers.settings import get_settings
+
+    hold = split_backlog(bridge_client(broker))
+    lists = [(broker, settings.inbox_list), (settings.redis_bridge_url or broker, settings.redis_bridge_list)]
+    bridges = [RedisBridge(bridge_client(url), name, intake, batch=get_settings().split_batch_documents, hold=hold,
+                           hold_s=settings.gather_s) for url, name in dict.fromkeys(lists) if name]
+    for bridge in bridges:
+        start_bridge(bridge)
+    return bridges
+
+
 def cmd_events(args: argparse.Namespace, console: Any) -> int:
     from workers import jobs, metrics
     from workers.app import use_broker
-    from workers.intake.bridge import RedisBridge, bridge_client, start_bridge
     from workers.intake.events import build_intake
-    from workers.intake.receiver import BearerAuth, Limits, Receiver, redis_ready
+    from workers.intake.receiver import BearerAuth, Inbox, Limits, Receiver, redis_ready
     from workers.asgi import AsgiServer
     from workers.observability import init_sentry
     from workers.settings import get_settings
@@ -104,19 +125,16 @@ def cmd_events(args: argparse.Namespace, console: Any) -> int:
     limits = Limits(max_body_bytes=settings.max_body_bytes, max_concurrency=settings.max_concurrency,
                     retry_after_s=settings.retry_after_s)
     receiver = Receiver(intake, auth, limits=limits, ready=redis_ready(client),
-                        observe=metrics.Recorder(client).receiver_request)
+                        observe=metrics.Recorder(client).receiver_request,
+                        inbox=Inbox(client, settings.inbox_list) if settings.inbox_list else None)
     server = AsgiServer(receiver.app(), settings.host, settings.port)
-    bridge = None
-    if settings.redis_bridge_list:
-        bridge = RedisBridge(bridge_client(settings.redis_bridge_url or broker), settings.redis_bridge_list, intake,
-                             batch=get_settings().split_batch_documents)
-        start_bridge(bridge)
+    bridges = start_bridges(settings, broker, intake)
+    drained = ", ".join(bridge.list_name for bridge in bridges)
     console.print(f"pagefleet events: listening on {settings.host}:{settings.port} → {settings.output}"
-                  + (f" (and draining redis list {settings.redis_bridge_list})" if bridge else ""),
-                  markup=False, soft_wrap=True)
+                  + (f" (and draining redis list {drained})" if bridges else ""), markup=False, soft_wrap=True)
     try:
         server.run()  # SIGTERM/SIGINT: stop accepting, finish the requests in flight
     finally:
-        if bridge is not None:
+        for bridge in bridges:
             bridge.stop()
     return 0

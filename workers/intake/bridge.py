@@ -11,6 +11,15 @@ leaves the element in the processing list; the next start replays it, and the de
 makes the replay harmless. An element that is not JSON goes to a dead-letter list; a broker or
 object-store outage is retried in place, forever, with a pause.
 
+Gathering: while the split queue has a backlog (`hold`, the broker's waiting split tasks), the
+workers are busy and a document sent now would only wait, so the bridge holds the events of a burst
+for up to `hold_s` (moved to the processing list: as durable as waiting in the source list) until
+it has `batch` of them, and sends them as one submission: their small documents go as one
+`split_batch` task and share a sandbox child, where an event at a time would cost each document a
+task and a fresh child. An idle fleet gets each event at once. This is what makes a webhook's
+uploads (one event a request, sent one after another) batch: the receiver's inbox
+(`pagefleet events --inbox-list`) puts each POSTed event on a list a bridge drains.
+
 Run a single bridge per list (the processing list is shared; two bridges would replay each
 other's in-flight elements at start-up — harmless, but wasteful).
 """
@@ -19,6 +28,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,11 +48,27 @@ class BridgeStats:
     enqueued: int = 0
     duplicates: int = 0
     dead: int = 0
+    submissions: int = 0
+    gathered: int = 0  # submissions sent after holding the burst for more (the split queue had a backlog)
+
+
+def split_backlog(client: redis.Redis, queue: str = "split") -> Callable[[], bool]:
+    """`hold` for a bridge: true while split tasks wait on the broker's queue (with prefetch 1 and late
+    acks a task only waits there once every split worker process has one)."""
+
+    def busy() -> bool:
+        try:
+            return bool(client.llen(queue))
+        except redis.RedisError:
+            return False  # no reading: send what there is, as without gathering
+
+    return busy
 
 
 class RedisBridge:
     def __init__(self, client: redis.Redis, list_name: str, intake: Intake, *, block_s: float = 1.0,
-                 retry_s: float = 2.0, stop: threading.Event | None = None, batch: int = 16) -> None:
+                 retry_s: float = 2.0, stop: threading.Event | None = None, batch: int = 16,
+                 hold: Callable[[], bool] | None = None, hold_s: float = 0.5, poll_s: float = 0.02) -> None:
         self.client = client
         self.list_name = list_name
         self.processing = f"{list_name}:pagefleet-processing"
@@ -52,6 +79,9 @@ class RedisBridge:
         self.stop_event = stop or threading.Event()
         self.stats = BridgeStats()
         self.batch = max(1, batch)  # elements taken at once when the list has a backlog
+        self.hold = hold  # true: the workers are busy, gather a burst's events (module docstring)
+        self.hold_s = hold_s
+        self.poll_s = poll_s
 
     def stop(self) -> None:
         self.stop_event.set()
@@ -69,14 +99,42 @@ class RedisBridge:
 
     def step(self) -> bool:
         """Take one element (waiting up to block_s), and up to `batch` - 1 more that are already
-        there (uploads of one burst: their small documents go in batches). True when any was handled."""
+        there (uploads of one burst: their small documents go in batches), more still while the
+        workers are busy (`_gather`). True when any was handled."""
         item = self.client.blmove(self.list_name, self.processing, self.block_s, "LEFT", "RIGHT")
         if item is None:
             return False
-        items = [item]
+        items = self._waiting([item])
+        gathered = self._gather(items)
+        self._handle(items, stream=gathered)
+        if gathered:
+            self.stats.gathered += 1
+        return True
+
+    def _waiting(self, items: list[bytes]) -> list[bytes]:
+        """`items` with the elements already waiting added, up to `batch`."""
         while len(items) < self.batch and (more := self.client.lmove(self.list_name, self.processing, "LEFT", "RIGHT")):
             items.append(more)
-        self._handle(items)
+        return items
+
+    def _gather(self, items: list[bytes]) -> bool:
+        """While `hold` says the split queue has a backlog, wait up to `hold_s` in all for more
+        elements, until there are `batch`. True when the workers were busy: the submission is
+        one piece of a stream, sent as whole batches (`enqueue_many(taper=False)`; tapering is
+        for the end of a submission an idle fleet splits across its processes)."""
+        if self.hold is None or self.hold_s <= 0 or not self.hold():
+            return False
+        end = time.monotonic() + self.hold_s
+        while len(items) < self.batch and not self.stop_event.is_set():
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            more = self.client.blmove(self.list_name, self.processing, min(self.poll_s, left), "LEFT", "RIGHT")
+            if more is not None:
+                items.append(more)
+                self._waiting(items)
+            elif not self.hold():
+                break
         return True
 
     def _ack(self, item: bytes) -> None:
@@ -97,7 +155,7 @@ class RedisBridge:
                 self.stats.dead += 1
         return good
 
-    def _handle(self, items: list[bytes]) -> None:
+    def _handle(self, items: list[bytes], stream: bool = False) -> None:
         parsed = self._parsed(items)
         if not parsed:
             return
@@ -105,7 +163,7 @@ class RedisBridge:
         skipped = [entry for _, payload in parsed for entry in payload.skipped]
         while not self.stop_event.is_set():
             try:
-                result = self.intake.submit(objects, skipped)
+                result = self.intake.submit(objects, skipped, taper=not stream)
             except (BrokerUnavailable, StorageError) as exc:
                 log.warning("redis bridge: will retry in %.1fs: %s", self.retry_s, exc.message)
                 self.stop_event.wait(self.retry_s)
@@ -118,6 +176,7 @@ class RedisBridge:
             self.stats.elements += len(parsed)
             self.stats.enqueued += len(result.enqueued)
             self.stats.duplicates += len(result.duplicates)
+            self.stats.submissions += 1
             return
 
     def run(self) -> None:

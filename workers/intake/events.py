@@ -161,7 +161,7 @@ class IntakeResult:
                 "in_progress": self.in_progress, "skipped": self.skipped}
 
 
-Enqueue = Callable[[list[JobSpec]], Any]  # one call for the objects of a submission
+Enqueue = Callable[[list[JobSpec], bool], Any]  # one call for the objects of a submission (+ taper its batches)
 StatEtag = Callable[[str, str], "str | None"]
 
 
@@ -197,9 +197,10 @@ class Intake:
             return None
         return ObjectCreated(**{**obj.__dict__, "etag": clean_etag(etag)})
 
-    def submit(self, objects: Iterable[ObjectCreated], skipped: Iterable[dict[str, str]] = ()) -> IntakeResult:
+    def submit(self, objects: Iterable[ObjectCreated], skipped: Iterable[dict[str, str]] = (), *,
+               taper: bool = True) -> IntakeResult:
         """Filter, resolve and enqueue the objects (together: `submit.enqueue_many` batches the
-        small ones). Raises `BrokerUnavailable`/`StorageError` (retryable): the retry finds the
+        small ones; `taper`: as that says). Raises `BrokerUnavailable`/`StorageError` (retryable): the retry finds the
         objects enqueued before the failure marked, or their runs started, and skips them."""
         result = IntakeResult(skipped=list(skipped))
         found: list[tuple[ObjectCreated, JobSpec]] = []
@@ -214,7 +215,7 @@ class Intake:
                 continue
             found.append((resolved, self.spec_for(resolved)))
         outcomes = self.dedup.enqueue_once_many([spec.job_id for _, spec in found],
-                                                lambda todo: self._enqueue([found[i][1] for i in todo]))
+                                                lambda todo: self._enqueue([found[i][1] for i in todo], taper))
         for (resolved, spec), outcome in zip(found, outcomes, strict=True):
             entry = {"job_id": spec.job_id, **resolved.describe()}
             {Outcome.ENQUEUED: result.enqueued, Outcome.DUPLICATE: result.duplicates,
@@ -233,10 +234,10 @@ class Intake:
         return self.submit_payload(parse_json(body, f"event body ({content_type or 'no content type'})"))
 
 
-def _enqueue_many(specs: list[JobSpec]) -> list[str]:
+def _enqueue_many(specs: list[JobSpec], taper: bool) -> list[str]:
     from workers.submit import enqueue_many
 
-    return enqueue_many(specs)
+    return enqueue_many(specs, taper=taper)
 
 
 def s3_stat_etag(bucket: str, key: str) -> str | None:

@@ -15,6 +15,13 @@ POSTs S3 event records), a Starlette app served by uvicorn.
     GET  /healthz        200 while the process serves (liveness)
     GET  /readyz         200 when the broker accepts a write, else 503 with the reason (readiness)
 
+With an inbox (`pagefleet events --inbox-list NAME`), a POST is parsed (400 as above) and its body
+pushed onto that Redis list, where a bridge in the same process drains it, gathering the events of
+a burst into batches (`workers.intake.bridge`):
+
+        200  {"queued": <objects>, "skipped": [...]}  once the event is on the list (as durable as a
+             task on the broker); the job ids are not known yet. 503 as above when Redis refuses.
+
 Responses are small JSON documents; errors are `{"error": {"code", "message"}}` and never carry a
 traceback. The blocking work (Redis, S3) runs in a thread pool sized to max_concurrency.
 """
@@ -36,8 +43,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from workers.errors import BrokerUnavailable, StorageError
-from workers.intake.events import Intake
-from workers.intake.parse import EventParseError
+from workers.intake.events import Intake, redis_guard
+from workers.intake.parse import EventParseError, parse_event_payload, parse_json
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +75,24 @@ class Limits:
     max_body_bytes: int = 1024 * 1024
     max_concurrency: int = 64  # event POSTs in flight; more get 503 + Retry-After at once
     retry_after_s: int = 5
+
+
+class Inbox:
+    """Where an inbox receiver puts the events it accepts: a Redis list a `RedisBridge` drains."""
+
+    def __init__(self, client: Any, list_name: str) -> None:
+        self.client = client
+        self.list_name = list_name
+
+    def put(self, body: bytes, content_type: str | None = None) -> dict[str, Any]:
+        """Parse the event (`EventParseError` → 400) and queue its body when it names objects."""
+        if not body.strip():
+            raise EventParseError("empty event body")
+        payload = parse_event_payload(parse_json(body, f"event body ({content_type or 'no content type'})"))
+        if payload.objects:
+            with redis_guard("queue event"):
+                self.client.rpush(self.list_name, body)
+        return {"queued": len(payload.objects), "skipped": payload.skipped}
 
 
 class _BodyTooLarge(Exception):
@@ -104,8 +129,9 @@ class Receiver:
     """The endpoints; `app()` builds the Starlette application around them."""
 
     def __init__(self, intake: Intake, auth: BearerAuth, *, limits: Limits = Limits(), ready: Ready | None = None,
-                 observe: Observe | None = None) -> None:
+                 observe: Observe | None = None, inbox: Inbox | None = None) -> None:
         self.intake = intake
+        self.inbox = inbox
         self.auth = auth
         self.limits = limits
         self.ready = ready or (lambda: (True, "ok"))
@@ -166,6 +192,9 @@ class Receiver:
         except _BodyTooLarge:
             return "too_large", error(413, "too_large", f"event bodies are limited to {self.limits.max_body_bytes} bytes")
         try:
+            if self.inbox is not None:
+                queued = await run_in_threadpool(self.inbox.put, body, request.headers.get("content-type"))
+                return ("queued" if queued["queued"] else "skipped"), JSONResponse(queued)
             result = await run_in_threadpool(self.intake.submit_body, body, request.headers.get("content-type"))
         except EventParseError as exc:
             return "invalid", error(400, exc.code, exc.message)

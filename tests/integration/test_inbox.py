@@ -1,0 +1,193 @@
+"""Gathering bucket events into batches: a bridge holds a burst's events while split tasks wait
+on the broker (real Redis, real timing of a sender pushing one event at a time), and the
+receiver's inbox (real HTTP) queues each POSTed event for such a bridge; the jobs run end to end
+on real workers against the S3 server on loopback."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.test_batches import one_page
+from tests.integration.test_events import TOKEN, http
+from tests.integration.test_redis_bridge import access_element
+from tests.unit.test_event_parser import minio_record, minio_webhook_body
+from workers.intake.bridge import RedisBridge, bridge_client, split_backlog
+from workers.intake.events import EventDedup, Intake
+from workers.intake.parse import EventFilter
+from workers.settings import Options
+
+pytestmark = pytest.mark.integration
+
+
+class Sent:
+    """An `Intake` enqueue that records each submission (its job count and whether it tapers)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, bool]] = []
+
+    def __call__(self, specs: list[Any], taper: bool) -> list[str]:
+        self.calls.append((len(specs), taper))
+        return [spec.job_id for spec in specs]
+
+
+def _intake(client: Any, sent: Sent) -> Intake:
+    return Intake(output="file:///tmp/pagefleet-inbox-test", options=Options(), dedup=EventDedup(client),
+                  filters=EventFilter(), enqueue=sent)
+
+
+def _element(i: int, tag: str) -> bytes:
+    return access_element(minio_record(key=f"in/{tag}-{i}.pdf", etag=f"{uuid.uuid4().hex}"))
+
+
+def _push_slowly(client: Any, name: str, elements: list[bytes], gap_s: float) -> threading.Thread:
+    """A sender delivering one event at a time (MinIO's webhook: a request after the last answer)."""
+    def push() -> None:
+        for element in elements:
+            client.rpush(name, element)
+            time.sleep(gap_s)
+
+    thread = threading.Thread(target=push, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_burst_is_held_while_split_tasks_wait_and_sent_at_once_when_idle(redis_server: str) -> None:
+    client = bridge_client(redis_server, block_s=0.5)
+    tag = uuid.uuid4().hex[:8]
+    name, queue = f"inbox-{tag}", f"split-{tag}"
+    sent = Sent()
+    bridge = RedisBridge(client, name, _intake(client, sent), block_s=0.5, batch=16,
+                         hold=split_backlog(client, queue), hold_s=2.0, poll_s=0.02)
+    try:
+        # busy: a split task waits, and 20 events come 10 ms apart
+        client.rpush(queue, b"a waiting split task")
+        pusher = _push_slowly(client, name, [_element(i, tag) for i in range(20)], 0.01)
+        assert bridge.step() and bridge.step()
+        pusher.join()
+        assert sent.calls == [(16, False), (4, False)]  # one batch of the cap, then the rest when hold_s ran out
+        assert (bridge.stats.submissions, bridge.stats.gathered, bridge.stats.enqueued) == (2, 2, 20)
+
+        # idle: nothing waits on the queue, so each event goes as it comes (no added latency)
+        client.delete(queue)
+        pusher = _push_slowly(client, name, [_element(i, tag + "-idle") for i in range(3)], 0.15)
+        for _ in range(3):  # each step waits for the next event and sends it, not hold_s more
+            started = time.monotonic()
+            assert bridge.step()
+            assert time.monotonic() - started < 0.45
+        pusher.join()
+        assert sent.calls[2:] == [(1, True), (1, True), (1, True)]
+        assert bridge.stats.gathered == 2
+
+        # the backlog drains while the bridge holds: it sends what it has at once
+        client.rpush(queue, b"a waiting split task")
+        client.rpush(name, _element(0, tag + "-drain"))
+        threading.Timer(0.2, lambda: client.delete(queue)).start()
+        started = time.monotonic()
+        assert bridge.step()
+        assert 0.15 < time.monotonic() - started < 1.5
+        assert sent.calls[-1] == (1, False)
+        assert client.llen(name) == 0 and client.llen(bridge.processing) == 0
+    finally:
+        client.delete(name, queue, bridge.processing, bridge.dead)
+
+
+def test_a_gathered_submission_goes_as_whole_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """16 documents of a burst go as one `split_batch` of 16 (8 + 4 + 4 when tapered, the end
+    of a submission an idle fleet spreads over its processes)."""
+    from workers.settings import get_settings
+    from workers.submit import batch_plan
+
+    settings = get_settings()
+    assert batch_plan(16, settings, taper=False) == [16]
+    assert batch_plan(16, settings) == [8, 4, 4]
+    assert batch_plan(40, settings, taper=False) == [14, 13, 13]
+
+
+@pytest.fixture
+def inbox_receiver(service_env: dict[str, str]):
+    """An in-process receiver with an inbox and the bridges `pagefleet events` starts beside it."""
+    from workers import jobs
+    from workers.asgi import AsgiServer
+    from workers.cli.events import start_bridges
+    from workers.intake.events import build_intake
+    from workers.intake.receiver import BearerAuth, Inbox, Receiver, redis_ready
+    from workers.settings import EventSettings, get_settings
+
+    started: list[tuple[AsgiServer, list[RedisBridge]]] = []
+
+    def start(**settings: Any) -> tuple[AsgiServer, list[RedisBridge]]:
+        config = EventSettings(host="127.0.0.1", port=0, inbox_list=f"inbox-{uuid.uuid4().hex[:8]}", **settings)
+        intake = build_intake(config, jobs.client())
+        app = Receiver(intake, BearerAuth(TOKEN), ready=redis_ready(jobs.client()),
+                       inbox=Inbox(jobs.client(), config.inbox_list)).app()
+        started.append((AsgiServer(app, "127.0.0.1", 0).start(), start_bridges(config, get_settings().broker_url, intake)))
+        return started[-1]
+
+    yield start
+    for server, bridges in started:
+        server.stop()
+        for bridge in bridges:
+            bridge.stop()
+            jobs.client().delete(bridge.list_name, bridge.processing, bridge.dead)
+
+
+def test_inbox_queues_each_post_and_its_bridge_runs_the_jobs_once(fleet, tmp_path: Path, s3_bucket,
+                                                                   inbox_receiver) -> None:
+    from workers import jobs
+    from workers.intake.parse import parse_event_payload
+    from workers.storage import S3Storage
+
+    bucket, client = s3_bucket
+    client.make_bucket(bucket + "-out")
+    server, bridges = inbox_receiver(output=f"s3://{bucket}-out/r", suffix_filters=[".pdf"])
+    bodies = []
+    for i in range(6):
+        path = one_page(tmp_path / f"up{i}.pdf", f"inbox document {i} hello world")
+        etag = client.fput_object(bucket, f"in/up{i}.pdf", str(path)).etag.strip('"')
+        bodies.append(minio_webhook_body(minio_record(key=f"in/up{i}.pdf", bucket=bucket, etag=etag,
+                                                      size=path.stat().st_size)))
+    for body in [*bodies, bodies[0]]:  # MinIO replays the first one
+        status, answer, _ = http(server.url + "/events", body)
+        assert status == 200 and answer == {"queued": 1, "skipped": []}, answer
+    status, answer, _ = http(server.url + "/events", raw=b"{not json")
+    assert status == 400 and answer["error"]["code"] == "invalid_event"
+    status, answer, _ = http(server.url + "/events", {"Records": [minio_record(name="s3:TestEvent")]})
+    assert status == 200 and answer["queued"] == 0
+    status, _, _ = http(server.url + "/events", bodies[1], token="wrong")
+    assert status == 401
+
+    intake = bridges[0].intake
+    for body in bodies:
+        obj = parse_event_payload(body).objects[0]
+        info = jobs.get(intake.spec_for(obj).job_id) or {}
+        deadline = time.monotonic() + 120
+        while info.get("state") not in ("done", "failed"):
+            assert time.monotonic() < deadline, info
+            time.sleep(0.2)
+            info = jobs.get(intake.spec_for(obj).job_id) or {}
+        assert info["state"] == "done", info
+        document = S3Storage(bucket + "-out", "r").get_json(f"{info['artifact_prefix']}/document.json")
+        assert f"inbox document {obj.key[5]} hello world" in document["pages"][0]["text"]
+    bridge = bridges[0]
+    assert (bridge.stats.enqueued, bridge.stats.duplicates) == (6, 1)
+    assert jobs.client().llen(bridge.list_name) == 0 and jobs.client().llen(bridge.processing) == 0
+
+
+def test_inbox_answers_503_when_redis_refuses(service_env: dict[str, str]) -> None:
+    """A 2xx promises the event is on the list: where the push fails the sender must retry."""
+    import redis
+
+    from workers.errors import BrokerUnavailable
+    from workers.intake.receiver import Inbox
+
+    dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5)
+    body = json.dumps(minio_webhook_body(minio_record())).encode()
+    with pytest.raises(BrokerUnavailable):
+        Inbox(dead, "inbox-nowhere").put(body, "application/json")
