@@ -22,6 +22,9 @@ to every job done.
               its own fonts, as in its one-page file) and the same M documents
               submitted a task each
     S3        the 1000-page run (the largest size ≤ 1000) with storage on a moto S3 server
+    events    M one-page uploads to that S3 server announced to `pagefleet events` by webhook POSTs
+              one after another, with and without `--inbox-list`, beside the same M objects
+              submitted at once and one M-page upload (bench/bench_events.py)
     scanned   image-only pages (he/ar/en in turn), beside plain tesseract two at a time on
               pre-rendered 300-DPI images (each page in its script's languages) and ocrmypdf --jobs 2
               (each system the median of min(--repeats, 3) runs)
@@ -43,7 +46,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import bench_ceiling, bench_docs, bench_peers  # noqa: E402
+from bench import bench_ceiling, bench_docs, bench_events, bench_peers  # noqa: E402
 from bench.bench_warm import RunResult, WarmFleet, scratch  # noqa: E402
 
 QUICK = {"sizes": [10, 100], "small": 40, "scanned": 3}
@@ -344,6 +347,7 @@ def verdicts(rows: list[Row], sizes: list[int], small: int, scanned: int) -> tup
         if one and one.pps:
             lines.append(f"{small} one-page documents / one {small}-page document{sfx}: {many.pps / one.pps:.2f} "
                          "(target ≥ 0.7)")
+    lines += bench_events.lines(rows, small)
     alone, many = _find(rows, many_rows, "ceiling"), _find(rows, many_rows, "fleet")
     if alone and many and alone.pps:
         lines.append(f"{small} one-page documents, fleet/rung 1 alone: {many.pps / alone.pps:.2f} (the rest is the fleet's "
@@ -358,7 +362,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--sizes", type=int, nargs="+")
     ap.add_argument("--small", type=int)
     ap.add_argument("--scanned", type=int)
-    ap.add_argument("--skip", nargs="*", default=[], choices=["merged", "structure", "small", "s3", "scanned"])
+    ap.add_argument("--skip", nargs="*", default=[],
+                    choices=["merged", "structure", "small", "s3", "events", "scanned"])
     ap.add_argument("--split-concurrency", type=int, default=2, help="pool processes of the split/collect worker")
     ap.add_argument("--sandbox-reuse", type=int, default=1,
                     help="the small-documents rows again on a fleet whose sandbox children run up to N commands "
@@ -407,6 +412,8 @@ def measure(corpus: Path, plan: dict, skip: set[str], split_concurrency: int = 2
                 rows += small_rows(fleet, tmp, corpus, plan["small"], storage, repeats=min(repeats, 3))
             if "s3" not in skip:
                 rows += s3_rows(fleet, tmp, corpus, ref)
+            if "s3" not in skip and "events" not in skip:
+                rows += bench_events.events_rows(bench_events.runs(fleet, tmp, corpus, plan["small"]), plan["small"])
             if "scanned" not in skip:
                 rows += scanned_rows(fleet, tmp, corpus, plan["scanned"], storage, repeats)
         if "small" not in skip and reuse > 1:

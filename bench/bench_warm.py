@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -261,13 +262,19 @@ class WarmFleet:
                    for path in (self.workdir / "logs").glob("worker-*.log"))
 
     def run(self, files: list[Path], storage: str, options: dict[str, Any], tag: str) -> RunResult:
-        from workers import jobs
         from workers.settings import Options
         from workers.submit import enqueue_many, spec_for_path
-        from workers.pdf.forkserver import IDLE_S
 
         opts = Options.model_validate(options)
         specs = [spec_for_path(str(f), storage, f"{tag}/{f.stem}", opts, force=True) for f in files]
+        # one submission: small documents go in batches (split_batch_documents)
+        return self.measure(lambda: enqueue_many(specs), [s.job_id for s in specs], tag)
+
+    def measure(self, submit: Callable[[], object], ids: list[str], tag: str) -> RunResult:
+        """`submit()` (sends the jobs `ids` however it likes) timed until every one of them is done."""
+        from workers import jobs
+        from workers.pdf.forkserver import IDLE_S
+
         r = jobs.client()
         # a sandbox child kept for a document's next range leaves after IDLE_S without one: a run
         # of the same file right after the last would find it warm (MuPDF's fonts and objects of
@@ -278,8 +285,8 @@ class WarmFleet:
         tasks_before, roles_before = self._task_lines(), self._cpu_roles()
         self._sampled = time.monotonic()  # the first sample a second in, not as the fleet starts
         started = time.perf_counter()
-        enqueue_many(specs)  # one submission: small documents go in batches (split_batch_documents)
-        redis_peak, finished, states = self._wait(r, [s.job_id for s in specs])
+        submit()
+        redis_peak, finished, states = self._wait(r, ids)
         wall = finished - started  # not the reading of every job's record afterwards
         time.sleep(0.3)  # the last task's log line
         routes: dict[str, int] = {}
