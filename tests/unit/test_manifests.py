@@ -336,7 +336,9 @@ def _check_pagefleet(argv: list[str], env: dict[str, str], monkeypatch: pytest.M
 
         for key, value in env.items():
             monkeypatch.setenv(key, value)
-        assert event_settings(args).output, argv
+        settings = event_settings(args)
+        assert settings.output, argv
+        assert settings.inbox_list, f"deployed receivers batch a burst's uploads (--inbox-list): {argv}"
 
 
 def _check_celery(argv: list[str]) -> None:
