@@ -114,17 +114,17 @@ class Assembly:
             spool.file.close()
 
     def store(self, storage: Storage, prefix: str, manifest: dict[str, Any]) -> tuple[DocumentRecord, dict[str, Any]]:
-        """Every artifact stored: document.json last but one, report.json last (it marks the job
+        """Every artifact stored: report.json last, once the other four are (it marks the job
         complete). Returns the head with its status, and the report."""
         self.markdown.flush().write(b"\n")
         head = self.head.model_copy(update={"status": self.tally.status()})
         report = self.tally.report(head, manifest)
         base = f"{prefix}/" if prefix else ""
-        storage.put_stream(base + "document.md", self.markdown.file, "text/markdown; charset=utf-8")
-        storage.put_stream(base + "text.txt", self.text.flush(), "text/plain; charset=utf-8")
-        storage.put_stream(base + "chunks.jsonl", self.chunks.flush(), "application/x-ndjson; charset=utf-8")
-        with self._document_json(head) as document_json:
-            storage.put_stream(base + "document.json", document_json, "application/json")
+        with self._document_json(head) as document_json:  # the four at once where the store is remote
+            storage.put_streams([(base + "document.md", self.markdown.file, "text/markdown; charset=utf-8"),
+                                 (base + "text.txt", self.text.flush(), "text/plain; charset=utf-8"),
+                                 (base + "chunks.jsonl", self.chunks.flush(), "application/x-ndjson; charset=utf-8"),
+                                 (base + "document.json", document_json, "application/json")])
         storage.put_json(base + "report.json", report)
         self.close()
         return head, report

@@ -69,3 +69,24 @@ def test_a_body_past_the_limit_is_refused_as_it_streams_when_no_length_says_so(t
     assert body.read == 1200  # stopped at the chunk that crossed the limit, not at the end
     _save(Body(), tmp_path / "whole", 0, "any.pdf")  # no limit: every byte
     assert (tmp_path / "whole").stat().st_size == 6000
+
+
+def test_put_streams_stores_every_object_at_once_and_raises_a_failed_one(s3_bucket) -> None:
+    """A document's artifacts go to S3 together (`S3Storage.put_streams`); every one is there when
+    it returns, and a PUT that fails is raised (the job retries), not lost in its thread."""
+    from workers.errors import StorageError
+    from workers.storage import S3Storage
+
+    bucket, _ = s3_bucket
+    store = S3Storage(bucket, "docs")
+    items = [(f"d/{name}", io.BytesIO(f"{name} ש".encode()), "text/plain; charset=utf-8")
+             for name in ("document.md", "text.txt", "chunks.jsonl", "document.json")]
+    store.put_streams(items)
+    assert [store.get_bytes(key).decode() for key, _, _ in items] == [f"{key[2:]} ש" for key, _, _ in items]
+
+    class Broken(io.BytesIO):
+        def read(self, *args: object) -> bytes:
+            raise OSError("disk went away")
+
+    with pytest.raises(StorageError, match="disk went away"):
+        store.put_streams([("e/a.txt", io.BytesIO(b"a"), "text/plain"), ("e/b.txt", Broken(b"b"), "text/plain")])

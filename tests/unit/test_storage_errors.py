@@ -34,6 +34,8 @@ def _storage() -> S3Storage:
     lambda s: s.get_bytes("a.json"),
     lambda s: s.put_bytes("a.json", b"{}"),
     lambda s: s.put_stream("a.json", io.BytesIO(b"{}")),
+    lambda s: s.put_streams([("a.md", io.BytesIO(b"#"), "text/markdown"), ("a.txt", io.BytesIO(b"a"), "text/plain")]),
+    lambda s: s.open_object("a.pdf").__enter__(),
     lambda s: s.stat_size("a.json"),
     lambda s: s.list_keys("work"),
     lambda s: s.delete_prefix("work"),
