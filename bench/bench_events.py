@@ -41,6 +41,11 @@ from bench.bench_warm import RunResult, WarmFleet, scratch  # noqa: E402
 
 TOKEN = "bench-" + uuid.uuid4().hex[:12]
 STRUCTURE_OFF = {"PAGEFLEET_EVENTS_OPTIONS__STRUCTURE": "false"}  # as the other throughput rows: text only
+WAYS = ("webhook", "inbox", "at once", "one")
+WORK = {"webhook": "{m} uploads, webhook: a POST each, one after another",
+        "inbox": "{m} uploads, webhook with --inbox-list",
+        "at once": "{m} uploads, submitted at once",
+        "one": "one {m}-page upload"}
 
 
 def upload(files: list[Path], bucket: str) -> list[dict[str, Any]]:
@@ -126,7 +131,7 @@ def post_each(url: str, bodies: list[dict[str, Any]]) -> None:
 
 
 def runs(fleet: WarmFleet, tmp: Path, corpus: Path, m: int, repeats: int = 1,
-         s3_out: bool = False) -> dict[str, list[RunResult]]:
+         s3_out: bool = False, ways: tuple[str, ...] = tuple(WAYS)) -> dict[str, list[RunResult]]:
     """Each way in turn, `repeats` rounds: the uploads announced by webhook, with and without the
     inbox; the same objects submitted at once; one m-page document; all from S3, results to a
     local folder (`s3_out`: to S3 — five PUTs a document, on moto slower than the fleet's work)."""
@@ -137,13 +142,13 @@ def runs(fleet: WarmFleet, tmp: Path, corpus: Path, m: int, repeats: int = 1,
     out = fleet.make_bucket(f"bench-out-{uuid.uuid4().hex[:6]}") if s3_out else (tmp / "events-out").as_uri()
     bodies = upload(bench_docs.one_page_pdfs(corpus, m, tmp / "uploads"), bucket)
     big = upload([bench_docs.digital_pdf(corpus, m, tmp / f"upload-{m}.pdf", fonts_per_page=True)], bucket)
-    results: dict[str, list[RunResult]] = {"webhook": [], "inbox": [], "at once": [], "one": []}
+    results: dict[str, list[RunResult]] = {way: [] for way in ways}
     for i in range(repeats):
-        for way, inbox in (("webhook", None), ("inbox", f"pagefleet:bench-inbox-{i}")):
+        for way, inbox in [(w, i) for w, i in (("webhook", None), ("inbox", f"pagefleet:bench-inbox-{i}")) if w in ways]:
             output = f"{out}/{way}-{i}"  # the job id holds the output: every run is new jobs
             with receiver(tmp, output, inbox) as url:
                 results[way].append(fleet.measure(lambda: post_each(url, bodies), job_ids(bodies, output), f"{way}{i}"))
-        for way, announced in (("at once", bodies), ("one", big)):
+        for way, announced in [(w, a) for w, a in (("at once", bodies), ("one", big)) if w in ways]:
             output = f"{out}/{way.replace(' ', '-')}-{i}"
             specs = [spec_for_object(bucket, body["Records"][0]["s3"]["object"]["key"], output, Options(structure=False),
                                      etag=body["Records"][0]["s3"]["object"]["eTag"],
@@ -152,17 +157,11 @@ def runs(fleet: WarmFleet, tmp: Path, corpus: Path, m: int, repeats: int = 1,
     return results
 
 
-WORK = {"webhook": "{m} uploads, webhook: a POST each, one after another",
-        "inbox": "{m} uploads, webhook with --inbox-list",
-        "at once": "{m} uploads, submitted at once",
-        "one": "one {m}-page upload"}
-
-
 def events_rows(results: dict[str, list[RunResult]], m: int) -> list[Any]:
     """Each way's median run as a row (`WORK` names them)."""
     from bench.bench_fleet import _median_run, fleet_row
 
-    times = len(results["one"])
+    times = max(len(got) for got in results.values())
     note = f"median of {times} runs" if times > 1 else ""
     return [fleet_row(WORK[way].format(m=m), _median_run(got, lambda r: r.wall), note) for way, got in results.items()]
 
@@ -188,19 +187,24 @@ def main(argv: list[str]) -> int:
     ap.add_argument("corpus", type=Path)
     ap.add_argument("--documents", type=int, default=500)
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--ways", nargs="+", choices=WAYS, default=list(WAYS))
     ap.add_argument("--s3-out", action="store_true", help="results to S3 too (moto: its PUTs dominate)")
+    ap.add_argument("--s3-delay-ms", type=float, default=0.0,
+                    help="reach the S3 server through bench/latency_proxy.py: this much later each way")
     args = ap.parse_args(argv)
     tmp = scratch()
     try:
-        with WarmFleet(tmp, s3=True) as fleet:
+        with WarmFleet(tmp, s3=True, s3_delay_ms=args.s3_delay_ms) as fleet:
             bench_fleet.warm_up(fleet, tmp, args.corpus.resolve(), (tmp / "out").as_uri())
-            rows = events_rows(runs(fleet, tmp, args.corpus.resolve(), args.documents, args.repeats, args.s3_out),
-                               args.documents)
+            got = runs(fleet, tmp, args.corpus.resolve(), args.documents, args.repeats, args.s3_out, tuple(args.ways))
+            rows = events_rows(got, args.documents)
     finally:
         import shutil
 
         shutil.rmtree(tmp, ignore_errors=True)
-    bench_fleet.print_table(rows, "bucket uploads through `pagefleet events` into a warm fleet, S3 in and out")
+    where = "S3 in and out" if args.s3_out else "from S3, results to a local folder"
+    delay = f", S3 {args.s3_delay_ms:g} ms away each way" if args.s3_delay_ms else ""
+    bench_fleet.print_table(rows, f"bucket uploads through `pagefleet events` into a warm fleet, {where}{delay}")
     print("\n".join(lines(rows, args.documents)))
     return 0
 

@@ -62,35 +62,48 @@ def _free_port() -> int:
 
 
 class MotoServer:
-    def __init__(self) -> None:
+    """moto's S3 server on loopback; with `delay_ms`, reached through `bench/latency_proxy.py`
+    (every byte that much later each way: an object store across a network)."""
+
+    def __init__(self, delay_ms: float = 0.0) -> None:
         self.port = _free_port()
         exe = shutil.which("moto_server") or str(Path(sys.executable).with_name("moto_server"))
         self.proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(self.port)], stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
+        self.proxy = None
+        self.endpoint = self.port
+        if delay_ms > 0:
+            self.endpoint = _free_port()
+            proxy = Path(__file__).with_name("latency_proxy.py")
+            self.proxy = subprocess.Popen([sys.executable, str(proxy), str(self.endpoint), "127.0.0.1", str(self.port),
+                                           str(delay_ms)], stdout=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             with contextlib.suppress(OSError):
-                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/", timeout=1)
+                urllib.request.urlopen(f"http://127.0.0.1:{self.endpoint}/", timeout=1)
                 return
             time.sleep(0.2)
         raise RuntimeError("moto S3 server did not start")
 
     def env(self) -> dict[str, str]:
-        return {"PAGEFLEET_S3_ENDPOINT": f"127.0.0.1:{self.port}", "PAGEFLEET_S3_ACCESS_KEY": "testing",
+        return {"PAGEFLEET_S3_ENDPOINT": f"127.0.0.1:{self.endpoint}", "PAGEFLEET_S3_ACCESS_KEY": "testing",
                 "PAGEFLEET_S3_SECRET_KEY": "testing", "PAGEFLEET_S3_REGION": "us-east-1"}
 
     def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
+        for proc in (self.proxy, self.proc):
+            if proc is not None:
+                proc.terminate()
+                proc.wait(timeout=10)
 
 
 class WarmFleet:
     """Redis + one split/collect worker (prefork × split_concurrency) + one cpu worker (prefork × 2)."""
 
-    def __init__(self, workdir: Path, *, s3: bool, split_concurrency: int = 2, cpu_concurrency: int = 2) -> None:
+    def __init__(self, workdir: Path, *, s3: bool, split_concurrency: int = 2, cpu_concurrency: int = 2,
+                 s3_delay_ms: float = 0.0) -> None:
         self.workdir = workdir
         self.concurrency = (split_concurrency, cpu_concurrency)
-        self.moto = MotoServer() if s3 else None
+        self.moto = MotoServer(s3_delay_ms) if s3 else None
         if self.moto:
             os.environ.update(self.moto.env())
         os.environ["PAGEFLEET_CACHE_DIR"] = str(workdir / "cache")
