@@ -76,7 +76,8 @@ class MotoServer:
             self.endpoint = _free_port()
             proxy = Path(__file__).with_name("latency_proxy.py")
             self.proxy = subprocess.Popen([sys.executable, str(proxy), str(self.endpoint), "127.0.0.1", str(self.port),
-                                           str(delay_ms)], stdout=subprocess.DEVNULL, start_new_session=True)
+                                           str(delay_ms)], stdout=subprocess.DEVNULL,
+                                           stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             with contextlib.suppress(OSError):
