@@ -5,6 +5,7 @@ broker outage (a private redis-server stopped and restarted under a receiver sub
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -305,47 +306,23 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait(timeout=10)
 
 
-def test_broker_outage_gives_503_then_200(service_env, tmp_path: Path) -> None:
-    """`pagefleet events` as a subprocess on a private Redis: stop it → 503 (MinIO keeps the event
-    and retries), start it again on the same port → the retry is accepted and enqueued once; the
-    Redis-target bridge in the same process rides out the outage too."""
-    redis_port, http_port = free_port(), free_port()
-    broker = f"redis://127.0.0.1:{redis_port}/0"
-    private = _start_redis(redis_port, tmp_path)
-    env = dict(os.environ, **service_env, EVENTS_TOKEN=TOKEN, PAGEFLEET_LOGLEVEL="INFO")
+@contextlib.contextmanager
+def events_process(service_env: dict[str, str], tmp_path: Path, redis_port: int, *args: str,
+                   **env: str) -> Iterator[tuple[str, Path]]:
+    """`pagefleet events` as deployed: a subprocess on the private Redis at `redis_port`, with
+    `args` added; yields (its URL, its log) once it serves, and must exit 0 on SIGTERM."""
+    http_port = free_port()
     log_path = tmp_path / "events.log"
     receiver = subprocess.Popen(
         [sys.executable, "-m", "workers.cli.main", "events", "--host", "127.0.0.1", "--port", str(http_port),
-         "--token-env", "EVENTS_TOKEN", "--output", "s3://results/out", "--broker", broker,
-         "--redis-bridge-list", "bucketevents"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=open(log_path, "wb"), start_new_session=True)
+         "--token-env", "EVENTS_TOKEN", "--output", "s3://results/out", "--broker", f"redis://127.0.0.1:{redis_port}/0",
+         *args],
+        cwd=ROOT, env=dict(os.environ, **service_env, EVENTS_TOKEN=TOKEN, PAGEFLEET_LOGLEVEL="INFO", **env),
+        stdout=subprocess.DEVNULL, stderr=open(log_path, "wb"), start_new_session=True)
     url = f"http://127.0.0.1:{http_port}"
     try:
         _wait_http(url + "/healthz", receiver, log_path)
-        event = {"Records": [minio_record(key="in/outage.pdf", bucket="uploads", etag="e" * 32)]}
-        status, summary, _ = http(url + "/events", {"Records": [minio_record(key="in/before.pdf", bucket="uploads")]})
-        assert status == 200 and len(summary["enqueued"]) == 1, summary
-
-        _stop(private)
-        status, body, headers = http(url + "/events", event)
-        assert status == 503 and body["error"]["code"] == "broker_unavailable" and headers["Retry-After"]
-        assert http(url + "/readyz", method="GET", token=None)[0] == 503
-
-        private = _start_redis(redis_port, tmp_path)  # a fresh, empty broker on the same address
-        status, summary = _retry_until_accepted(url + "/events", event)
-        assert status == 200 and len(summary["enqueued"]) == 1, summary
-        assert http(url + "/events", event)[1]["duplicates"][0]["job_id"] == summary["enqueued"][0]["job_id"]
-        client = redis.Redis(port=redis_port)
-        assert client.llen("split") == 1, "exactly one split message for the retried event"
-
-        # the same process also drains MinIO's Redis target list, and survived the outage
-        element = [{"Event": [minio_record(key="in/via+redis.pdf", bucket="uploads", etag="f" * 32)],
-                    "EventTime": "2025-01-02T03:04:05.678Z"}]
-        client.rpush("bucketevents", json.dumps(element))
-        deadline = time.monotonic() + 20
-        while client.llen("split") < 2 or client.llen("bucketevents") or client.llen("bucketevents:pagefleet-processing"):
-            assert time.monotonic() < deadline, log_path.read_text()
-            time.sleep(0.1)
+        yield url, log_path
     finally:
         receiver.send_signal(signal.SIGTERM)
         try:
@@ -353,7 +330,42 @@ def test_broker_outage_gives_503_then_200(service_env, tmp_path: Path) -> None:
         finally:
             if receiver.poll() is None:
                 receiver.kill()
+
+
+def test_broker_outage_gives_503_then_200(service_env, tmp_path: Path) -> None:
+    """`pagefleet events` as a subprocess on a private Redis: stop it → 503 (MinIO keeps the event
+    and retries), start it again on the same port → the retry is accepted and enqueued once; the
+    Redis-target bridge in the same process rides out the outage too."""
+    redis_port = free_port()
+    private = _start_redis(redis_port, tmp_path)
+    try:
+        with events_process(service_env, tmp_path, redis_port, "--redis-bridge-list", "bucketevents") as (url, log_path):
+            event = {"Records": [minio_record(key="in/outage.pdf", bucket="uploads", etag="e" * 32)]}
+            status, summary, _ = http(url + "/events", {"Records": [minio_record(key="in/before.pdf", bucket="uploads")]})
+            assert status == 200 and len(summary["enqueued"]) == 1, summary
+
             _stop(private)
+            status, body, headers = http(url + "/events", event)
+            assert status == 503 and body["error"]["code"] == "broker_unavailable" and headers["Retry-After"]
+            assert http(url + "/readyz", method="GET", token=None)[0] == 503
+
+            private = _start_redis(redis_port, tmp_path)  # a fresh, empty broker on the same address
+            status, summary = _retry_until_accepted(url + "/events", event)
+            assert status == 200 and len(summary["enqueued"]) == 1, summary
+            assert http(url + "/events", event)[1]["duplicates"][0]["job_id"] == summary["enqueued"][0]["job_id"]
+            client = redis.Redis(port=redis_port)
+            assert client.llen("split") == 1, "exactly one split message for the retried event"
+
+            # the same process also drains MinIO's Redis target list, and survived the outage
+            element = [{"Event": [minio_record(key="in/via+redis.pdf", bucket="uploads", etag="f" * 32)],
+                        "EventTime": "2025-01-02T03:04:05.678Z"}]
+            client.rpush("bucketevents", json.dumps(element))
+            deadline = time.monotonic() + 20
+            while client.llen("split") < 2 or client.llen("bucketevents") or client.llen("bucketevents:pagefleet-processing"):
+                assert time.monotonic() < deadline, log_path.read_text()
+                time.sleep(0.1)
+    finally:
+        _stop(private)
 
 
 def _wait_http(url: str, proc: subprocess.Popen, log_path: Path, timeout_s: float = 30) -> None:

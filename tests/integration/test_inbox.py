@@ -198,58 +198,40 @@ def test_inbox_rides_out_a_broker_outage_and_queues_each_upload_once(service_env
     consumes): an event is queued and its bridge enqueues it; with Redis stopped a POST is 503
     (MinIO keeps it), after the restart its replay is queued and enqueued once, a second replay
     is queued and found a duplicate by the bridge; SIGTERM ends it cleanly."""
-    import os
-    import signal
-    import subprocess
-    import sys
-
     import redis
 
-    from tests.conftest import ROOT, free_port
-    from tests.integration.test_events import _retry_until_accepted, _start_redis, _stop, _wait_http
+    from tests.conftest import free_port
+    from tests.integration.test_events import _retry_until_accepted, _start_redis, _stop, events_process
 
-    redis_port, http_port = free_port(), free_port()
+    redis_port = free_port()
     private = _start_redis(redis_port, tmp_path)
-    log_path = tmp_path / "events.log"
-    receiver = subprocess.Popen(
-        [sys.executable, "-m", "workers.cli.main", "events", "--host", "127.0.0.1", "--port", str(http_port),
-         "--token-env", "EVENTS_TOKEN", "--output", "s3://results/out", "--broker", f"redis://127.0.0.1:{redis_port}/0",
-         "--inbox-list", "inbox"],
-        cwd=ROOT, env=dict(os.environ, **service_env, EVENTS_TOKEN=TOKEN, PAGEFLEET_EVENTS_GATHER_S="0.2"),
-        stdout=subprocess.DEVNULL, stderr=open(log_path, "wb"), start_new_session=True)
-    url = f"http://127.0.0.1:{http_port}"
-
-    def drained(client: redis.Redis, messages: int) -> None:
-        deadline = time.monotonic() + 20
-        while client.llen("split") < messages or client.llen("inbox") or client.llen("inbox:pagefleet-processing"):
-            assert time.monotonic() < deadline, log_path.read_text()
-            time.sleep(0.1)
-
     try:
-        _wait_http(url + "/healthz", receiver, log_path)
-        status, answer, _ = http(url + "/events", {"Records": [minio_record(key="in/before.pdf", bucket="uploads")]})
-        assert status == 200 and answer == {"queued": 1, "skipped": []}, answer
-        drained(redis.Redis(port=redis_port), 1)
+        with events_process(service_env, tmp_path, redis_port, "--inbox-list", "inbox",
+                            PAGEFLEET_EVENTS_GATHER_S="0.2") as (url, log_path):
 
-        _stop(private)
-        event = {"Records": [minio_record(key="in/outage.pdf", bucket="uploads", etag="e" * 32)]}
-        status, body, headers = http(url + "/events", event)
-        assert status == 503 and body["error"]["code"] == "broker_unavailable" and headers["Retry-After"]
+            def drained(client: redis.Redis, messages: int) -> None:
+                deadline = time.monotonic() + 20
+                while client.llen("split") < messages or client.llen("inbox") or client.llen("inbox:pagefleet-processing"):
+                    assert time.monotonic() < deadline, log_path.read_text()
+                    time.sleep(0.1)
 
-        private = _start_redis(redis_port, tmp_path)  # a fresh, empty broker on the same address
-        status, answer = _retry_until_accepted(url + "/events", event)
-        assert status == 200 and answer["queued"] == 1, answer
-        client = redis.Redis(port=redis_port)
-        drained(client, 1)
-        assert http(url + "/events", event)[0] == 200  # MinIO replays once more: queued, then a duplicate
-        drained(client, 1)
-        time.sleep(0.5)
-        assert client.llen("split") == 1, "exactly one split message for the event and its replays"
-    finally:
-        receiver.send_signal(signal.SIGTERM)
-        try:
-            assert receiver.wait(timeout=15) == 0, log_path.read_text()
-        finally:
-            if receiver.poll() is None:
-                receiver.kill()
+            status, answer, _ = http(url + "/events", {"Records": [minio_record(key="in/before.pdf", bucket="uploads")]})
+            assert status == 200 and answer == {"queued": 1, "skipped": []}, answer
+            drained(redis.Redis(port=redis_port), 1)
+
             _stop(private)
+            event = {"Records": [minio_record(key="in/outage.pdf", bucket="uploads", etag="e" * 32)]}
+            status, body, headers = http(url + "/events", event)
+            assert status == 503 and body["error"]["code"] == "broker_unavailable" and headers["Retry-After"]
+
+            private = _start_redis(redis_port, tmp_path)  # a fresh, empty broker on the same address
+            status, answer = _retry_until_accepted(url + "/events", event)
+            assert status == 200 and answer["queued"] == 1, answer
+            client = redis.Redis(port=redis_port)
+            drained(client, 1)
+            assert http(url + "/events", event)[0] == 200  # MinIO replays once more: queued, then a duplicate
+            drained(client, 1)
+            time.sleep(0.5)
+            assert client.llen("split") == 1, "exactly one split message for the event and its replays"
+    finally:
+        _stop(private)
