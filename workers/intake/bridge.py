@@ -20,8 +20,10 @@ task and a fresh child. An idle fleet gets each event at once. This is what make
 uploads (one event a request, sent one after another) batch: the receiver's inbox
 (`pagefleet events --inbox-list`) puts each POSTed event on a list a bridge drains.
 
-Run a single bridge per list (the processing list is shared; two bridges would replay each
-other's in-flight elements at start-up — harmless, but wasteful).
+The processing list is shared: a bridge that starts replays every element in it, the in-flight
+ones of other bridges on the same list too — the receiver's replicas each drain the shared inbox —
+which the deduplication makes harmless (a claim held elsewhere is "in progress": retried until it
+is a duplicate), if wasteful; one bridge per MinIO Redis-target list is enough.
 """
 
 from __future__ import annotations
