@@ -294,3 +294,36 @@ def test_a_document_decided_whole_is_collected_from_memory_and_redone_whole_afte
     assert "collected from memory hello world" in document["pages"][0]["text"]
     assert not (out / ".pagefleet").exists()
     assert split_one(payload) == {"job_id": spec.job_id, "skipped": "already done"}
+
+
+def test_pagefleet_submit_of_a_folder_and_an_object_is_one_batched_submission(
+        fleet, tmp_path: Path, s3_bucket, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pagefleet submit DIR s3://b/k --storage …`: the folder's PDFs (name order) and the object go
+    as one `split_batch`; a job id a line in the sources' order; each job runs to its artifacts."""
+    from workers import app
+    from workers.cli.main import EX_USAGE, main
+
+    bucket, client = s3_bucket
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for i in (2, 1, 3):
+        one_page(folder / f"doc{i}.pdf", f"submitted document {i} hello world")
+    (folder / "notes.txt").write_text("not a pdf: left out")
+    uploaded = one_page(tmp_path / "up.pdf", "submitted document 4 hello world")
+    client.fput_object(bucket, "in/up.pdf", str(uploaded))
+    sent: list[tuple[str, int]] = []
+    real_send = app.send
+    monkeypatch.setattr(app, "send", lambda name, args, **kw: (
+        sent.append((name, len(args[0]) if name == "pagefleet.split_batch" else 1)), real_send(name, args, **kw))[1])
+    out = tmp_path / "out"
+    argv = ["submit", str(folder), f"s3://{bucket}/in/up.pdf", "--storage", out.as_uri(), "--no-structure", "--force"]
+    assert main(argv) == 0
+    job_ids = capsys.readouterr().out.split()
+    assert sent == [("pagefleet.split_batch", 4)] and len(job_ids) == 4
+    for job_id, number in zip(job_ids, (1, 2, 3, 4), strict=True):
+        info = wait_for_job(job_id, timeout_s=120)
+        assert info["state"] == "done", info
+        document = json.loads((out / info["artifact_prefix"] / "document.json").read_text(encoding="utf-8"))
+        assert f"submitted document {number} hello world" in document["pages"][0]["text"]
+    assert main(["submit", str(folder), "--storage", out.as_uri(), "--prefix", "one"]) == EX_USAGE
+    assert main(["submit", str(tmp_path / "nowhere.pdf"), "--storage", out.as_uri()]) == 1

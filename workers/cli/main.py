@@ -2,7 +2,7 @@
 
     pagefleet run PATH... --out DIR [--ocr auto|off|force] [--workers N] [--broker URL] [--force]
     pagefleet worker --queues cpu,gpu [--concurrency N] [--loglevel LEVEL]
-    pagefleet submit PATH|s3://bucket/key --storage URL [--prefix P] [--ocr ...] [--force]
+    pagefleet submit PATH|DIR|s3://bucket/key... --storage URL [--prefix P] [--ocr ...] [--force]
     pagefleet status JOB
     pagefleet deadletter list|replay|clear [--job ID]   (workers/cli/deadletter.py)
     pagefleet events ...            (bucket-event receiver, see `pagefleet events --help`)
@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import sys
+from pathlib import Path
 from typing import NoReturn
 
 from rich.console import Console
@@ -69,25 +70,51 @@ def cmd_worker(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_submit(args: argparse.Namespace, console: Console) -> int:
+    """Enqueue the sources as one submission (`submit.enqueue_many`: small documents go in
+    batches and share a sandbox child); prints a job id a line, in the sources' order (a folder's
+    PDFs in name order)."""
     from workers.app import use_broker
+    from workers.cli.run import expand_inputs, unique_stems
     from workers.storage import split_s3_uri
-    from workers.submit import enqueue, spec_for_object, spec_for_path
+    from workers.submit import enqueue_many, spec_for_object, spec_for_path
 
+    entries: list[str | Path] = []
+    missing: list[str] = []
+    for source in args.sources:
+        found, gone = ([source], []) if source.startswith("s3://") else expand_inputs([source])
+        entries += found
+        missing += gone
+    if missing or not entries:
+        console.print(f"pagefleet: error: no such file: {', '.join(missing)}" if missing
+                      else "pagefleet: error: no PDF in " + ", ".join(args.sources))
+        return 1
+    if args.prefix and len(entries) > 1:
+        console.print("pagefleet: error: --prefix names one document's artifacts: submit one source with it")
+        return EX_USAGE
     if args.broker:
         use_broker(args.broker)
     options = _options(args)
-    if args.source.startswith("s3://"):
-        bucket, key = split_s3_uri(args.source)
-        spec = spec_for_object(bucket, key, args.storage, options, force=args.force,
-                               prefix_template=args.prefix or "artifacts/{sha256}")
-    else:
-        if not os.path.isfile(args.source):
-            console.print(f"pagefleet: error: no such file: {args.source}")
-            return 1
-        prefix = args.prefix or os.path.splitext(os.path.basename(args.source))[0]
-        spec = spec_for_path(args.source, args.storage, prefix, options, force=args.force)
-    print(enqueue(spec))
+    stems = iter(unique_stems([entry for entry in entries if isinstance(entry, Path)]))
+    specs = [spec_for_object(*split_s3_uri(entry), args.storage, options, force=args.force, size=_object_size(entry),
+                             prefix_template=args.prefix or "artifacts/{sha256}") if isinstance(entry, str)
+             else spec_for_path(str(entry), args.storage, args.prefix or next(stems), options, force=args.force)
+             for entry in entries]
+    for job_id in enqueue_many(specs):
+        print(job_id)
     return 0
+
+
+def _object_size(uri: str) -> int | None:
+    """An object's size by HEAD, so a small one joins its submission's batches; None where the
+    store cannot say now (it goes alone; the split task reports a missing object as usual)."""
+    from workers.errors import StorageError
+    from workers.storage import S3Storage, split_s3_uri
+
+    bucket, key = split_s3_uri(uri)
+    try:
+        return S3Storage(bucket).stat_size(key)
+    except (KeyError, StorageError):
+        return None
 
 
 def cmd_status(args: argparse.Namespace, console: Console) -> int:
@@ -150,8 +177,9 @@ def parser() -> argparse.ArgumentParser:
                              "threads whose pages share generate calls (default: vlm.batch_size)")
     worker.add_argument("--loglevel", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
 
-    submit = sub.add_parser("submit", help="enqueue one document")
-    submit.add_argument("source", help="a local path the workers can read, or s3://bucket/key")
+    submit = sub.add_parser("submit", help="enqueue documents (one submission: small ones go in batches)")
+    submit.add_argument("sources", nargs="+", metavar="SOURCE",
+                        help="a local PDF or folder of PDFs the workers can read, or s3://bucket/key")
     submit.add_argument("--storage", required=True, help="file:///dir or s3://bucket/prefix for artifacts")
     submit.add_argument("--prefix", help="artifact prefix inside storage")
     submit.add_argument("--ocr", default="auto", choices=OCR_CHOICES,
