@@ -10,6 +10,8 @@ not serve metrics themselves: they count into one Redis hash on the broker, and 
     pagefleet_documents_total{status}            counter  finished documents by status
     pagefleet_rung_seconds{rung}                 summary  seconds spent per rung (_sum, _count)
     pagefleet_receiver_requests_total{outcome}   counter  event receiver requests by outcome
+    pagefleet_bridge_submissions_total{gathered} counter  a bridge's submissions (gathered: held while split tasks waited)
+    pagefleet_bridge_events_total{gathered}      counter  bucket events in them (÷ submissions: events a submission)
     pagefleet_generate_calls_total{engine}       counter  a gpu worker's VLM calls (forward passes of a batch)
     pagefleet_generate_pages_total{engine}       counter  pages those calls read (÷ calls: pages a call)
     pagefleet_generate_tasks_total{engine}       counter  tasks whose pages they read (÷ calls: tasks sharing a call)
@@ -132,6 +134,12 @@ class Recorder:
         """One receiver request; buffered in memory, flushed by a background thread."""
         self.count({field("receiver_requests_total", outcome=outcome): 1})
 
+    def bridge_submission(self, events: int, gathered: bool) -> None:
+        """One submission of a bucket-event bridge (`workers.intake.bridge`), buffered."""
+        flag = "true" if gathered else "false"
+        self.count({field("bridge_submissions_total", gathered=flag): 1,
+                    field("bridge_events_total", gathered=flag): events})
+
     def generate_call(self, engine: str, pages: int, tasks: int) -> None:
         """One VLM call of a gpu worker: the pages it read and the tasks they came from (buffered)."""
         self.count({field("generate_calls_total", engine=engine): 1, field("generate_pages_total", engine=engine): pages,
@@ -178,6 +186,9 @@ HELP = {
     "gate_refusals_total": ("counter", "candidates refused, by quality-gate reason", ["reason"]),
     "documents_total": ("counter", "finished documents by status", ["status"]),
     "receiver_requests_total": ("counter", "bucket-event receiver requests by outcome", ["outcome"]),
+    "bridge_submissions_total": ("counter", "a bucket-event bridge's submissions (gathered: held while split tasks "
+                                            "waited)", ["gathered"]),
+    "bridge_events_total": ("counter", "bucket events in those submissions", ["gathered"]),
     "generate_calls_total": ("counter", "a gpu worker's VLM generate calls", ["engine"]),
     "generate_pages_total": ("counter", "pages read by those calls (per call: the batch filled)", ["engine"]),
     "generate_tasks_total": ("counter", "tasks whose pages those calls read (per call: tasks sharing one)", ["engine"]),

@@ -18,6 +18,7 @@ from tests.integration.test_batches import one_page
 from tests.integration.test_events import TOKEN, http
 from tests.integration.test_redis_bridge import access_element
 from tests.unit.test_event_parser import minio_record, minio_webhook_body
+from workers import metrics
 from workers.intake.bridge import RedisBridge, bridge_client, split_backlog
 from workers.intake.events import EventDedup, Intake
 from workers.intake.parse import EventFilter
@@ -58,13 +59,19 @@ def _push_slowly(client: Any, name: str, elements: list[bytes], gap_s: float) ->
     return thread
 
 
+def _bridge_counts(client: Any) -> dict[str, int]:
+    return {k.decode(): int(v) for k, v in client.hgetall(metrics.HASH).items() if k.startswith(b"bridge_")}
+
+
 def test_a_burst_is_held_while_split_tasks_wait_and_sent_at_once_when_idle(redis_server: str) -> None:
     client = bridge_client(redis_server, block_s=0.5)
     tag = uuid.uuid4().hex[:8]
     name, queue = f"inbox-{tag}", f"split-{tag}"
     sent = Sent()
+    recorder = metrics.Recorder(client)
+    before = _bridge_counts(client)
     bridge = RedisBridge(client, name, _intake(client, sent), block_s=0.5, batch=16,
-                         hold=split_backlog(client, queue), hold_s=2.0, poll_s=0.02)
+                         hold=split_backlog(client, queue), hold_s=2.0, poll_s=0.02, observe=recorder.bridge_submission)
     try:
         # busy: a split task waits, and 20 events come 10 ms apart
         client.rpush(queue, b"a waiting split task")
@@ -94,6 +101,11 @@ def test_a_burst_is_held_while_split_tasks_wait_and_sent_at_once_when_idle(redis
         assert 0.15 < time.monotonic() - started < 1.5
         assert sent.calls[-1] == (1, False)
         assert client.llen(name) == 0 and client.llen(bridge.processing) == 0
+        recorder.flush()  # what `pagefleet metrics` exports: submissions and their events, gathered or not
+        after = _bridge_counts(client)
+        assert {k: after.get(k, 0) - before.get(k, 0) for k in after} == {
+            "bridge_submissions_total|gathered=true": 3, "bridge_events_total|gathered=true": 21,
+            "bridge_submissions_total|gathered=false": 3, "bridge_events_total|gathered=false": 3}
     finally:
         client.delete(name, queue, bridge.processing, bridge.dead)
 

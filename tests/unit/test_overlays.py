@@ -159,6 +159,6 @@ def test_dashboard_queries_only_exported_metrics() -> None:
     exported = {"pagefleet_queue_depth", "pagefleet_pages_total", "pagefleet_gate_refusals_total",
                 "pagefleet_documents_total", "pagefleet_rung_seconds_sum", "pagefleet_rung_seconds_count",
                 "pagefleet_receiver_requests_total", "pagefleet_generate_calls_total", "pagefleet_generate_pages_total",
-                "pagefleet_generate_tasks_total"}
+                "pagefleet_generate_tasks_total", "pagefleet_bridge_submissions_total", "pagefleet_bridge_events_total"}
     used = {m for panel in dashboard["panels"] for t in panel["targets"] for m in re.findall(r"pagefleet_\w+", t["expr"])}
     assert used and used <= exported, used - exported

@@ -90,7 +90,7 @@ def resolve_token(args: argparse.Namespace, settings: EventSettings) -> str:
     raise EventConfigError("no bearer token: pass --token-env NAME (or set PAGEFLEET_EVENTS_TOKEN)")
 
 
-def start_bridges(settings: EventSettings, broker: str, intake: Any) -> list[Any]:
+def start_bridges(settings: EventSettings, broker: str, intake: Any, recorder: Any = None) -> list[Any]:
     """The bridges this receiver runs: one on its inbox list, one on MinIO's Redis target list;
     both hold a burst's events for a batch while split tasks wait on the broker."""
     from workers.intake.bridge import RedisBridge, bridge_client, split_backlog, start_bridge
@@ -98,8 +98,9 @@ def start_bridges(settings: EventSettings, broker: str, intake: Any) -> list[Any
 
     hold = split_backlog(bridge_client(broker))
     lists = [(broker, settings.inbox_list), (settings.redis_bridge_url or broker, settings.redis_bridge_list)]
+    observe = recorder.bridge_submission if recorder is not None else None
     bridges = [RedisBridge(bridge_client(url), name, intake, batch=get_settings().split_batch_documents, hold=hold,
-                           hold_s=settings.gather_s) for url, name in dict.fromkeys(lists) if name]
+                           hold_s=settings.gather_s, observe=observe) for url, name in dict.fromkeys(lists) if name]
     for bridge in bridges:
         start_bridge(bridge)
     return bridges
@@ -124,11 +125,11 @@ def cmd_events(args: argparse.Namespace, console: Any) -> int:
     intake = build_intake(settings, client)
     limits = Limits(max_body_bytes=settings.max_body_bytes, max_concurrency=settings.max_concurrency,
                     retry_after_s=settings.retry_after_s)
-    receiver = Receiver(intake, auth, limits=limits, ready=redis_ready(client),
-                        observe=metrics.Recorder(client).receiver_request,
+    recorder = metrics.Recorder(client)
+    receiver = Receiver(intake, auth, limits=limits, ready=redis_ready(client), observe=recorder.receiver_request,
                         inbox=Inbox(client, settings.inbox_list) if settings.inbox_list else None)
     server = AsgiServer(receiver.app(), settings.host, settings.port)
-    bridges = start_bridges(settings, broker, intake)
+    bridges = start_bridges(settings, broker, intake, recorder)
     drained = ", ".join(bridge.list_name for bridge in bridges)
     console.print(f"pagefleet events: listening on {settings.host}:{settings.port} → {settings.output}"
                   + (f" (and draining redis list {drained})" if bridges else ""), markup=False, soft_wrap=True)

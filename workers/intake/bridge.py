@@ -70,7 +70,8 @@ def split_backlog(client: redis.Redis, queue: str = "split") -> Callable[[], boo
 class RedisBridge:
     def __init__(self, client: redis.Redis, list_name: str, intake: Intake, *, block_s: float = 1.0,
                  retry_s: float = 2.0, stop: threading.Event | None = None, batch: int = 16,
-                 hold: Callable[[], bool] | None = None, hold_s: float = 0.5, poll_s: float = 0.02) -> None:
+                 hold: Callable[[], bool] | None = None, hold_s: float = 0.5, poll_s: float = 0.02,
+                 observe: Callable[[int, bool], None] | None = None) -> None:
         self.client = client
         self.list_name = list_name
         self.processing = f"{list_name}:pagefleet-processing"
@@ -84,6 +85,7 @@ class RedisBridge:
         self.hold = hold  # true: the workers are busy, gather a burst's events (module docstring)
         self.hold_s = hold_s
         self.poll_s = poll_s
+        self.observe = observe or (lambda events, gathered: None)  # each submission (`metrics.Recorder`)
 
     def stop(self) -> None:
         self.stop_event.set()
@@ -179,6 +181,7 @@ class RedisBridge:
             self.stats.enqueued += len(result.enqueued)
             self.stats.duplicates += len(result.duplicates)
             self.stats.submissions += 1
+            self.observe(len(parsed), stream)
             return
 
     def run(self) -> None:
