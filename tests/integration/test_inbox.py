@@ -138,7 +138,7 @@ def inbox_receiver(service_env: dict[str, str]):
         config = EventSettings(host="127.0.0.1", port=0, inbox_list=f"inbox-{uuid.uuid4().hex[:8]}", **settings)
         intake = build_intake(config, jobs.client())
         app = Receiver(intake, BearerAuth(TOKEN), ready=redis_ready(jobs.client()),
-                       inbox=Inbox(jobs.client(), config.inbox_list)).app()
+                       inbox=Inbox(jobs.client(), config.inbox_list, intake.filters)).app()
         started.append((AsgiServer(app, "127.0.0.1", 0).start(), start_bridges(config, get_settings().broker_url, intake)))
         return started[-1]
 
@@ -172,6 +172,9 @@ def test_inbox_queues_each_post_and_its_bridge_runs_the_jobs_once(fleet, tmp_pat
     assert status == 400 and answer["error"]["code"] == "invalid_event"
     status, answer, _ = http(server.url + "/events", {"Records": [minio_record(name="s3:TestEvent")]})
     assert status == 200 and answer["queued"] == 0
+    notes = minio_webhook_body(minio_record(key="in/notes.txt", bucket=bucket))  # the receiver's suffix filter
+    status, answer, _ = http(server.url + "/events", notes)
+    assert status == 200 and answer == {"queued": 0, "skipped": [{"reason": "suffix_filter", "detail": "in/notes.txt"}]}
     status, _, _ = http(server.url + "/events", bodies[1], token="wrong")
     assert status == 401
 
@@ -190,6 +193,7 @@ def test_inbox_queues_each_post_and_its_bridge_runs_the_jobs_once(fleet, tmp_pat
     bridge = bridges[0]
     assert (bridge.stats.enqueued, bridge.stats.duplicates) == (6, 1)
     assert jobs.client().llen(bridge.list_name) == 0 and jobs.client().llen(bridge.processing) == 0
+    assert bridge.stats.elements == 7, "the TestEvent and the filtered upload were never queued"
 
 
 def test_inbox_answers_503_when_redis_refuses(service_env: dict[str, str]) -> None:

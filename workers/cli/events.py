@@ -127,7 +127,7 @@ def cmd_events(args: argparse.Namespace, console: Any) -> int:
                     retry_after_s=settings.retry_after_s)
     recorder = metrics.Recorder(client)
     receiver = Receiver(intake, auth, limits=limits, ready=redis_ready(client), observe=recorder.receiver_request,
-                        inbox=Inbox(client, settings.inbox_list) if settings.inbox_list else None)
+                        inbox=Inbox(client, settings.inbox_list, intake.filters) if settings.inbox_list else None)
     server = AsgiServer(receiver.app(), settings.host, settings.port)
     bridges = start_bridges(settings, broker, intake, recorder)
     drained = ", ".join(bridge.list_name for bridge in bridges)

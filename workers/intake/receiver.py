@@ -44,7 +44,7 @@ from starlette.routing import Route
 
 from workers.errors import BrokerUnavailable, StorageError
 from workers.intake.events import Intake, redis_guard
-from workers.intake.parse import EventParseError, parse_event_payload, parse_json
+from workers.intake.parse import EventFilter, EventParseError, parse_event_payload, parse_json
 
 log = logging.getLogger(__name__)
 
@@ -78,21 +78,33 @@ class Limits:
 
 
 class Inbox:
-    """Where an inbox receiver puts the events it accepts: a Redis list a `RedisBridge` drains."""
+    """Where an inbox receiver puts the events it accepts: a Redis list a `RedisBridge` drains.
+    `filters`: the intake's, so an event whose objects would all be skipped is answered so and
+    never queued."""
 
-    def __init__(self, client: Any, list_name: str) -> None:
+    def __init__(self, client: Any, list_name: str, filters: EventFilter | None = None) -> None:
         self.client = client
         self.list_name = list_name
+        self.filters = filters or EventFilter()
 
     def put(self, body: bytes, content_type: str | None = None) -> dict[str, Any]:
-        """Parse the event (`EventParseError` → 400) and queue its body when it names objects."""
+        """Parse the event (`EventParseError` → 400) and queue its body when it names objects the
+        filters keep (the bridge parses and filters it again: the list holds bodies as they came)."""
         if not body.strip():
             raise EventParseError("empty event body")
         payload = parse_event_payload(parse_json(body, f"event body ({content_type or 'no content type'})"))
-        if payload.objects:
+        skipped = list(payload.skipped)
+        kept = 0
+        for obj in payload.objects:
+            reason = self.filters.reason(obj)
+            if reason is None:
+                kept += 1
+            else:
+                skipped.append({"reason": reason, "detail": obj.key[:200]})
+        if kept:
             with redis_guard("queue event"):
                 self.client.rpush(self.list_name, body)
-        return {"queued": len(payload.objects), "skipped": payload.skipped}
+        return {"queued": kept, "skipped": skipped}
 
 
 class _BodyTooLarge(Exception):
