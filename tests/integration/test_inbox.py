@@ -110,6 +110,35 @@ def test_a_burst_is_held_while_split_tasks_wait_and_sent_at_once_when_idle(redis
         client.delete(name, queue, bridge.processing, bridge.dead)
 
 
+def test_a_bridge_stopped_while_it_holds_a_burst_sends_it_first(redis_server: str) -> None:
+    """SIGTERM (a receiver scaled down) mid-gather: the held events go out before the thread ends,
+    not left in the processing list for a restart that may never come."""
+    from workers.intake.bridge import start_bridge, stop_bridges
+
+    client = bridge_client(redis_server, block_s=0.2)
+    tag = uuid.uuid4().hex[:8]
+    name, queue = f"inbox-{tag}", f"split-{tag}"
+    sent = Sent()
+    bridge = RedisBridge(client, name, _intake(client, sent), block_s=0.2, batch=16,
+                         hold=split_backlog(client, queue), hold_s=30.0, poll_s=0.02)
+    try:
+        client.rpush(queue, b"a waiting split task")
+        client.rpush(name, *[_element(i, tag) for i in range(3)])
+        start_bridge(bridge)
+        deadline = time.monotonic() + 5
+        while client.llen(name):  # taken and held: the backlog stays, hold_s is long
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        time.sleep(0.2)
+        assert sent.calls == [] and client.llen(bridge.processing) == 3
+        started = time.monotonic()
+        stop_bridges([bridge])
+        assert time.monotonic() - started < 5 and bridge.thread is not None and not bridge.thread.is_alive()
+        assert sent.calls == [(3, False)] and client.llen(bridge.processing) == 0
+    finally:
+        client.delete(name, queue, bridge.processing, bridge.dead)
+
+
 def test_a_gathered_submission_goes_as_whole_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     """16 documents of a burst go as one `split_batch` of 16 (8 + 4 + 4 when tapered, the end
     of a submission an idle fleet spreads over its processes)."""
@@ -128,6 +157,7 @@ def inbox_receiver(service_env: dict[str, str]):
     from workers import jobs
     from workers.asgi import AsgiServer
     from workers.cli.events import start_bridges
+    from workers.intake.bridge import stop_bridges
     from workers.intake.events import build_intake
     from workers.intake.receiver import BearerAuth, Inbox, Receiver, redis_ready
     from workers.settings import EventSettings, get_settings
@@ -145,8 +175,8 @@ def inbox_receiver(service_env: dict[str, str]):
     yield start
     for server, bridges in started:
         server.stop()
+        stop_bridges(bridges)
         for bridge in bridges:
-            bridge.stop()
             jobs.client().delete(bridge.list_name, bridge.processing, bridge.dead)
 
 

@@ -109,6 +109,7 @@ def start_bridges(settings: EventSettings, broker: str, intake: Any, recorder: A
 def cmd_events(args: argparse.Namespace, console: Any) -> int:
     from workers import jobs, metrics
     from workers.app import use_broker
+    from workers.intake.bridge import stop_bridges
     from workers.intake.events import build_intake
     from workers.intake.receiver import BearerAuth, Inbox, Limits, Receiver, redis_ready
     from workers.asgi import AsgiServer
@@ -136,6 +137,5 @@ def cmd_events(args: argparse.Namespace, console: Any) -> int:
     try:
         server.run()  # SIGTERM/SIGINT: stop accepting, finish the requests in flight
     finally:
-        for bridge in bridges:
-            bridge.stop()
+        stop_bridges(bridges)  # a step holding a burst sends it first
     return 0

@@ -86,6 +86,7 @@ class RedisBridge:
         self.hold_s = hold_s
         self.poll_s = poll_s
         self.observe = observe or (lambda events, gathered: None)  # each submission (`metrics.Recorder`)
+        self.thread: threading.Thread | None = None  # `start_bridge`'s
 
     def stop(self) -> None:
         self.stop_event.set()
@@ -165,14 +166,18 @@ class RedisBridge:
             return
         objects = [obj for _, payload in parsed for obj in payload.objects]
         skipped = [entry for _, payload in parsed for entry in payload.skipped]
-        while not self.stop_event.is_set():
+        while True:  # once even when stopping: what a gathering step holds goes out before the process ends
             try:
                 result = self.intake.submit(objects, skipped, taper=not stream)
             except (BrokerUnavailable, StorageError) as exc:
+                if self.stop_event.is_set():
+                    return  # left in the processing list: the next start replays it
                 log.warning("redis bridge: will retry in %.1fs: %s", self.retry_s, exc.message)
                 self.stop_event.wait(self.retry_s)
                 continue
             if result.retry_later:
+                if self.stop_event.is_set():
+                    return
                 self.stop_event.wait(self.retry_s)
                 continue
             for item, _ in parsed:
@@ -207,4 +212,16 @@ def bridge_client(url: str, block_s: float = 1.0) -> redis.Redis:
 def start_bridge(bridge: RedisBridge) -> threading.Thread:
     thread = threading.Thread(target=bridge.run, name="pagefleet-redis-bridge", daemon=True)
     thread.start()
+    bridge.thread = thread
     return thread
+
+
+def stop_bridges(bridges: list[RedisBridge], timeout_s: float = 10.0) -> None:
+    """Stop them and wait (bounded) for the step each is in: events a gathering step holds are sent
+    first, so a receiver scaled down does not leave accepted events in the processing list."""
+    for bridge in bridges:
+        bridge.stop()
+    end = time.monotonic() + timeout_s
+    for bridge in bridges:
+        if bridge.thread is not None:
+            bridge.thread.join(max(0.0, end - time.monotonic()))
