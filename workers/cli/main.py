@@ -95,7 +95,9 @@ def cmd_submit(args: argparse.Namespace, console: Console) -> int:
         use_broker(args.broker)
     options = _options(args)
     stems = iter(unique_stems([entry for entry in entries if isinstance(entry, Path)]))
-    specs = [spec_for_object(*split_s3_uri(entry), args.storage, options, force=args.force, size=_object_size(entry),
+    sized = len(entries) > 1  # a size decides whether an object joins a batch: none to join alone
+    specs = [spec_for_object(*split_s3_uri(entry), args.storage, options, force=args.force,
+                             size=_object_size(entry) if sized else None,
                              prefix_template=args.prefix or "artifacts/{sha256}") if isinstance(entry, str)
              else spec_for_path(str(entry), args.storage, args.prefix or next(stems), options, force=args.force)
              for entry in entries]
