@@ -34,7 +34,7 @@ from redis.exceptions import LockError
 
 from workers.errors import BrokerUnavailable, PagefleetError, StorageError
 from workers.intake.parse import (
-    EventFilter, EventParseError, ObjectCreated, clean_etag, output_exclusion, parse_event_payload, parse_json,
+    EventFilter, ObjectCreated, clean_etag, output_exclusion, parse_body, parse_event_payload, skipped_entry,
 )
 from workers.model import JobSpec
 from workers.settings import EventSettings, Options
@@ -205,13 +205,12 @@ class Intake:
         result = IntakeResult(skipped=list(skipped))
         found: list[tuple[ObjectCreated, JobSpec]] = []
         for obj in objects:
-            reason = self.filters.reason(obj)
-            if reason is not None:
-                result.skipped.append({"reason": reason, "detail": obj.key[:200]})
+            if (entry := self.filters.skipped(obj)) is not None:
+                result.skipped.append(entry)
                 continue
             resolved = self._with_etag(obj)
             if resolved is None:
-                result.skipped.append({"reason": "object_missing", "detail": obj.key[:200]})
+                result.skipped.append(skipped_entry("object_missing", obj))
                 continue
             found.append((resolved, self.spec_for(resolved)))
         outcomes = self.dedup.enqueue_once_many([spec.job_id for _, spec in found],
@@ -229,9 +228,8 @@ class Intake:
         return self.submit(parsed.objects, parsed.skipped)
 
     def submit_body(self, body: bytes, content_type: str | None = None) -> IntakeResult:
-        if not body.strip():
-            raise EventParseError("empty event body")
-        return self.submit_payload(parse_json(body, f"event body ({content_type or 'no content type'})"))
+        parsed = parse_body(body, content_type)
+        return self.submit(parsed.objects, parsed.skipped)
 
 
 def _enqueue_many(specs: list[JobSpec], taper: bool) -> list[str]:

@@ -205,15 +205,25 @@ def parse_event_payload(payload: Any) -> ParseResult:
     return result
 
 
-def parse_event_body(body: bytes, content_type: str | None = None,
-                     filters: "EventFilter | None" = None) -> list[ObjectCreated]:
-    """HTTP body → created objects (filtered). Any content type is accepted if the body is JSON:
-    SNS posts `text/plain`. Raises `EventParseError` for anything that is not an event."""
+def parse_body(body: bytes, content_type: str | None = None) -> ParseResult:
+    """HTTP body → the created objects it names, plus what was skipped. Any content type is accepted
+    if the body is JSON: SNS posts `text/plain`. Raises `EventParseError` for anything that is not
+    an event."""
     if not body.strip():
         raise EventParseError("empty event body")
-    payload = parse_json(body, f"event body ({content_type or 'no content type'})")
-    objects = parse_event_payload(payload).objects
+    return parse_event_payload(parse_json(body, f"event body ({content_type or 'no content type'})"))
+
+
+def parse_event_body(body: bytes, content_type: str | None = None,
+                     filters: "EventFilter | None" = None) -> list[ObjectCreated]:
+    """HTTP body → created objects (filtered): `parse_body`'s objects the filters keep."""
+    objects = parse_body(body, content_type).objects
     return [o for o in objects if filters is None or filters.reason(o) is None]
+
+
+def skipped_entry(reason: str, obj: ObjectCreated) -> dict[str, str]:
+    """What an answer says of an object that does not become a job."""
+    return {"reason": reason, "detail": obj.key[:200]}
 
 
 @dataclass(frozen=True)
@@ -239,6 +249,11 @@ class EventFilter:
         if obj.key.endswith("/") and not obj.size:
             return "folder_marker"
         return None
+
+    def skipped(self, obj: ObjectCreated) -> dict[str, str] | None:
+        """`skipped_entry` for an object the filters drop; None for one they keep."""
+        reason = self.reason(obj)
+        return None if reason is None else skipped_entry(reason, obj)
 
 
 def output_exclusion(output: str) -> tuple[tuple[str, str], ...]:

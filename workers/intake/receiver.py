@@ -44,7 +44,7 @@ from starlette.routing import Route
 
 from workers.errors import BrokerUnavailable, StorageError
 from workers.intake.events import Intake, redis_guard
-from workers.intake.parse import EventFilter, EventParseError, parse_event_payload, parse_json
+from workers.intake.parse import EventFilter, EventParseError, parse_body
 
 log = logging.getLogger(__name__)
 
@@ -90,17 +90,10 @@ class Inbox:
     def put(self, body: bytes, content_type: str | None = None) -> dict[str, Any]:
         """Parse the event (`EventParseError` → 400) and queue its body when it names objects the
         filters keep (the bridge parses and filters it again: the list holds bodies as they came)."""
-        if not body.strip():
-            raise EventParseError("empty event body")
-        payload = parse_event_payload(parse_json(body, f"event body ({content_type or 'no content type'})"))
-        skipped = list(payload.skipped)
-        kept = 0
-        for obj in payload.objects:
-            reason = self.filters.reason(obj)
-            if reason is None:
-                kept += 1
-            else:
-                skipped.append({"reason": reason, "detail": obj.key[:200]})
+        parsed = parse_body(body, content_type)
+        dropped = [self.filters.skipped(obj) for obj in parsed.objects]
+        skipped = [*parsed.skipped, *(entry for entry in dropped if entry is not None)]
+        kept = dropped.count(None)
         if kept:
             with redis_guard("queue event"):
                 self.client.rpush(self.list_name, body)
