@@ -210,13 +210,8 @@ class S3Storage(Storage):
             raise errors[0]
 
     def get_bytes(self, key: str) -> bytes:
-        with self._translate("get", key):
-            response = self.client.get_object(self.bucket, self._key(key))
-            try:
-                return response.read()
-            finally:
-                response.close()
-                response.release_conn()
+        with self.open_object(key) as response:
+            return response.read()
 
     @contextlib.contextmanager
     def open_object(self, key: str, *, version_id: str | None = None, etag: str | None = None) -> Iterator[Any]:
@@ -240,11 +235,9 @@ class S3Storage(Storage):
                 response.close()
                 response.release_conn()
 
-    def download(self, key: str, path: str, *, version_id: str | None = None, etag: str | None = None) -> None:
-        """Exactly `version_id` when given; with `etag`, only while the object still has it (If-Match)."""
-        headers = {"If-Match": f'"{etag}"'} if etag else None
+    def download(self, key: str, path: str) -> None:
         with self._translate("download", key):
-            self.client.fget_object(self.bucket, self._key(key), path, version_id=version_id, request_headers=headers)
+            self.client.fget_object(self.bucket, self._key(key), path)
 
     def stat(self, key: str, *, version_id: str | None = None) -> tuple[int, str | None]:
         """(size, ETag) by HEAD, of `version_id` when given."""
