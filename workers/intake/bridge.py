@@ -51,7 +51,7 @@ class BridgeStats:
     duplicates: int = 0
     dead: int = 0
     submissions: int = 0
-    gathered: int = 0  # submissions sent after holding the burst for more (the split queue had a backlog)
+    gathered: int = 0  # of them, sent after holding the burst for more (the split queue had a backlog)
 
 
 def split_backlog(client: redis.Redis, queue: str = "split") -> Callable[[], bool]:
@@ -110,10 +110,7 @@ class RedisBridge:
         if item is None:
             return False
         items = self._waiting([item])
-        gathered = self._gather(items)
-        self._handle(items, stream=gathered)
-        if gathered:
-            self.stats.gathered += 1
+        self._handle(items, stream=self._gather(items))
         return True
 
     def _waiting(self, items: list[bytes]) -> list[bytes]:
@@ -186,6 +183,7 @@ class RedisBridge:
             self.stats.enqueued += len(result.enqueued)
             self.stats.duplicates += len(result.duplicates)
             self.stats.submissions += 1
+            self.stats.gathered += stream
             self.observe(len(parsed), stream)
             return
 
