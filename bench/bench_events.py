@@ -67,8 +67,8 @@ def upload(files: list[Path], bucket: str) -> list[dict[str, Any]]:
     return bodies
 
 
-def job_ids(bodies: list[dict[str, Any]], output: str) -> list[str]:
-    """The job each body's upload becomes, as the receiver computes it (same settings, same id)."""
+def specs(bodies: list[dict[str, Any]], output: str) -> list[Any]:
+    """The job each body's upload becomes, as the receiver makes it (same settings, same id)."""
     from workers import jobs
     from workers.intake.events import build_intake
     from workers.intake.parse import parse_event_payload
@@ -76,7 +76,7 @@ def job_ids(bodies: list[dict[str, Any]], output: str) -> list[str]:
 
     settings = EventSettings(output=output, stat_missing_etag=False, options=Options(structure=False))
     intake = build_intake(settings, jobs.client())
-    return [intake.spec_for(parse_event_payload(body).objects[0]).job_id for body in bodies]
+    return [intake.spec_for(parse_event_payload(body).objects[0]) for body in bodies]
 
 
 @contextlib.contextmanager
@@ -135,25 +135,26 @@ def runs(fleet: WarmFleet, tmp: Path, corpus: Path, m: int, repeats: int = 1,
     """Each way in turn, `repeats` rounds: the uploads announced by webhook, with and without the
     inbox; the same objects submitted at once; one m-page document; all from S3, results to a
     local folder (`s3_out`: to S3 — five PUTs a document, on moto slower than the fleet's work)."""
-    from workers.settings import Options
-    from workers.submit import enqueue_many, spec_for_object
+    from workers.submit import enqueue_many
 
     bucket = f"bench-in-{uuid.uuid4().hex[:6]}"
     out = fleet.make_bucket(f"bench-out-{uuid.uuid4().hex[:6]}") if s3_out else (tmp / "events-out").as_uri()
     bodies = upload(bench_docs.one_page_pdfs(corpus, m, tmp / "uploads"), bucket)
     big = upload([bench_docs.digital_pdf(corpus, m, tmp / f"upload-{m}.pdf", fonts_per_page=True)], bucket)
     results: dict[str, list[RunResult]] = {way: [] for way in ways}
+    inboxes = {"webhook": None, "inbox": "pagefleet:bench-inbox"}
+    announced = {"at once": bodies, "one": big}
     for i in range(repeats):
-        for way, inbox in [(w, i) for w, i in (("webhook", None), ("inbox", f"pagefleet:bench-inbox-{i}")) if w in ways]:
-            output = f"{out}/{way}-{i}"  # the job id holds the output: every run is new jobs
-            with receiver(tmp, output, inbox) as url:
-                results[way].append(fleet.measure(lambda: post_each(url, bodies), job_ids(bodies, output), f"{way}{i}"))
-        for way, announced in [(w, a) for w, a in (("at once", bodies), ("one", big)) if w in ways]:
-            output = f"{out}/{way.replace(' ', '-')}-{i}"
-            specs = [spec_for_object(bucket, body["Records"][0]["s3"]["object"]["key"], output, Options(structure=False),
-                                     etag=body["Records"][0]["s3"]["object"]["eTag"],
-                                     size=body["Records"][0]["s3"]["object"]["size"]) for body in announced]
-            results[way].append(fleet.measure(lambda: enqueue_many(specs), [s.job_id for s in specs], f"s3{way}{i}"))
+        for way in ways:
+            output = f"{out}/{way.replace(' ', '-')}-{i}"  # the job id holds the output: every run is new jobs
+            if way in inboxes:
+                with receiver(tmp, output, inboxes[way]) as url:
+                    ids = [spec.job_id for spec in specs(bodies, output)]
+                    results[way].append(fleet.measure(lambda: post_each(url, bodies), ids, f"{way}{i}"))
+            else:
+                jobs = specs(announced[way], output)
+                results[way].append(fleet.measure(lambda: enqueue_many(jobs), [spec.job_id for spec in jobs],
+                                                  f"s3{way}{i}"))
     return results
 
 
