@@ -232,6 +232,8 @@ class Settings(BaseSettings):
     s3_secret_key: str = "minioadmin"
     s3_secure: bool = False
     s3_region: str | None = None
+    s3_timeout_s: float = Field(60.0, gt=0, description="an S3 request's connect and read timeout: a stalled "
+                                "connection fails (retried once, then StorageError) instead of waiting minio's 5 minutes")
     cache_dir: str = "/tmp/pagefleet-cache"
 
     gpu: bool = Field(False, description="route OCR to the gpu queue and its VLM chains")

@@ -204,7 +204,13 @@ class S3Storage(Storage):
         if len(items) < 2:
             super().put_streams(items)
             return
-        futures = [_put_pool().submit(self.put_stream, key, stream, content_type) for key, stream, content_type in items]
+        pool = _put_pool()
+        futures = [pool.submit(self.put_stream, key, stream, content_type) for key, stream, content_type in items]
+        try:
+            concurrent.futures.wait(futures)
+        finally:
+            if not all(future.done() for future in futures):  # left early (a soft time limit)
+                _retire(pool)
         errors = [exc for future in futures if (exc := future.exception()) is not None]
         if errors:
             raise errors[0]
@@ -299,11 +305,30 @@ def _put_pool() -> concurrent.futures.ThreadPoolExecutor:
     return pool
 
 
+def _retire(pool: concurrent.futures.ThreadPoolExecutor) -> None:
+    """A pool whose PUTs were left running (a task that gave up waiting on a stalled one) serves
+    no later document: its threads end once what was queued on them is done (another thread's
+    PUTs among it too: those are not cancelled), and the next call makes a fresh pool."""
+    if _pools.get(os.getpid()) is pool:
+        del _pools[os.getpid()]
+    pool.shutdown(wait=False)
+
+
 def s3_client(settings: Settings) -> Any:
+    """A minio client whose requests give up on a stalled connection after `s3_timeout_s` (minio's
+    own waits 5 minutes, past any task's time limit): a refused or reset connection is retried up
+    to 5 times with backoff, a read that times out once, a 5xx answer up to 5 times (minio's policy)."""
+    import certifi
     from minio import Minio
 
+    timeout = settings.s3_timeout_s
+    http = urllib3.PoolManager(timeout=urllib3.Timeout(connect=timeout, read=timeout), maxsize=10,
+                               cert_reqs="CERT_REQUIRED", ca_certs=os.environ.get("SSL_CERT_FILE") or certifi.where(),
+                               retries=urllib3.Retry(total=5, read=1, backoff_factor=0.2,
+                                                     status_forcelist=[500, 502, 503, 504]))
     endpoint = settings.s3_endpoint.removeprefix("http://").removeprefix("https://")
-    return Minio(endpoint, credentials=s3_credentials(settings), secure=settings.s3_secure, region=settings.s3_region)
+    return Minio(endpoint, credentials=s3_credentials(settings), secure=settings.s3_secure, region=settings.s3_region,
+                 http_client=http)
 
 
 def open_storage(url: str, settings: Settings | None = None) -> Storage:

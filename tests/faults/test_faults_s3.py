@@ -1,5 +1,6 @@
 """Drills: the object store goes away (the proxy in front of moto is cut) during OCR, at the split
-of a document whose source is on S3, and during collect; then comes back. Nothing may be lost."""
+of a document whose source is on S3, and during collect, or stops answering (the proxy stalls:
+connections stay open, nothing comes back) during collect; then comes back. Nothing may be lost."""
 
 from __future__ import annotations
 
@@ -55,6 +56,16 @@ def test_s3_unreachable_during_collect(drill) -> None:
         _wait_state(ids, ("collecting", "done"))  # a collect is short: the first to begin or end
         drill.fleet.proxy.cut()
         _outage(drill, ids, "S3 unreachable during collect")
+
+
+def test_s3_stalls_during_collect(drill) -> None:
+    """A collect's PUTs wait on connections that never answer: each fails after the S3 timeout and
+    the collect is retried, or its soft time limit ends it and the chord's error callback collects."""
+    with drill():
+        ids = submit(drill, drill.docs(4, 2), pages=2)
+        _wait_state(ids, ("collecting", "done"))
+        drill.fleet.proxy.stall()
+        _outage(drill, ids, "S3 stalls during collect")
 
 
 def test_s3_unreachable_during_a_batch_of_small_documents(drill) -> None:

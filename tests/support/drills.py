@@ -47,6 +47,7 @@ FAST_ENV = {
     "PAGEFLEET_S3_ACCESS_KEY": "testing",
     "PAGEFLEET_S3_SECRET_KEY": "testing",
     "PAGEFLEET_S3_REGION": "us-east-1",
+    "PAGEFLEET_S3_TIMEOUT_S": "4",  # a stalled S3 request fails inside the 25 s soft limit (twice: one retry)
 }
 OPTIONS = {"ocr": "force", "dpi": 72}
 

@@ -4,6 +4,8 @@
     ... clients use proxy.endpoint ...
     proxy.cut()       # live connections reset, new ones refused (nothing listens on the port)
     proxy.restore()   # the same port listens again
+    proxy.stall()     # nothing answers: what is sent on a live or new connection is swallowed
+    proxy.restore()   # new connections work again; a stalled one stays silent (a lost peer)
 
 Threads only (one acceptor, two pumps per connection): small, and independent of any event loop
 the code under test runs.
@@ -22,6 +24,8 @@ class TcpProxy:
         self.port = port
         self._listener: socket.socket | None = None
         self._conns: set[socket.socket] = set()
+        self._stalled: set[socket.socket] = set()  # their bytes go nowhere
+        self._stalling = False
         self._lock = threading.Lock()
         self.connections = 0  # accepted so far (a test can see traffic went through)
 
@@ -51,7 +55,15 @@ class TcpProxy:
         for conn in conns:
             _reset(conn)
 
+    def stall(self) -> None:
+        """The server stops answering without closing anything (a partition, a hung peer): a
+        request on a live connection or a new one is read and never forwarded."""
+        with self._lock:
+            self._stalling = True
+            self._stalled |= self._conns
+
     def restore(self) -> None:
+        self._stalling = False
         if self._listener is None:
             self.start()
 
@@ -75,6 +87,8 @@ class TcpProxy:
                     _reset(upstream)
                     return
                 self._conns.update((client, upstream))
+                if self._stalling:
+                    self._stalled.update((client, upstream))
                 self.connections += 1
             for a, b in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
@@ -82,7 +96,8 @@ class TcpProxy:
     def _pump(self, src: socket.socket, dst: socket.socket) -> None:
         try:
             while chunk := src.recv(65536):
-                dst.sendall(chunk)
+                if src not in self._stalled:
+                    dst.sendall(chunk)
         except OSError:
             pass
         finally:
@@ -90,13 +105,18 @@ class TcpProxy:
                 dst.shutdown(socket.SHUT_WR)
             with self._lock:
                 self._conns.discard(src)
+                self._stalled.discard(src)
             with contextlib.suppress(OSError):
                 src.close()
 
 
 def _reset(sock: socket.socket) -> None:
-    """Close with RST (SO_LINGER 0), as a vanished peer looks to the client."""
+    """Close with RST (SO_LINGER 0), as a vanished peer looks to the client. The shutdown wakes a
+    pump blocked reading it: closing alone would leave the socket alive under that read, and a
+    client that waits for an answer would wait for ever instead of being reset."""
     with contextlib.suppress(OSError):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RD)
     with contextlib.suppress(OSError):
         sock.close()
