@@ -75,6 +75,11 @@ def make_app() -> Celery:
         task_time_limit=s.task_time_limit,
         broker_transport_options=s.reliability.transport_options(s.task_time_limit),
         result_backend_transport_options={"visibility_timeout": visibility},
+        # the result backend's connections (a chord's counter): the same timeouts as the broker's
+        redis_socket_timeout=s.reliability.redis_socket_timeout_s,
+        redis_socket_connect_timeout=s.reliability.redis_connect_timeout_s,
+        redis_socket_keepalive=True,
+        redis_backend_health_check_interval=s.reliability.redis_health_check_s,
         visibility_timeout=visibility,
         worker_pool="prefork",
         worker_max_tasks_per_child=200,  # CPU queues only: see _recycle_cpu_workers_only

@@ -9,6 +9,11 @@ are retried.
                            (a worker's unacked pages come back first).
     visibility_timeout_s   unacked messages of a dead worker return after this; it exceeds the hard
                            task time limit (`visibility_for`), so a running task is never redelivered.
+    redis_socket_timeout_s a Redis command (a publish, a chord's count, a result) on a connection
+                           that stops answering fails after this instead of waiting for ever: a
+                           failover, a NAT or firewall drop leaves connections half-open, no RST.
+    redis_health_check_s   a consumer's BRPOP connection whose answer is this much overdue is dropped
+                           and made again (kombu's check); redis-py pings a connection idle longer.
 """
 
 from __future__ import annotations
@@ -31,6 +36,10 @@ class ReliabilitySettings(BaseModel):
     # kombu looks for unacked messages past the visibility timeout every interval × throttle seconds
     # (10 × 10 by default: up to 100 s late); we scan on every interval
     unacked_restore_interval_s: int = Field(10, ge=1, description="how often workers restore a dead worker's messages")
+    # above the consumers' BRPOP (1 s, answered by the server) and any command we send
+    redis_socket_timeout_s: float = Field(30.0, ge=5, description="a Redis command on a dead connection fails after")
+    redis_connect_timeout_s: float = Field(5.0, gt=0, description="connecting to Redis gives up after")
+    redis_health_check_s: int = Field(10, ge=1, description="a half-open consumer connection is dropped after ~this")
     callback_timeout_s: float = Field(10.0, gt=0)
     callback_max_retries: int = Field(8, ge=0)
     callback_backoff_max_s: int = Field(600, ge=1)
@@ -39,10 +48,17 @@ class ReliabilitySettings(BaseModel):
     def deadline_s(self) -> float:
         return self.job_deadline_minutes * 60.0
 
-    def transport_options(self, task_time_limit: int) -> dict[str, int]:
-        """The Redis transport's options: visibility timeout and how often it is enforced."""
+    def transport_options(self, task_time_limit: int) -> dict[str, Any]:
+        """The Redis transport's options: visibility timeout and how often it is enforced; how long
+        a command waits on a connection that stopped answering, and kombu's check of its consumers'."""
         return {"visibility_timeout": self.visibility_for(task_time_limit),
-                "unacked_restore_interval": self.unacked_restore_interval_s, "unacked_restore_throttle": 1}
+                "unacked_restore_interval": self.unacked_restore_interval_s, "unacked_restore_throttle": 1,
+                **self.redis_socket_options(), "health_check_interval": self.redis_health_check_s}
+
+    def redis_socket_options(self) -> dict[str, Any]:
+        """Socket options of every Redis connection the fleet makes (broker, results, job records)."""
+        return {"socket_timeout": self.redis_socket_timeout_s, "socket_connect_timeout": self.redis_connect_timeout_s,
+                "socket_keepalive": True}
 
     def visibility_for(self, task_time_limit: int) -> int:
         """Longer than the longest task (its hard limit), so only a dead worker's work comes back."""

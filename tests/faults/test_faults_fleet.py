@@ -1,5 +1,6 @@
-"""Drills on the fleet itself: Redis restarted mid-OCR (AOF on), a worker's main process
-SIGKILLed mid-page, a split SIGKILLed, the same document submitted again and again, at once."""
+"""Drills on the fleet itself: Redis restarted mid-OCR (AOF on), the fleet's Redis connections going
+dead mid-OCR, a worker's main process SIGKILLed mid-page, a split SIGKILLed, the same document
+submitted again and again, at once."""
 
 from __future__ import annotations
 
@@ -40,6 +41,27 @@ def test_redis_restarted_mid_ocr(drill) -> None:
         fleet.redis.start()
         took = settle(ids, 240)
     finish(drill, "redis-server restarted mid-OCR", {"settled_s": round(took, 1)})
+
+
+REDIS_DEAD_S = float(os.environ.get("PAGEFLEET_DRILL_REDIS_DEAD_S", "8"))
+QUICK_REDIS_CHECKS = {"PAGEFLEET_RELIABILITY__REDIS_SOCKET_TIMEOUT_S": "5", "PAGEFLEET_RELIABILITY__REDIS_HEALTH_CHECK_S": "3"}
+
+
+def test_redis_connections_go_dead_mid_ocr(drill) -> None:
+    """A failover, or a NAT or firewall that forgets the fleet's connections: Redis stays up, but
+    every connection the workers and beat hold stops answering, with no RST, and new ones too
+    until it passes; the old ones never answer again. A command on a dead connection fails after
+    `reliability.redis_socket_timeout_s` (it waited for ever), kombu drops a consumer's dead BRPOP
+    after its health check, and the work goes on over new connections."""
+    with drill(env_extra={**SLOW_ENGINE_ENV, **QUICK_REDIS_CHECKS}, queues=(("split,collect", 1), ("cpu", 2)),
+               redis_proxy=True) as fleet:
+        ids = submit(drill, drill.docs(3, 2), pages=2)
+        _until(lambda: any(busy_child(w.proc.pid) for w in fleet.workers[1:]), 60)
+        fleet.redis_proxy.stall()
+        time.sleep(REDIS_DEAD_S)
+        fleet.redis_proxy.restore()
+        took = settle(ids, 240)
+    finish(drill, "Redis connections go dead mid-OCR", {"outage_s": REDIS_DEAD_S, "settled_s": round(took, 1)})
 
 
 def test_worker_main_process_sigkilled(drill) -> None:

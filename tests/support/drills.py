@@ -215,9 +215,13 @@ class DrillFleet:
     """Redis (AOF) + S3 behind a proxy + workers + beat, for one drill."""
 
     def __init__(self, tmp: Path, s3_upstream: str, env_extra: dict[str, str] | None = None,
-                 queues: tuple[tuple[str, int], ...] = (("split,collect", 1), ("cpu", 1)), beat: bool = True) -> None:
+                 queues: tuple[tuple[str, int], ...] = (("split,collect", 1), ("cpu", 1)), beat: bool = True,
+                 redis_proxy: bool = False) -> None:
         self.tmp = tmp
         self.redis = AofRedis(tmp)
+        # with `redis_proxy` the workers and beat reach Redis through a proxy of their own (the
+        # test process goes straight to it): a drill can stall their connections
+        self.redis_proxy = TcpProxy("127.0.0.1", self.redis.port) if redis_proxy else None
         host, port = s3_upstream.split(":")
         self.proxy = TcpProxy(host, int(port))
         self.s3_upstream = s3_upstream
@@ -235,12 +239,19 @@ class DrillFleet:
 
         self.redis.start()
         self.proxy.start()
-        self.env = {**os.environ, **FAST_ENV, "PAGEFLEET_BROKER_URL": self.redis.url,
-                    "PAGEFLEET_RESULT_BACKEND": self.redis.url, "PAGEFLEET_S3_ENDPOINT": self.proxy.endpoint,
+        fleet_redis = self.redis.url
+        if self.redis_proxy is not None:
+            self.redis_proxy.upstream = ("127.0.0.1", self.redis.port)  # the port a first start settled on
+            fleet_redis = f"redis://{self.redis_proxy.start().endpoint}/0"
+        self.env = {**os.environ, **FAST_ENV, "PAGEFLEET_BROKER_URL": fleet_redis,
+                    "PAGEFLEET_RESULT_BACKEND": fleet_redis, "PAGEFLEET_S3_ENDPOINT": self.proxy.endpoint,
                     "PAGEFLEET_CACHE_DIR": str(self.tmp / "cache"), **self.env_extra}
-        for key in (*FAST_ENV, "PAGEFLEET_S3_ENDPOINT", "PAGEFLEET_BROKER_URL", "PAGEFLEET_RESULT_BACKEND"):
+        for key in (*FAST_ENV, "PAGEFLEET_S3_ENDPOINT"):
             self.saved_env[key] = os.environ.get(key)
             os.environ[key] = self.env[key]
+        for key in ("PAGEFLEET_BROKER_URL", "PAGEFLEET_RESULT_BACKEND"):  # this process: Redis itself
+            self.saved_env[key] = os.environ.get(key)
+            os.environ[key] = self.redis.url
         get_settings.cache_clear()
         use_broker(self.redis.url)
         for queues, concurrency in self.queue_spec:
@@ -283,6 +294,8 @@ class DrillFleet:
                 os.killpg(self.beat.pid, signal.SIGKILL)
         self.redis.stop()
         self.proxy.cut()
+        if self.redis_proxy is not None:
+            self.redis_proxy.cut()
         from workers.app import app
 
         for key, value in self.saved_env.items():
