@@ -26,3 +26,16 @@ def test_the_deadline_is_minutes_and_outlasts_a_task() -> None:
     rel = get_settings().reliability
     assert 60 <= rel.deadline_s <= 3600
     assert rel.deadline_s > rel.visibility_for(get_settings().task_time_limit)
+
+
+def test_every_redis_connection_gives_up_on_a_dead_peer() -> None:
+    """A half-open connection (a failover, a NAT drop) never answers: the broker's and the result
+    backend's connections time out (kombu's default waits for ever), keep alive, and kombu's check
+    drops a consumer's overdue BRPOP; the drill `test_redis_connections_go_dead_mid_ocr` runs it."""
+    rel = get_settings().reliability
+    options = app.conf.broker_transport_options
+    assert options["socket_timeout"] == app.conf.redis_socket_timeout == rel.redis_socket_timeout_s
+    assert 1 < rel.redis_socket_timeout_s < get_settings().task_soft_time_limit  # above BRPOP's 1 s, below a task
+    assert options["socket_connect_timeout"] == app.conf.redis_socket_connect_timeout == rel.redis_connect_timeout_s
+    assert options["socket_keepalive"] is True and app.conf.redis_socket_keepalive is True
+    assert options["health_check_interval"] == app.conf.redis_backend_health_check_interval == rel.redis_health_check_s
