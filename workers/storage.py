@@ -17,6 +17,7 @@ import functools
 import http.client
 import io
 import json
+import logging
 import os
 import shutil
 import urllib.parse
@@ -29,6 +30,8 @@ import urllib3.exceptions
 
 from workers.errors import StorageError
 from workers.settings import Settings, get_settings
+
+log = logging.getLogger(__name__)
 
 # Everything the network can throw at an S3 call (urllib3's errors are not OSErrors).
 TRANSIENT_NETWORK_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)
@@ -311,6 +314,7 @@ def _retire(pool: concurrent.futures.ThreadPoolExecutor) -> None:
     PUTs among it too: those are not cancelled), and the next call makes a fresh pool."""
     if _pools.get(os.getpid()) is pool:
         del _pools[os.getpid()]
+        log.warning("S3 PUTs left running (the task stopped waiting for them): this process's PUT pool is retired")
     pool.shutdown(wait=False)
 
 

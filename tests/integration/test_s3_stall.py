@@ -58,7 +58,7 @@ def test_a_stalled_s3_fails_as_a_retryable_error(stalling) -> None:
 
 
 @pytest.mark.parametrize("stalling", [60], indirect=True)  # the stalled PUTs outlast the test
-def test_a_task_that_gives_up_on_stalled_puts_leaves_them_to_a_retired_pool(stalling) -> None:
+def test_a_task_that_gives_up_on_stalled_puts_leaves_them_to_a_retired_pool(stalling, caplog) -> None:
     proxy, store = stalling
     store.put_streams(_artifacts("first"))
     before = storage_module._put_pool()
@@ -77,6 +77,7 @@ def test_a_task_that_gives_up_on_stalled_puts_leaves_them_to_a_retired_pool(stal
         signal.signal(signal.SIGALRM, previous)
     after = storage_module._put_pool()
     assert after is not before and before._shutdown  # the stalled PUTs hold none of the next document's threads
+    assert "PUT pool is retired" in caplog.text
     proxy.restore()
     store.put_streams(_artifacts("third"))
     assert {store.get_bytes(key) for key, _, _ in _artifacts("x")} == {
