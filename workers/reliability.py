@@ -53,12 +53,8 @@ class ReliabilitySettings(BaseModel):
         a command waits on a connection that stopped answering, and kombu's check of its consumers'."""
         return {"visibility_timeout": self.visibility_for(task_time_limit),
                 "unacked_restore_interval": self.unacked_restore_interval_s, "unacked_restore_throttle": 1,
-                **self.redis_socket_options(), "health_check_interval": self.redis_health_check_s}
-
-    def redis_socket_options(self) -> dict[str, Any]:
-        """Socket options of every Redis connection the fleet makes (broker, results, job records)."""
-        return {"socket_timeout": self.redis_socket_timeout_s, "socket_connect_timeout": self.redis_connect_timeout_s,
-                "socket_keepalive": True}
+                "socket_timeout": self.redis_socket_timeout_s, "socket_connect_timeout": self.redis_connect_timeout_s,
+                "socket_keepalive": True, "health_check_interval": self.redis_health_check_s}
 
     def visibility_for(self, task_time_limit: int) -> int:
         """Longer than the longest task (its hard limit), so only a dead worker's work comes back."""
