@@ -164,17 +164,16 @@ class RedisBridge:
         objects = [obj for _, payload in parsed for obj in payload.objects]
         skipped = [entry for _, payload in parsed for entry in payload.skipped]
         while True:  # once even when stopping: what a gathering step holds goes out before the process ends
+            failure = None
             try:
                 result = self.intake.submit(objects, skipped, taper=not stream)
             except (BrokerUnavailable, StorageError) as exc:
+                failure = exc
+            if failure is not None or result.retry_later:
                 if self.stop_event.is_set():
                     return  # left in the processing list: the next start replays it
-                log.warning("redis bridge: will retry in %.1fs: %s", self.retry_s, exc.message)
-                self.stop_event.wait(self.retry_s)
-                continue
-            if result.retry_later:
-                if self.stop_event.is_set():
-                    return
+                if failure is not None:
+                    log.warning("redis bridge: will retry in %.1fs: %s", self.retry_s, failure.message)
                 self.stop_event.wait(self.retry_s)
                 continue
             for item, _ in parsed:
