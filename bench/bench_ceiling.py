@@ -15,6 +15,7 @@ from __future__ import annotations
 import concurrent.futures
 import gc
 import multiprocessing
+import os
 import resource
 import time
 from pathlib import Path
@@ -75,6 +76,7 @@ def rung1_alone(jobs: list[list[Job]]) -> tuple[float, int, float]:
     ctx = multiprocessing.get_context("spawn")  # fresh processes, nothing inherited
     with concurrent.futures.ProcessPoolExecutor(len(jobs), mp_context=ctx) as pool:
         list(pool.map(_warm, range(len(jobs))))
+        os.sync()  # nothing written before it is written back during the run (bench_warm.settle)
         started = time.perf_counter()
         results = list(pool.map(_rung1, jobs))
         wall = time.perf_counter() - started

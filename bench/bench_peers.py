@@ -55,6 +55,7 @@ def get_text_limit(pdf: Path, pages: int, procs: int = 2) -> tuple[float, float,
     ctx = __import__("multiprocessing").get_context("spawn")  # fresh processes, nothing inherited
     with concurrent.futures.ProcessPoolExecutor(procs, mp_context=ctx) as pool:
         list(pool.map(_noop, range(procs)))  # start the processes before the clock
+        os.sync()  # nothing written before it is written back during the run (bench_warm.settle)
         started = time.perf_counter()
         results = list(pool.map(_get_text, bounds))
         wall = time.perf_counter() - started
@@ -103,6 +104,7 @@ def _tesseract(args: tuple[str, str, str]) -> float:
 def tesseract_limit(pngs: list[Path], scripts: list[str], workers: int = 2) -> tuple[float, float]:
     with tempfile.TemporaryDirectory(prefix="bench-tess-") as tmp:
         jobs = [(str(png), TESSERACT_LANGS[s], f"{tmp}/{i}") for i, (png, s) in enumerate(zip(pngs, scripts))]
+        os.sync()  # as before every timed run (bench_warm.settle)
         started = time.perf_counter()
         with concurrent.futures.ThreadPoolExecutor(workers) as pool:
             rss = list(pool.map(_tesseract, jobs))
@@ -114,6 +116,7 @@ def ocrmypdf_peer(pdf: Path, jobs: int = 2) -> tuple[float, float]:
     with tempfile.TemporaryDirectory(prefix="bench-ocrmypdf-") as tmp:
         argv = [exe, "--jobs", str(jobs), "-l", "heb+ara+eng", "--output-type", "pdf", "--sidecar",
                 f"{tmp}/out.txt", str(pdf), f"{tmp}/out.pdf"]
+        os.sync()  # as before every timed run (bench_warm.settle)
         started = time.perf_counter()
         _, rss = measured(argv, dict(os.environ, OMP_THREAD_LIMIT="1"))  # its largest process (ocrmypdf itself
         return time.perf_counter() - started, rss                         # or a tesseract it waited for)
