@@ -62,17 +62,23 @@ def instrument(spent: collections.Counter[str]) -> None:
 
 
 def sandbox_cpu() -> float:
-    """CPU seconds of this process's sandbox server and every child it has forked so far: the
-    server's own, its reaped children's, and its live children's (a batch's shared child)."""
+    """CPU seconds of this process's sandbox server (`workers.pdf.forkserver`; not the private
+    redis-server, also a child of this process) and every child it has forked so far: the server's
+    own, its reaped children's, and its live children's (a batch's shared child)."""
     import psutil
 
     total = 0.0
-    for proc in psutil.Process().children(recursive=True):
+    for server in psutil.Process().children():
         try:
-            t = proc.cpu_times()
+            if "workers.pdf.forkserver" not in " ".join(server.cmdline()):
+                continue
+            t = server.cpu_times()
+            total += t.user + t.system + t.children_user + t.children_system
+            for child in server.children(recursive=True):
+                t = child.cpu_times()
+                total += t.user + t.system
         except psutil.NoSuchProcess:
             continue
-        total += t.user + t.system + t.children_user + t.children_system
     return total
 
 
