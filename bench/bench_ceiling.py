@@ -15,11 +15,12 @@ from __future__ import annotations
 import concurrent.futures
 import gc
 import multiprocessing
-import os
 import resource
 import time
 from pathlib import Path
 from typing import Any
+
+from bench.bench_peers import settle
 
 Job = tuple[str, int, int]  # (pdf, first page, last page), 1-based inclusive
 
@@ -76,7 +77,7 @@ def rung1_alone(jobs: list[list[Job]]) -> tuple[float, int, float]:
     ctx = multiprocessing.get_context("spawn")  # fresh processes, nothing inherited
     with concurrent.futures.ProcessPoolExecutor(len(jobs), mp_context=ctx) as pool:
         list(pool.map(_warm, range(len(jobs))))
-        os.sync()  # nothing written before it is written back during the run (bench_warm.settle)
+        settle()
         started = time.perf_counter()
         results = list(pool.map(_rung1, jobs))
         wall = time.perf_counter() - started

@@ -49,13 +49,24 @@ def hwm_mb(pid: int) -> float:
     return int(line.split()[1]) / 1024
 
 
+def settle() -> None:
+    """Every dirty page of the machine written out before a timed run (`os.sync`, outside the clock):
+    the files a run's setup writes (a generated 10 000-page document, ~200 MB) and the artifacts
+    the run before it stored are otherwise written back by the kernel's flusher threads during the
+    next timed run, on the same two cores. Measured (a warm fleet, 500 one-page documents, three
+    runs each, `/tmp` harness over `small_rows`): 2.34 s before a 10 000-page document, 2.64 s right
+    after it (~270 MB dirty), 2.49 s after it and a sync. Before every run of the fleet
+    (`bench_warm.WarmFleet.measure`) and of its peers alike."""
+    os.sync()
+
+
 def get_text_limit(pdf: Path, pages: int, procs: int = 2) -> tuple[float, float, float]:
     """(wall s, peak RSS MB, CPU s) of get_text over every page in `procs` processes."""
     bounds = [(str(pdf), pages * i // procs, pages * (i + 1) // procs) for i in range(procs)]
     ctx = __import__("multiprocessing").get_context("spawn")  # fresh processes, nothing inherited
     with concurrent.futures.ProcessPoolExecutor(procs, mp_context=ctx) as pool:
         list(pool.map(_noop, range(procs)))  # start the processes before the clock
-        os.sync()  # nothing written before it is written back during the run (bench_warm.settle)
+        settle()
         started = time.perf_counter()
         results = list(pool.map(_get_text, bounds))
         wall = time.perf_counter() - started
@@ -104,7 +115,7 @@ def _tesseract(args: tuple[str, str, str]) -> float:
 def tesseract_limit(pngs: list[Path], scripts: list[str], workers: int = 2) -> tuple[float, float]:
     with tempfile.TemporaryDirectory(prefix="bench-tess-") as tmp:
         jobs = [(str(png), TESSERACT_LANGS[s], f"{tmp}/{i}") for i, (png, s) in enumerate(zip(pngs, scripts))]
-        os.sync()  # as before every timed run (bench_warm.settle)
+        settle()
         started = time.perf_counter()
         with concurrent.futures.ThreadPoolExecutor(workers) as pool:
             rss = list(pool.map(_tesseract, jobs))
@@ -116,7 +127,7 @@ def ocrmypdf_peer(pdf: Path, jobs: int = 2) -> tuple[float, float]:
     with tempfile.TemporaryDirectory(prefix="bench-ocrmypdf-") as tmp:
         argv = [exe, "--jobs", str(jobs), "-l", "heb+ara+eng", "--output-type", "pdf", "--sidecar",
                 f"{tmp}/out.txt", str(pdf), f"{tmp}/out.pdf"]
-        os.sync()  # as before every timed run (bench_warm.settle)
+        settle()
         started = time.perf_counter()
         _, rss = measured(argv, dict(os.environ, OMP_THREAD_LIMIT="1"))  # its largest process (ocrmypdf itself
         return time.perf_counter() - started, rss                         # or a tesseract it waited for)

@@ -26,6 +26,8 @@ from typing import Any
 
 import psutil
 
+from bench.bench_peers import settle
+
 
 _TICKS_S = 0.02  # a process's CPU is read in 10 ms ticks, user and system apart
 # the fleet's processes are sampled (CPU, peak memory) this often during a run: a sample walks the
@@ -53,16 +55,6 @@ class RunResult:
     @property
     def ms_per_page(self) -> float:
         return 1000 * self.wall / self.pages if self.pages else 0.0
-
-
-def settle() -> None:
-    """Every dirty page of the machine written out before a timed run (`os.sync`, outside the clock):
-    the files a run's setup writes (a generated 10 000-page document, ~200 MB) and the artifacts
-    the run before it stored are otherwise written back by the kernel's flusher threads during the
-    next timed run, on the same two cores. Measured (a warm fleet, 500 one-page documents, three
-    runs each, `/tmp` harness over `small_rows`): 2.34 s before a 10 000-page document, 2.64 s right
-    after it (~270 MB dirty), 2.49 s after it and a sync. The fleet's rows and the limit's alike."""
-    os.sync()
 
 
 def _free_port() -> int:
