@@ -318,7 +318,29 @@ def _retire(pool: concurrent.futures.ThreadPoolExecutor) -> None:
     pool.shutdown(wait=False)
 
 
+# what a client is made from besides the settings: the provider chain's and the TLS trust's variables
+_CLIENT_ENVIRONMENT = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "MINIO_ACCESS_KEY",
+                       "MINIO_SECRET_KEY", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "SSL_CERT_FILE")
+_clients: dict[tuple[Any, ...], Any] = {}
+
+
 def s3_client(settings: Settings) -> Any:
+    """This process's minio client for these settings, made once (`new_s3_client`): its urllib3
+    pool keeps connections alive from one storage call to the next, where a client a call paid a
+    TCP connect (and a TLS handshake) per document. Keyed by the process (a forked child makes its
+    own: pooled sockets are not shared across a fork), every setting and environment variable the
+    client is made from; minio's client is safe to share between threads."""
+    key = (os.getpid(), settings.s3_endpoint, settings.s3_secure, settings.s3_region, settings.s3_timeout_s,
+           settings.s3_access_key, settings.s3_secret_key, *(os.environ.get(name) for name in _CLIENT_ENVIRONMENT))
+    client = _clients.get(key)
+    if client is None:  # two threads racing here make two clients; the second is dropped unused
+        if len(_clients) >= 64:  # settings made per test or per call: keep the cache bounded
+            _clients.clear()
+        client = _clients.setdefault(key, new_s3_client(settings))
+    return client
+
+
+def new_s3_client(settings: Settings) -> Any:
     """A minio client whose requests give up on a stalled connection after `s3_timeout_s` (minio's
     own waits 5 minutes, past any task's time limit): a refused or reset connection is retried up
     to 5 times with backoff, a read that times out once, a 5xx answer up to 5 times (minio's policy)."""

@@ -1,0 +1,72 @@
+"""One minio client per process and settings (`workers.storage.s3_client`): the documents a worker
+stores one after another reuse its pooled connections instead of connecting (and, without a
+configured region, asking the bucket's location) once a document. Real moto S3 application
+served with HTTP/1.1 keep-alive (`tests/support/keepalive_s3.py`), real TCP proxy that counts
+the connections it accepts."""
+
+from __future__ import annotations
+
+import io
+import multiprocessing
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.keepalive_s3 import KeepAliveS3
+from tests.support.tcp_proxy import TcpProxy
+from workers.settings import Settings
+from workers.storage import open_storage, s3_client
+
+pytestmark = pytest.mark.integration
+
+
+def _settings(endpoint: str, **extra: object) -> Settings:
+    return Settings(s3_endpoint=endpoint, s3_access_key="testing", s3_secret_key="testing", **extra)
+
+
+def _store_documents(endpoint: str, bucket: str, count: int) -> None:
+    settings = _settings(endpoint)
+    for n in range(count):  # what the collector does for each document: a storage, then its artifacts
+        storage = open_storage(f"s3://{bucket}/out", settings)
+        storage.put_streams([(f"doc{n}/{name}", io.BytesIO(f"{n} {name}".encode()), "text/plain")
+                             for name in ("document.md", "document.txt", "document.json", "chunks.jsonl")])
+        storage.put_json(f"doc{n}/report.json", {"n": n})
+
+
+@pytest.fixture(scope="module")
+def keepalive_s3() -> Iterator[str]:
+    with KeepAliveS3() as endpoint:
+        yield endpoint
+
+
+def test_documents_stored_one_after_another_share_the_connections(keepalive_s3: str) -> None:
+    host, port = keepalive_s3.split(":")
+    proxy = TcpProxy(host, int(port)).start()
+    try:
+        bucket = f"keep-{uuid.uuid4().hex[:10]}"
+        s3_client(_settings(proxy.endpoint, s3_region="us-east-1")).make_bucket(bucket)
+        before = proxy.connections
+        _store_documents(proxy.endpoint, bucket, 12)  # no region set: minio asks for the bucket's once
+        used = proxy.connections - before
+        assert 1 <= used <= 5, f"{used} connections for 12 documents of 5 objects each"
+        store = open_storage(f"s3://{bucket}/out", _settings(proxy.endpoint))
+        assert store.get_json("doc11/report.json") == {"n": 11}
+        assert sorted(store.list_keys("doc3")) == [f"doc3/{name}" for name in
+                                                    ("chunks.jsonl", "document.json", "document.md", "document.txt",
+                                                     "report.json")]
+    finally:
+        proxy.cut()
+
+
+def test_a_forked_process_makes_its_own_client(s3_server: str) -> None:
+    settings = _settings(s3_server, s3_region="us-east-1")
+    parent = s3_client(settings)
+    assert s3_client(settings) is parent and s3_client(_settings(s3_server, s3_region="eu-west-1")) is not parent
+    bucket = f"fork-{uuid.uuid4().hex[:10]}"
+    parent.make_bucket(bucket)
+    child = multiprocessing.get_context("fork").Process(target=_store_documents, args=(s3_server, bucket, 2))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0
+    assert open_storage(f"s3://{bucket}/out", settings).get_json("doc1/report.json") == {"n": 1}
