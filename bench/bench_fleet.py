@@ -21,7 +21,8 @@ to every job done.
               split_batch_documents), beside one M-page document of the same pages (each with
               its own fonts, as in its one-page file) and the same M documents
               submitted a task each
-    S3        the 1000-page run (the largest size ≤ 1000) with storage on a moto S3 server
+    S3        the 1000-page run (the largest size ≤ 1000) with storage on moto's S3 served as S3 is:
+              HTTPS, connections kept alive (bench/s3_server.py)
     events    M one-page uploads to that S3 server announced to `pagefleet events` by webhook POSTs
               one after another, with and without `--inbox-list`, beside the same M objects
               submitted at once and one M-page upload (bench/bench_events.py)

@@ -1,5 +1,5 @@
 """A warm fleet for the benchmark: a private Redis + one split/collect worker + one cpu worker of
-concurrency 2 (optionally a moto S3 server), kept running across measurements.
+concurrency 2 (optionally a moto S3 server over HTTPS, `bench/s3_server.py`), kept running across measurements.
 
 `WarmFleet.run(files, ...)` submits every file at once and times submit → every job done. Around
 each run it measures: the peak RSS of every worker process (the kernel's high-water mark, reset
@@ -13,12 +13,8 @@ import contextlib
 import json
 import os
 import re
-import shutil
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +23,7 @@ from typing import Any
 import psutil
 
 from bench.bench_peers import settle
+from bench.s3_server import MotoServer
 
 
 _TICKS_S = 0.02  # a process's CPU is read in 10 ms ticks, user and system apart
@@ -57,48 +54,6 @@ class RunResult:
         return 1000 * self.wall / self.pages if self.pages else 0.0
 
 
-def _free_port() -> int:
-    from workers.cli.embedded import free_port
-
-    return free_port()
-
-
-class MotoServer:
-    """moto's S3 server on loopback; with `delay_ms`, reached through `bench/latency_proxy.py`
-    (every byte that much later each way: an object store across a network)."""
-
-    def __init__(self, delay_ms: float = 0.0) -> None:
-        self.port = _free_port()
-        exe = shutil.which("moto_server") or str(Path(sys.executable).with_name("moto_server"))
-        self.proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(self.port)], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, start_new_session=True)
-        self.proxy = None
-        self.endpoint = self.port
-        if delay_ms > 0:
-            self.endpoint = _free_port()
-            proxy = Path(__file__).with_name("latency_proxy.py")
-            self.proxy = subprocess.Popen([sys.executable, str(proxy), str(self.endpoint), "127.0.0.1", str(self.port),
-                                           str(delay_ms)], stdout=subprocess.DEVNULL,
-                                           stderr=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError):
-                urllib.request.urlopen(f"http://127.0.0.1:{self.endpoint}/", timeout=1)
-                return
-            time.sleep(0.2)
-        raise RuntimeError("moto S3 server did not start")
-
-    def env(self) -> dict[str, str]:
-        return {"PAGEFLEET_S3_ENDPOINT": f"127.0.0.1:{self.endpoint}", "PAGEFLEET_S3_ACCESS_KEY": "testing",
-                "PAGEFLEET_S3_SECRET_KEY": "testing", "PAGEFLEET_S3_REGION": "us-east-1"}
-
-    def stop(self) -> None:
-        for proc in (self.proxy, self.proc):
-            if proc is not None:
-                proc.terminate()
-                proc.wait(timeout=10)
-
-
 class WarmFleet:
     """Redis + one split/collect worker (prefork × split_concurrency) + one cpu worker (prefork × 2)."""
 
@@ -106,7 +61,7 @@ class WarmFleet:
                  s3_delay_ms: float = 0.0) -> None:
         self.workdir = workdir
         self.concurrency = (split_concurrency, cpu_concurrency)
-        self.moto = MotoServer(s3_delay_ms) if s3 else None
+        self.moto = MotoServer(s3_delay_ms).start() if s3 else None
         if self.moto:
             os.environ.update(self.moto.env())
         os.environ["PAGEFLEET_CACHE_DIR"] = str(workdir / "cache")

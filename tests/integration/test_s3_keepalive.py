@@ -1,8 +1,8 @@
 """One minio client per process and settings (`workers.storage.s3_client`): the documents a worker
 stores one after another reuse its pooled connections instead of connecting (and, without a
 configured region, asking the bucket's location) once a document. Real moto S3 application
-served with HTTP/1.1 keep-alive (`tests/support/keepalive_s3.py`), real TCP proxy that counts
-the connections it accepts."""
+served with HTTP/1.1 keep-alive (`bench/s3_server.py`, as the benchmark serves it), real TCP
+proxy that counts the connections it accepts; and over HTTPS, as every S3 deployment is reached."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.keepalive_s3 import KeepAliveS3
+from bench.s3_server import MotoServer
 from tests.support.tcp_proxy import TcpProxy
 from workers.settings import Settings
 from workers.storage import open_storage, s3_client
@@ -25,8 +25,8 @@ def _settings(endpoint: str, **extra: object) -> Settings:
     return Settings(s3_endpoint=endpoint, s3_access_key="testing", s3_secret_key="testing", **extra)
 
 
-def _store_documents(endpoint: str, bucket: str, count: int) -> None:
-    settings = _settings(endpoint)
+def _store_documents(endpoint: str, bucket: str, count: int, secure: bool = False) -> None:
+    settings = _settings(endpoint, s3_secure=secure)
     for n in range(count):  # what the collector does for each document: a storage, then its artifacts
         storage = open_storage(f"s3://{bucket}/out", settings)
         storage.put_streams([(f"doc{n}/{name}", io.BytesIO(f"{n} {name}".encode()), "text/plain")
@@ -36,8 +36,8 @@ def _store_documents(endpoint: str, bucket: str, count: int) -> None:
 
 @pytest.fixture(scope="module")
 def keepalive_s3() -> Iterator[str]:
-    with KeepAliveS3() as endpoint:
-        yield endpoint
+    with MotoServer(tls=False) as server:
+        yield server.env()["PAGEFLEET_S3_ENDPOINT"]
 
 
 def test_documents_stored_one_after_another_share_the_connections(keepalive_s3: str) -> None:
@@ -70,3 +70,22 @@ def test_a_forked_process_makes_its_own_client(s3_server: str) -> None:
     child.join(60)
     assert child.exitcode == 0
     assert open_storage(f"s3://{bucket}/out", settings).get_json("doc1/report.json") == {"n": 1}
+
+
+def test_documents_stored_over_https_share_the_connections(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A TLS handshake a connection, not one an object: the server's certificate is trusted through
+    `SSL_CERT_FILE`, as a private CA's would be."""
+    with MotoServer(tls=True) as server:
+        monkeypatch.setenv("SSL_CERT_FILE", server.env()["SSL_CERT_FILE"])
+        host, port = server.env()["PAGEFLEET_S3_ENDPOINT"].split(":")
+        proxy = TcpProxy(host, int(port)).start()
+        try:
+            settings = _settings(proxy.endpoint, s3_secure=True, s3_region="us-east-1")
+            bucket = f"tls-{uuid.uuid4().hex[:10]}"
+            s3_client(settings).make_bucket(bucket)
+            before = proxy.connections
+            _store_documents(proxy.endpoint, bucket, 6, secure=True)
+            assert 1 <= proxy.connections - before <= 5
+            assert open_storage(f"s3://{bucket}/out", settings).get_json("doc5/report.json") == {"n": 5}
+        finally:
+            proxy.cut()

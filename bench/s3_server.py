@@ -1,0 +1,131 @@
+"""The benchmark's S3 server: moto's S3 application on loopback, served as S3 and MinIO serve
+(HTTPS, HTTP/1.1 connections kept alive), optionally behind `bench/latency_proxy.py`.
+
+`moto_server` itself runs Werkzeug's development server, which closes the connection after every
+answer and speaks plain HTTP: a client that keeps its connections (`workers.storage.s3_client`)
+would look no better there than one that connects for every object, and no TLS handshake would
+be paid at all. Here uvicorn serves the same WSGI application; with `tls` (the default) over a
+self-signed RSA-2048 certificate made for 127.0.0.1, which the clients trust through
+`SSL_CERT_FILE` (`env()`).
+
+    with MotoServer(tls=True, delay_ms=0) as server:   # or .start() / .stop()
+        os.environ.update(server.env())
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+_SERVE = """
+import os, sys
+import uvicorn
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+port, cert, key = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+os.environ["MOTO_PORT"] = str(port)
+tls = {"ssl_certfile": cert, "ssl_keyfile": key} if cert else {}
+uvicorn.run(DomainDispatcherApplication(create_backend_app), host="127.0.0.1", port=port, interface="wsgi",
+            log_level="warning", timeout_graceful_shutdown=1, **tls)
+"""
+
+
+def _free_port() -> int:
+    from workers.cli.embedded import free_port
+
+    return free_port()
+
+
+def self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate and key for 127.0.0.1, valid for a day."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+            .sign(key, hashes.SHA256()))
+    cert_path, key_path = folder / "s3-cert.pem", folder / "s3-key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+                                           serialization.NoEncryption()))
+    return cert_path, key_path
+
+
+class MotoServer:
+    """moto's S3 on loopback (uvicorn, keep-alive; HTTPS with `tls`); with `delay_ms`, reached
+    through `bench/latency_proxy.py` (every byte that much later each way: an object store across
+    a network)."""
+
+    def __init__(self, delay_ms: float = 0.0, tls: bool = True) -> None:
+        self.delay_ms, self.tls = delay_ms, tls
+        self.port = self.endpoint = _free_port()
+        self.folder = Path(tempfile.mkdtemp(prefix="pagefleet-s3-"))
+        self.cert: Path | None = None
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def __enter__(self) -> "MotoServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> "MotoServer":
+        cert, key = self_signed(self.folder) if self.tls else ("", "")
+        self.cert = Path(cert) if cert else None
+        self._spawn([sys.executable, "-c", _SERVE, str(self.port), str(cert), str(key)])
+        if self.delay_ms > 0:
+            self.endpoint = _free_port()
+            proxy = Path(__file__).with_name("latency_proxy.py")
+            self._spawn([sys.executable, str(proxy), str(self.endpoint), "127.0.0.1", str(self.port),
+                         str(self.delay_ms)])
+        context = ssl.create_default_context(cafile=str(self.cert)) if self.cert else None
+        scheme = "https" if self.cert else "http"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"{scheme}://127.0.0.1:{self.endpoint}/", timeout=1, context=context)
+                return self
+            except OSError:
+                if any(proc.poll() is not None for proc in self.procs):
+                    break
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError("moto S3 server did not start")
+
+    def _spawn(self, argv: list[str]) -> None:
+        self.procs.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                           start_new_session=True))
+
+    def env(self) -> dict[str, str]:
+        env = {"PAGEFLEET_S3_ENDPOINT": f"127.0.0.1:{self.endpoint}", "PAGEFLEET_S3_ACCESS_KEY": "testing",
+               "PAGEFLEET_S3_SECRET_KEY": "testing", "PAGEFLEET_S3_REGION": "us-east-1",
+               "PAGEFLEET_S3_SECURE": "true" if self.cert else "false"}
+        if self.cert:
+            env["SSL_CERT_FILE"] = str(self.cert)
+        return env
+
+    def stop(self) -> None:
+        """Each process is asked to stop, then killed (a client's kept connection must not hold the
+        server up)."""
+        for proc in reversed(self.procs):
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+        self.procs = []
