@@ -15,6 +15,7 @@ import pytest
 
 from bench.s3_server import MotoServer
 from tests.support.tcp_proxy import TcpProxy
+from workers.errors import StorageError
 from workers.settings import Settings
 from workers.storage import open_storage, s3_client
 
@@ -87,5 +88,14 @@ def test_documents_stored_over_https_share_the_connections(monkeypatch: pytest.M
             _store_documents(proxy.endpoint, bucket, 6, secure=True)
             assert 1 <= proxy.connections - before <= 5
             assert open_storage(f"s3://{bucket}/out", settings).get_json("doc5/report.json") == {"n": 5}
+            client = s3_client(settings)
+            client._http.clear()  # its connections closed: the next ones reuse the client's one TLS context
+            assert open_storage(f"s3://{bucket}/out", settings).get_json("doc0/report.json") == {"n": 0}
         finally:
             proxy.cut()
+        monkeypatch.delenv("SSL_CERT_FILE")  # certifi's bundle does not hold the test's certificate
+        untrusting = _settings(server.env()["PAGEFLEET_S3_ENDPOINT"], s3_secure=True, s3_region="us-east-1",
+                               s3_timeout_s=5)
+        with pytest.raises(StorageError) as info:
+            open_storage(f"s3://{bucket}/out", untrusting).get_bytes("doc0/report.json")
+        assert "certificate" in str(info.value).lower()
