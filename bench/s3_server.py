@@ -5,8 +5,9 @@
 answer and speaks plain HTTP: a client that keeps its connections (`workers.storage.s3_client`)
 would look no better there than one that connects for every object, and no TLS handshake would
 be paid at all. Here uvicorn serves the same WSGI application; with `tls` (the default) over a
-self-signed RSA-2048 certificate made for 127.0.0.1, which the clients trust through
-`SSL_CERT_FILE` (`env()`).
+self-signed RSA-2048 certificate made for 127.0.0.1. The clients trust it through `SSL_CERT_FILE`
+(`env()`), a bundle of certifi's roots and that certificate: a worker that stores to AWS trusts
+certifi's bundle, and reading it is part of what a new TLS connection costs.
 
     with MotoServer(tls=True, delay_ms=0) as server:   # or .start() / .stop()
         os.environ.update(server.env())
@@ -43,7 +44,9 @@ def _free_port() -> int:
 
 
 def self_signed(folder: Path) -> tuple[Path, Path]:
-    """A certificate and key for 127.0.0.1, valid for a day."""
+    """A certificate and key for 127.0.0.1, valid for a day, and `trusted.pem` beside them:
+    certifi's bundle with the certificate added."""
+    import certifi
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
@@ -60,6 +63,7 @@ def self_signed(folder: Path) -> tuple[Path, Path]:
             .sign(key, hashes.SHA256()))
     cert_path, key_path = folder / "s3-cert.pem", folder / "s3-key.pem"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (folder / "trusted.pem").write_bytes(Path(certifi.where()).read_bytes() + cert_path.read_bytes())
     key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
                                            serialization.NoEncryption()))
     return cert_path, key_path
@@ -115,7 +119,7 @@ class MotoServer:
                "PAGEFLEET_S3_SECRET_KEY": "testing", "PAGEFLEET_S3_REGION": "us-east-1",
                "PAGEFLEET_S3_SECURE": "true" if self.cert else "false"}
         if self.cert:
-            env["SSL_CERT_FILE"] = str(self.cert)
+            env["SSL_CERT_FILE"] = str(self.cert.with_name("trusted.pem"))
         return env
 
     def stop(self) -> None:
