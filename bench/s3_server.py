@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import shutil
 import ssl
 import subprocess
 import sys
@@ -133,3 +134,4 @@ class MotoServer:
                 proc.kill()
                 proc.wait(timeout=5)
         self.procs = []
+        shutil.rmtree(self.folder, ignore_errors=True)  # the certificate, its key and the bundle
