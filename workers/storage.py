@@ -326,10 +326,10 @@ _clients: dict[tuple[Any, ...], Any] = {}
 
 def s3_client(settings: Settings) -> Any:
     """This process's minio client for these settings, made once (`new_s3_client`): its urllib3
-    pool keeps connections alive from one storage call to the next, where a client a call paid a
-    TCP connect (and a TLS handshake) per document. Keyed by the process (a forked child makes its
-    own: pooled sockets are not shared across a fork), every setting and environment variable the
-    client is made from; minio's client is safe to share between threads."""
+    pool keeps connections alive from one storage call to the next (a client made for every call
+    paid a TCP connect, and over HTTPS a TLS handshake, for every document). Keyed by the process
+    (a forked child makes its own: pooled sockets are not shared across a fork), every setting and
+    environment variable the client is made from; minio's client is safe to share between threads."""
     key = (os.getpid(), settings.s3_endpoint, settings.s3_secure, settings.s3_region, settings.s3_timeout_s,
            settings.s3_access_key, settings.s3_secret_key, *(os.environ.get(name) for name in _CLIENT_ENVIRONMENT))
     client = _clients.get(key)
