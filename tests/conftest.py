@@ -4,12 +4,10 @@ redis-server on a free loopback port, real Celery worker processes, and moto's S
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -67,26 +65,17 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def s3_server() -> Iterator[str]:
-    """moto's S3 server on loopback (real HTTP, real S3 protocol)."""
-    port = free_port()
-    exe = shutil.which("moto_server") or ""
-    args = [exe] if exe else [sys.executable, "-m", "moto.server"]
-    proc = subprocess.Popen([*args, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    endpoint = f"127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"http://{endpoint}/", timeout=1)
-            break
-        except OSError:
-            time.sleep(0.2)
-    else:
-        proc.kill()
-        pytest.fail("moto S3 server did not start")
-    yield endpoint
-    proc.terminate()
-    proc.wait(timeout=10)
+    """moto's S3 application on loopback (real HTTP, real S3 protocol), served with HTTP/1.1
+    keep-alive as MinIO and S3 serve it (`bench/s3_server.py`; `moto_server` itself closes every
+    connection, so a worker's kept connections would never meet a server that keeps them)."""
+    from bench.s3_server import MotoServer
+
+    try:
+        server = MotoServer(tls=False).start()
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    yield server.env()["PAGEFLEET_S3_ENDPOINT"]
+    server.stop()
 
 
 @pytest.fixture(scope="session")
