@@ -1,15 +1,14 @@
 """One minio client per process and settings (`workers.storage.s3_client`): the documents a worker
 stores one after another reuse its pooled connections instead of connecting (and, without a
 configured region, asking the bucket's location) once a document. Real moto S3 application
-served with HTTP/1.1 keep-alive (`bench/s3_server.py`, as the benchmark serves it), real TCP
-proxy that counts the connections it accepts; and over HTTPS, as every S3 deployment is reached."""
+served with HTTP/1.1 keep-alive (`bench/s3_server.py`: the session's server, and one over HTTPS,
+as every S3 deployment is reached), real TCP proxy that counts the connections it accepts."""
 
 from __future__ import annotations
 
 import io
 import multiprocessing
 import uuid
-from collections.abc import Iterator
 
 import pytest
 
@@ -35,14 +34,16 @@ def _store_documents(endpoint: str, bucket: str, count: int, secure: bool = Fals
         storage.put_json(f"doc{n}/report.json", {"n": n})
 
 
-@pytest.fixture(scope="module")
-def keepalive_s3() -> Iterator[str]:
-    with MotoServer(tls=False) as server:
-        yield server.env()["PAGEFLEET_S3_ENDPOINT"]
+def _child_stores(endpoint: str, bucket: str, inherited: int) -> None:
+    """In a forked child: its client is not the one it inherited (whose pooled sockets the parent
+    still uses), and it stores with it."""
+    if id(s3_client(_settings(endpoint, s3_region="us-east-1"))) == inherited:
+        raise SystemExit(3)
+    _store_documents(endpoint, bucket, 2)
 
 
-def test_documents_stored_one_after_another_share_the_connections(keepalive_s3: str) -> None:
-    host, port = keepalive_s3.split(":")
+def test_documents_stored_one_after_another_share_the_connections(s3_server: str) -> None:
+    host, port = s3_server.split(":")  # the session's server keeps connections (tests/conftest.py)
     proxy = TcpProxy(host, int(port)).start()
     try:
         bucket = f"keep-{uuid.uuid4().hex[:10]}"
@@ -66,7 +67,7 @@ def test_a_forked_process_makes_its_own_client(s3_server: str) -> None:
     assert s3_client(settings) is parent and s3_client(_settings(s3_server, s3_region="eu-west-1")) is not parent
     bucket = f"fork-{uuid.uuid4().hex[:10]}"
     parent.make_bucket(bucket)
-    child = multiprocessing.get_context("fork").Process(target=_store_documents, args=(s3_server, bucket, 2))
+    child = multiprocessing.get_context("fork").Process(target=_child_stores, args=(s3_server, bucket, id(parent)))
     child.start()
     child.join(60)
     assert child.exitcode == 0
