@@ -1,5 +1,6 @@
 """A warm fleet for the benchmark: a private Redis + one split/collect worker + one cpu worker of
-concurrency 2 (optionally a moto S3 server over HTTPS, `bench/s3_server.py`), kept running across measurements.
+concurrency 2 (optionally moto's S3 over HTTPS, `bench/s3_server.py`), kept running across
+measurements.
 
 `WarmFleet.run(files, ...)` submits every file at once and times submit → every job done. Around
 each run it measures: the peak RSS of every worker process (the kernel's high-water mark, reset
