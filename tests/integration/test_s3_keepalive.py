@@ -6,13 +6,13 @@ as every S3 deployment is reached), real TCP proxy that counts the connections i
 
 from __future__ import annotations
 
-import io
 import multiprocessing
 import uuid
 
 import pytest
 
 from bench.s3_server import MotoServer
+from tests.support.artifact_streams import artifact_streams
 from tests.support.tcp_proxy import TcpProxy
 from workers.errors import StorageError
 from workers.settings import Settings
@@ -29,8 +29,7 @@ def _store_documents(endpoint: str, bucket: str, count: int, secure: bool = Fals
     settings = _settings(endpoint, s3_secure=secure)
     for n in range(count):  # what the collector does for each document: a storage, then its artifacts
         storage = open_storage(f"s3://{bucket}/out", settings)
-        storage.put_streams([(f"doc{n}/{name}", io.BytesIO(f"{n} {name}".encode()), "text/plain")
-                             for name in ("document.md", "document.txt", "document.json", "chunks.jsonl")])
+        storage.put_streams(artifact_streams(f"doc{n}", str(n)))
         storage.put_json(f"doc{n}/report.json", {"n": n})
 
 

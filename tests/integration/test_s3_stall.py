@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.support.artifact_streams import artifact_streams
 from tests.support.tcp_proxy import TcpProxy
 from workers import storage as storage_module
 from workers.errors import StorageError
@@ -40,8 +41,7 @@ def stalling(s3_server: str, request: pytest.FixtureRequest) -> Iterator[tuple[T
 
 
 def _artifacts(tag: str) -> list[tuple[str, io.BytesIO, str]]:
-    return [(f"doc/{name}", io.BytesIO(f"{tag} {name}".encode()), "text/plain")
-            for name in ("document.md", "document.txt", "document.json", "chunks.jsonl")]
+    return artifact_streams("doc", tag)
 
 
 @pytest.mark.parametrize("stalling", [1], indirect=True)
