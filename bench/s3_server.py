@@ -63,8 +63,9 @@ def self_signed(folder: Path) -> tuple[Path, Path]:
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
             .sign(key, hashes.SHA256()))
     cert_path, key_path = folder / "s3-cert.pem", folder / "s3-key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (folder / "trusted.pem").write_bytes(Path(certifi.where()).read_bytes() + cert_path.read_bytes())
+    pem = cert.public_bytes(serialization.Encoding.PEM)
+    cert_path.write_bytes(pem)
+    (folder / "trusted.pem").write_bytes(Path(certifi.where()).read_bytes() + pem)
     key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
                                            serialization.NoEncryption()))
     return cert_path, key_path
