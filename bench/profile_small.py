@@ -3,8 +3,9 @@ in this process (a private Redis, local storage, the warm sandbox), parent CPU a
 
     python bench/profile_small.py ../shared/corpus [--docs 96]
 
-Sections are timed with `time.process_time()` around the functions that make them (nested ones
-are inside their parent's figure); the sandbox's own CPU (its server and the children it forks)
+Sections are timed with `time.thread_time()` around the functions that make them, each in the
+thread that runs it (a batch reads its next document's head in a thread of its own while its main
+thread decides and stores this one; nested ones are inside their parent's figure); the sandbox's own CPU (its server and the children it forks)
 is in none of them and is printed beside the parent's (the fleet's `make bench` counts it under
 "sandbox"). Prints the Redis commands a document costs too.
 """
@@ -24,25 +25,27 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-SECTIONS = [  # (module, attribute, label)
-    ("workers.pdf.source", "inspect", "sandbox: the parent's hand-over"),
-    ("workers.ranges", "decide", "gate and page records"),
-    ("workers.pipeline", "assemble", "assembly and artifacts"),
-    ("workers.storage", "LocalStorage.put_stream", "  artifact writes (streams)"),
-    ("workers.storage", "LocalStorage.put_bytes", "  artifact writes (report)"),
-    ("workers.jobs", "claim", "redis: record + lock + splitting"),
-    ("workers.jobs", "update", "redis: state updates"),
-    ("workers.jobs", "done", "redis: done, notice, metrics, unlock"),
+SECTIONS = [  # (module, attribute, label): nested labels are inside the one above them
+    ("workers.pipeline", "read_head", "the reader thread: a document's head"),
+    ("workers.pdf.source", "inspect", "  sandbox: the parent's hand-over"),
+    ("tasks.split", "split_one", "the main thread: a document's split"),
+    ("workers.ranges", "decide", "  gate and page records"),
+    ("workers.pipeline", "assemble", "  assembly and artifacts"),
+    ("workers.storage", "LocalStorage.put_stream", "    artifact writes (streams)"),
+    ("workers.storage", "LocalStorage.put_bytes", "    artifact writes (report)"),
+    ("workers.jobs", "claim", "  redis: record + lock + splitting"),
+    ("workers.jobs", "update", "  redis: state updates"),
+    ("workers.jobs", "done", "  redis: done, notice, metrics, unlock"),
 ]
 
 
 def _timed(spent: collections.Counter[str], label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     def inner(*args: Any, **kwargs: Any) -> Any:
-        started = time.process_time()
+        started = time.thread_time()  # the calling thread's: a batch reads its next head in another
         try:
             return fn(*args, **kwargs)
         finally:
-            spent[label] += time.process_time() - started
+            spent[label] += time.thread_time() - started
     return inner
 
 
@@ -54,11 +57,13 @@ def instrument(spent: collections.Counter[str]) -> None:
             owner = getattr(owner, part)
         setattr(owner, name, _timed(spent, label, getattr(owner, name)))
     import tasks.collect
+    import tasks.split
     import workers.pipeline
     from workers.pdf import source
 
     workers.pipeline.pdf = source  # names bound at import: point them at the timed functions
     tasks.collect.collect_held = workers.pipeline.collect_held
+    tasks.split.read_head = workers.pipeline.read_head
 
 
 def sandbox_cpu() -> float:
