@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import importlib
 import logging
 import os
 import threading
@@ -122,9 +123,30 @@ def _freeze_main_heap(**_: object) -> None:
     the pool forks: start-up's garbage collected first, the rest frozen (a pool child does not
     write to those objects' pages either). Otherwise every full collection, which the gate's and
     the collector's allocations trigger every few pages, walks them all again: ~10 % of a cpu
-    worker's CPU on a 1000-page document (issue 15)."""
+    worker's CPU on a 1000-page document (issue 15). The S3 client's modules are imported here
+    too (`preload`), once for every pool process."""
+    preload(S3_MODULES)
     gc.collect()
     gc.freeze()
+
+
+# what a pool process's first S3 call imported on its own (~84 ms of CPU for minio, its private
+# memory): imported by the worker's main process before it forks, shared by every pool process
+S3_MODULES = ("certifi", "minio", "minio.credentials", "minio.deleteobjects", "minio.error")
+
+
+def preload(names: tuple[str, ...]) -> list[str]:
+    """Import `names` now; those that cannot be imported are left to their first use (which
+    reports it there). Returns the ones imported."""
+    done = []
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            logging.getLogger(__name__).warning("preloading %s failed (%s): it is imported on first use", name, exc)
+            continue
+        done.append(name)
+    return done
 
 
 @worker_process_init.connect

@@ -36,3 +36,31 @@ def test_a_pool_child_freezes_what_it_inherited(unfrozen: None, monkeypatch: pyt
     assert gc.get_freeze_count() >= len(kept)
     walked = {id(o) for o in gc.get_objects()}
     assert not any(id(x) in walked for x in kept)
+
+
+def test_building_a_worker_imports_the_s3_client_once_for_every_pool_process() -> None:
+    """minio, which a pool process's first S3 call imported on its own (~84 ms of CPU each), is
+    imported by the main process before its pool forks, and frozen with the rest of its heap. In a
+    fresh interpreter: this one may have imported minio already."""
+    import subprocess
+    import sys
+
+    script = (
+        "import gc, sys\n"
+        "from workers.app import app\n"
+        "assert 'minio' not in sys.modules, 'imported before the worker was built'\n"
+        "app.Worker(queues=['split'], pool_cls='solo', hostname='test-preload@localhost')\n"
+        "import minio\n"
+        "walked = {id(o) for o in gc.get_objects()}\n"
+        "print('minio' in sys.modules, id(minio.Minio) in walked)\n"
+    )
+    found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert found.returncode == 0, found.stderr[-2000:]
+    assert found.stdout.split() == ["True", "False"]
+
+
+def test_a_module_that_cannot_be_preloaded_is_left_to_its_first_use(caplog: pytest.LogCaptureFixture) -> None:
+    from workers.app import preload
+
+    assert preload(("json", "pagefleet_no_such_module")) == ["json"]
+    assert "pagefleet_no_such_module" in caplog.text
