@@ -5,9 +5,10 @@ in this process (a private Redis, local storage, the warm sandbox), parent CPU a
 
 Sections are timed with `time.thread_time()` around the functions that make them, each in the
 thread that runs it (a batch reads its next document's head in a thread of its own while its main
-thread decides and stores this one; nested ones are inside their parent's figure); the sandbox's own CPU (its server and the children it forks)
-is in none of them and is printed beside the parent's (the fleet's `make bench` counts it under
-"sandbox"). Prints the Redis commands a document costs too.
+thread decides and stores this one; nested ones are inside their parent's figure). The sandbox's
+own CPU (its server and the children it forks) is in none of them and is printed beside the
+parent's (the fleet's `make bench` counts it under "sandbox"). Prints the Redis commands a
+document costs too.
 """
 
 from __future__ import annotations
