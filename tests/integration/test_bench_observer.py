@@ -6,7 +6,6 @@ No timing is asserted: only which jobs it reports finished."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import uuid
@@ -24,7 +23,7 @@ pytestmark = pytest.mark.integration
 def _finish(r, job_id: str, notify: bool = True) -> None:
     r.hset(f"pagefleet:job:{job_id}", mapping={"state": "done", "pages": "1"})
     if notify:
-        r.publish(jobs.DONE_CHANNEL, json.dumps({"job_id": job_id}))
+        jobs.announce({"job_id": job_id}, r)  # the notice as the fleet sends it
 
 
 @pytest.fixture()
