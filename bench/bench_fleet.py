@@ -187,7 +187,8 @@ def small_rows(fleet: WarmFleet, tmp: Path, corpus: Path, m: int, storage: str, 
                 runs["alone"].append(fleet.run(files, storage, options(False), f"small1-{i}"))
     note = f"median of {repeats} runs; " if repeats > 1 else ""
     one = fleet_row(f"one {m}-page document{suffix}", _median_run(runs["one"], lambda r: r.wall), note.rstrip("; "))
-    many = fleet_row(f"{m} one-page documents{suffix}", _median_run(runs["many"], lambda r: r.wall), note)
+    median = _median_run(runs["many"], lambda r: r.wall)
+    many = fleet_row(f"{m} one-page documents{suffix}", median, note)
     many.note += f"{many.pps / one.pps:.2f}× one {m}-page document" if one.pps else ""
     if suffix:  # the second fleet's rows: the ceiling does not change with it
         return [many, one]
@@ -195,6 +196,7 @@ def small_rows(fleet: WarmFleet, tmp: Path, corpus: Path, m: int, storage: str, 
     alone.note += f"{alone.pps / one.pps:.2f}× one {m}-page document" if one.pps else ""
     plan = _batch_plan(m)
     many.note += f" ({len(plan)} batches of {plan[0]} … {plan[-1]})"
+    many.note += f"; a file created in {median.fs_ms:.3f} ms just before (bench/fs_quiet.py)"
     ceiling = ceiling_row(f"{m} one-page documents", bench_ceiling.file_jobs(files, 2), 1)
     return [many, one, alone, ceiling]
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import psutil
 
+from bench import fs_quiet
 from bench.bench_peers import settle
 from bench.s3_server import MotoServer
 
@@ -48,6 +49,7 @@ class RunResult:
     routes: dict[str, int] = field(default_factory=dict)
     cpu_s: float = 0.0  # CPU seconds the fleet's processes spent (a figure the machine's load barely moves)
     cpu_roles: dict[str, float] = field(default_factory=dict)  # the same by role, and Redis's own
+    fs_ms: float = 0.0  # creating a folder or file just before the run, ms (`bench/fs_quiet.py`)
 
     @property
     def pages_per_s(self) -> float:
@@ -251,6 +253,7 @@ class WarmFleet:
         from workers.pdf.forkserver import IDLE_S
 
         r = jobs.client()
+        fs_ms, _ = fs_quiet.wait_quiet(self.workdir / "out" / ".fsprobe")  # beside the local runs' artifacts
         settle()
         # a sandbox child kept for a document's next range leaves after IDLE_S without one: a run
         # of the same file right after the last would find it warm (MuPDF's fonts and objects of
@@ -278,7 +281,8 @@ class WarmFleet:
         roles = {role: seconds - roles_before.get(role, 0.0) for role, seconds in self._cpu_roles().items()}
         cpu = sum(seconds for role, seconds in roles.items() if role != "redis")  # the fleet's own processes
         self._sample_peaks()
-        return RunResult(pages, wall, self._peak_seen, redis_peak, self._task_lines() - tasks_before, routes, cpu, roles)
+        return RunResult(pages, wall, self._peak_seen, redis_peak, self._task_lines() - tasks_before, routes, cpu, roles,
+                         fs_ms)
 
     def _wait(self, r: Any, notices: Any, ids: list[str],
               timeout_s: float = 7200) -> tuple[float, float, list[dict[str, str]]]:
