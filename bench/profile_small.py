@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 SECTIONS = [  # (module, attribute, label): nested labels are inside the one above them
-    ("workers.pipeline", "read_head", "the reader thread: a document's head"),
-    ("workers.pdf.source", "inspect", "  sandbox: the parent's hand-over"),
+    ("workers.pipeline", "read_heads", "the reader thread: the documents' heads"),
+    ("workers.pdf.source", "inspect_many", "  sandbox: the parent's hand-over"),
     ("tasks.split", "split_one", "the main thread: a document's split"),
     ("workers.ranges", "decide", "  gate and page records"),
     ("workers.pipeline", "assemble", "  assembly and artifacts"),
@@ -64,7 +64,7 @@ def instrument(spent: collections.Counter[str]) -> None:
 
     workers.pipeline.pdf = source  # names bound at import: point them at the timed functions
     tasks.collect.collect_held = workers.pipeline.collect_held
-    tasks.split.read_head = workers.pipeline.read_head
+    tasks.split.read_heads = workers.pipeline.read_heads
 
 
 def sandbox_cpu() -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import functools
 import logging
 import os
 import time
@@ -20,7 +21,7 @@ from workers.jobs import JobState
 from workers.model import JobSpec
 from workers import ranges
 from workers.ladder.structure import DocumentLayout
-from workers.pipeline import (Head, PagesMissing, SplitOutcome, head_outcome, parse_options, read_head,
+from workers.pipeline import (Head, PagesMissing, SplitOutcome, head_outcome, parse_options, read_heads,
                               split_document, split_range as split_pages, structure_plan,
                               structure_range as structure_pages)
 from workers.settings import Settings, get_settings
@@ -53,25 +54,19 @@ def split_batch(specs: list[dict], submission: str = "") -> list[dict]:
     budget = time.monotonic() + settings.task_soft_time_limit / 2
     token = f"{os.getpid()}:{submission or (specs[0]['job_id'] if specs else '')}"
     with shared_child(token), ThreadPoolExecutor(1, thread_name_prefix="heads") as reader:
-
-        def read_ahead(spec: dict) -> Future[Head]:  # in this context: the sandbox child's token
-            return reader.submit(contextvars.copy_context().run, _head_of, spec)
-
-        ahead: Future[Head] | None = None
+        # heads read in order in one thread, a chunk ahead: the sandbox child probes the next
+        # chunk's documents while this process gates and stores this chunk's
+        heads = _Heads(specs, reader, settings.sandbox_probe_batch)
         for i, spec in enumerate(specs):
             if i and time.monotonic() > budget:  # slow documents: the rest go on as a batch of their own
                 send("pagefleet.split_batch", [specs[i:], submission], queue="split",
                      label=f"({len(specs) - i} jobs)")
-                if ahead is not None:
-                    ahead.cancel()  # its document goes with the rest (a head already being read is waited for)
+                heads.cancel()  # their documents go with the rest (a chunk already being read is waited for)
                 break
-            # heads read in order in one thread, the next one while this document is decided: the
-            # sandbox child reads document i + 1 while this process gates and stores document i
-            current = ahead or read_ahead(spec)
-            ahead = read_ahead(specs[i + 1]) if i + 1 < len(specs) else None
+            ahead = heads.of(i)
             try:
                 with logs.bound(job_id=spec.get("job_id")):
-                    results.append(split_one(spec, may_stream=False, ahead=current.result))
+                    results.append(split_one(spec, may_stream=False, ahead=ahead))
             except Exception as exc:  # noqa: BLE001 - re-raised below, after the batch's other documents
                 log.warning("job %s: split failed in a batch: %s", spec.get("job_id"), type(exc).__name__)
                 results.append({"job_id": spec.get("job_id"), "failed": type(exc).__name__})
@@ -81,10 +76,60 @@ def split_batch(specs: list[dict], submission: str = "") -> list[dict]:
     return results
 
 
-def _head_of(spec: dict) -> Head:
-    """`pipeline.read_head` of one document of a batch (in the batch's reader thread)."""
-    with logs.bound(job_id=spec.get("job_id")):
-        return read_head(JobSpec.model_validate(spec), get_settings())
+class _Heads:
+    """A batch's documents' heads, read in its reader thread a chunk at a time, each chunk's probes
+    in one sandbox command (`pipeline.read_heads`), and the next chunk asked for as this one's first
+    document is decided. Chunks grow 1, 2, 4 … up to `size` documents, so the first document waits
+    for one probe, not `size`."""
+
+    def __init__(self, specs: list[dict], reader: ThreadPoolExecutor, size: int) -> None:
+        self.specs, self.reader = specs, reader
+        self.bounds: list[tuple[int, int]] = []
+        first, n = 0, 1
+        while first < len(specs):
+            self.bounds.append((first, min(first + n, len(specs))))
+            first, n = first + n, min(n * 2, max(size, 1))
+        self.futures: dict[int, Future[list[Head | Exception]]] = {}
+
+    def _chunk(self, c: int) -> Future[list[Head | Exception]]:
+        if c not in self.futures:  # read in this context: the sandbox child's token
+            first, last = self.bounds[c]
+            self.futures[c] = self.reader.submit(contextvars.copy_context().run, _heads_of, self.specs[first:last])
+        return self.futures[c]
+
+    def of(self, i: int) -> Callable[[], Head]:
+        """Document i's head, as `split_one` asks for it."""
+        c = next(c for c, (first, last) in enumerate(self.bounds) if first <= i < last)
+        future = self._chunk(c)
+        if i == self.bounds[c][0] and c + 1 < len(self.bounds):
+            self._chunk(c + 1)
+        return functools.partial(_pick, future, i - self.bounds[c][0])
+
+    def cancel(self) -> None:
+        for future in self.futures.values():
+            future.cancel()
+
+
+def _pick(future: Future[list[Head | Exception]], j: int) -> Head:
+    found = future.result()[j]
+    if isinstance(found, Exception):
+        raise found
+    return found
+
+
+def _heads_of(specs: list[dict]) -> list[Head | Exception]:
+    """`pipeline.read_heads` of one chunk of a batch (in the batch's reader thread); a spec that is
+    not a valid job is that document's exception."""
+    valid: list[JobSpec] = []
+    found: list[Head | Exception | None] = []
+    for spec in specs:
+        try:
+            valid.append(JobSpec.model_validate(spec))
+            found.append(None)
+        except Exception as exc:  # noqa: BLE001 - raised again when its document is split
+            found.append(exc)
+    read = iter(read_heads(valid, get_settings()))
+    return [next(read) if f is None else f for f in found]
 
 
 def split_one(spec: dict, may_stream: bool = True, ahead: Callable[[], Head] | None = None) -> dict:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from workers import artifacts, assembly, chunks, keys, metrics
+from workers import artifacts, assembly, chunks, keys, logs, metrics
 from workers.errors import InputError, InvalidOptionsError, PagefleetError, error_record
 from workers.ladder.accept import failed_record, layer_candidate, review_record
 from workers.ladder import structure, tablecheck
@@ -109,6 +109,37 @@ def read_head(job: JobSpec, settings: Settings) -> Head:
     except InputError as exc:
         head.error = exc
     return head
+
+
+def read_heads(jobs: list[JobSpec], settings: Settings) -> list[Head | Exception]:
+    """`read_head` of several documents, their probes in one sandbox command (`pdf.inspect_many`).
+    What `read_head` would raise for a document (not an input error) takes its place in the list."""
+    heads: list[Head | Exception] = []
+    ready: list[tuple[Head, pdf.SourceFile, Options]] = []
+    for job in jobs:
+        head = Head()
+        try:
+            with logs.bound(job_id=job.job_id):
+                head.options = parse_options(job.options)
+                head.source = _source(job, head.options, settings)
+            ready.append((head, head.source, head.options))
+        except InputError as exc:
+            head.error = exc
+        except Exception as exc:  # noqa: BLE001 - raised again when its document is split
+            heads.append(exc)
+            continue
+        heads.append(head)
+    try:
+        probes = pdf.inspect_many([(source, options) for _, source, options in ready], settings)
+    except Exception as exc:  # noqa: BLE001 - every document probed here fails as it would alone
+        probing = {id(head) for head, _, _ in ready}
+        return [exc if id(h) in probing else h for h in heads]
+    for (head, _, _), probe in zip(ready, probes):
+        if isinstance(probe, InputError):
+            head.error = probe
+        else:
+            head.info = probe
+    return heads
 
 
 def split_document(job: JobSpec, settings: Settings,

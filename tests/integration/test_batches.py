@@ -146,49 +146,69 @@ def test_a_submissions_batches_share_one_sandbox_child(fleet, tmp_path: Path) ->
         assert f"shared child {i}" in document["pages"][0]["text"]
 
 
-def test_a_batch_reads_each_documents_head_in_its_reader_thread_in_order(fleet, tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_batch_reads_its_documents_heads_a_chunk_at_a_time_in_its_reader_thread(
+        fleet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`split_batch` reads the documents' heads (options, source, sandbox probe) in one reader
-    thread, in order, each submitted before the previous document is decided; a head that is an
-    input error still makes that document's typed error, and the next ones are split as usual."""
+    thread, in order, in chunks growing 1, 2, 4 … up to `sandbox_probe_batch`, each chunk asked for
+    before the first document of the chunk before it is decided; a chunk's probes go to the sandbox
+    as one command. A document MuPDF cannot open stops that command there: it and the ones after it
+    are probed alone, it gets its typed error and the others are split as usual."""
     import threading
 
     from tasks import split
+    from workers.pdf import source
 
-    files = [one_page(tmp_path / f"doc{i}.pdf", f"read ahead {i}") for i in range(4)]
-    (tmp_path / "doc1.pdf").write_bytes(b"%PDF-1.7 not a pdf")
+    monkeypatch.setenv("PAGEFLEET_SANDBOX_PROBE_BATCH", "4")
+    get_settings.cache_clear()
+    files = [one_page(tmp_path / f"doc{i}.pdf", f"read ahead {i}") for i in range(7)]
+    (tmp_path / "doc4.pdf").write_bytes(b"%PDF-1.7 not a pdf")  # passes the header check, fails in MuPDF
     out = LocalStorage(tmp_path / "out")
     specs = [spec_for_path(str(f), out.url, f.stem, Options(structure=False), force=True) for f in files]
-    events: list[tuple[str, str, str]] = []
-    head_of, split_one = split._head_of, split.split_one
+    ids = [s.job_id for s in specs]
+    events: list[tuple[str, tuple[str, ...], str]] = []
+    heads_of, split_one, run_child = split._heads_of, split.split_one, source.run_child
 
-    def spy_head(spec: dict):
-        events.append(("head", spec["job_id"], threading.current_thread().name))
-        return head_of(spec)
+    def spy_heads(chunk: list[dict]):
+        events.append(("heads", tuple(s["job_id"] for s in chunk), threading.current_thread().name))
+        return heads_of(chunk)
 
     def spy_split(spec: dict, may_stream: bool = True, ahead=None):
-        events.append(("split", spec["job_id"], "ahead" if ahead is not None else "none"))
+        events.append(("split", (spec["job_id"],), "ahead" if ahead is not None else "none"))
         return split_one(spec, may_stream, ahead)
 
+    def spy_child(command: str, pdf: str, params: dict, **limits):
+        paths = [d[0] for d in params["docs"]] if command == "probe_many" else [pdf]
+        events.append((command, tuple(ids[files.index(Path(p))] for p in paths), "extract" if params else "bare"))
+        return run_child(command, pdf, params, **limits)
+
     class Reader(split.ThreadPoolExecutor):
-        def submit(self, fn, /, *args, **kwargs):  # (context.run, _head_of, spec)
-            events.append(("asked", args[1]["job_id"], ""))
+        def submit(self, fn, /, *args, **kwargs):  # (context.run, _heads_of, chunk)
+            events.append(("asked", tuple(s["job_id"] for s in args[1]), ""))
             return super().submit(fn, *args, **kwargs)
 
-    monkeypatch.setattr(split, "_head_of", spy_head)
+    monkeypatch.setattr(split, "_heads_of", spy_heads)
     monkeypatch.setattr(split, "split_one", spy_split)
     monkeypatch.setattr(split, "ThreadPoolExecutor", Reader)
-    results = split.split_batch.run([s.model_dump(mode="json") for s in specs])
-    assert [r.get("accepted") for r in results] == [1, 0, 1, 1] and results[1]["error"]["code"] == "invalid_pdf"
-    ids = [s.job_id for s in specs]
-    assert [job for kind, job, _ in events if kind == "head"] == ids
-    assert {where for kind, _, where in events if kind == "head"} == {"heads_0"}
-    assert [(job, how) for kind, job, how in events if kind == "split"] == [(job, "ahead") for job in ids]
-    assert [job for kind, job, _ in events if kind == "asked"] == ids
-    for i in range(3):  # document i is split once the head of document i + 1 is asked for
-        assert events.index(("asked", ids[i + 1], "")) < events.index(("split", ids[i], "ahead"))
-    assert json.loads((tmp_path / "out" / "doc1" / "error.json").read_text(encoding="utf-8"))["code"] == "invalid_pdf"
-    for i in (0, 2, 3):
+    monkeypatch.setattr(source, "run_child", spy_child)
+    try:
+        results = split.split_batch.run([s.model_dump(mode="json") for s in specs])
+    finally:
+        monkeypatch.delenv("PAGEFLEET_SANDBOX_PROBE_BATCH")
+        get_settings.cache_clear()
+    assert [r.get("accepted") for r in results] == [1, 1, 1, 1, 0, 1, 1] and results[4]["error"]["code"] == "invalid_pdf"
+    chunks = [(ids[0],), tuple(ids[1:3]), tuple(ids[3:7])]
+    assert [(job, where) for kind, job, where in events if kind == "heads"] == [(c, "heads_0") for c in chunks]
+    assert [job for kind, job, _ in events if kind == "asked"] == chunks
+    assert [(job, how) for kind, job, how in events if kind == "split"] == [((job,), "ahead") for job in ids]
+    for c, first in ((1, 0), (2, 1)):  # chunk c asked for before the first document of chunk c - 1 is split
+        assert events.index(("asked", chunks[c], "")) < events.index(("split", (ids[first],), "ahead"))
+    probes = [(kind, job, how) for kind, job, how in events if kind.startswith("probe")]
+    assert probes == [("probe", (ids[0],), "extract"), ("probe_many", chunks[1], "extract"),
+                      ("probe_many", chunks[2], "extract"),  # stops at doc4: it and the two after it go alone
+                      ("probe", (ids[4],), "extract"), ("probe", (ids[4],), "bare"),
+                      ("probe", (ids[5],), "extract"), ("probe", (ids[6],), "extract")]
+    assert json.loads((tmp_path / "out" / "doc4" / "error.json").read_text(encoding="utf-8"))["code"] == "invalid_pdf"
+    for i in (0, 1, 2, 3, 5, 6):
         document = json.loads((tmp_path / "out" / f"doc{i}" / "document.json").read_text(encoding="utf-8"))
         assert f"read ahead {i}" in document["pages"][0]["text"]
 

@@ -50,6 +50,22 @@ def probe(pdf: str, extract_upto: int = 0, max_pages: int = 0, structure: bool =
     return info
 
 
+def probe_many(pdf: str, docs: list[list[Any]]) -> dict[str, Any]:
+    """`probe` of each [path, params] of `docs` in turn (`pdf`: the first path), one result for all:
+    {"heads": [a probe, or {"failed": why}]}. The first probe that raises stops the command: that
+    document and the ones after it are "failed" (not read here), and the caller probes each alone,
+    so a document that breaks MuPDF ends its own command, and its child, as it would alone."""
+    heads: list[dict[str, Any]] = []
+    for path, params in docs:
+        try:
+            heads.append(probe(path, **params))
+        except Exception as exc:  # noqa: BLE001 - reported, and the rest left to commands of their own
+            why = f"{type(exc).__name__}: {exc}"[:300]
+            heads += [{"failed": why}] + [{"failed": "not read after a failure"}] * (len(docs) - len(heads) - 1)
+            break
+    return {"heads": heads}
+
+
 def extract_range(pdf: str, first: int, last: int, structure: bool = False) -> dict[str, Any]:
     doc = _open(pdf)
     return {"pages": _read(doc, first, min(last, doc.page_count), structure)}

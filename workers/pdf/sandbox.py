@@ -201,7 +201,8 @@ def run_command(command: str, pdf: str, params: dict[str, Any], out: Path,
     `in_place`: into `out` itself (a forked child, whose answer on its pipe says the file is whole)."""
     from workers.pdf import mupdf
 
-    handlers = {"probe": mupdf.probe, "extract": mupdf.extract_range, "render": mupdf.render}
+    handlers = {"probe": mupdf.probe, "probe_many": mupdf.probe_many, "extract": mupdf.extract_range,
+                "render": mupdf.render}
     if command not in handlers:
         raise SystemExit(f"unknown sandbox command {command}")
     gc.disable()  # the command builds trees of plain objects (rawdict, layouts) that the cycle

@@ -20,6 +20,7 @@ from typing import Any
 from workers.errors import (
     EmptyInputError,
     EncryptedPdfError,
+    InputError,
     InvalidPdfError,
     PdfTooLargeError,
     SandboxError,
@@ -108,18 +109,68 @@ def sniff(path: str) -> None:
 
 def inspect(source: SourceFile, options: Options, settings: Settings) -> dict[str, Any]:
     """Validate a source fully; return the probe (page_count, encryption, producer)."""
-    if source.bytes > options.max_bytes:
-        raise PdfTooLargeError(f"{source.filename} is {source.bytes} bytes; the limit is {options.max_bytes}")
-    sniff(source.path)
-    limits = {"timeout_s": settings.sandbox_timeout_s, "memory_mb": settings.sandbox_memory_mb}
+    _precheck(source, options)
+    limits = _limits(settings)
     try:  # probe + the first batch of rung 1 in one child ...
-        info = run_child("probe", source.path, {"extract_upto": settings.split_range_pages,
-                                                 "max_pages": options.max_pages, "structure": options.structure}, **limits)
+        info = run_child("probe", source.path, _probe_params(options, settings), **limits)
     except SandboxError:
         try:  # ... and if that child died, the probe alone decides whether the file opens at all
             info = run_child("probe", source.path, {}, **limits)
         except SandboxError as exc:
             raise InvalidPdfError(f"MuPDF cannot open {source.filename}: {exc.message}") from exc
+    return _checked(source, options, info)
+
+
+def inspect_many(items: list[tuple[SourceFile, Options]], settings: Settings) -> list[dict[str, Any] | InputError]:
+    """`inspect` of each (source, options), in order, an input error in place of a probe: the
+    documents that pass the checks before MuPDF are probed in one sandbox command (`probe_many`:
+    one round trip through the fork server and one result for all, ~0.3–0.5 ms of CPU a one-page
+    document). A document whose probe raised in it, or every one where the command itself died (a
+    crash, a limit), goes through `inspect` alone, so its answer, and its error, are its own."""
+    found: list[dict[str, Any] | InputError | None] = [None] * len(items)
+    todo: list[int] = []
+    for i, (source, options) in enumerate(items):
+        try:
+            _precheck(source, options)
+            todo.append(i)
+        except InputError as exc:
+            found[i] = exc
+    if len(todo) > 1:
+        docs = [[items[i][0].path, _probe_params(items[i][1], settings)] for i in todo]
+        try:
+            heads = run_child("probe_many", docs[0][0], {"docs": docs}, **_limits(settings))["heads"]
+        except SandboxError as exc:
+            log.info("the sandbox's probe of %d documents failed (%s): each is probed alone", len(todo), exc.message)
+            heads = [{"failed": exc.message}] * len(todo)
+        for i, info in zip(todo, heads):
+            if "failed" not in info:
+                found[i] = _checked_or_error(items[i][0], items[i][1], info)
+    for i in todo:
+        if found[i] is None:
+            try:
+                found[i] = inspect(items[i][0], items[i][1], settings)
+            except InputError as exc:
+                found[i] = exc
+    return [f for f in found if f is not None]
+
+
+def _precheck(source: SourceFile, options: Options) -> None:
+    """The checks before MuPDF: size, then the first bytes."""
+    if source.bytes > options.max_bytes:
+        raise PdfTooLargeError(f"{source.filename} is {source.bytes} bytes; the limit is {options.max_bytes}")
+    sniff(source.path)
+
+
+def _limits(settings: Settings) -> dict[str, Any]:
+    return {"timeout_s": settings.sandbox_timeout_s, "memory_mb": settings.sandbox_memory_mb}
+
+
+def _probe_params(options: Options, settings: Settings) -> dict[str, Any]:
+    return {"extract_upto": settings.split_range_pages, "max_pages": options.max_pages, "structure": options.structure}
+
+
+def _checked(source: SourceFile, options: Options, info: dict[str, Any]) -> dict[str, Any]:
+    """The checks of MuPDF's answer: a user password, no pages, too many pages."""
     if info["needs_pass"]:
         raise EncryptedPdfError(f"{source.filename} is encrypted and needs a user password")
     if info["page_count"] == 0:
@@ -127,6 +178,13 @@ def inspect(source: SourceFile, options: Options, settings: Settings) -> dict[st
     if info["page_count"] > options.max_pages:
         raise TooManyPagesError(f"{source.filename} has {info['page_count']} pages; the limit is {options.max_pages}")
     return info
+
+
+def _checked_or_error(source: SourceFile, options: Options, info: dict[str, Any]) -> dict[str, Any] | InputError:
+    try:
+        return _checked(source, options, info)
+    except InputError as exc:
+        return exc
 
 
 def extract_pages(
