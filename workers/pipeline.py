@@ -100,20 +100,16 @@ class Head:
 def read_head(job: JobSpec, settings: Settings) -> Head:
     """Options, the source on local disk and the sandbox's probe; an input error is kept, not
     raised (anything else is). Reads and writes nothing of the job's state, so a split batch reads
-    the next document's head while it decides this one (`tasks.split.split_batch`)."""
-    head = Head()
-    try:
-        head.options = parse_options(job.options)
-        head.source = _source(job, head.options, settings)
-        head.info = pdf.inspect(head.source, head.options, settings)
-    except InputError as exc:
-        head.error = exc
-    return head
+    its next documents' heads while it decides this one (`read_heads`, `tasks.split.split_batch`)."""
+    found = read_heads([job], settings)[0]
+    if isinstance(found, Exception):
+        raise found
+    return found
 
 
 def read_heads(jobs: list[JobSpec], settings: Settings) -> list[Head | Exception]:
-    """`read_head` of several documents, their probes in one sandbox command (`pdf.inspect_many`).
-    What `read_head` would raise for a document (not an input error) takes its place in the list."""
+    """`read_head` of each job, in order, the probes of those that reach MuPDF in one sandbox
+    command (`pdf.inspect_many`); what `read_head` would raise for a document takes its place."""
     heads: list[Head | Exception] = []
     ready: list[tuple[Head, pdf.SourceFile, Options]] = []
     for job in jobs:

@@ -136,7 +136,7 @@ def inspect_many(items: list[tuple[SourceFile, Options]], settings: Settings) ->
         except InputError as exc:
             found[i] = exc
     if len(todo) > 1:
-        docs = [[items[i][0].path, _probe_params(items[i][1], settings)] for i in todo]
+        docs: list[list[Any]] = [[items[i][0].path, _probe_params(items[i][1], settings)] for i in todo]
         try:
             heads = run_child("probe_many", docs[0][0], {"docs": docs}, **_limits(settings))["heads"]
         except SandboxError as exc:
