@@ -15,7 +15,7 @@ import os
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from workers.errors import (
     EmptyInputError,
@@ -110,6 +110,11 @@ def sniff(path: str) -> None:
 def inspect(source: SourceFile, options: Options, settings: Settings) -> dict[str, Any]:
     """Validate a source fully; return the probe (page_count, encryption, producer)."""
     _precheck(source, options)
+    return _probe_alone(source, options, settings)
+
+
+def _probe_alone(source: SourceFile, options: Options, settings: Settings) -> dict[str, Any]:
+    """`inspect` past the checks before MuPDF: the probe in a command of its own, and its checks."""
     limits = _limits(settings)
     try:  # probe + the first batch of rung 1 in one child ...
         info = run_child("probe", source.path, _probe_params(options, settings), **limits)
@@ -126,7 +131,7 @@ def inspect_many(items: list[tuple[SourceFile, Options]], settings: Settings) ->
     documents that pass the checks before MuPDF are probed in one sandbox command (`probe_many`:
     one round trip through the fork server and one result for all, ~0.3–0.5 ms of CPU a one-page
     document). A document whose probe raised in it, or every one where the command itself died (a
-    crash, a limit), goes through `inspect` alone, so its answer, and its error, are its own."""
+    crash, a limit), is probed alone, so its answer, and its error, are its own."""
     found: list[dict[str, Any] | InputError | None] = [None] * len(items)
     todo: list[int] = []
     for i, (source, options) in enumerate(items):
@@ -147,11 +152,11 @@ def inspect_many(items: list[tuple[SourceFile, Options]], settings: Settings) ->
                 found[i] = _checked_or_error(items[i][0], items[i][1], info)
     for i in todo:
         if found[i] is None:
-            try:
-                found[i] = inspect(items[i][0], items[i][1], settings)
+            try:  # its checks before MuPDF passed above
+                found[i] = _probe_alone(items[i][0], items[i][1], settings)
             except InputError as exc:
                 found[i] = exc
-    return [f for f in found if f is not None]
+    return cast("list[dict[str, Any] | InputError]", found)  # every entry set above
 
 
 def _precheck(source: SourceFile, options: Options) -> None:
