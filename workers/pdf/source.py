@@ -167,6 +167,7 @@ def _precheck(source: SourceFile, options: Options) -> None:
 
 
 def _limits(settings: Settings) -> dict[str, Any]:
+    """A sandbox command's wall-clock and memory limits, as every command of this module passes them."""
     return {"timeout_s": settings.sandbox_timeout_s, "memory_mb": settings.sandbox_memory_mb}
 
 
@@ -208,8 +209,7 @@ def extract_pages(
                 "extract",
                 source.path,
                 {"first": first, "last": last, "structure": structure},
-                timeout_s=settings.sandbox_timeout_s,
-                memory_mb=settings.sandbox_memory_mb,
+                **_limits(settings),
             )
         except SandboxError as exc:
             log.warning("extract pages %d-%d of %s failed: %s", first, last, source.filename, exc.message)
@@ -229,6 +229,5 @@ def render_page(pdf: str, page: int, dpi: int, png: str, settings: Settings, rot
         "render",
         pdf,
         {"page": page, "dpi": dpi, "png": png, "max_pixels": 100_000_000, "rotate": rotate},
-        timeout_s=settings.sandbox_timeout_s,
-        memory_mb=settings.sandbox_memory_mb,
+        **_limits(settings),
     )
