@@ -182,18 +182,19 @@ def _collections(pdf: Path, tmp: Path) -> tuple[Callable[[], Any], Callable[[], 
 def report(pages: int, limit: float, seconds: dict[str, float], parts: Parts) -> list[str]:
     """The table's lines and the closing line."""
     per_page = {name: s / pages * 1000 for name, s in seconds.items()}
+    limit_ms = limit / pages * 1000
     total = sum(per_page.values())
-    lines = [f"{'stage':<26} {'ms/page':>8} {'share':>6}", f"{'limit: get_text':<26} {limit / pages * 1000:>8.3f}"]
+    lines = [f"{'stage':<26} {'ms/page':>8} {'share':>6}", f"{'limit: get_text':<26} {limit_ms:>8.3f}"]
     for name in STAGES:
         lines.append(f"{name:<26} {per_page[name]:>8.3f} {per_page[name] / total:>6.0%}")
         for label, count, s in parts.get(name, []):
             lines.append(f"{'  ' + label:<26} {s / count * 1000:>8.3f}")
     lines.append(f"{'the stages':<26} {total:>8.3f}")
     rest = total - per_page["extraction"]
-    room = limit / pages * 1000 / TARGET - per_page["extraction"]  # negative: not even extraction fits
+    room = limit_ms / TARGET - per_page["extraction"]  # negative: not even extraction fits
     lines.append(f"{f'room past extraction, {TARGET}':<26} {room:>8.3f}  (the stages after it: {rest:.3f}; "
-                 f"free, they would leave {limit / pages * 1000 / per_page['extraction']:.2f} of the limit)")
-    lines.append(f"budget_ratio={limit / pages * 1000 / total:.2f}")
+                 f"free, they would leave {limit_ms / per_page['extraction']:.2f} of the limit)")
+    lines.append(f"budget_ratio={limit_ms / total:.2f}")
     return lines
 
 
