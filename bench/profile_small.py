@@ -8,7 +8,8 @@ thread that runs it (a batch reads its next document's head in a thread of its o
 thread decides and stores this one; nested ones are inside their parent's figure). The sandbox's
 own CPU (its server and the children it forks) is in none of them and is printed beside the
 parent's (the fleet's `make bench` counts it under "sandbox"). Prints the Redis commands a
-document costs too.
+document costs too, and the sandbox's floor: MuPDF alone opening the same documents and reading
+their text (`get_text()`, the limit's call) in this process, after the run.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import collections
 import importlib
+import math
 import os
 import sys
 import tempfile
@@ -88,6 +90,23 @@ def sandbox_cpu() -> float:
     return total
 
 
+def mupdf_floor(files: list[Path], passes: int = 2) -> float:
+    """CPU seconds a document for MuPDF alone to open each of `files` and read every page's text
+    (`get_text()`, what the limit runs) in this process, the best of `passes`: what the sandbox's
+    share of a small document cannot go below (its probe, text page and RTL evidence read more)."""
+    import pymupdf
+
+    best = math.inf
+    for _ in range(passes):
+        started = time.process_time()
+        for path in files:
+            with pymupdf.open(path) as doc:
+                for page in doc:
+                    page.get_text()
+        best = min(best, time.process_time() - started)
+    return best / len(files)
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("corpus", type=Path)
@@ -145,6 +164,8 @@ def _measure(corpus: Path, n: int, tmp: Path, url: str) -> int:
           f"sandbox (its server and children) {sandbox / n * 1000:.2f} ms; Redis commands {commands / n:.1f} a document")
     for _, _, label in SECTIONS:
         print(f"  {label:40s} {spent[label] / n * 1000:6.2f} ms")
+    print(f"the sandbox's floor: MuPDF alone, open + get_text() of each in one process (best of 2) "
+          f"{mupdf_floor(files) * 1000:.2f} ms a document")
     return 0
 
 
