@@ -14,9 +14,7 @@ import pymupdf
 import pytest
 
 from bench import profile_small
-from tests.conftest import CORPUS
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.conftest import CORPUS, ROOT
 
 
 def _pdf(path: Path, pages: int) -> Path:
