@@ -16,3 +16,12 @@ def joined(folder: Path, names: Iterable[str], target: Path) -> Path:
                 doc.insert_pdf(src)
         doc.save(target)
     return target
+
+
+def text_pages(path: Path, pages: int) -> Path:
+    """`pages` pages of one line of English each, saved as `path`."""
+    with pymupdf.open() as doc:
+        for i in range(pages):
+            doc.new_page().insert_text((72, 72), f"Page {i + 1}: the quick brown fox jumps over the lazy dog.")
+        doc.save(path)
+    return path

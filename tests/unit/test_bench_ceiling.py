@@ -6,17 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pymupdf
-
 from bench.bench_ceiling import document_jobs, file_jobs, rung1_alone
-
-
-def _pdf(path: Path, pages: int) -> Path:
-    with pymupdf.open() as doc:
-        for i in range(pages):
-            doc.new_page().insert_text((72, 72), f"Page {i + 1}: the quick brown fox jumps over the lazy dog.")
-        doc.save(path)
-    return path
+from tests.support.pdfs import text_pages
 
 
 def test_document_jobs_cover_every_page_once() -> None:
@@ -34,8 +25,8 @@ def test_file_jobs_deal_whole_files_in_turn() -> None:
 
 
 def test_rung1_alone_reads_and_decides_every_page(tmp_path: Path) -> None:
-    doc = _pdf(tmp_path / "doc.pdf", 5)
-    one = [_pdf(tmp_path / f"one{i}.pdf", 1) for i in range(3)]
+    doc = text_pages(tmp_path / "doc.pdf", 5)
+    one = [text_pages(tmp_path / f"one{i}.pdf", 1) for i in range(3)]
     wall, pages, cpu = rung1_alone(document_jobs(doc, 5, 2))
     assert pages == 5 and wall > 0 and cpu > 0
     assert rung1_alone(file_jobs(one, 2))[1] == 3

@@ -15,18 +15,11 @@ import pytest
 
 from bench import profile_small
 from tests.conftest import CORPUS, ROOT
-
-
-def _pdf(path: Path, pages: int) -> Path:
-    with pymupdf.open() as doc:
-        for i in range(pages):
-            doc.new_page().insert_text((72, 72), f"page {i + 1}")
-        doc.save(path)
-    return path
+from tests.support.pdfs import text_pages
 
 
 def test_the_floor_reads_every_file_and_is_a_time_a_document(tmp_path: Path) -> None:
-    files = [_pdf(tmp_path / "one.pdf", 1), _pdf(tmp_path / "three.pdf", 3)]
+    files = [text_pages(tmp_path / "one.pdf", 1), text_pages(tmp_path / "three.pdf", 3)]
     floor = profile_small.mupdf_floor(files, passes=1)
     assert math.isfinite(floor) and floor > 0
     with pytest.raises(pymupdf.FileNotFoundError):  # every file is opened: a missing one is not skipped
