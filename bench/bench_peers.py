@@ -26,13 +26,15 @@ from pathlib import Path
 TESSERACT_LANGS = {"he": "heb+eng", "ar": "ara+eng", "en": "eng"}
 
 
-def _get_text(args: tuple[str, int, int]) -> tuple[int, float]:
+def get_text_cpu(args: tuple[str, int, int | None]) -> tuple[float, float]:
+    """(CPU s, peak RSS MB) of this process opening `path` and running `get_text()` on its pages
+    `first` up to `last` (0-based, `last` excluded; None: to the end): the limit's own work."""
     import pymupdf
 
     path, first, last = args
     before = resource.getrusage(resource.RUSAGE_SELF)
     with pymupdf.open(path) as doc:
-        for i in range(first, last):
+        for i in range(first, doc.page_count if last is None else last):
             doc[i].get_text()
     after = resource.getrusage(resource.RUSAGE_SELF)
     return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, hwm_mb(os.getpid())
@@ -68,7 +70,7 @@ def get_text_limit(pdf: Path, pages: int, procs: int = 2) -> tuple[float, float,
         list(pool.map(_noop, range(procs)))  # start the processes before the clock
         settle()
         started = time.perf_counter()
-        results = list(pool.map(_get_text, bounds))
+        results = list(pool.map(get_text_cpu, bounds))
         wall = time.perf_counter() - started
     return wall, max(rss for _, rss in results), sum(cpu for cpu, _ in results)
 

@@ -94,16 +94,11 @@ def mupdf_floor(files: list[Path], passes: int = 2) -> float:
     """CPU seconds a document for MuPDF alone to open each of `files` and read every page's text
     (`get_text()`, what the limit runs) in this process, the best of `passes`: what the sandbox's
     share of a small document cannot go below (its probe, text page and RTL evidence read more)."""
-    import pymupdf
+    from bench.bench_peers import get_text_cpu
 
     best = math.inf
     for _ in range(passes):
-        started = time.process_time()
-        for path in files:
-            with pymupdf.open(path) as doc:
-                for page in doc:
-                    page.get_text()
-        best = min(best, time.process_time() - started)
+        best = min(best, sum(get_text_cpu((str(path), 0, None))[0] for path in files))
     return best / len(files)
 
 
