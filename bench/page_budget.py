@@ -13,8 +13,10 @@ pages, mixed scripts, each corpus file's fonts shared), and reports each as the 
     extraction   the sandbox child's reading in this process (`bench_ceiling.child_read`);
                  then, of it, MuPDF's text pages alone (`get_textpage` with the child's flags)
     hand-over    the child's reply encoded as the child writes it (pydantic-core) and decoded
-    gate         `decide_page` for every page, each on its own copy of the decoded reply; then the
-                 same figure for the Arabic, the Hebrew and the other pages (by the classifier)
+    gate         `decide_page` for every page, each on its own copy of the decoded reply; then, of
+                 it, the detectors alone (`assess` of what the page gives the gate) and the rest
+                 (the repairs of an accepted page and its record: the gate less the detectors);
+                 then the gate for the Arabic, the Hebrew and the other pages (by the classifier)
     records      the range objects stored (`ranges.store`, ranges as `ranges.plan` cuts them)
     collection   the document assembled from its stored range objects and its artifacts written,
                  as the split task collects a document of several ranges (`ranges.iter_records`
@@ -50,7 +52,7 @@ STAGES = ("extraction", "hand-over", "gate", "records", "collection")
 TARGET = 0.8  # issue 15's digital_ratio
 
 
-def best(passes: int, run: Callable[[], Any], setup: Callable[[], Any] | None = None) -> float:
+def best(passes: int, run: Callable[..., Any], setup: Callable[[], Any] | None = None) -> float:
     """The least CPU seconds of `passes` calls of `run` (given `setup()`'s value, made off the clock).
     Each call starts with this process's heap collected and frozen, as a worker's start-up heap is
     (`workers.app`): the cycle collector walks what the stage makes, not what earlier stages left
@@ -103,7 +105,8 @@ def measure(pdf: Path, pages: int, passes: int) -> tuple[float, dict[str, float]
     import pydantic_core
 
     from bench.bench_ceiling import child_read
-    from workers.ladder.textlayer import decide_page
+    from routing.quality import assess
+    from workers.ladder.textlayer import decide_page, gate_input
     from workers.model import PageRecord
     from workers.ranges import RangeOutcome, plan, store
     from workers.settings import Settings
@@ -121,9 +124,16 @@ def measure(pdf: Path, pages: int, passes: int) -> tuple[float, dict[str, float]
     def gate(read: list[dict[str, Any]]) -> None:
         decided[:] = [decide_page(p, ocr="auto", gpu=False) for p in read]
 
+    def detect(read: list[dict[str, Any]]) -> None:
+        for page in read:
+            assess(gate_input(page))
+
     seconds["gate"] = best(passes, gate, fresh)
     records = [r for r in decided if isinstance(r, PageRecord)]  # (the by-script passes below replace `decided`)
-    parts: Parts = {"extraction": [("MuPDF text pages", pages, textpages)], "gate": []}
+    detectors = best(passes, detect, fresh)
+    parts: Parts = {"extraction": [("MuPDF text pages", pages, textpages)],
+                    "gate": [("detectors (assess)", pages, detectors),
+                             ("repairs and record", pages, seconds["gate"] - detectors)]}
     for name in ("Arabic", "Hebrew", "other"):
         chosen = lambda: [p for p in fresh() if _script(p) == name]  # noqa: E731
         count = len(chosen())

@@ -42,4 +42,6 @@ def test_a_small_document_goes_through_every_stage(capsys: pytest.CaptureFixture
     room = figures["room past extraction, 0.8"]  # may be negative on a slow run: a ms figure either way
     assert abs(room - (figures["limit: get_text"] / 0.8 - figures["extraction"])) < 0.01
     assert any(name.startswith(("Arabic", "Hebrew", "other")) for name in figures)  # the gate by script
+    assert figures["detectors (assess)"] > 0  # the gate's detectors alone, and what the rest of it costs
+    assert abs(figures["detectors (assess)"] + figures["repairs and record"] - figures["gate"]) < 0.01
     assert figures["held (one range)"] > 0  # the collection from range objects, and from memory

@@ -24,6 +24,7 @@ from workers.model import PageRecord, PendingPage, Quality, RouterInfo, Rung
 
 
 _ALNUM = re.compile(r"[^\W_]")
+GATE_LAYER = ("line_geometry", "image_coverage", "shared_position_runs", "glyph_clusters", "run_orders")
 
 
 def layer_summary(page: dict[str, Any]) -> dict[str, Any]:
@@ -50,6 +51,11 @@ def layer_summary(page: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
+def gate_input(page: dict[str, Any]) -> GateInput:
+    """What the gate reads of an extracted page: its text and the glyph evidence the sandbox child found."""
+    return GateInput(text=page.get("text", ""), origin="text_layer", layer={k: page.get(k) for k in GATE_LAYER})
+
+
 def decide_page(page: dict[str, Any], *, ocr: str, gpu: bool) -> PageRecord | PendingPage:
     started = time.monotonic()
     number = int(page["number"])
@@ -57,9 +63,7 @@ def decide_page(page: dict[str, Any], *, ocr: str, gpu: bool) -> PageRecord | Pe
     layer = layer_summary(page)
     if layer["kind"] == "blank" and not page.get("error"):
         return _blank_page(number, layer)
-    gate_layer = {k: page.get(k) for k in ("line_geometry", "image_coverage", "shared_position_runs", "glyph_clusters",
-                                           "run_orders")}
-    verdict = assess(GateInput(text=text, origin="text_layer", layer=gate_layer))
+    verdict = assess(gate_input(page))
     decision = classify_text_layer(text)
     candidate = Candidate(LAYER_ENGINE, Rung.TEXT_LAYER, text, verdict, seconds=time.monotonic() - started)
     if ocr != "force" and (verdict.ok or verdict.repairable):
