@@ -14,8 +14,10 @@ pages, mixed scripts, each corpus file's fonts shared), and reports each as the 
                  then, of it, MuPDF's text pages alone (`get_textpage` with the child's flags)
     hand-over    the child's reply encoded as the child writes it (pydantic-core) and decoded
     gate         `decide_page` for every page, each on its own copy of the decoded reply; then, of
-                 it, the detectors alone (`assess` of what the page gives the gate) and the rest
-                 (the repairs of an accepted page and its record: the gate less the detectors);
+                 it, the detectors alone (`assess` of what the page gives the gate, every page:
+                 the generated document has no blank page, which `decide_page` passes without
+                 the gate) and the rest (the repairs of an accepted page and its record: the gate
+                 less the detectors);
                  then the gate for the Arabic, the Hebrew and the other pages (by the classifier)
     records      the range objects stored (`ranges.store`, ranges as `ranges.plan` cuts them)
     collection   the document assembled from its stored range objects and its artifacts written,
