@@ -9,7 +9,8 @@ This script takes the stages of a page's way through the fleet one at a time, in
 pages, mixed scripts, each corpus file's fonts shared), and reports each as the best of
 `repeats` passes:
 
-    limit        PyMuPDF `get_text()` of every page, the document opened afresh (fonts loaded once)
+    limit        PyMuPDF `get_text()` of every page, the document opened afresh (fonts loaded once):
+                 the bench's own limit process's work (`bench_peers.get_text_cpu`)
     extraction   the sandbox child's reading in this process (`bench_ceiling.child_read`);
                  then, of it, MuPDF's text pages alone (`get_textpage` with the child's flags)
     hand-over    the child's reply encoded as the child writes it (pydantic-core) and decoded
@@ -73,14 +74,6 @@ def best(passes: int, run: Callable[..., Any], setup: Callable[[], Any] | None =
     return least
 
 
-def _limit(pdf: Path) -> None:
-    import pymupdf
-
-    with pymupdf.open(pdf) as doc:
-        for page in doc:
-            page.get_text()
-
-
 def _textpages(pdf: Path) -> None:
     import pymupdf
 
@@ -107,6 +100,7 @@ def measure(pdf: Path, pages: int, passes: int) -> tuple[float, dict[str, float]
     import pydantic_core
 
     from bench.bench_ceiling import child_read
+    from bench.bench_peers import get_text_cpu
     from routing.quality import assess
     from workers.ladder.textlayer import decide_page, gate_input
     from workers.model import PageRecord
@@ -114,7 +108,7 @@ def measure(pdf: Path, pages: int, passes: int) -> tuple[float, dict[str, float]
     from workers.settings import Settings
     from workers.storage import LocalStorage
 
-    limit = best(passes, lambda: _limit(pdf))
+    limit = best(passes, lambda: get_text_cpu((str(pdf), 0, None)))  # the bench's limit, in this process
     seconds = {"extraction": best(passes, lambda: child_read(str(pdf), 1, pages))}
     textpages = best(passes, lambda: _textpages(pdf))
     reply = pydantic_core.to_json(child_read(str(pdf), 1, pages), inf_nan_mode="constants")
