@@ -51,7 +51,7 @@ WORK = {"webhook": "{m} uploads, webhook: a POST each, one after another",
 def upload(files: list[Path], bucket: str) -> list[dict[str, Any]]:
     """Put the files into `bucket`; MinIO-shaped webhook bodies announcing each, in order."""
     from workers.settings import get_settings
-    from workers.storage import s3_client
+    from workers.store.storage import s3_client
 
     client = s3_client(get_settings())
     if not client.bucket_exists(bucket):
@@ -69,7 +69,7 @@ def upload(files: list[Path], bucket: str) -> list[dict[str, Any]]:
 
 def specs(bodies: list[dict[str, Any]], output: str) -> list[Any]:
     """The job each body's upload becomes, as the receiver makes it (same settings, same id)."""
-    from workers import jobs
+    from workers.fleet import jobs
     from workers.intake.events import build_intake
     from workers.intake.parse import parse_event_payload
     from workers.settings import EventSettings, Options
@@ -135,7 +135,7 @@ def runs(fleet: WarmFleet, tmp: Path, corpus: Path, m: int, repeats: int = 1,
     """Each way in turn, `repeats` rounds: the uploads announced by webhook, with and without the
     inbox; the same objects submitted at once; one m-page document; all from S3, results to a
     local folder (`s3_out`: to S3 — five PUTs a document, on moto slower than the fleet's work)."""
-    from workers.submit import enqueue_many
+    from workers.split.submit import enqueue_many
 
     bucket = f"bench-in-{uuid.uuid4().hex[:6]}"
     out = fleet.make_bucket(f"bench-out-{uuid.uuid4().hex[:6]}") if s3_out else (tmp / "events-out").as_uri()

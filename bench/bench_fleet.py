@@ -203,7 +203,7 @@ def small_rows(fleet: WarmFleet, tmp: Path, corpus: Path, m: int, storage: str, 
 
 def _batch_plan(documents: int) -> list[int]:
     from workers.settings import get_settings
-    from workers.submit import batch_plan
+    from workers.split.submit import batch_plan
 
     return batch_plan(documents, get_settings())
 

@@ -37,7 +37,7 @@ from rich.table import Table  # noqa: E402
 
 from routing.order import page_order  # noqa: E402
 from routing.quality import canonical_violations  # noqa: E402
-from workers.artifacts import ACCEPTED_ROUTES  # noqa: E402
+from workers.store.artifacts import ACCEPTED_ROUTES  # noqa: E402
 from workers.cli.evaluate import plain_tesseract  # noqa: E402
 
 Pages = dict[str, list[str | None]]  # file -> page texts (None: not emitted / refused)

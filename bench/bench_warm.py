@@ -113,7 +113,7 @@ class WarmFleet:
 
     def make_bucket(self, name: str) -> str:
         from workers.settings import get_settings
-        from workers.storage import s3_client
+        from workers.store.storage import s3_client
 
         client = s3_client(get_settings())
         if not client.bucket_exists(name):
@@ -240,7 +240,7 @@ class WarmFleet:
 
     def run(self, files: list[Path], storage: str, options: dict[str, Any], tag: str) -> RunResult:
         from workers.settings import Options
-        from workers.submit import enqueue_many, spec_for_path
+        from workers.split.submit import enqueue_many, spec_for_path
 
         opts = Options.model_validate(options)
         specs = [spec_for_path(str(f), storage, f"{tag}/{f.stem}", opts, force=True) for f in files]
@@ -249,7 +249,7 @@ class WarmFleet:
 
     def measure(self, submit: Callable[[], object], ids: list[str], tag: str) -> RunResult:
         """`submit()` (sends the jobs `ids` however it likes) timed until every one of them is done."""
-        from workers import jobs
+        from workers.fleet import jobs
         from workers.pdf.forkserver import IDLE_S
 
         r = jobs.client()
@@ -295,7 +295,7 @@ class WarmFleet:
         memory at most every `_REDIS_SAMPLE_S`: woken by every notice, with an INFO call each and
         the jobs' states read every second, it spent ~0.22 s of CPU over 500 one-page documents
         (2.5 s), ~0.01 s over one 500-page document."""
-        from workers import jobs
+        from workers.fleet import jobs
 
         deadline = time.monotonic() + timeout_s
         redis_peak = 0.0
@@ -331,7 +331,7 @@ class WarmFleet:
 
     @staticmethod
     def _unfinished(r: Any, ids: set[str]) -> set[str]:
-        from workers import jobs
+        from workers.fleet import jobs
 
         order = sorted(ids)
         pipe = r.pipeline(transaction=False)

@@ -39,7 +39,7 @@ from rich.table import Table
 
 from bench.structure_score import Prediction, f1, heading_counts, order_pairs, table_cells
 from routing.structure.mdparse import markdown_blocks
-from workers.artifacts import ACCEPTED_ROUTES
+from workers.store.artifacts import ACCEPTED_ROUTES
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS_TABLES = ("he_macro_table_ghostscript", "ar_tunisia_stats_table", "he_pdfcpu_table_rtl_niqqud")
@@ -47,7 +47,7 @@ BODY = ("heading", "paragraph", "list_item")
 
 
 def pagefleet_pages(pdf: Path) -> list[Any]:
-    """Rung 1 + structure for every page, as `workers.pipeline.split_document` runs it."""
+    """Rung 1 + structure for every page, as `workers.split.document.split_document` runs it."""
     from workers.ladder import structure
     from workers.ladder.textlayer import decide_page
     from workers.pdf import source

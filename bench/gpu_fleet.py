@@ -139,7 +139,7 @@ def gpu_fleet(workdir: Path, env_extra: dict[str, str], pool: str = "threads") -
 
 
 def wait_done(job_id: str, workers: list[Any], timeout_s: float) -> dict[str, str]:
-    from workers import jobs
+    from workers.fleet import jobs
 
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -156,8 +156,8 @@ def wait_done(job_id: str, workers: list[Any], timeout_s: float) -> dict[str, st
 def run_documents(paths: list[Path], out: Path, workers: list[Any], timeout_s: float) -> list[dict[str, Any]]:
     """Each document submitted alone (the next once the last is done): its wall time and pages."""
     from workers.settings import Options
-    from workers.storage import LocalStorage
-    from workers.submit import enqueue, spec_for_path
+    from workers.store.storage import LocalStorage
+    from workers.split.submit import enqueue, spec_for_path
 
     rows = []
     for path in paths:
@@ -176,8 +176,8 @@ def run_at_once(paths: list[Path], out: Path, workers: list[Any], timeout_s: flo
     """One-page documents submitted together (`enqueue_many`, as a bucket's batch or the CLI sends
     them): the wall time until the last is done, and what their pages went through."""
     from workers.settings import Options
-    from workers.storage import LocalStorage
-    from workers.submit import enqueue_many, spec_for_path
+    from workers.store.storage import LocalStorage
+    from workers.split.submit import enqueue_many, spec_for_path
 
     specs = [spec_for_path(str(p), LocalStorage(out).url, p.stem, Options()) for p in paths]
     started = time.perf_counter()
@@ -201,8 +201,9 @@ def merged_calls(logdir: Path) -> list[tuple[int, int]]:
 def generate_counters(wait_s: float = 2.5) -> dict[str, float]:
     """The gpu worker's VLM call counters as the metrics exporter reads them (`workers.metrics`:
     flushed to Redis every 2 s, hence the wait): calls, pages and tasks."""
-    from workers import jobs, metrics
+    from workers import metrics
 
+    from workers.fleet import jobs
     time.sleep(wait_s)
     found: dict[str, float] = {}
     for key, value in jobs.client().hgetall(metrics.HASH).items():

@@ -104,9 +104,9 @@ def measure(pdf: Path, pages: int, passes: int) -> tuple[float, dict[str, float]
     from routing.quality import assess
     from workers.ladder.textlayer import decide_page, gate_input
     from workers.model import PageRecord
-    from workers.ranges import RangeOutcome, plan, store
+    from workers.split.ranges import RangeOutcome, plan, store
     from workers.settings import Settings
-    from workers.storage import LocalStorage
+    from workers.store.storage import LocalStorage
 
     limit = best(passes, lambda: get_text_cpu((str(pdf), 0, None)))  # the bench's limit, in this process
     seconds = {"extraction": best(passes, lambda: child_read(str(pdf), 1, pages))}
@@ -159,12 +159,13 @@ def _collections(pdf: Path, tmp: Path) -> tuple[Callable[[], Any], Callable[[], 
     (`collect_document` without what follows the assembly, the metrics' Redis round trip and the
     work state's removal, so each pass finds the range objects again; None for one range). The
     held records of a document of several ranges are its range objects' records, read back."""
-    from workers import keys, pipeline
-    from workers.keys import job_id_for
+    from workers.store import keys
+    from workers.split import document as pipeline
+    from workers.store.keys import job_id_for
     from workers.model import JobSpec
-    from workers.ranges import iter_records
+    from workers.split.ranges import iter_records
     from workers.settings import Settings
-    from workers.storage import LocalStorage
+    from workers.store.storage import LocalStorage
 
     settings = Settings(cache_dir=str(tmp / "cache"))
     job = JobSpec(job_id=job_id_for("budget", {}), source=str(pdf), filename=pdf.name,

@@ -29,16 +29,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 SECTIONS = [  # (module, attribute, label): nested labels are inside the one above them
-    ("workers.pipeline", "read_heads", "the reader thread: the documents' heads"),
+    ("workers.split.document", "read_heads", "the reader thread: the documents' heads"),
     ("workers.pdf.source", "inspect_many", "  sandbox: the parent's hand-over"),
     ("tasks.split", "split_one", "the main thread: a document's split"),
-    ("workers.ranges", "decide", "  gate and page records"),
-    ("workers.pipeline", "assemble", "  assembly and artifacts"),
-    ("workers.storage", "LocalStorage.put_stream", "    artifact writes (streams)"),
-    ("workers.storage", "LocalStorage.put_bytes", "    artifact writes (report)"),
-    ("workers.jobs", "claim", "  redis: record + lock + splitting"),
-    ("workers.jobs", "update", "  redis: state updates"),
-    ("workers.jobs", "done", "  redis: done, notice, metrics, unlock"),
+    ("workers.split.ranges", "decide", "  gate and page records"),
+    ("workers.split.document", "assemble", "  assembly and artifacts"),
+    ("workers.store.storage", "LocalStorage.put_stream", "    artifact writes (streams)"),
+    ("workers.store.storage", "LocalStorage.put_bytes", "    artifact writes (report)"),
+    ("workers.fleet.jobs", "claim", "  redis: record + lock + splitting"),
+    ("workers.fleet.jobs", "update", "  redis: state updates"),
+    ("workers.fleet.jobs", "done", "  redis: done, notice, metrics, unlock"),
 ]
 
 
@@ -61,12 +61,12 @@ def instrument(spent: collections.Counter[str]) -> None:
         setattr(owner, name, _timed(spent, label, getattr(owner, name)))
     import tasks.collect
     import tasks.split
-    import workers.pipeline
+    import workers.split.document
     from workers.pdf import source
 
-    workers.pipeline.pdf = source  # names bound at import: point them at the timed functions
-    tasks.collect.collect_held = workers.pipeline.collect_held
-    tasks.split.read_heads = workers.pipeline.read_heads
+    workers.split.document.pdf = source  # names bound at import: point them at the timed functions
+    tasks.collect.collect_held = workers.split.document.collect_held
+    tasks.split.read_heads = workers.split.document.read_heads
 
 
 def sandbox_cpu() -> float:
@@ -124,7 +124,8 @@ def _measure(corpus: Path, n: int, tmp: Path, url: str) -> int:
     import redis
 
     from bench import bench_docs
-    from workers import jobs, submit
+    from workers.fleet import jobs
+    from workers.split import submit
     from workers.app import use_broker
     from workers.reliability import current
     from workers.settings import Options, get_settings

@@ -40,10 +40,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--pages", type=int, default=100)
     ap.add_argument("--top", type=int, default=15)
     args = ap.parse_args(argv)
-    from workers.keys import job_id_for
+    from workers.store.keys import job_id_for
     from workers.model import JobSpec
     from workers.pdf import mupdf
-    from workers.pipeline import split_document
+    from workers.split.document import split_document
     from workers.settings import Settings
 
     with tempfile.TemporaryDirectory(prefix="pagefleet-prof-") as tmp:

@@ -13,14 +13,16 @@ import logging
 from celery import Task
 from redis.lock import Lock
 
-from workers import jobs, metrics, stream
+from workers import metrics
+from workers.fleet import jobs
+from workers.collect import stream
 from workers.app import task
-from workers.jobs import JobState
+from workers.fleet.jobs import JobState
 from workers.model import JobSpec
 from workers.notify import call_back, notice_for, notify
-from workers.pipeline import Held, PagesMissing, collect_document, collect_held
+from workers.split.document import Held, PagesMissing, collect_document, collect_held
 from workers.settings import Settings, get_settings
-from workers.stream import Abandoned, Waiter
+from workers.collect.stream import Abandoned, Waiter
 
 log = logging.getLogger(__name__)
 def _finish(spec: dict, *, final_attempt: bool) -> dict:
@@ -54,7 +56,7 @@ def _collect(job: JobSpec, settings: Settings, final_attempt: bool) -> dict:
 
 def collect_streaming(spec: dict, waiter: Waiter) -> dict | None:
     """A document of several ranges collected by its split task as the range tasks store them
-    (`workers.stream`); None where it gave up, having written nothing (`split_done` collects it
+    (`workers.collect.stream`); None where it gave up, having written nothing (`split_done` collects it
     then). The collect lock is taken once every page is in, as `_finish` takes it."""
     job = JobSpec.model_validate(spec)
     settings = get_settings()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from workers import jobs
+from workers.fleet import jobs
 from workers.app import task
 from workers.notify import CallbackFailed, already_delivered, mark_delivered, post_callback
 from workers.reliability import current

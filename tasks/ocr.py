@@ -12,10 +12,10 @@ import time
 
 from celery.exceptions import SoftTimeLimitExceeded
 
-from workers import deadline, jobs
+from workers.fleet import deadline, jobs
 from workers.app import task
 from workers.errors import TaskDeadline
-from workers.jobs import JobState
+from workers.fleet.jobs import JobState
 from workers.model import JobSpec
 from workers.ladder.ocr import failed_page, ocr_pages, summary
 from workers.settings import get_settings

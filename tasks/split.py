@@ -15,13 +15,14 @@ from celery import chord
 from redis.lock import Lock
 
 from tasks.collect import _finish, collect, collect_after_error, collect_streaming, finish_held
-from workers import jobs, logs, stream
+from workers.fleet import jobs, logs
+from workers.collect import stream
 from workers.app import task
-from workers.jobs import JobState
+from workers.fleet.jobs import JobState
 from workers.model import JobSpec
-from workers import ranges
+from workers.split import ranges
 from workers.ladder.structure import DocumentLayout
-from workers.pipeline import (Head, PagesMissing, SplitOutcome, head_outcome, parse_options, read_heads,
+from workers.split.document import (Head, PagesMissing, SplitOutcome, head_outcome, parse_options, read_heads,
                               split_document, split_range as split_pages, structure_plan,
                               structure_range as structure_pages)
 from workers.settings import Settings, get_settings
@@ -135,7 +136,7 @@ def _heads_of(specs: list[dict]) -> list[Head | Exception]:
 def split_one(spec: dict, may_stream: bool = True, ahead: Callable[[], Head] | None = None) -> dict:
     """Rung 1 for one document: validate, read every page of the split task's own range (a big
     document's other ranges go out as a chord first, and with `may_stream` this task then collects
-    it as they come in: `workers.stream`), then its OCR chord or, when nothing climbs, its
+    it as they come in: `workers.collect.stream`), then its OCR chord or, when nothing climbs, its
     collection in place. `ahead`: the document's head, read beforehand (`split_batch`); a document
     skipped here ignores it (a cached S3 source it fetched goes when idle: `fetch.prune`)."""
     job = JobSpec.model_validate(spec)

@@ -8,7 +8,7 @@ import logging
 
 from workers import watchdog as wd
 from workers.app import task
-from workers.pipeline import SplitOutcome
+from workers.split.document import SplitOutcome
 from workers.settings import get_settings
 
 log = logging.getLogger(__name__)

@@ -120,7 +120,7 @@ def fleet(service_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory)
 
 
 def wait_for_job(job_id: str, timeout_s: float = 240.0) -> dict[str, str]:
-    from workers import jobs
+    from workers.fleet import jobs
 
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -137,7 +137,7 @@ def s3_bucket(service_env: dict[str, str]):
     import uuid
 
     from workers.settings import get_settings
-    from workers.storage import s3_client
+    from workers.store.storage import s3_client
 
     client = s3_client(get_settings())
     name = f"t-{uuid.uuid4().hex[:12]}"

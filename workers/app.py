@@ -26,7 +26,7 @@ from kombu.exceptions import OperationalError
 import redis
 
 from routing import compiled
-from workers import heartbeat, logs, observability
+from workers.fleet import heartbeat, logs, observability
 from workers.errors import BrokerUnavailable, StorageError
 from workers.settings import QUEUES, get_settings
 
@@ -220,7 +220,7 @@ _heartbeat = heartbeat.Heartbeat()
 
 
 class HeartbeatStep(bootsteps.StartStopStep):
-    """Touches the liveness file on the worker's event-loop timer (see workers/heartbeat.py)."""
+    """Touches the liveness file on the worker's event-loop timer (see workers/fleet/heartbeat.py)."""
 
     requires = {"celery.worker.components:Timer"}
 
@@ -244,7 +244,7 @@ app.steps["worker"].add(HeartbeatStep)
 
 @setup_logging.connect
 def _logging(loglevel: Any = None, logfile: Any = None, **_: object) -> None:
-    """Workers log through workers/logs.py: `--loglevel`, PAGEFLEET_LOG_FORMAT=json for one JSON
+    """Workers log through workers/fleet/logs.py: `--loglevel`, PAGEFLEET_LOG_FORMAT=json for one JSON
     object a line with job id and page, `--logfile` honoured."""
     stream = open(logfile, "a", buffering=1, encoding="utf-8") if logfile else None  # noqa: SIM115 - lives as long as the worker
     logs.configure(loglevel or "INFO", get_settings().log_format, stream)

@@ -121,7 +121,7 @@ class EngineCrashed(EngineError):
 
 class TaskDeadline(PagefleetError):
     """A task on a thread passed its soft time limit, which Celery cannot deliver there
-    (`workers.deadline`): its pages end as a prefork task's do at the limit (`time_limit`)."""
+    (`workers.fleet.deadline`): its pages end as a prefork task's do at the limit (`time_limit`)."""
 
     code = "time_limit"
 

@@ -53,7 +53,7 @@ def parse_field(text: str) -> tuple[str, dict[str, str]]:
 
 def page_counts(page: Any, counts: Counter[str]) -> None:
     """Add one page's series (its route and rung, the gate's refusals) to `counts`."""
-    from workers.artifacts import final_rung
+    from workers.store.artifacts import final_rung
 
     counts[field("pages_total", route=page.route, rung=final_rung(page))] += 1
     for attempt in page.attempts:
@@ -116,7 +116,7 @@ class Recorder:
     @property
     def client(self) -> redis.Redis:
         if self._client is None:
-            from workers import jobs
+            from workers.fleet import jobs
 
             self._client = jobs.client()
         return self._client

@@ -15,7 +15,7 @@ from typing import Any
 
 import redis
 
-from workers import jobs
+from workers.fleet import jobs
 from workers.errors import BrokerUnavailable, PagefleetError
 from workers.model import JobSpec
 

@@ -239,7 +239,7 @@ class Settings(BaseSettings):
     gpu: bool = Field(False, description="route OCR to the gpu queue and its VLM chains")
     # a worker of the gpu queue alone: "threads" runs its tasks on threads whose pages share the
     # VLM's generate calls (workers/engines/batching.py; a task keeps its own soft time limit there,
-    # workers/deadline.py); "prefork" one task at a time in a pool child
+    # workers/fleet/deadline.py); "prefork" one task at a time in a pool child
     gpu_pool: Literal["threads", "prefork"] = "threads"
     tesseract_cmd: str = "tesseract"
     tesseract_timeout_s: float = Field(180.0, gt=0)
@@ -285,11 +285,11 @@ class Settings(BaseSettings):
     split_max_ranges: int = Field(64, ge=1)
     # a document too short for about eight ranges of split_range_pages gets ranges down to this size
     # (26–192 pages): the last range runs alone while the other cores idle, so a shorter one wastes
-    # less (workers/ranges.py)
+    # less (workers/split/ranges.py)
     split_range_min_pages: int = Field(10, ge=1)
     split_range_queue: Literal["split", "cpu"] = "cpu"
     # a document of several ranges (structure off) is collected by its split task as the range tasks
-    # store their ranges, not after the last one (`workers.stream`); off: by `split_done`, after them
+    # store their ranges, not after the last one (`workers.collect.stream`); off: by `split_done`, after them
     stream_collect: bool = True
     # documents submitted together (`submit.enqueue_many`: a folder, `pagefleet run`, the bench) of
     # at most split_batch_max_bytes go to the split queue as batches of this many, one task each,

@@ -24,13 +24,15 @@ from typing import Any
 
 from rich.console import Console
 
-from workers import jobs, keys, ranges
+from workers.fleet import jobs
+from workers.store import keys
+from workers.split import ranges
 from workers.errors import AbortedError, BrokerUnavailable, StorageError
-from workers.jobs import JobState
+from workers.fleet.jobs import JobState
 from workers.model import JobSpec
 from workers.reliability import ReliabilitySettings, current
 from workers.settings import Settings, get_settings
-from workers.storage import open_storage
+from workers.store.storage import open_storage
 
 log = logging.getLogger(__name__)
 NONFINAL = (JobState.QUEUED, JobState.SPLITTING, JobState.OCR, JobState.COLLECTING)
@@ -53,7 +55,7 @@ def missing_pages(job: JobSpec, info: dict[str, str], settings: Settings) -> dic
     """Pages without a record, by the queue their pending record names."""
     storage = open_storage(job.storage, settings)
     missing: dict[str, list[int]] = {}
-    try:  # the ranges' objects and the OCR'd pages (workers/ranges.py)
+    try:  # the ranges' objects and the OCR'd pages (workers/split/ranges.py)
         manifest = storage.get_json(keys.job_manifest(job.job_id))
         recorded = {n for n, record in ranges.iter_records(storage, job.job_id, manifest) if record is not None}
     except KeyError:
@@ -144,7 +146,7 @@ def _act(job_id: str, info: dict[str, str], settings: Settings, rel: Reliability
 
 def _abandon(job: JobSpec, info: dict[str, str], settings: Settings) -> None:
     """A job that never got through its split: `aborted` error.json, a dead letter, state error."""
-    from workers.pipeline import write_error
+    from workers.split.document import write_error
 
     record = write_error(job, open_storage(job.storage, settings),
                          AbortedError("aborted: the split did not finish within the deadline"))

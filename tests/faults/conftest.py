@@ -46,7 +46,7 @@ def submit(d: Any, paths: list[Path], pages: int, *, on_s3: bool = False, force:
     """One job a path, each enqueued alone, or with `together` as one submission (`enqueue_many`:
     small documents in batches)."""
     from workers.settings import Options
-    from workers.submit import enqueue, enqueue_many, spec_for_object, spec_for_path
+    from workers.split.submit import enqueue, enqueue_many, spec_for_object, spec_for_path
 
     ids, specs = [], []
     for path in paths:
@@ -73,7 +73,7 @@ def submit(d: Any, paths: list[Path], pages: int, *, on_s3: bool = False, force:
 
 def settle(job_ids: list[str], timeout_s: float) -> float:
     """Wait until every job is final (or dead-lettered without a record); the seconds it took."""
-    from workers import jobs
+    from workers.fleet import jobs
 
     started = time.monotonic()
     while time.monotonic() - started < timeout_s:

@@ -51,7 +51,7 @@ class Endpoint:
 
 
 def test_callback_endpoint_fails_or_is_slow(drill) -> None:
-    from workers import jobs
+    from workers.fleet import jobs
 
     endpoint = Endpoint()
     with drill():

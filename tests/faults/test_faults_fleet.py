@@ -27,7 +27,7 @@ def _until(predicate, timeout_s: float = 60, every_s: float = 0.05):
 
 
 def _state(job_id: str) -> str | None:
-    from workers import jobs
+    from workers.fleet import jobs
 
     return jobs.get(job_id).get("state")
 
@@ -84,7 +84,7 @@ def test_sigkill_during_split(drill) -> None:
 
 
 def test_same_document_four_times_one_after_another(drill) -> None:
-    from workers import jobs
+    from workers.fleet import jobs
 
     with drill():
         doc = drill.docs(1, 2)
@@ -102,7 +102,7 @@ def test_same_document_four_times_one_after_another(drill) -> None:
 
 
 def test_same_document_twice_at_once(drill) -> None:
-    from workers import jobs
+    from workers.fleet import jobs
     from workers.app import send
 
     with drill(queues=(("split,collect", 2), ("cpu", 2))):

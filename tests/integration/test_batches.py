@@ -12,8 +12,8 @@ import pytest
 
 from tests.conftest import wait_for_job
 from workers.settings import Options, get_settings
-from workers.storage import LocalStorage
-from workers.submit import enqueue_many, spec_for_path
+from workers.store.storage import LocalStorage
+from workers.split.submit import enqueue_many, spec_for_path
 
 pytestmark = pytest.mark.integration
 
@@ -223,12 +223,13 @@ def test_a_burst_of_bucket_events_is_enqueued_in_batches(fleet, tmp_path: Path, 
 
     from tests.integration.test_redis_bridge import access_element
     from tests.unit.test_event_parser import minio_record
-    from workers import app, jobs
+    from workers import app
+    from workers.fleet import jobs
     from workers.intake.bridge import RedisBridge, bridge_client
     from workers.intake.events import build_intake
     from workers.intake.parse import parse_event_payload
     from workers.settings import EventSettings
-    from workers.storage import S3Storage
+    from workers.store.storage import S3Storage
 
     bucket, client = s3_bucket
     client.make_bucket(bucket + "-out")
@@ -268,7 +269,8 @@ def test_a_submission_whose_send_failed_is_sent_by_its_retry(fleet, tmp_path: Pa
     "running" with nothing on the queue."""
     from kombu.exceptions import OperationalError
 
-    from workers import app, jobs
+    from workers import app
+    from workers.fleet import jobs
     from workers.errors import BrokerUnavailable
 
     files = [one_page(tmp_path / f"retry{i}.pdf", f"retried document {i}") for i in range(3)]
@@ -293,7 +295,7 @@ def test_a_document_decided_whole_is_collected_from_memory_and_redone_whole_afte
     fails while collecting (here the artifact folder's place is taken by a file) is simply done
     again, under a lock the failure released."""
     from tasks.split import split_one
-    from workers import jobs
+    from workers.fleet import jobs
 
     pdf = one_page(tmp_path / "memo.pdf", "collected from memory hello world")
     out = tmp_path / "out"

@@ -15,7 +15,7 @@ import pytest
 
 from bench import bench_warm
 from bench.bench_warm import WarmFleet
-from workers import jobs
+from workers.fleet import jobs
 
 pytestmark = pytest.mark.integration
 

@@ -75,7 +75,7 @@ def test_put_streams_stores_every_object_at_once_and_raises_a_failed_one(s3_buck
     """A document's artifacts go to S3 together (`S3Storage.put_streams`); every one is there when
     it returns, and a PUT that fails is raised (the job retries), not lost in its thread."""
     from workers.errors import StorageError
-    from workers.storage import S3Storage
+    from workers.store.storage import S3Storage
 
     bucket, _ = s3_bucket
     store = S3Storage(bucket, "docs")

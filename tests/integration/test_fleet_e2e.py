@@ -10,8 +10,8 @@ import pytest
 
 from tests.conftest import wait_for_job
 from workers.settings import Options
-from workers.storage import LocalStorage, S3Storage
-from workers.submit import enqueue, spec_for_object, spec_for_path
+from workers.store.storage import LocalStorage, S3Storage
+from workers.split.submit import enqueue, spec_for_object, spec_for_path
 
 pytestmark = pytest.mark.integration
 

@@ -24,7 +24,7 @@ SECRET_FILE = "חוזה לקוח 17.pdf"
 
 
 def probe(kind: str, env: dict[str, str]) -> int:
-    return subprocess.run([sys.executable, "-m", "workers.heartbeat", kind], cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "workers.fleet.heartbeat", kind], cwd=ROOT, env=env,
                           capture_output=True, timeout=30).returncode
 
 

@@ -143,7 +143,7 @@ def test_a_gathered_submission_goes_as_whole_batches(monkeypatch: pytest.MonkeyP
     """16 documents of a burst go as one `split_batch` of 16 (8 + 4 + 4 when tapered, the end
     of a submission an idle fleet spreads over its processes)."""
     from workers.settings import get_settings
-    from workers.submit import batch_plan
+    from workers.split.submit import batch_plan
 
     settings = get_settings()
     assert batch_plan(16, settings, taper=False) == [16]
@@ -154,8 +154,8 @@ def test_a_gathered_submission_goes_as_whole_batches(monkeypatch: pytest.MonkeyP
 @pytest.fixture
 def inbox_receiver(service_env: dict[str, str]):
     """An in-process receiver with an inbox and the bridges `pagefleet events` starts beside it."""
-    from workers import jobs
-    from workers.asgi import AsgiServer
+    from workers.fleet import jobs
+    from workers.fleet.asgi import AsgiServer
     from workers.cli.events import start_bridges
     from workers.intake.bridge import stop_bridges
     from workers.intake.events import build_intake
@@ -182,9 +182,9 @@ def inbox_receiver(service_env: dict[str, str]):
 
 def test_inbox_queues_each_post_and_its_bridge_runs_the_jobs_once(fleet, tmp_path: Path, s3_bucket,
                                                                    inbox_receiver) -> None:
-    from workers import jobs
+    from workers.fleet import jobs
     from workers.intake.parse import parse_event_payload
-    from workers.storage import S3Storage
+    from workers.store.storage import S3Storage
 
     bucket, client = s3_bucket
     client.make_bucket(bucket + "-out")

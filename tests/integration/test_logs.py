@@ -11,8 +11,8 @@ import pytest
 
 from tests.conftest import PrivateFleet, wait_for_job
 from workers.settings import Options
-from workers.storage import LocalStorage
-from workers.submit import enqueue, spec_for_path
+from workers.store.storage import LocalStorage
+from workers.split.submit import enqueue, spec_for_path
 
 pytestmark = pytest.mark.integration
 SECRET = "confidential-report-4711"

@@ -14,11 +14,11 @@ import redis
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import PrivateFleet, wait_for_job
-from workers.asgi import AsgiServer
+from workers.fleet.asgi import AsgiServer
 from workers.metrics import exporter_app
 from workers.settings import QUEUES, Options
-from workers.storage import LocalStorage
-from workers.submit import enqueue, spec_for_path
+from workers.store.storage import LocalStorage
+from workers.split.submit import enqueue, spec_for_path
 
 pytestmark = pytest.mark.integration
 DOCS = ("born_digital_hebrew.pdf", "image_only_hebrew_scan.pdf")

@@ -24,7 +24,7 @@ import redis
 
 from tests.conftest import PrivateFleet
 from tests.unit.test_event_parser import minio_record
-from workers.asgi import AsgiServer
+from workers.fleet.asgi import AsgiServer
 from workers.intake.events import build_intake
 from workers.intake.receiver import BearerAuth, Limits, Receiver, redis_ready
 from workers.metrics import Recorder

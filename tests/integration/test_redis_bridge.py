@@ -19,7 +19,7 @@ from workers.intake.events import build_intake
 from workers.intake.parse import parse_event_payload
 from workers.intake.bridge import RedisBridge, bridge_client, start_bridge
 from workers.settings import EventSettings
-from workers.storage import S3Storage
+from workers.store.storage import S3Storage
 
 pytestmark = pytest.mark.integration
 
@@ -30,7 +30,7 @@ def access_element(record: dict) -> bytes:
 
 
 def test_bridge_replays_dedups_and_dead_letters(fleet, fixtures_dir: Path, s3_bucket, service_env) -> None:
-    from workers import jobs
+    from workers.fleet import jobs
     from workers.settings import get_settings
 
     bucket, client = s3_bucket

@@ -13,10 +13,11 @@ import pytest
 
 from tests.conftest import PrivateFleet, wait_for_job
 from tests.support.drills import busy_child
-from workers import jobs, keys
+from workers.fleet import jobs
+from workers.store import keys
 from workers.settings import Options
-from workers.storage import LocalStorage
-from workers.submit import enqueue, spec_for_path
+from workers.store.storage import LocalStorage
+from workers.split.submit import enqueue, spec_for_path
 
 pytestmark = pytest.mark.integration
 
@@ -104,14 +105,14 @@ def test_watchdog_finishes_a_job_whose_chord_never_fires(fixtures_dir: Path, tmp
 def test_a_task_on_a_thread_keeps_its_soft_time_limit(fixtures_dir: Path, tmp_path: Path,
                                                       service_env: dict[str, str]) -> None:
     """A gpu worker's tasks run on threads, where Celery's soft limit cannot reach them: the task
-    keeps its own (workers.deadline) and its pages end as a prefork task's do at the limit."""
+    keeps its own (workers.fleet.deadline) and its pages end as a prefork task's do at the limit."""
     from concurrent.futures import ThreadPoolExecutor
 
     from tasks.ocr import _run
     from workers.settings import get_settings
 
     from workers.model import JobSpec
-    from workers.pipeline import split_document
+    from workers.split.document import split_document
 
     def split(out: Path) -> dict:  # rung 1's work state stored; no OCR task is sent
         spec = spec_for_path(str(fixtures_dir / "image_only_hebrew_scan.pdf"), LocalStorage(out).url, "doc", Options())

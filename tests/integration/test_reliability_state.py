@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from workers import jobs
+from workers.fleet import jobs
 from workers.cli.main import main
 
 pytestmark = pytest.mark.integration
@@ -131,7 +131,7 @@ def test_a_one_task_document_is_collected_in_place_on_the_record_its_split_read(
 
     from tasks.split import split
     from workers.settings import Options
-    from workers.submit import spec_for_path
+    from workers.split.submit import spec_for_path
 
     pdf = tmp_path / "one.pdf"
     with pymupdf.open() as doc:

@@ -25,10 +25,10 @@ def _document(version: str, uri: str) -> bytes:
 
 
 def test_reparse_resubmits_only_older_documents(service_env: dict[str, str], fixtures_dir: Path) -> None:
-    from workers import jobs
+    from workers.fleet import jobs
     from workers.cli.main import main
     from workers.settings import PIPELINE_VERSION, get_settings
-    from workers.storage import s3_client
+    from workers.store.storage import s3_client
 
     client = s3_client(get_settings())
     for bucket in ("reparse-in", "reparse-out"):

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from workers.settings import Settings
-from workers.storage import S3Storage, s3_client
+from workers.store.storage import S3Storage, s3_client
 
 pytestmark = pytest.mark.integration
 

@@ -14,10 +14,10 @@ import pytest
 
 from tests.support.artifact_streams import artifact_streams
 from tests.support.tcp_proxy import TcpProxy
-from workers import storage as storage_module
+from workers.store import storage as storage_module
 from workers.errors import StorageError
 from workers.settings import Settings
-from workers.storage import S3Storage
+from workers.store.storage import S3Storage
 
 pytestmark = pytest.mark.integration
 

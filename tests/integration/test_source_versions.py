@@ -15,7 +15,7 @@ from minio.versioningconfig import VersioningConfig
 from workers.errors import PdfTooLargeError, SourceChangedError
 from workers.pdf.fetch import local_pdf
 from workers.settings import Options, get_settings
-from workers.submit import spec_for_object
+from workers.split.submit import spec_for_object
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""The split task's wait for its document's ranges (`workers.stream.Waiter`), on a real Redis: it
+"""The split task's wait for its document's ranges (`workers.collect.stream.Waiter`), on a real Redis: it
 returns as soon as a range task says its range is stored, and gives up — so `split_done` collects —
 when its lease is taken away, when other documents wait on the split queue, or when no range comes."""
 
@@ -10,7 +10,8 @@ import uuid
 
 import pytest
 
-from workers import jobs, stream
+from workers.fleet import jobs
+from workers.collect import stream
 
 pytestmark = pytest.mark.integration
 

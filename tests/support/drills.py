@@ -153,7 +153,7 @@ class Ledger:
 
     def check(self) -> dict[str, Any]:
         """The invariant, for every document submitted; returns the tallies for the README table."""
-        from workers import jobs
+        from workers.fleet import jobs
 
         dead = {d.get("job_id") for d in jobs.dead_letters()}
         seen: dict[str, Submitted] = {}

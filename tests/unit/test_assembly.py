@@ -1,4 +1,4 @@
-"""The collector's page-by-page assembly (workers/assembly.py) writes the bytes the document built
+"""The collector's page-by-page assembly (workers/collect/assembly.py) writes the bytes the document built
 whole would: document.json as pydantic serializes the whole DocumentRecord, document.md, text.txt
 and chunks.jsonl as the whole-document functions make them; and it holds only the pages a chunk
 still open may cite, never the document."""
@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 from routing.structure.chunking import ChunkRules, chunk_document
-from workers import artifacts, assembly, chunks
-from workers.assembly import Assembly
-from workers.chunks import _page_in, replays
+from workers.store import artifacts
+from workers.collect import assembly, chunks
+from workers.collect.assembly import Assembly
+from workers.collect.chunks import _page_in, replays
 from workers.model import (Attempt, Block, DocumentRecord, PageRecord, Quality, ReviewPreview, RouterInfo, SourceInfo,
                            TableData)
-from workers.storage import LocalStorage
+from workers.store.storage import LocalStorage
 
 HEB = "פסקה ארוכה על חוזה השכירות והתנאים שלו " * 6
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from workers.settings import Settings
-from workers.submit import batch_size
+from workers.split.submit import batch_size
 
 
 @pytest.mark.parametrize(("documents", "expected"), [(1, 16), (9, 16), (40, 16), (128, 16), (129, 17),
@@ -34,7 +34,7 @@ def test_a_submission_s_batches_cover_it_once_and_taper_at_its_end(documents: in
     """`batch_plan`: every document in one batch, no batch above `batch_size`, sizes never growing,
     the last batches halving (none under 3 documents where the tail was cut) — the last batch a
     split worker process takes is short."""
-    from workers.submit import batch_plan
+    from workers.split.submit import batch_plan
 
     settings = Settings()
     plan = batch_plan(documents, settings)

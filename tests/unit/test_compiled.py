@@ -63,8 +63,8 @@ import json, sys
 from pathlib import Path
 from routing import compiled
 from routing.structure.chunking import ChunkRules, iter_chunks
-from workers.artifacts import ACCEPTED_ROUTES
-from workers.chunks import _page_in
+from workers.store.artifacts import ACCEPTED_ROUTES
+from workers.collect.chunks import _page_in
 from workers.ladder.textlayer import decide_page
 from workers.model import PageRecord
 from workers.pdf.mupdf import extract_range

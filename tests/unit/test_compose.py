@@ -61,7 +61,7 @@ def test_compose_wiring() -> None:
             assert _seconds(service["stop_grace_period"]) >= app.conf.task_time_limit + app.conf.worker_soft_shutdown_timeout
             # Docker's default /dev/shm (64 MB) is too small for the sandbox's scratch files (scratch_base)
             assert int(service["shm_size"].rstrip("m")) >= Settings().sandbox_scratch_shm_mb, name
-            assert service["healthcheck"]["test"][1:4] == ["python", "-m", "workers.heartbeat"]
+            assert service["healthcheck"]["test"][1:4] == ["python", "-m", "workers.fleet.heartbeat"]
 
 
 def _compose_queues(service: dict[str, Any]) -> list[str]:

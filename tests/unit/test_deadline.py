@@ -1,4 +1,4 @@
-"""workers/deadline.py: a task on a thread keeps its own soft time limit. The batcher lets a read
+"""workers/fleet/deadline.py: a task on a thread keeps its own soft time limit. The batcher lets a read
 still queued at its deadline go, a shared call runs under the earliest deadline of its requests,
 the VLM's generate stops there, and the page chain stops between engines."""
 
@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from workers import deadline
+from workers.fleet import deadline
 from workers.engines.batching import Batcher
 from workers.errors import TaskDeadline
 

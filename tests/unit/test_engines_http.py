@@ -219,9 +219,9 @@ def test_unreadable_page_is_a_crash(server: FakeVllm, tmp_path: Path) -> None:
 
 
 def test_a_task_deadline_bounds_the_wait_for_the_server(server: FakeVllm, pages: list[PageImage]) -> None:
-    """A task on a thread (workers.deadline): a request waits no longer than the task may run, and
+    """A task on a thread (workers.fleet.deadline): a request waits no longer than the task may run, and
     running out of that time is the task's time limit, not the engine's timeout."""
-    from workers import deadline
+    from workers.fleet import deadline
     from workers.errors import TaskDeadline
 
     server.mode = "slow"

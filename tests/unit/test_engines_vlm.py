@@ -22,7 +22,7 @@ pytest.importorskip("transformers")
 from PIL import Image, ImageDraw, ImageFont  # noqa: E402
 
 from tests.support import tiny_models
-from workers import deadline  # noqa: E402
+from workers.fleet import deadline  # noqa: E402
 from workers.engines import batching, hf, repetition, vlm, vlm_load  # noqa: E402
 from workers.engines.base import PageImage, create  # noqa: E402
 from workers.errors import EngineTimeout, EngineUnavailable, TaskDeadline  # noqa: E402
@@ -304,7 +304,7 @@ def test_generation_past_its_time_budget_times_out(models: ModelDirs, pages: lis
 
 
 def test_generation_stops_at_the_task_deadline(models: ModelDirs, pages: list[PageImage]) -> None:
-    """A task on a thread (workers.deadline): generate gets max_time up to the deadline, and a page
+    """A task on a thread (workers.fleet.deadline): generate gets max_time up to the deadline, and a page
     cut there is the task's time limit, not the engine's timeout."""
     engine = create("qwen", model=models[("qwen", True)], max_new_tokens=2000, min_span=10_000)
     with deadline.until(time.monotonic() + 0.3), pytest.raises(TaskDeadline, match="time limit"):

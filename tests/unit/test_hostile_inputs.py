@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from workers.model import JobSpec
-from workers.pipeline import split_document
+from workers.split.document import split_document
 from workers.settings import get_settings
-from workers.storage import LocalStorage
+from workers.store.storage import LocalStorage
 
 
 def _split(pdf: Path, out: Path, **options):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from workers.storage import LocalStorage
+from workers.store.storage import LocalStorage
 
 
 def test_objects_land_whole_in_folders_made_where_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -49,7 +49,7 @@ def test_compact_work_state_reads_back_as_json_dumps_wrote_it(tmp_path: Path) ->
     import json
     import math
 
-    from workers.storage import LocalStorage
+    from workers.store.storage import LocalStorage
 
     store = LocalStorage(str(tmp_path))
     state = {"outcome": {"first": 1, "last": 2}, "records": [
@@ -69,7 +69,7 @@ def test_compact_work_state_reads_back_as_json_dumps_wrote_it(tmp_path: Path) ->
 def test_a_local_store_is_opened_once_per_root(tmp_path) -> None:
     """`open_storage` of one file URL (or plain path) gives the same store each time; another
     root, another store."""
-    from workers.storage import open_storage
+    from workers.store.storage import open_storage
 
     first = open_storage((tmp_path / "a").as_uri())
     assert open_storage((tmp_path / "a").as_uri()) is first and first.root == (tmp_path / "a").resolve()

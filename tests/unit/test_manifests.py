@@ -231,8 +231,8 @@ def test_worker_shutdown_and_probes() -> None:
         spec = pod_spec(deployment)
         assert spec["terminationGracePeriodSeconds"] >= hard_plus_soft, deployment["metadata"]["name"]
         container = spec["containers"][0]
-        assert container["livenessProbe"]["exec"]["command"] == ["python", "-m", "workers.heartbeat", "live"]
-        assert container["readinessProbe"]["exec"]["command"] == ["python", "-m", "workers.heartbeat", "ready"]
+        assert container["livenessProbe"]["exec"]["command"] == ["python", "-m", "workers.fleet.heartbeat", "live"]
+        assert container["readinessProbe"]["exec"]["command"] == ["python", "-m", "workers.fleet.heartbeat", "ready"]
         assert container["resources"]["requests"] and container["resources"]["limits"]["memory"]
         # the sandbox's scratch files in RAM: /dev/shm a tmpfs roomier than sandbox_scratch_shm_mb
         shm = next(m for m in container["volumeMounts"] if m["mountPath"] == "/dev/shm")

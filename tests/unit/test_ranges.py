@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from workers import keys, ranges, watchdog
+from workers import watchdog
+from workers.store import keys
+from workers.split import ranges
 from workers.model import JobSpec, PageRecord, PendingPage, Quality, RouterInfo
 from workers.settings import Settings
-from workers.storage import LocalStorage
+from workers.store.storage import LocalStorage
 
 
 @pytest.mark.parametrize("pages", [1, 49, 50, 51, 100, 1000, 10_000, 12_345])

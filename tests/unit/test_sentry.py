@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from workers.observability import FILTERED, init_sentry, scrub_event, scrub_text
+from workers.fleet.observability import FILTERED, init_sentry, scrub_event, scrub_text
 
 sentry_sdk = pytest.importorskip("sentry_sdk")
 
@@ -182,7 +182,7 @@ def test_exception_messages_lose_document_text_of_any_script(message: str, secre
 
 
 def test_exception_messages_keep_our_prefix_and_codes() -> None:
-    from workers.observability import scrub_message
+    from workers.fleet.observability import scrub_message
 
     assert scrub_message("storage_error: timeout") == "storage_error: timeout"
     assert scrub_message("cannot repair 'a.pdf' (b.pdf): The fox") == "cannot repair '[text]' ([file]): [text]"
@@ -190,7 +190,7 @@ def test_exception_messages_keep_our_prefix_and_codes() -> None:
 
 def test_script_ranges_come_from_routing() -> None:
     from routing.scripts import ARABIC_RANGES, HEBREW_RANGES
-    from workers import observability
+    from workers.fleet import observability
 
     for lo, hi in (*HEBREW_RANGES, *ARABIC_RANGES):
         assert f"{chr(lo)}-{chr(hi)}" in observability._RTL_LETTER

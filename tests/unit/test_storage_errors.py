@@ -10,7 +10,7 @@ import pytest
 
 from workers.errors import StorageError
 from workers.settings import Settings
-from workers.storage import S3Storage
+from workers.store.storage import S3Storage
 
 
 def _closed_port() -> int:

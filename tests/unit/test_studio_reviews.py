@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from workers.artifacts import markdown
+from workers.store.artifacts import markdown
 from workers.cli.studio import reviews, risk
 from workers.cli.studio.library import Library
 from workers.model import Attempt, DocumentRecord, PageRecord, Quality, ReviewPreview, RouterInfo, SourceInfo

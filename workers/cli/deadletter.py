@@ -19,7 +19,7 @@ from typing import Any
 import redis
 from rich.console import Console
 
-from workers import jobs
+from workers.fleet import jobs
 from workers.errors import BrokerUnavailable
 
 
@@ -56,7 +56,7 @@ def replay_one(record: dict[str, Any]) -> str:
     """Send again what one record stands for; what was done, in words."""
     from workers.app import send
     from workers.model import JobSpec
-    from workers.submit import enqueue
+    from workers.split.submit import enqueue
 
     job_id = str(record.get("job_id"))
     if record.get("reason") == "callback_failed":

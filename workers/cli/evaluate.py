@@ -32,7 +32,7 @@ from rich.table import Table
 
 from routing.order import page_order
 from routing.rtl_order import visual_to_logical
-from workers.artifacts import TEXT_LAYER_ROUTES as FROM_LAYER
+from workers.store.artifacts import TEXT_LAYER_ROUTES as FROM_LAYER
 from workers.settings import Options
 
 TEXT_OK = {"good", "needs_normalization", "bidi_scrambled"}

@@ -107,13 +107,14 @@ def start_bridges(settings: EventSettings, broker: str, intake: Any, recorder: A
 
 
 def cmd_events(args: argparse.Namespace, console: Any) -> int:
-    from workers import jobs, metrics
+    from workers import metrics
+    from workers.fleet import jobs
     from workers.app import use_broker
     from workers.intake.bridge import stop_bridges
     from workers.intake.events import build_intake
     from workers.intake.receiver import BearerAuth, Inbox, Limits, Receiver, redis_ready
-    from workers.asgi import AsgiServer
-    from workers.observability import init_sentry
+    from workers.fleet.asgi import AsgiServer
+    from workers.fleet.observability import init_sentry
     from workers.settings import get_settings
 
     settings = event_settings(args)

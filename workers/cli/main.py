@@ -22,7 +22,7 @@ from typing import NoReturn
 
 from rich.console import Console
 
-from workers import logs
+from workers.fleet import logs
 from workers.errors import PagefleetError
 from workers.settings import PIPELINE_VERSION, QUEUES, Options, get_settings
 
@@ -30,7 +30,7 @@ OCR_CHOICES = ("auto", "off", "force")
 
 
 def _options(args: argparse.Namespace) -> Options:
-    from workers.pipeline import parse_options
+    from workers.split.document import parse_options
 
     raw = {"ocr": args.ocr}
     if getattr(args, "max_pages", None):
@@ -75,8 +75,8 @@ def cmd_submit(args: argparse.Namespace, console: Console) -> int:
     PDFs in name order)."""
     from workers.app import use_broker
     from workers.cli.run import expand_inputs, unique_stems
-    from workers.storage import split_s3_uri
-    from workers.submit import enqueue_many, spec_for_object, spec_for_path
+    from workers.store.storage import split_s3_uri
+    from workers.split.submit import enqueue_many, spec_for_object, spec_for_path
 
     entries: list[str | Path] = []
     missing: list[str] = []
@@ -110,7 +110,7 @@ def _object_size(uri: str) -> int | None:
     """An object's size by HEAD, so a small one joins its submission's batches; None where the
     store cannot say now (it goes alone; the split task reports a missing object as usual)."""
     from workers.errors import StorageError
-    from workers.storage import S3Storage, split_s3_uri
+    from workers.store.storage import S3Storage, split_s3_uri
 
     bucket, key = split_s3_uri(uri)
     try:
@@ -120,7 +120,7 @@ def _object_size(uri: str) -> int | None:
 
 
 def cmd_status(args: argparse.Namespace, console: Console) -> int:
-    from workers import jobs
+    from workers.fleet import jobs
     from workers.app import use_broker
 
     if args.broker:

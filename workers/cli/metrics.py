@@ -18,9 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_metrics(args: argparse.Namespace, console: Any) -> int:
-    from workers import jobs
+    from workers.fleet import jobs
     from workers.app import use_broker
-    from workers.asgi import AsgiServer
+    from workers.fleet.asgi import AsgiServer
     from workers.metrics import exporter_app
 
     if args.broker:

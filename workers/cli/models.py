@@ -56,7 +56,7 @@ class Source:
         elif self.url.startswith("file://"):
             text = (Path(self.url[len("file://"):]) / MANIFEST).read_text(encoding="utf-8")
         else:
-            from workers.storage import open_storage
+            from workers.store.storage import open_storage
 
             try:
                 text = open_storage(self.url).get_bytes(MANIFEST).decode("utf-8")
@@ -78,7 +78,7 @@ class Source:
         elif self.url.startswith("file://"):
             shutil.copyfile(Path(self.url[len("file://"):]) / model_id / relative, target)
         else:
-            from workers.storage import S3Storage
+            from workers.store.storage import S3Storage
 
             bucket, _, prefix = self.url[len("s3://"):].partition("/")
             S3Storage(bucket, prefix).download(f"{model_id}/{relative}", str(target))

@@ -96,8 +96,8 @@ def _local_rerun(target: str, chosen: list[tuple[str, dict[str, Any], list[str]]
 
 def _resubmit(target: str, chosen: list[tuple[str, dict[str, Any], list[str]]], args: argparse.Namespace) -> int:
     from workers.app import use_broker
-    from workers.storage import split_s3_uri
-    from workers.submit import enqueue, spec_for_object, spec_for_path
+    from workers.store.storage import split_s3_uri
+    from workers.split.submit import enqueue, spec_for_object, spec_for_path
 
     if args.broker:
         use_broker(args.broker)
@@ -115,7 +115,7 @@ def _resubmit(target: str, chosen: list[tuple[str, dict[str, Any], list[str]]], 
 
 
 def cmd_reparse(args: argparse.Namespace, console: Console) -> int:
-    from workers.storage import open_storage
+    from workers.store.storage import open_storage
 
     criteria = Criteria(args.below_version, args.route, args.min_confidence)
     if not (criteria.below_version or criteria.route or criteria.min_confidence is not None):

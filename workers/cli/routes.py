@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from routing.chains import reads_script
-from workers.artifacts import TEXT_LAYER_ROUTES as FROM_LAYER
+from workers.store.artifacts import TEXT_LAYER_ROUTES as FROM_LAYER
 
 
 def rows_for(out: Path, labels: dict[str, Any] | None) -> list[dict[str, Any]]:

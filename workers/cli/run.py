@@ -25,13 +25,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from workers import jobs
+from workers.fleet import jobs
 from workers.cli.embedded import EmbeddedFleet, out_lock, signals_as_interrupt
 from workers.errors import AbortedError, BrokerUnavailable, PagefleetError, error_record
 from workers.model import JobSpec
 from workers.settings import Options, get_settings
-from workers.storage import LocalStorage
-from workers.submit import enqueue_many, spec_for_path
+from workers.store.storage import LocalStorage
+from workers.split.submit import enqueue_many, spec_for_path
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ waiting window (a single thread reads at once, as before). A request larger than
 alone (the engine splits it).
 
 Every waiting request of a batch that fails gets the failure (its own copy of the exception). A
-task's deadline (`workers.deadline`) bounds both: a request still queued at its deadline leaves
+task's deadline (`workers.fleet.deadline`) bounds both: a request still queued at its deadline leaves
 with `TaskDeadline`, and a call runs under the earliest deadline of its requests.
 """
 
@@ -24,7 +24,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from workers import deadline
+from workers.fleet import deadline
 
 __all__ = ["Batcher", "BATCHES"]
 
@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 @dataclass(eq=False)  # requests are told apart by identity (two may hold equal items)
 class _Request:
     items: list[Any]
-    deadline: float | None = None  # its task's (`workers.deadline`): it leaves the queue then
+    deadline: float | None = None  # its task's (`workers.fleet.deadline`): it leaves the queue then
     results: list[Any] = field(default_factory=list)
     error: BaseException | None = None
     done: bool = False

@@ -29,7 +29,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from workers import deadline
+from workers.fleet import deadline
 from workers.engines.base import Engine, EngineHealth, EngineOutput, PageImage, register
 from workers.engines.vlm import SPECS, ocr_prompt
 from workers.errors import EngineCrashed, EngineTimeout, EngineUnavailable, PagefleetError, TaskDeadline

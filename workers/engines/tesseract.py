@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from workers import deadline
+from workers.fleet import deadline
 from workers.engines.base import Engine, EngineHealth, EngineOutput, PageImage, register
 from workers.engines import tesseract_api
 from workers.engines.scan_prep import save_gray

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from workers import deadline
+from workers.fleet import deadline
 from workers.engines.base import Engine, EngineHealth, EngineOutput, PageImage, register
 from workers.engines.batching import BATCHES
 from workers.engines.hf import (

@@ -181,7 +181,7 @@ class Intake:
         self._stat_etag = stat_etag
 
     def spec_for(self, obj: ObjectCreated) -> JobSpec:
-        from workers.submit import spec_for_object
+        from workers.split.submit import spec_for_object
 
         return spec_for_object(obj.bucket, obj.key, self.output, self.options, etag=obj.etag,
                                version_id=obj.version_id, size=obj.size, prefix_template=self.prefix_template,
@@ -233,7 +233,7 @@ class Intake:
 
 
 def _enqueue_many(specs: list[JobSpec], taper: bool) -> list[str]:
-    from workers.submit import enqueue_many
+    from workers.split.submit import enqueue_many
 
     return enqueue_many(specs, taper=taper)
 
@@ -243,7 +243,7 @@ def s3_stat_etag(bucket: str, key: str) -> str | None:
     from minio.error import MinioException, S3Error
 
     from workers.settings import get_settings
-    from workers.storage import s3_client
+    from workers.store.storage import s3_client
 
     try:
         return s3_client(get_settings()).stat_object(bucket, key).etag

@@ -23,7 +23,9 @@ from typing import Any
 from routing import chains as routing_chains
 from routing.quality import GateInput, assess
 from routing.charclass import has_rtl_letter
-from workers import deadline, keys, ranges
+from workers.fleet import deadline
+from workers.store import keys
+from workers.split import ranges
 from workers.ladder import fallback, visual
 from workers.pdf.source import render_page
 from workers.engines.base import Engine, EngineHealth, PageImage, create, device_of
@@ -33,7 +35,7 @@ from workers.ladder.ocr_structure import with_paragraph_boxes
 from workers.model import Attempt, JobSpec, PageRecord, PendingPage, RouterInfo, Rung
 from workers.settings import Settings
 from workers.pdf.fetch import local_pdf
-from workers.storage import Storage, open_storage
+from workers.store.storage import Storage, open_storage
 
 log = logging.getLogger(__name__)
 _ENGINES: dict[str, tuple[Engine, EngineHealth]] = {}

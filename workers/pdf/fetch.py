@@ -21,7 +21,7 @@ from typing import Any
 from workers.errors import PdfTooLargeError, SourceChangedError, StorageError
 from workers.model import JobSpec
 from workers.settings import Settings
-from workers.storage import ObjectChanged, S3Storage, split_s3_uri
+from workers.store.storage import ObjectChanged, S3Storage, split_s3_uri
 
 CACHE_MAX_IDLE_S = 3600.0
 _CHUNK = 256 * 1024

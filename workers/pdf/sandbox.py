@@ -30,7 +30,7 @@ from typing import Any
 
 import pydantic_core
 
-from workers import deadline
+from workers.fleet import deadline
 from workers.errors import SandboxError, StorageError, TaskDeadline
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ from typing import Any
 from workers.errors import PagefleetError, SandboxError, StorageError
 from workers.pdf.source import render_page, sha256_file
 from workers.settings import Settings
-from workers.storage import S3Storage, split_s3_uri
+from workers.store.storage import S3Storage, split_s3_uri
 
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from workers.errors import StorageError
-from workers.storage import LocalStorage, Storage, open_storage
+from workers.store.storage import LocalStorage, Storage, open_storage
 
 ROOT_ID = "~"
 MARKERS = ("document.json", "error.json")

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from workers.artifacts import review_marker, rtl_wrapped
+from workers.store.artifacts import review_marker, rtl_wrapped
 from workers.cli.studio.library import DocRef, Library
 from workers.cli.studio.risk import is_refused
 from workers.errors import PagefleetError

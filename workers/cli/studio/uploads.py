@@ -27,7 +27,7 @@ from workers.errors import PdfTooLargeError
 from workers.model import JobSpec
 from workers.pdf.source import inspect, local_source
 from workers.settings import get_settings
-from workers.storage import LocalStorage, S3Storage
+from workers.store.storage import LocalStorage, S3Storage
 
 _UNSAFE = re.compile(r"[^\w .()+\-]+")
 UPLOADS = ".pagefleet/uploads"
@@ -100,7 +100,7 @@ class Uploads:
         return f"{base}-{sha[:12]}"
 
     def _spec(self, path: Path, filename: str, sha: str) -> JobSpec:
-        from workers.submit import spec_for_object, spec_for_path
+        from workers.split.submit import spec_for_object, spec_for_path
 
         storage = self.library.storage
         if isinstance(storage, LocalStorage):
@@ -132,7 +132,7 @@ class Uploads:
 
     def submit(self, path: Path, name: str) -> Upload:
         """Validate, keep the source, enqueue; typed errors (InputError, BrokerUnavailable) propagate."""
-        from workers.submit import enqueue
+        from workers.split.submit import enqueue
 
         filename = safe_filename(name)
         sha = self.validate(path, filename)
@@ -145,7 +145,7 @@ class Uploads:
         return upload
 
     def progress(self, job_id: str) -> dict[str, Any] | None:
-        from workers import jobs
+        from workers.fleet import jobs
 
         upload = self.known.get(job_id)
         if upload is None:

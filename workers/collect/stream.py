@@ -24,7 +24,7 @@ import time
 
 from redis.lock import Lock
 
-from workers import jobs
+from workers.fleet import jobs
 
 LEASE_TTL_S = 30  # renewed at every wait: a split task that dies frees the document within this
 _POLL_S = 0.25  # one blocking pop: how often a waiting split task renews its lease and looks around

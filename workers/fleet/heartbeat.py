@@ -6,7 +6,7 @@
     <dir>/ready      written on `worker_ready` (connected to the broker, consuming)
     <dir>/stopping   written when a warm shutdown starts; `ready` is removed at the same time
 
-Probes run `python -m workers.heartbeat live|ready` (no Celery import, ~0.2 s):
+Probes run `python -m workers.fleet.heartbeat live|ready` (no Celery import, ~0.2 s):
     live   alive is younger than max_age_s — or a warm shutdown is in progress (a worker
            finishing its last task must not be killed by its liveness probe)
     ready  ready exists, alive is fresh, and no shutdown has started
@@ -98,7 +98,7 @@ def check(kind: str, settings: HeartbeatSettings | None = None) -> tuple[bool, s
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workers.heartbeat", description="worker probe")
+    parser = argparse.ArgumentParser(prog="python -m workers.fleet.heartbeat", description="worker probe")
     parser.add_argument("kind", choices=("live", "ready"))
     parser.add_argument("--max-age", type=float, help="seconds (default PAGEFLEET_HEARTBEAT_MAX_AGE_S or 120)")
     args = parser.parse_args(argv)

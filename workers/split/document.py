@@ -16,7 +16,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from workers import artifacts, assembly, chunks, keys, logs, metrics
+from workers import metrics
+from workers.store import artifacts, keys
+from workers.collect import assembly, chunks
+from workers.fleet import logs
 from workers.errors import InputError, InvalidOptionsError, PagefleetError, error_record
 from workers.ladder.accept import failed_record, layer_candidate, review_record
 from workers.ladder import structure, tablecheck
@@ -25,9 +28,9 @@ from workers.ladder.textlayer import decide_page
 from workers.model import Attempt, DocumentRecord, JobSpec, PageRecord, PendingPage, RouterInfo, Rung, SourceInfo
 from workers.pdf import source as pdf
 from workers.pdf.fetch import evict, local_pdf
-from workers import ranges
+from workers.split import ranges
 from workers.settings import PIPELINE_VERSION, Options, Settings
-from workers.storage import Storage, open_storage
+from workers.store.storage import Storage, open_storage
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +43,7 @@ class SplitOutcome:
     pending: dict[str, list[int]] = field(default_factory=dict)  # queue -> page numbers
     error: dict[str, str] | None = None
     seconds: float = 0.0
-    ranges: list[tuple[int, int]] = field(default_factory=list)  # left for range tasks (workers/ranges.py)
+    ranges: list[tuple[int, int]] = field(default_factory=list)  # left for range tasks (workers/split/ranges.py)
     # a one-task document with nothing left to climb: its manifest and records, kept in memory
     # for the split task to collect in place (no work state written, read back and removed)
     held: Held | None = None
@@ -196,7 +199,7 @@ def head_outcome(job: JobSpec, first: int, last: int, settings: Settings) -> ran
 def _decide_range(job: JobSpec, pages: list[dict[str, Any]], span: tuple[int, int], options: Options,
                   settings: Settings, storage: Storage, *, layout: Any = None, path: str = "",
                   deferred: bool = False, hold: bool = False) -> tuple[ranges.RangeOutcome, list[PageRecord] | None]:
-    """Rung 1 for the pages of one range, stored as one object (`workers/ranges.py`); `layout`:
+    """Rung 1 for the pages of one range, stored as one object (`workers/split/ranges.py`); `layout`:
     blocks now; `deferred`: the pages' layout evidence is kept for `structure_range`. With `hold`,
     a range none of whose pages climbs is not stored: its records come back for the caller to
     collect in place (else the records are None)."""
@@ -288,7 +291,7 @@ class PagesMissing(PagefleetError):
 def collect_document(job: JobSpec, settings: Settings, *, final_attempt: bool,
                      on_complete: Callable[[], None] | None = None,
                      ready: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Assemble and store the artifacts, page by page (`workers.assembly`: one range's records in
+    """Assemble and store the artifacts, page by page (`workers.collect.assembly`: one range's records in
     memory at a time). Raises PagesMissing (retryable) at the first page not recorded yet, unless
     final_attempt. `on_complete` runs once every page is there (or this is the final attempt),
     before anything is written; `ready(first)` before each range is read (`ranges.iter_records`)."""

@@ -290,7 +290,7 @@ def get(job_id: str, r: redis.Redis | None = None) -> dict[str, str]:
 
 
 def ranges_stored_key(job_id: str) -> str:
-    """The first pages of a document's ranges stored so far (`workers.stream`: its split task waits on it)."""
+    """The first pages of a document's ranges stored so far (`workers.collect.stream`: its split task waits on it)."""
     return f"pagefleet:ranges-stored:{job_id}"
 
 
@@ -298,7 +298,7 @@ def ranges_stored_key(job_id: str) -> str:
 def page_done(job_id: str, count: int = 1, r: redis.Redis | None = None, *, stored_range: int | None = None) -> int:
     """Count finished pages; progress also moves the job's last-update time (the watchdog's clock).
     `stored_range`: a range task stored its object (its first page), for a split task that
-    collects the document as its ranges come in (`workers.stream`)."""
+    collects the document as its ranges come in (`workers.collect.stream`)."""
     r = r or client()
     now = time.time()
     pipe = r.pipeline()

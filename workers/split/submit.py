@@ -17,7 +17,9 @@ from typing import Any
 
 from kombu.exceptions import OperationalError
 
-from workers import jobs, keys, ranges
+from workers.fleet import jobs
+from workers.store import keys
+from workers.split import ranges
 from workers.errors import BrokerUnavailable
 from workers.model import JobSpec
 from workers.pdf.source import sha256_file

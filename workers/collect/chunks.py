@@ -39,7 +39,7 @@ def replays(chunk: dict[str, Any], pages: dict[int, PageRecord]) -> bool:
 def replayed(pages: Iterable[PageRecord], head: DocumentRecord) -> Iterator[dict[str, Any]]:
     """The chunks of `pages` (in page order, as they come) whose citations replay; a chunk is out as
     soon as it closes, and only the accepted pages a chunk still open may cite are kept."""
-    from workers.artifacts import ACCEPTED_ROUTES
+    from workers.store.artifacts import ACCEPTED_ROUTES
 
     rules = ChunkRules(max_chars=int(head.options.get("chunk_chars", ChunkRules.max_chars)))
     ctx = {"doc_sha256": head.source.sha256, "filename": head.source.filename,

@@ -4,10 +4,10 @@
 - `document.md`: accepted pages' Markdown; a refused page is only a review marker comment.
 - `text.txt`: accepted pages' text separated by `\\f`; a refused page is only a marker line.
 - `report.json`: status, per-route/router/rung/engine telemetry, engine health, review reasons.
-- `chunks.jsonl`: heading-aware chunks of accepted pages with citations that replay (workers.chunks).
+- `chunks.jsonl`: heading-aware chunks of accepted pages with citations that replay (workers.collect.chunks).
 
 Every page's edit map is replayed here (`verify_edits`); a map that does not replay fails the page.
-The collector writes them page by page (`workers.assembly`): the functions here take one page.
+The collector writes them page by page (`workers.collect.assembly`): the functions here take one page.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def final_rung(page: PageRecord) -> str:
 
 class Tally:
     """What report.json and the status count over a document's pages, page by page (the collector
-    streams them: `workers.assembly`)."""
+    streams them: `workers.collect.assembly`)."""
 
     def __init__(self) -> None:
         self.routes: Counter[str] = Counter()

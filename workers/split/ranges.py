@@ -13,7 +13,7 @@ A document of at most E pages stays one task. Every range writes one object,
 records], "pending": [pages that climb]}, so storage round trips grow with ranges, not pages.
 With structure on, a document of several ranges is decided without blocks first; each object also
 holds its pages' layout evidence ("layouts"), and once every range is in, the document-wide font
-statistics and running furniture are read from all of them (`workers.pipeline.structure_plan`)
+statistics and running furniture are read from all of them (`workers.split.document.structure_plan`)
 and a task per range (`structure_range`, a chord) adds the blocks and the table check, rewriting
 its object once ("structured").
 Pages the OCR stage finishes keep one object each (`pages/<n>.json`): they are few and slow anyway.
@@ -29,10 +29,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from workers import keys
+from workers.store import keys
 from workers.model import PageRecord, PendingPage
 from workers.settings import Settings
-from workers.storage import Storage
+from workers.store.storage import Storage
 
 
 @dataclass
@@ -94,7 +94,7 @@ def tapered(sizes: list[int]) -> list[int]:
     """`sizes` (non-growing) with what the last `_TAPER` hold cut into pieces halving in size,
     none under `_FLOOR` (a tail under 2 × `_FLOOR` is left as it is): the last piece a worker takes
     is short, so no core idles long while another ends a long one. Page ranges (`plan`) and the
-    batches of a submission of small documents (`workers.submit.batch_plan`)."""
+    batches of a submission of small documents (`workers.split.submit.batch_plan`)."""
     tail = sum(sizes[-_TAPER:])
     return [*sizes[:-_TAPER], *_halving(tail)] if tail >= 2 * _FLOOR else sizes
 
@@ -206,7 +206,7 @@ def iter_records(storage: Storage, job_id: str, manifest: dict[str, Any],
     range's records, then its pages the OCR stage finished, one object each): the collector never
     holds more than one range. None for a page not recorded yet (its range object, or its OCR
     page's object, is not written). `ready(first)`, when given, is called before a range is read
-    (`workers.stream.Waiter`: it returns once that range is stored)."""
+    (`workers.collect.stream.Waiter`: it returns once that range is stored)."""
     count = int(manifest["page_count"])
     number = 1
     for first, last in sorted((int(f), int(l)) for f, l in manifest.get("ranges") or []):

@@ -10,7 +10,7 @@ back the chunks it closes; then the spools are stored, each object streamed from
     Assembly(folder, head)   folder: where big spools go; head: the DocumentRecord without pages
                              (its status set at the end)
     .add(page)               one page record, in page order; returns it (the chunker reads it next)
-    .chunk(chunk)            one chunk whose citations replay (`workers.chunks.replayed`)
+    .chunk(chunk)            one chunk whose citations replay (`workers.collect.chunks.replayed`)
     .store(storage, prefix, manifest) -> (head with its status, report)
 
 The bytes are those of the document built whole: document.json is the head's JSON with the pages'
@@ -25,9 +25,10 @@ import tempfile
 from collections import Counter
 from typing import Any, BinaryIO
 
-from workers import artifacts, metrics
+from workers import metrics
+from workers.store import artifacts
 from workers.model import DocumentRecord, PageRecord
-from workers.storage import Storage
+from workers.store.storage import Storage
 
 _PAGES = '\n "pages": []'  # where the head's JSON (indent=1) lists no pages
 _IN_MEMORY = 8 << 20  # a spool bigger than this moves to a file (a one-page document's never does)
