@@ -20,12 +20,12 @@ pages, mixed scripts, each corpus file's fonts shared), and reports each as the 
                  the gate) and the rest (the repairs of an accepted page and its record: the gate
                  less the detectors);
                  then the gate for the Arabic, the Hebrew and the other pages (by the classifier)
-    records      the range objects stored (`ranges.store`, ranges as `ranges.plan` cuts them)
+    records      the range objects stored (`work.store`, ranges as `ranges.plan` cuts them)
     collection   the document assembled from its stored range objects and its artifacts written,
-                 as the split task collects a document of several ranges (`ranges.iter_records`
+                 as the split task collects a document of several ranges (`work.iter_records`
                  and the collector's assembly; the range objects stored by the real split and range
                  steps beforehand); then the same from records held in memory, as for a document
-                 of one range (`pipeline.collect_held`)
+                 of one range (`collect.collect_held`)
 
 It closes with `budget_ratio=X`: the limit's time a page over the sum of the fleet's stages, what
 `digital_ratio` would read if the fleet cost nothing besides these stages and its processes did
@@ -104,7 +104,8 @@ def measure(pdf: Path, pages: int, passes: int) -> tuple[float, dict[str, float]
     from routing.quality import assess
     from workers.ladder.textlayer import decide_page, gate_input
     from workers.model import PageRecord
-    from workers.split.ranges import RangeOutcome, plan, store
+    from workers.split.ranges import plan
+    from workers.store.work import RangeOutcome, store
     from workers.settings import Settings
     from workers.store.storage import LocalStorage
 
@@ -160,10 +161,11 @@ def _collections(pdf: Path, tmp: Path) -> tuple[Callable[[], Any], Callable[[], 
     work state's removal, so each pass finds the range objects again; None for one range). The
     held records of a document of several ranges are its range objects' records, read back."""
     from workers.store import keys
-    from workers.split import document as pipeline
+    from workers.split import document as split
     from workers.store.keys import job_id_for
     from workers.model import JobSpec
-    from workers.split.ranges import iter_records
+    from workers.store.work import iter_records
+    from workers.collect import document as collect
     from workers.settings import Settings
     from workers.store.storage import LocalStorage
 
@@ -171,18 +173,18 @@ def _collections(pdf: Path, tmp: Path) -> tuple[Callable[[], Any], Callable[[], 
     job = JobSpec(job_id=job_id_for("budget", {}), source=str(pdf), filename=pdf.name,
                   storage=(tmp / "store").as_uri(), artifact_prefix="doc", options={"structure": False})
     left: list[tuple[int, int]] = []
-    held = pipeline.split_document(job, settings, on_ranges=left.extend).held
+    held = split.split_document(job, settings, on_ranges=left.extend).held
     if held is not None:
-        return (lambda: pipeline.collect_held(job, settings, held)), None
+        return (lambda: collect.collect_held(job, settings, held)), None
     for first, last in left:
-        pipeline.split_range(job, first, last, settings)
+        split.split_range(job, first, last, settings)
     storage = LocalStorage(tmp / "store")
     manifest = storage.get_json(keys.job_manifest(job.job_id))
     records = [record for _, record in iter_records(storage, job.job_id, manifest)]
     assert all(r is not None for r in records), "every page of the generated document climbs nowhere"
-    read_back = pipeline.Held(manifest, records, storage)
-    return (lambda: pipeline.collect_held(job, settings, read_back),
-            lambda: pipeline.assemble(job, settings, storage, manifest, iter_records(storage, job.job_id, manifest),
+    read_back = collect.Held(manifest, records, storage)
+    return (lambda: collect.collect_held(job, settings, read_back),
+            lambda: collect.assemble(job, settings, storage, manifest, iter_records(storage, job.job_id, manifest),
                                       final_attempt=True))
 
 

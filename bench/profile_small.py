@@ -33,7 +33,7 @@ SECTIONS = [  # (module, attribute, label): nested labels are inside the one abo
     ("workers.pdf.source", "inspect_many", "  sandbox: the parent's hand-over"),
     ("tasks.split", "split_one", "the main thread: a document's split"),
     ("workers.split.ranges", "decide", "  gate and page records"),
-    ("workers.split.document", "assemble", "  assembly and artifacts"),
+    ("workers.collect.document", "assemble", "  assembly and artifacts"),
     ("workers.store.storage", "LocalStorage.put_stream", "    artifact writes (streams)"),
     ("workers.store.storage", "LocalStorage.put_bytes", "    artifact writes (report)"),
     ("workers.fleet.jobs", "claim", "  redis: record + lock + splitting"),
@@ -61,11 +61,12 @@ def instrument(spent: collections.Counter[str]) -> None:
         setattr(owner, name, _timed(spent, label, getattr(owner, name)))
     import tasks.collect
     import tasks.split
+    import workers.collect.document
     import workers.split.document
     from workers.pdf import source
 
     workers.split.document.pdf = source  # names bound at import: point them at the timed functions
-    tasks.collect.collect_held = workers.split.document.collect_held
+    tasks.collect.collect_held = workers.collect.document.collect_held
     tasks.split.read_heads = workers.split.document.read_heads
 
 

@@ -20,7 +20,7 @@ from workers.app import task
 from workers.fleet.jobs import JobState
 from workers.model import JobSpec
 from workers.notify import call_back, notice_for, notify
-from workers.split.document import Held, PagesMissing, collect_document, collect_held
+from workers.collect.document import Held, PagesMissing, collect_document, collect_held
 from workers.settings import Settings, get_settings
 from workers.collect.stream import Abandoned, Waiter
 

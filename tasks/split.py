@@ -21,8 +21,10 @@ from workers.app import task
 from workers.fleet.jobs import JobState
 from workers.model import JobSpec
 from workers.split import ranges
+from workers.store import work
 from workers.ladder.structure import DocumentLayout
-from workers.split.document import (Head, PagesMissing, SplitOutcome, head_outcome, parse_options, read_heads,
+from workers.collect.document import PagesMissing
+from workers.split.document import (Head, SplitOutcome, head_outcome, parse_options, read_heads,
                               split_document, split_range as split_pages, structure_plan,
                               structure_range as structure_pages)
 from workers.settings import Settings, get_settings
@@ -249,7 +251,7 @@ def split_done(self, results: list[dict], spec: dict, head: list[int]) -> dict:
     own = head_outcome(job, head[0], head[1], settings)
     if own is None:  # the split task is still deciding its own pages
         raise self.retry(countdown=0.2)
-    outcomes = [own, *(ranges.RangeOutcome.from_dict(r) for r in results)]
+    outcomes = [own, *(work.RangeOutcome.from_dict(r) for r in results)]
     accepted, pending = ranges.merge(outcomes)
     outcome = SplitOutcome(job.job_id, page_count=max(o.last for o in outcomes), accepted=accepted, pending=pending)
     if parse_options(job.options).structure:  # blocks need every page's layout: now they are all in

@@ -25,8 +25,7 @@ from typing import Any
 from rich.console import Console
 
 from workers.fleet import jobs
-from workers.store import keys
-from workers.split import ranges
+from workers.store import keys, work
 from workers.errors import AbortedError, BrokerUnavailable, StorageError
 from workers.fleet.jobs import JobState
 from workers.model import JobSpec
@@ -55,16 +54,16 @@ def missing_pages(job: JobSpec, info: dict[str, str], settings: Settings) -> dic
     """Pages without a record, by the queue their pending record names."""
     storage = open_storage(job.storage, settings)
     missing: dict[str, list[int]] = {}
-    try:  # the ranges' objects and the OCR'd pages (workers/split/ranges.py)
+    try:  # the ranges' objects and the OCR'd pages (workers/store/work.py)
         manifest = storage.get_json(keys.job_manifest(job.job_id))
-        recorded = {n for n, record in ranges.iter_records(storage, job.job_id, manifest) if record is not None}
+        recorded = {n for n, record in work.iter_records(storage, job.job_id, manifest) if record is not None}
     except KeyError:
         recorded = set()
     for number in range(1, int(info.get("pages") or 0) + 1):
         if number in recorded or storage.exists(keys.page(job.job_id, number)):
             continue
         try:
-            queue = ranges.pending_page(storage, job.job_id, number).queue
+            queue = work.pending_page(storage, job.job_id, number).queue
         except KeyError:
             queue = "gpu" if settings.gpu else "cpu"
         missing.setdefault(queue, []).append(number)

@@ -9,6 +9,7 @@ import pytest
 from workers import watchdog
 from workers.store import keys
 from workers.split import ranges
+from workers.store import work
 from workers.model import JobSpec, PageRecord, PendingPage, Quality, RouterInfo
 from workers.settings import Settings
 from workers.store.storage import LocalStorage
@@ -76,17 +77,17 @@ def test_records_come_from_range_objects_and_ocr_pages(tmp_path: Path) -> None:
     for first, last in manifest["ranges"]:
         outcome, recs, pend = ranges.decide(({"number": n} for n in range(first, last + 1)), first, last,
                                             ocr="auto", judge=judge, unread=lambda p: _record(p.number))
-        assert ranges.stored_outcome(storage, job, first, last) is None  # not written yet
-        ranges.store(storage, job, outcome, recs, pend)
+        assert work.stored_outcome(storage, job, first, last) is None  # not written yet
+        work.store(storage, job, outcome, recs, pend)
         assert outcome.pending == {"cpu": [n for n in range(first, last + 1) if n % 3 == 0]}
-        assert ranges.stored_outcome(storage, job, first, last) == outcome
+        assert work.stored_outcome(storage, job, first, last) == outcome
     storage.put_json(keys.job_manifest(job), manifest)
     assert len(storage.list_keys(keys.work(job, "ranges"))) == 2  # one object per range, not per page
-    assert ranges.pending_page(storage, job, 6).number == 6
+    assert work.pending_page(storage, job, 6).number == 6
     with pytest.raises(KeyError):
-        ranges.pending_page(storage, job, 5)  # accepted: nothing pending
+        work.pending_page(storage, job, 5)  # accepted: nothing pending
     def found() -> list[int | None]:  # in page order, None for a page not recorded yet
-        return [r and r.number for _, r in ranges.iter_records(storage, job, manifest)]
+        return [r and r.number for _, r in work.iter_records(storage, job, manifest)]
 
     assert found() == [1, 2, None, 4, 5, None, 7]  # pages 3 and 6 wait for OCR
     storage.put_json(keys.page(job, 3), _record(3).model_dump(mode="json"))  # the OCR stage finished page 3
@@ -94,11 +95,11 @@ def test_records_come_from_range_objects_and_ocr_pages(tmp_path: Path) -> None:
     # the watchdog asks the same objects which pages still need their queue
     spec = JobSpec(job_id=job, source="/in.pdf", filename="in.pdf", storage=tmp_path.as_uri(), artifact_prefix="out")
     assert watchdog.missing_pages(spec, {"pages": "7"}, Settings()) == {"cpu": [6]}
-    storage.delete_prefix(ranges.key(job, 5, 7))  # a range not written yet: all its pages missing
+    storage.delete_prefix(work.key(job, 5, 7))  # a range not written yet: all its pages missing
     assert found() == [1, 2, 3, 4, None, None, None]
     # pages no range covers (a manifest without ranges, or past the last one) come one object each
-    assert [n for n, _ in ranges.iter_records(storage, job, {"page_count": 9, "ranges": [[1, 4]]})] == list(range(1, 10))
-    assert [r and r.number for _, r in ranges.iter_records(storage, job, {"page_count": 4})] == [None, None, 3, None]
+    assert [n for n, _ in work.iter_records(storage, job, {"page_count": 9, "ranges": [[1, 4]]})] == list(range(1, 10))
+    assert [r and r.number for _, r in work.iter_records(storage, job, {"page_count": 4})] == [None, None, 3, None]
 
 
 def test_ocr_off_quarantines_inside_the_range(tmp_path: Path) -> None:
@@ -109,9 +110,9 @@ def test_ocr_off_quarantines_inside_the_range(tmp_path: Path) -> None:
 
 
 def test_outcomes_merge_in_page_order() -> None:
-    a = ranges.RangeOutcome(51, 100, 40, {"cpu": [60, 70]})
-    b = ranges.RangeOutcome(1, 50, 49, {"cpu": [7], "gpu": [9]})
-    assert ranges.merge([a, ranges.RangeOutcome.from_dict(b.as_dict())]) == (89, {"cpu": [7, 60, 70], "gpu": [9]})
+    a = work.RangeOutcome(51, 100, 40, {"cpu": [60, 70]})
+    b = work.RangeOutcome(1, 50, 49, {"cpu": [7], "gpu": [9]})
+    assert ranges.merge([a, work.RangeOutcome.from_dict(b.as_dict())]) == (89, {"cpu": [7, 60, 70], "gpu": [9]})
 
 
 def test_the_pages_with_the_most_image_bytes_climb_first() -> None:

@@ -2,7 +2,7 @@
 
 A 10 000-page document's page records took ~0.8 GB as objects, and as much again while
 document.json, document.md, text.txt and chunks.jsonl were each built as one string and then one
-byte string. Here every page, read one range object at a time (`ranges.iter_records`), is added
+byte string. Here every page, read one range object at a time (`work.iter_records`), is added
 once: its JSON, Markdown and text go straight to spools (in memory while small, then temporary
 files), the report and the metrics are tallied, and the chunker (a generator) takes it and gives
 back the chunks it closes; then the spools are stored, each object streamed from its spool.
@@ -26,8 +26,8 @@ from collections import Counter
 from typing import Any, BinaryIO
 
 from workers import metrics
-from workers.store import artifacts
 from workers.model import DocumentRecord, PageRecord
+from workers.store import artifacts
 from workers.store.storage import Storage
 
 _PAGES = '\n "pages": []'  # where the head's JSON (indent=1) lists no pages

@@ -25,7 +25,7 @@ from routing.quality import GateInput, assess
 from routing.charclass import has_rtl_letter
 from workers.fleet import deadline
 from workers.store import keys
-from workers.split import ranges
+from workers.store import work as ranges
 from workers.ladder import fallback, visual
 from workers.pdf.source import render_page
 from workers.engines.base import Engine, EngineHealth, PageImage, create, device_of

@@ -1,35 +1,31 @@
-"""The split and collect stages as plain functions (the Celery tasks are thin adapters over these).
+"""The split stage as plain functions (the Celery tasks are thin adapters over these).
 
 split_document:   fetch → validate (typed errors → error.json) → rung 1 for every page in the task
                   itself → accepted pages recorded, the rest written as pending → which pages climb
-collect_document: page by page, in page order: present? → edit map replayed → into document.json,
-                  document.md, text.txt, chunks.jsonl; then report.json → work state removed
+split_range:      the same for one range of a big document (a range task)
+structure_plan, structure_range: blocks for a big document's ranges once every range is in
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
-from workers import metrics
-from workers.store import artifacts, keys
-from workers.collect import assembly, chunks
+from workers.collect.document import Held
+from workers.errors import InputError, InvalidOptionsError, error_record
 from workers.fleet import logs
-from workers.errors import InputError, InvalidOptionsError, PagefleetError, error_record
-from workers.ladder.accept import failed_record, layer_candidate, review_record
 from workers.ladder import structure, tablecheck
-from workers.ladder.ocr_structure import ensure_blocks
+from workers.ladder.accept import failed_record, layer_candidate, review_record
 from workers.ladder.textlayer import decide_page
-from workers.model import Attempt, DocumentRecord, JobSpec, PageRecord, PendingPage, RouterInfo, Rung, SourceInfo
+from workers.model import Attempt, JobSpec, PageRecord, PendingPage, RouterInfo, Rung
 from workers.pdf import source as pdf
 from workers.pdf.fetch import evict, local_pdf
+from workers.settings import Options, Settings
 from workers.split import ranges
-from workers.settings import PIPELINE_VERSION, Options, Settings
+from workers.store import artifacts, keys, work
 from workers.store.storage import Storage, open_storage
 
 log = logging.getLogger(__name__)
@@ -52,13 +48,6 @@ class SplitOutcome:
         return {"job_id": self.job_id, "page_count": self.page_count, "accepted": self.accepted,
                 "pending": self.pending, "error": self.error, "seconds": round(self.seconds, 3),
                 "ranges": [list(r) for r in self.ranges]}
-
-
-@dataclass
-class Held:
-    manifest: dict[str, Any]
-    records: list[PageRecord]
-    storage: Storage  # the one the split task opened: the artifacts go there too
 
 
 def parse_options(raw: dict[str, Any]) -> Options:
@@ -188,18 +177,18 @@ def split_document(job: JobSpec, settings: Settings,
     return outcome
 
 
-def head_outcome(job: JobSpec, first: int, last: int, settings: Settings) -> ranges.RangeOutcome | None:
+def head_outcome(job: JobSpec, first: int, last: int, settings: Settings) -> work.RangeOutcome | None:
     """The split task's own range, once it finished: its range object and the manifest are stored."""
     storage = open_storage(job.storage, settings)
     if not storage.exists(keys.job_manifest(job.job_id)):
         return None
-    return ranges.stored_outcome(storage, job.job_id, first, last)
+    return work.stored_outcome(storage, job.job_id, first, last)
 
 
 def _decide_range(job: JobSpec, pages: list[dict[str, Any]], span: tuple[int, int], options: Options,
                   settings: Settings, storage: Storage, *, layout: Any = None, path: str = "",
-                  deferred: bool = False, hold: bool = False) -> tuple[ranges.RangeOutcome, list[PageRecord] | None]:
-    """Rung 1 for the pages of one range, stored as one object (`workers/split/ranges.py`); `layout`:
+                  deferred: bool = False, hold: bool = False) -> tuple[work.RangeOutcome, list[PageRecord] | None]:
+    """Rung 1 for the pages of one range, stored as one object (`workers/store/work.py`); `layout`:
     blocks now; `deferred`: the pages' layout evidence is kept for `structure_range`. With `hold`,
     a range none of whose pages climbs is not stored: its records come back for the caller to
     collect in place (else the records are None)."""
@@ -213,11 +202,11 @@ def _decide_range(job: JobSpec, pages: list[dict[str, Any]], span: tuple[int, in
         outcome, records, pending = ranges.decide(pages, *span, ocr=options.ocr, judge=judge, unread=_unread)
     if hold and not pending:
         return outcome, records
-    ranges.store(storage, job.job_id, outcome, records, pending, pages if deferred else None)
+    work.store(storage, job.job_id, outcome, records, pending, pages if deferred else None)
     return outcome, None
 
 
-def split_range(job: JobSpec, first: int, last: int, settings: Settings) -> ranges.RangeOutcome:
+def split_range(job: JobSpec, first: int, last: int, settings: Settings) -> work.RangeOutcome:
     """Rung 1 for pages first..last of a document the split task already validated (a range task)."""
     storage = open_storage(job.storage, settings)
     options = parse_options(job.options)
@@ -234,11 +223,11 @@ def structure_plan(job: JobSpec, settings: Settings) -> tuple[structure.Document
     core works on the blocks and the table checks."""
     storage = open_storage(job.storage, settings)
     manifest = storage.get_json(keys.job_manifest(job.job_id))
-    found = dict(ranges.states(storage, job.job_id, manifest))
+    found = dict(work.states(storage, job.job_id, manifest))
     layout = structure.document_layout([p for state in found.values() for p in state.get("layouts", [])])
     todo = []
     for first, last in manifest.get("ranges") or []:
-        state = found.get(ranges.key(job.job_id, first, last))
+        state = found.get(work.key(job.job_id, first, last))
         if state is not None and "layouts" in state and not state.get("structured"):
             todo.append((int(first), int(last)))
     return layout, todo
@@ -248,7 +237,7 @@ def structure_range(job: JobSpec, first: int, last: int, layout: structure.Docum
     """Blocks and the table check for the text-layer pages of one range object; the object is
     rewritten once, marked "structured" (a redelivery finds it so and does nothing)."""
     storage = open_storage(job.storage, settings)
-    name = ranges.key(job.job_id, first, last)
+    name = work.key(job.job_id, first, last)
     state = storage.get_json(name)
     if state.get("structured"):
         return
@@ -281,73 +270,3 @@ def _unread(pending: PendingPage) -> PageRecord:
     if pending.text_layer.strip():
         return review_record(pending.number, layer, router, attempts, layer=pending.layer)
     return failed_record(pending.number, router, attempts, ["no_text", "ocr_disabled"], layer=pending.layer)
-
-
-class PagesMissing(PagefleetError):
-    code = "pages_missing"
-    retryable = True
-
-
-def collect_document(job: JobSpec, settings: Settings, *, final_attempt: bool,
-                     on_complete: Callable[[], None] | None = None,
-                     ready: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Assemble and store the artifacts, page by page (`workers.collect.assembly`: one range's records in
-    memory at a time). Raises PagesMissing (retryable) at the first page not recorded yet, unless
-    final_attempt. `on_complete` runs once every page is there (or this is the final attempt),
-    before anything is written; `ready(first)` before each range is read (`ranges.iter_records`)."""
-    storage = open_storage(job.storage, settings)
-    manifest = storage.get_json(keys.job_manifest(job.job_id))
-    found = ranges.iter_records(storage, job.job_id, manifest, ready)
-    result, counted = assemble(job, settings, storage, manifest, found, final_attempt=final_attempt,
-                               on_complete=on_complete)
-    metrics.Recorder().document(job.job_id, *counted)  # never raises
-    storage.delete_prefix(keys.work(job.job_id))
-    return result
-
-
-def collect_held(job: JobSpec, settings: Settings, held: Held) -> tuple[dict[str, Any], Counted]:
-    """`collect_document` for a document the split task decided whole (`Held`): its records from
-    memory; there is no work state to read or remove. Its metrics come back for the caller to
-    count in the round trip that marks the job done (`metrics.counted_once`)."""
-    found = ((record.number, record) for record in held.records)
-    return assemble(job, settings, held.storage, held.manifest, found, final_attempt=False)
-
-
-Counted = tuple[str, Counter[str], dict[str, Any]]  # a document's status, page series and report
-
-
-def assemble(job: JobSpec, settings: Settings, storage: Storage, manifest: dict[str, Any],
-             found: Iterator[tuple[int, PageRecord | None]], *, final_attempt: bool,
-             on_complete: Callable[[], None] | None = None) -> tuple[dict[str, Any], Counted]:
-    """The artifacts of the pages `found` gives ((number, record or None), in page order) stored
-    under the manifest's prefix: the work both collections share, without the metrics' round trip
-    or the work state's removal (`collect_document`, `collect_held`; `make budget` times it alone)."""
-    head = DocumentRecord(pipeline_version=PIPELINE_VERSION, job_id=job.job_id, source=SourceInfo(**manifest["source"]),
-                          status="accepted", page_count=int(manifest["page_count"]), options=manifest["options"], pages=[])
-    structured = manifest["options"].get("structure", True)
-
-    def pages(built: assembly.Assembly) -> Iterator[PageRecord]:
-        for number, record in found:
-            if record is None:
-                if not final_attempt:
-                    raise PagesMissing(f"job {job.job_id}: page {number} not recorded yet")
-                record = failed_record(number, RouterInfo(source="default", script="unknown"), [], ["page_missing"],
-                                       layer={})
-            if structured:
-                record = ensure_blocks(record)  # OCR pages: blocks from a VLM's Markdown or paragraphs
-            yield built.add(artifacts.verified(record))
-
-    Path(settings.cache_dir).mkdir(parents=True, exist_ok=True)  # where a big document's spools go
-    built = assembly.Assembly(settings.cache_dir, head)
-    try:
-        for chunk in chunks.replayed(pages(built), head):
-            built.chunk(chunk)
-        if on_complete is not None:
-            on_complete()
-        document, report = built.store(storage, manifest["artifact_prefix"], manifest)
-    finally:
-        built.close()
-    evict(job.job_id, settings)  # the job is finished: its cached S3 source goes
-    return ({"job_id": job.job_id, "status": document.status, "routes": report["routes"],
-             "artifact_prefix": manifest["artifact_prefix"], "storage": job.storage, "page_count": head.page_count},
-            (document.status, built.counts, report))

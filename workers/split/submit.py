@@ -17,14 +17,14 @@ from typing import Any
 
 from kombu.exceptions import OperationalError
 
-from workers.fleet import jobs
-from workers.store import keys
-from workers.split import ranges
 from workers.errors import BrokerUnavailable
+from workers.fleet import jobs
 from workers.model import JobSpec
 from workers.pdf.source import sha256_file
 from workers.reliability import current
 from workers.settings import Options, Settings
+from workers.split import ranges
+from workers.store import keys
 
 
 def _spec(identity: str, options: Options, **fields: Any) -> JobSpec:
