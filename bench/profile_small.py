@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 SECTIONS = [  # (module, attribute, label): nested labels are inside the one above them
     ("workers.split.document", "read_heads", "the reader thread: the documents' heads"),
     ("workers.pdf.source", "inspect_many", "  sandbox: the parent's hand-over"),
-    ("tasks.split", "split_one", "the main thread: a document's split"),
+    ("workers.split.job", "split_one", "the main thread: a document's split"),
     ("workers.split.ranges", "decide", "  gate and page records"),
     ("workers.collect.document", "assemble", "  assembly and artifacts"),
     ("workers.store.storage", "LocalStorage.put_stream", "    artifact writes (streams)"),
@@ -59,15 +59,15 @@ def instrument(spent: collections.Counter[str]) -> None:
         for part in path:
             owner = getattr(owner, part)
         setattr(owner, name, _timed(spent, label, getattr(owner, name)))
-    import tasks.collect
-    import tasks.split
     import workers.collect.document
+    import workers.collect.finish
+    import workers.split.batch
     import workers.split.document
     from workers.pdf import source
 
     workers.split.document.pdf = source  # names bound at import: point them at the timed functions
-    tasks.collect.collect_held = workers.collect.document.collect_held
-    tasks.split.read_heads = workers.split.document.read_heads
+    workers.collect.finish.collect_held = workers.collect.document.collect_held
+    workers.split.batch.read_heads = workers.split.document.read_heads
 
 
 def sandbox_cpu() -> float:

@@ -1,123 +1,28 @@
-"""pagefleet.collect: the chord body. Checks every page is present, writes the artifacts, marks the
-job done and announces it. `collect_after_error` (the chord's error callback) tries the same.
+"""pagefleet.collect: the chord body. Collects the document once every page is present
+(`workers.collect.finish`). `collect_after_error` (the chord's error callback) tries the same.
 
 Neither ever finalizes a document with missing pages: a page may still be redelivered or running.
 While pages are missing they retry for a while, then leave the job to the watchdog, which
-re-dispatches what is missing and only then finishes it (`pagefleet.collect_final`). One collect
-runs per job at a time (an owned lock); a collect of a job that is already done is a no-op."""
+re-dispatches what is missing and only then finishes it (`pagefleet.collect_final`)."""
 
 from __future__ import annotations
 
 import logging
 
 from celery import Task
-from redis.lock import Lock
 
-from workers import metrics
-from workers.fleet import jobs
-from workers.collect import stream
 from workers.app import task
-from workers.fleet.jobs import JobState
-from workers.model import JobSpec
-from workers.notify import call_back, notice_for, notify
-from workers.collect.document import Held, PagesMissing, collect_document, collect_held
-from workers.settings import Settings, get_settings
-from workers.collect.stream import Abandoned, Waiter
+from workers.collect import stream
+from workers.collect.document import PagesMissing
+from workers.collect.finish import finish
 
 log = logging.getLogger(__name__)
-def _finish(spec: dict, *, final_attempt: bool) -> dict:
-    job = JobSpec.model_validate(spec)
-    settings = get_settings()
-    if jobs.get(job.job_id).get("state") == JobState.DONE:
-        return {"job_id": job.job_id, "skipped": "already done"}
-    lock = _collect_lock(job, settings)
-    if lock is None:
-        return {"job_id": job.job_id, "skipped": "already collecting"}
-    try:
-        return _collect(job, settings, final_attempt)
-    finally:
-        jobs.release(lock)
-
-
-def _collect_lock(job: JobSpec, settings: Settings) -> Lock | None:
-    """One collect of a job at a time (`_finish`, `collect_streaming`)."""
-    return jobs.acquire(f"collect:{job.job_id}", settings.task_time_limit + 60)
-
-
-def _collect(job: JobSpec, settings: Settings, final_attempt: bool) -> dict:
-    if jobs.get(job.job_id).get("state") == JobState.DONE:  # finished while we waited
-        return {"job_id": job.job_id, "skipped": "already done"}
-    # `collecting` (and the watchdog's clock) only once every page is there: a collect that waits
-    # for missing pages is no progress
-    result = collect_document(job, settings, final_attempt=final_attempt,
-                              on_complete=lambda: jobs.update(job.job_id, state=JobState.COLLECTING))
-    return _done(job, result, None)
-
-
-def collect_streaming(spec: dict, waiter: Waiter) -> dict | None:
-    """A document of several ranges collected by its split task as the range tasks store them
-    (`workers.collect.stream`); None where it gave up, having written nothing (`split_done` collects it
-    then). The collect lock is taken once every page is in, as `_finish` takes it."""
-    job = JobSpec.model_validate(spec)
-    settings = get_settings()
-    locks: list[Lock] = []
-
-    def complete() -> None:
-        lock = _collect_lock(job, settings)
-        if lock is None:
-            raise Abandoned("another collect runs")
-        locks.append(lock)
-        if jobs.get(job.job_id).get("state") == JobState.DONE:
-            raise Abandoned("already done")
-        jobs.update(job.job_id, state=JobState.COLLECTING)
-
-    try:
-        result = collect_document(job, settings, final_attempt=False, on_complete=complete, ready=waiter.ready)
-        return _done(job, result, None)
-    except (Abandoned, PagesMissing) as exc:
-        log.info("job %s: collected after its ranges instead (%s)", job.job_id, exc)
-    except Exception as exc:  # noqa: BLE001 - the chord's body collects it as before
-        log.warning("job %s: collecting with the ranges failed (%s: %s); collected after them",
-                    job.job_id, type(exc).__name__, exc)
-    finally:
-        for lock in locks:
-            jobs.release(lock)
-        waiter.end()  # after the job is marked done: `split_done` then finds it done
-    return None
-
-
-def finish_held(spec: dict, held: Held, record: dict[str, str], accepted: int, lock: Lock | None) -> dict:
-    """A document its split task decided whole, collected in place from memory (`Held`), under
-    the split task's `lock`: no collect task exists for it, so none takes the collect lock, and its
-    state stays `splitting` until it is done — a split that dies here is redelivered, or re-sent
-    by the watchdog, and does it all again. Done, notice, metrics and the lock's release go in
-    one round trip."""
-    job = JobSpec.model_validate(spec)
-    result, counted = collect_held(job, get_settings(), held)
-    notice = notice_for(job, result, record.get("run", ""))
-    keys, args = metrics.counted_once(job.job_id, *counted)
-    jobs.done(job.job_id, notice, lock=lock, script=(metrics.COUNT_ONCE, keys, args), **_finished(job, result),
-              pages=result["page_count"], pages_done=accepted)
-    call_back(job, notice)
-    return result
-
-
-def _done(job: JobSpec, result: dict, run: str | None) -> dict:
-    jobs.update(job.job_id, state=JobState.DONE, **_finished(job, result))
-    notify(job, result, run=run)
-    return result
-
-
-def _finished(job: JobSpec, result: dict) -> dict[str, str]:
-    """A collected document's last fields on its job record (logged: no file names at INFO)."""
-    log.info("job %s: %s %s", job.job_id, result["status"], result["routes"])
-    return {"status": result["status"], "routes": result["routes"], "artifact_prefix": result["artifact_prefix"]}
 
 
 def _collect_or_wait(request_task: Task, spec: dict) -> dict:
     """Collect if every page is there; else retry with backoff, then leave it to the watchdog."""
     try:
-        return _finish(spec, final_attempt=False)
+        return finish(spec, final_attempt=False)
     except PagesMissing as exc:
         retries = request_task.request.retries
         if retries < request_task.max_retries:

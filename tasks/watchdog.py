@@ -7,7 +7,9 @@ from __future__ import annotations
 import logging
 
 from workers import watchdog as wd
+from tasks.chords import dispatch
 from workers.app import task
+from workers.collect.finish import finish
 from workers.split.document import SplitOutcome
 from workers.settings import get_settings
 
@@ -21,8 +23,6 @@ def watchdog() -> list[list[str]]:
 
 @task("pagefleet.redispatch")
 def redispatch(spec: dict, pending: dict[str, list[int]]) -> dict:
-    from tasks.split import dispatch
-
     outcome = SplitOutcome(spec["job_id"], pending={q: [int(n) for n in ns] for q, ns in pending.items()})
     dispatch(spec, outcome, get_settings().vlm.batch_size)
     return {"job_id": spec["job_id"], "redispatched": outcome.pending}
@@ -30,6 +30,4 @@ def redispatch(spec: dict, pending: dict[str, list[int]]) -> dict:
 
 @task("pagefleet.collect_final")
 def collect_final(spec: dict) -> dict:
-    from tasks.collect import _finish
-
-    return _finish(spec, final_attempt=True)
+    return finish(spec, final_attempt=True)

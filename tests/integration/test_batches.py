@@ -1,5 +1,5 @@
 """Small documents of one submission go to the split queue in batches (`submit.enqueue_many`,
-`tasks.split.split_batch`): every document is still its own job, with its own artifacts or typed
+`tasks.split.split_batch`, `workers.split.batch`): every document is still its own job, with its own artifacts or typed
 error, through a real Redis and real worker processes."""
 
 from __future__ import annotations
@@ -157,6 +157,7 @@ def test_a_batch_reads_its_documents_heads_a_chunk_at_a_time_in_its_reader_threa
 
     from tasks import split
     from workers.pdf import source
+    from workers.split import batch, job
 
     monkeypatch.setenv("PAGEFLEET_SANDBOX_PROBE_BATCH", "4")
     get_settings.cache_clear()
@@ -166,29 +167,29 @@ def test_a_batch_reads_its_documents_heads_a_chunk_at_a_time_in_its_reader_threa
     specs = [spec_for_path(str(f), out.url, f.stem, Options(structure=False), force=True) for f in files]
     ids = [s.job_id for s in specs]
     events: list[tuple[str, tuple[str, ...], str]] = []
-    heads_of, split_one, run_child = split._heads_of, split.split_one, source.run_child
+    heads_of, split_one, run_child = batch.heads_of, job.split_one, source.run_child
 
     def spy_heads(chunk: list[dict]):
         events.append(("heads", tuple(s["job_id"] for s in chunk), threading.current_thread().name))
         return heads_of(chunk)
 
-    def spy_split(spec: dict, may_stream: bool = True, ahead=None):
+    def spy_split(spec: dict, send, may_stream: bool = True, ahead=None):
         events.append(("split", (spec["job_id"],), "ahead" if ahead is not None else "none"))
-        return split_one(spec, may_stream, ahead)
+        return split_one(spec, send, may_stream, ahead)
 
     def spy_child(command: str, pdf: str, params: dict, **limits):
         paths = [d[0] for d in params["docs"]] if command == "probe_many" else [pdf]
         events.append((command, tuple(ids[files.index(Path(p))] for p in paths), "extract" if params else "bare"))
         return run_child(command, pdf, params, **limits)
 
-    class Reader(split.ThreadPoolExecutor):
-        def submit(self, fn, /, *args, **kwargs):  # (context.run, _heads_of, chunk)
+    class Reader(batch.ThreadPoolExecutor):
+        def submit(self, fn, /, *args, **kwargs):  # (context.run, heads_of, chunk)
             events.append(("asked", tuple(s["job_id"] for s in args[1]), ""))
             return super().submit(fn, *args, **kwargs)
 
-    monkeypatch.setattr(split, "_heads_of", spy_heads)
-    monkeypatch.setattr(split, "split_one", spy_split)
-    monkeypatch.setattr(split, "ThreadPoolExecutor", Reader)
+    monkeypatch.setattr(batch, "heads_of", spy_heads)
+    monkeypatch.setattr(job, "split_one", spy_split)
+    monkeypatch.setattr(batch, "ThreadPoolExecutor", Reader)
     monkeypatch.setattr(source, "run_child", spy_child)
     try:
         results = split.split_batch.run([s.model_dump(mode="json") for s in specs])
@@ -294,8 +295,13 @@ def test_a_document_decided_whole_is_collected_from_memory_and_redone_whole_afte
     memory — no work state is written — and the job stays `splitting` until done, so a split that
     fails while collecting (here the artifact folder's place is taken by a file) is simply done
     again, under a lock the failure released."""
-    from tasks.split import split_one
+    from tasks import chords
+    from workers.split.job import split_one as split_job
+
     from workers.fleet import jobs
+
+    def split_one(payload: dict) -> dict:
+        return split_job(payload, chords)
 
     pdf = one_page(tmp_path / "memo.pdf", "collected from memory hello world")
     out = tmp_path / "out"

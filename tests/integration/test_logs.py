@@ -32,5 +32,5 @@ def test_json_logs_carry_job_and_page_and_never_the_file_name(fixtures_dir: Path
     assert records and all({"ts", "level", "logger", "message"} <= set(r) for r in records)
     ours = [r for r in records if r.get("job_id") == spec.job_id]
     assert any(r.get("page") == 1 and r["logger"].startswith("tasks.ocr") for r in ours), ours[:5]
-    assert {r["logger"] for r in ours} >= {"tasks.split", "tasks.collect"}
+    assert {r["logger"] for r in ours} >= {"workers.split.job", "workers.collect.finish"}
     assert not [r for r in records if SECRET in json.dumps(r, ensure_ascii=False)], "a file name was logged"

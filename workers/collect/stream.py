@@ -3,7 +3,7 @@
 A document of several ranges used to be collected by `split_done`, the chord's body, once the last
 range was in: ~0.5 ms a page on one core while the other cores idled (0.55 s of a 1000-page
 document's ~6 s). Its split task, once its own range is stored, now collects it range by range as
-the range tasks store theirs (`tasks.collect.collect_streaming`), in a pool process that would
+the range tasks store theirs (`workers.collect.finish.collect_streaming`), in a pool process that would
 otherwise wait: the assembly overlaps the extraction, and only the last range's share is left
 when the chord ends.
 

@@ -92,7 +92,7 @@ class Head:
 def read_head(job: JobSpec, settings: Settings) -> Head:
     """Options, the source on local disk and the sandbox's probe; an input error is kept, not
     raised (anything else is). Reads and writes nothing of the job's state, so a split batch reads
-    its next documents' heads while it decides this one (`read_heads`, `tasks.split.split_batch`)."""
+    its next documents' heads while it decides this one (`read_heads`, `workers.split.batch`)."""
     found = read_heads([job], settings)[0]
     if isinstance(found, Exception):
         raise found
