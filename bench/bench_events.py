@@ -160,11 +160,11 @@ def runs(fleet: WarmFleet, tmp: Path, corpus: Path, m: int, repeats: int = 1,
 
 def events_rows(results: dict[str, list[RunResult]], m: int) -> list[Any]:
     """Each way's median run as a row (`WORK` names them)."""
-    from bench.bench_fleet import _median_run, fleet_row
+    from bench.fleet_rows import fleet_row, median_run
 
     times = max(len(got) for got in results.values())
     note = f"median of {times} runs" if times > 1 else ""
-    return [fleet_row(WORK[way].format(m=m), _median_run(got, lambda r: r.wall), note) for way, got in results.items()]
+    return [fleet_row(WORK[way].format(m=m), median_run(got, lambda r: r.wall), note) for way, got in results.items()]
 
 
 def lines(rows: list[Any], m: int) -> list[str]:
@@ -182,7 +182,7 @@ def lines(rows: list[Any], m: int) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    from bench import bench_fleet
+    from bench import fleet_rows
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("corpus", type=Path)
@@ -196,7 +196,7 @@ def main(argv: list[str]) -> int:
     tmp = scratch()
     try:
         with WarmFleet(tmp, s3=True, s3_delay_ms=args.s3_delay_ms) as fleet:
-            bench_fleet.warm_up(fleet, tmp, args.corpus.resolve(), (tmp / "out").as_uri())
+            fleet_rows.warm_up(fleet, tmp, args.corpus.resolve(), (tmp / "out").as_uri())
             got = runs(fleet, tmp, args.corpus.resolve(), args.documents, args.repeats, args.s3_out, tuple(args.ways))
             rows = events_rows(got, args.documents)
     finally:
@@ -205,7 +205,7 @@ def main(argv: list[str]) -> int:
         shutil.rmtree(tmp, ignore_errors=True)
     where = "S3 in and out" if args.s3_out else "from S3, results to a local folder"
     delay = f", S3 {args.s3_delay_ms:g} ms away each way" if args.s3_delay_ms else ""
-    bench_fleet.print_table(rows, f"bucket uploads through `pagefleet events` into a warm fleet, {where}{delay}")
+    fleet_rows.print_table(rows, f"bucket uploads through `pagefleet events` into a warm fleet, {where}{delay}")
     print("\n".join(lines(rows, args.documents)))
     return 0
 

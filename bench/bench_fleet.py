@@ -39,8 +39,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,53 +48,16 @@ sys.path.insert(0, str(ROOT))
 
 from bench import bench_ceiling, bench_docs, bench_events, bench_peers  # noqa: E402
 from bench.bench_warm import RunResult, WarmFleet, scratch  # noqa: E402
+from bench.fleet_rows import (HEAD, Row, cells, fleet_row, median_run, options,  # noqa: E402
+                               print_table, warm_up)
 
 QUICK = {"sizes": [10, 100], "small": 40, "scanned": 3}
 FULL = {"sizes": [10, 100, 1000, 10000], "small": 500, "scanned": 12}
 
 
-@dataclass
-class Row:
-    work: str
-    system: str
-    pages: int
-    wall: float
-    rss: str = ""
-    redis_mb: float | None = None
-    tasks: int | None = None
-    note: str = ""
-    cpu_s: float | None = None
-    cpu_roles: dict[str, float] | None = None
-
-    @property
-    def pps(self) -> float:
-        return self.pages / self.wall if self.wall else 0.0
-
-
-def fleet_row(work: str, result: RunResult, note: str = "") -> Row:
-    rss = " ".join(f"{role}={mb:.0f}" for role, mb in sorted(result.rss_mb.items()))
-    ocr = sum(n for route, n in result.routes.items() if not route.startswith("text_layer"))
-    note = note or (f"{ocr} pages climbed" if ocr else "")
-    return Row(work, "fleet", result.pages, result.wall, rss, result.redis_mb, result.tasks, note, result.cpu_s,
-               result.cpu_roles)
-
-
-def options(structure: bool, **extra: object) -> dict[str, object]:
-    from workers.settings import Options
-
-    opts: dict[str, object] = {"max_pages": 100_000, "max_bytes": 4 * 1024**3, **extra}
-    if "structure" in Options.model_fields:
-        opts["structure"] = structure
-    return opts
-
-
 def ratio_size(sizes: list[int]) -> int:
     """The document size digital_ratio is read at: the largest of at most 1000 pages."""
     return max((n for n in sizes if n <= 1000), default=sizes[0])
-
-
-def _median_run(runs: list[Any], wall: Callable[[Any], float]) -> Any:
-    return sorted(runs, key=wall)[len(runs) // 2]
 
 
 def digital_rows(fleet: WarmFleet, tmp: Path, corpus: Path, sizes: list[int], storage: str,
@@ -121,8 +83,8 @@ def digital_rows(fleet: WarmFleet, tmp: Path, corpus: Path, sizes: list[int], st
             runs[n], limits[n] = [fleet.run([pdf], storage, options(False), f"d{n}")], [bench_peers.get_text_limit(pdf, n)]
         times = len(runs[n])
         note = f"median of {times} runs" if times > 1 else ""
-        rows.append(fleet_row(f"digital {n}", _median_run(runs[n], lambda r: r.wall), note))
-        rows.append(limit_row(f"digital {n}", n, _median_run(limits[n], lambda r: r[0]), note))
+        rows.append(fleet_row(f"digital {n}", median_run(runs[n], lambda r: r.wall), note))
+        rows.append(limit_row(f"digital {n}", n, median_run(limits[n], lambda r: r[0]), note))
         if n == ref:
             rows.append(ceiling_row(f"digital {n}", bench_ceiling.document_jobs(pdf, n, 2), min(times, 3)))
         pdf.unlink()
@@ -150,7 +112,7 @@ def limit_row(work: str, pages: int, measured: tuple[float, float, float], note:
 def ceiling_row(work: str, jobs: list[list[bench_ceiling.Job]], times: int) -> Row:
     """Rung 1 alone over the same pages in two processes (bench/bench_ceiling.py): what the checks
     every page needs cost before the fleet adds anything."""
-    wall, pages, cpu = _median_run([bench_ceiling.rung1_alone(jobs) for _ in range(times)], lambda r: r[0])
+    wall, pages, cpu = median_run([bench_ceiling.rung1_alone(jobs) for _ in range(times)], lambda r: r[0])
     note = "extraction + gate, no fleet" + (f"; median of {times} runs" if times > 1 else "")
     return Row(work, "ceiling: rung 1 alone ×2", pages, wall, note=note, cpu_s=cpu)
 
@@ -186,13 +148,13 @@ def small_rows(fleet: WarmFleet, tmp: Path, corpus: Path, m: int, storage: str, 
             with _setting("PAGEFLEET_SPLIT_BATCH_DOCUMENTS", "1"):  # the producer's batches off: a task per document
                 runs["alone"].append(fleet.run(files, storage, options(False), f"small1-{i}"))
     note = f"median of {repeats} runs; " if repeats > 1 else ""
-    one = fleet_row(f"one {m}-page document{suffix}", _median_run(runs["one"], lambda r: r.wall), note.rstrip("; "))
-    median = _median_run(runs["many"], lambda r: r.wall)
+    one = fleet_row(f"one {m}-page document{suffix}", median_run(runs["one"], lambda r: r.wall), note.rstrip("; "))
+    median = median_run(runs["many"], lambda r: r.wall)
     many = fleet_row(f"{m} one-page documents{suffix}", median, note)
     many.note += f"{many.pps / one.pps:.2f}× one {m}-page document" if one.pps else ""
     if suffix:  # the second fleet's rows: the ceiling does not change with it
         return [many, one]
-    alone = fleet_row(f"{m} one-page documents, a task each", _median_run(runs["alone"], lambda r: r.wall), note)
+    alone = fleet_row(f"{m} one-page documents, a task each", median_run(runs["alone"], lambda r: r.wall), note)
     alone.note += f"{alone.pps / one.pps:.2f}× one {m}-page document" if one.pps else ""
     plan = _batch_plan(m)
     many.note += f" ({len(plan)} batches of {plan[0]} … {plan[-1]})"
@@ -226,12 +188,6 @@ def _setting(name: str, value: str) -> Iterator[None]:
         else:
             os.environ[name] = before
         get_settings.cache_clear()
-
-
-def warm_up(fleet: WarmFleet, tmp: Path, corpus: Path, storage: str) -> None:
-    """A one-page document, and one of 150 pages whose ranges reach the cpu worker's processes."""
-    warm = bench_docs.one_page_pdfs(corpus, 1, tmp / "warm")
-    fleet.run([*warm, bench_docs.digital_pdf(corpus, 150, tmp / "warm" / "w150.pdf")], storage, options(False), "warm")
 
 
 def reused_small_rows(tmp: Path, corpus: Path, m: int, split_concurrency: int, reuse: int) -> list[Row]:
@@ -268,42 +224,19 @@ def scanned_rows(fleet: WarmFleet, tmp: Path, corpus: Path, n: int, storage: str
     times = max(1, min(repeats, 3))
     median = f"; median of {times} runs" if times > 1 else ""
     runs = [fleet.run([pdf], storage, options(False), f"scan{n}-{i}") for i in range(times)]
-    rows = [fleet_row(f"scanned {n}", _median_run(runs, lambda r: r.wall), note="he/ar/en" + median)]
+    rows = [fleet_row(f"scanned {n}", median_run(runs, lambda r: r.wall), note="he/ar/en" + median)]
     pngs = bench_docs.scanned_pngs(pdf, 300, tmp / "pngs")
-    wall, rss = _median_run([bench_peers.tesseract_limit(pngs, scripts) for _ in range(times)], lambda r: r[0])
+    wall, rss = median_run([bench_peers.tesseract_limit(pngs, scripts) for _ in range(times)], lambda r: r[0])
     rows.append(Row(f"scanned {n}", "limit: tesseract ×2", n, wall, f"{rss:.0f}", note="pre-rendered 300 DPI" + median))
-    wall, rss = _median_run([bench_peers.ocrmypdf_peer(pdf) for _ in range(times)], lambda r: r[0])
+    wall, rss = median_run([bench_peers.ocrmypdf_peer(pdf) for _ in range(times)], lambda r: r[0])
     rows.append(Row(f"scanned {n}", "ocrmypdf --jobs 2", n, wall, f"{rss:.0f}", note="-l heb+ara+eng" + median))
     return rows
-
-
-HEAD = ("work", "system", "pages", "wall s", "pages/s", "ms/page", "CPU ms/page", "peak RSS MB", "Redis MB", "tasks",
-        "note")
-
-
-def _cells(r: Row) -> list[str]:
-    cpu = f"{1000 * r.cpu_s / r.pages:.1f}" if r.cpu_s is not None and r.pages else ""
-    return [r.work, r.system, str(r.pages), f"{r.wall:.2f}", f"{r.pps:.1f}", f"{1000 / r.pps:.1f}" if r.pps else "-",
-            cpu, r.rss, f"{r.redis_mb:.1f}" if r.redis_mb is not None else "", "" if r.tasks is None else str(r.tasks),
-            r.note]
-
-
-def print_table(rows: list[Row], title: str) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=title)
-    for col in HEAD:
-        table.add_column(col, justify="left" if col in ("work", "system", "peak RSS MB", "note") else "right")
-    for r in rows:
-        table.add_row(*_cells(r))
-    Console(width=200).print(table)
 
 
 def markdown(rows: list[Row]) -> str:
     """The same table as GitHub Markdown (for the README)."""
     lines = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
-    lines += ["| " + " | ".join(_cells(r)) + " |" for r in rows]
+    lines += ["| " + " | ".join(cells(r)) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 
 

@@ -128,7 +128,7 @@ def _measure(corpus: Path, n: int, tmp: Path, url: str) -> int:
     from workers.fleet import jobs
     from workers.split import submit
     from workers.app import use_broker
-    from workers.reliability import current
+    from workers.settings import reliability
     from workers.settings import Options, get_settings
 
     get_settings.cache_clear()
@@ -139,7 +139,7 @@ def _measure(corpus: Path, n: int, tmp: Path, url: str) -> int:
         made = [submit.spec_for_path(str(f), (tmp / tag).as_uri(), f"doc/{f.stem}", Options(structure=False))
                 for f in files]
         payloads = [(s.model_dump(mode="json"), s.force) for s in made]
-        jobs.start_runs(payloads, stale_after_s=current().deadline_s)
+        jobs.start_runs(payloads, stale_after_s=reliability().deadline_s)
         return [p for p, _ in payloads]
 
     spent: collections.Counter[str] = collections.Counter()

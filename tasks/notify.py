@@ -8,14 +8,14 @@ import logging
 from workers.fleet import jobs
 from workers.app import task
 from workers.notify import CallbackFailed, already_delivered, mark_delivered, post_callback
-from workers.reliability import current
+from workers.settings import reliability
 
 log = logging.getLogger(__name__)
 
 
 @task("pagefleet.callback", bind=True)
 def callback(self, url: str, notice: dict) -> dict:
-    rel = current()
+    rel = reliability()
     job_id = str(notice.get("job_id", ""))
     if already_delivered(notice):
         return {"job_id": job_id, "skipped": "already delivered"}

@@ -60,11 +60,3 @@ class ReliabilitySettings(BaseModel):
         """Longer than the longest task (its hard limit), so only a dead worker's work comes back."""
         return int(task_time_limit) + self.visibility_margin_s
 
-
-def current(settings: Any = None) -> ReliabilitySettings:
-    """`settings.reliability` (of `get_settings()` by default)."""
-    if settings is None:
-        from workers.settings import get_settings  # lazy: workers.settings imports this module
-
-        settings = get_settings()
-    return getattr(settings, "reliability", None) or ReliabilitySettings()

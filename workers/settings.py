@@ -327,3 +327,9 @@ class Settings(BaseSettings):
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     return Settings()
+
+
+def reliability(settings: Settings | None = None) -> ReliabilitySettings:
+    """`settings.reliability` (of `get_settings()` by default)."""
+    found = get_settings() if settings is None else settings
+    return getattr(found, "reliability", None) or ReliabilitySettings()

@@ -29,8 +29,8 @@ from workers.store import keys, work
 from workers.errors import AbortedError, BrokerUnavailable, StorageError
 from workers.fleet.jobs import JobState
 from workers.model import JobSpec
-from workers.reliability import ReliabilitySettings, current
-from workers.settings import Settings, get_settings
+from workers.reliability import ReliabilitySettings
+from workers.settings import Settings, get_settings, reliability
 from workers.store.storage import open_storage
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ def missing_pages(job: JobSpec, info: dict[str, str], settings: Settings) -> dic
 def sweep(deadline_s: float | None = None, now: float | None = None) -> list[tuple[str, str]]:
     """One pass: (job id, what was done) for every stalled job."""
     settings = get_settings()
-    rel = current(settings)
+    rel = reliability(settings)
     if deadline_s is None:  # never shorter than the visibility timeout: no task of the job can still run
         deadline_s = max(rel.deadline_s, rel.visibility_for(settings.task_time_limit))
     done = []
@@ -170,7 +170,7 @@ def _handler(args: argparse.Namespace, console: Console) -> int:
 
     if args.broker:
         use_broker(args.broker)
-    rel = current()
+    rel = reliability()
     deadline_s = args.deadline_minutes * 60 if args.deadline_minutes is not None else rel.deadline_s
     while True:
         for job_id, action in sweep(deadline_s):

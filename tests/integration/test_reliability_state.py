@@ -222,7 +222,7 @@ def test_done_finishes_counts_once_and_releases_only_its_own_lock_in_one_script(
     from collections import Counter
 
     from workers import metrics
-    from workers.reliability import current
+    from workers.settings import reliability
 
     r = jobs.client()
     for job_id in ("job-d", "job-e"):
@@ -241,7 +241,7 @@ def test_done_finishes_counts_once_and_releases_only_its_own_lock_in_one_script(
     assert (record["state"], json.loads(record["routes"]), record["pages"], record["pages_done"]) == \
         ("done", {"text_layer": 2}, "2", "2")
     assert "error_code" not in record and float(record["updated"]) > 0
-    assert 0 < r.ttl(jobs._key("job-d")) <= current().job_record_ttl_s
+    assert 0 < r.ttl(jobs._key("job-d")) <= reliability().job_record_ttl_s
     assert r.zscore(jobs.ACTIVE, "job-d") is None and r.zscore("pagefleet:jobs", "job-d") is not None
     assert r.get(jobs.PROGRESS) is not None and not jobs.locked("split:job-d") and lock.local.token is None
     notice = next(m for _ in range(50) if (m := notices.get_message(timeout=0.2)))

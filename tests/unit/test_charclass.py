@@ -162,7 +162,7 @@ def test_long_texts_are_translated_alike_in_numpy() -> None:
 
     from routing import arabic, lam
     from routing.charclass import CLASS_TABLE, FAMILY_TABLE, LazyTable
-    from workers.pdf import mupdf
+    from workers.pdf import fastwalk
 
     pool = [chr(c) for c in [*range(0x250), *range(0x590, 0x700), *range(0xFB1D, 0xFB50), *range(0xFE70, 0xFEFF),
                              0xD800, 0xDFFF, 0x1F600, 0x10FFFF, 0xE000, 0xF0001, 0x4E00, 0x3000]]
@@ -172,7 +172,7 @@ def test_long_texts_are_translated_alike_in_numpy() -> None:
     with_nul = LazyTable(lambda c: "\x00" if c == "a" else "b")
     deleting_then_wide = LazyTable(lambda c: None if c in "ab" else ("x" if c < "\u0590" else c))
     for table in (CLASS_TABLE, FAMILY_TABLE, arabic._LETTER_TABLE, arabic._TOKEN_CODES, lam._WORD_CHARS,
-                  mupdf._GLYPH_KINDS, LazyTable(lambda c: "ab" if c == "x" else c), narrow_then_wide,
+                  fastwalk._GLYPH_KINDS, LazyTable(lambda c: "ab" if c == "x" else c), narrow_then_wide,
                   narrow_then_deleting, with_nul, deleting_then_wide):
         for n in (LazyTable.LONG - 1, LazyTable.LONG, 3000):
             for _ in range(20):

@@ -3,6 +3,10 @@
     tasks/ ──► workers/ ──► routing/        routing/ is pure: no workers/, no tasks/, no celery
     only workers/app.py and tasks/ import celery; workers/ never imports tasks/
     no module over 400 lines, no function over 60
+    at most 10 modules at the top of workers/ (the rest lives in its stage's folder)
+    no import loop, not even through imports inside functions
+    no scheme check ("s3://", an isinstance on a storage class) outside workers/store/
+    no file in tasks/ over 80 lines: a task picks what runs and maps the outcome
 """
 
 from __future__ import annotations
@@ -16,6 +20,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("routing", "workers", "tasks")
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
+MAX_TOP_MODULES = 10
+MAX_TASK_LINES = 80
+LOOP_PACKAGES = ("routing", "workers", "tasks", "bench")
 
 
 def _modules(package: str) -> list[Path]:
@@ -82,3 +89,97 @@ def test_functions_are_short(package: str) -> None:
 def test_test_only_code_lives_under_tests() -> None:
     assert not (ROOT / "workers" / "engines" / "tiny_models.py").exists()
     assert (ROOT / "tests" / "support" / "tiny_models.py").exists()
+
+
+def test_the_top_of_workers_is_small() -> None:
+    top = sorted(p.stem for p in (ROOT / "workers").glob("*.py") if p.stem != "__init__")
+    assert len(top) <= MAX_TOP_MODULES, f"{len(top)} modules at the top of workers/ (stage code goes in its folder): {top}"
+
+
+def test_tasks_are_thin() -> None:
+    long = {_rel(p): n for p in _modules("tasks") if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_TASK_LINES}
+    assert long == {}, f"tasks/ files over {MAX_TASK_LINES} lines (the work belongs in its stage folder): {long}"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the modules of this tree it imports, anywhere in the file (inside functions and
+    `if TYPE_CHECKING:` too): `from a import b` names a.b where that is a module, else a."""
+    paths = {_module_name(p): p for pkg in LOOP_PACKAGES for p in _modules(pkg)}
+
+    def known(name: str) -> str | None:
+        while name and name not in paths:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found: set[str | None] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found.update(known(alias.name) for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, base] if base else up)
+                found.update(f"{base}.{a.name}" if f"{base}.{a.name}" in paths else known(base) for a in node.names)
+        graph[name] = {m for m in found if m and m != name}
+    return graph
+
+
+def _loops(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    loops: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            step = next(edges, None)
+            if step is not None:
+                if step not in index:
+                    index[step] = low[step] = len(index)
+                    stack.append(step)
+                    on_stack.add(step)
+                    work.append((step, iter(sorted(graph.get(step, ())))))
+                elif step in on_stack:
+                    low[node] = min(low[node], index[step])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    loops.append(sorted(component))
+    return loops
+
+
+def test_no_import_loops_not_even_inside_functions() -> None:
+    loops = _loops(_import_graph())
+    assert loops == [], f"import loops (function-level imports count): {loops}"
+
+
+def test_the_loop_finder_finds_a_loop_through_a_function_level_import() -> None:
+    assert _loops({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _loops({"a": {"b"}, "b": set()}) == []

@@ -101,15 +101,15 @@ def test_numbers_read_left_to_right_inside_rtl_cells() -> None:
 
 @pytest.mark.slow
 def test_structured_recovery_pymupdf4llm_gives_logical_tables_that_pass_the_check(structure_dir: Path) -> None:
-    from workers.ladder import recovery
+    from workers.ladder import structure
 
     pdf = structure_dir / "he_report_tables.pdf"
     pages = _pages(pdf)
-    recovered = recovery.recover("pymupdf4llm", str(pdf), _record(pages[0]), pages[0], document_layout(pages))
+    recovered = structure.recover_page("pymupdf4llm", str(pdf), _record(pages[0]), pages[0], document_layout(pages))
     assert recovered is not None and recovered.metrics["table_precision"] >= 0.85
     table = next(b for b in recovered.blocks if b["type"] == "table")["table"]
     assert table["rows"][0] == ["סעיף", "2023", "2024", "שינוי"]  # pymupdf4llm draws it left to right
-    assert recovery.recover("no-such-recoverer", str(pdf), _record(pages[0]), pages[0], document_layout(pages)) is None
+    assert structure.recover_page("no-such-recoverer", str(pdf), _record(pages[0]), pages[0], document_layout(pages)) is None
 
 
 def test_a_page_reports_the_compressed_size_of_its_images(tmp_path: Path) -> None:

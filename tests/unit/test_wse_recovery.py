@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.test_structure_extraction import _pages, _record
-from workers.ladder import recovery
+from workers.ladder import recovery, structure
 from workers.ladder.structure import document_layout
 from workers.settings import Options
 
@@ -29,7 +29,7 @@ def test_wse_recovery_gives_logical_tables_that_pass_the_check(structure_dir: Pa
     assert raw and all(t["bbox"] for t in raw)
     x0, y0, x1, y1 = raw[0]["bbox"]
     assert 0 < x0 < x1 < 595 and 0 < y0 < y1 < 842
-    recovered = recovery.recover("wse", str(pdf), _record(pages[0]), pages[0], document_layout(pages))
+    recovered = structure.recover_page("wse", str(pdf), _record(pages[0]), pages[0], document_layout(pages))
     assert recovered is not None and recovered.metrics["table_precision"] >= 0.85
     table = next(b for b in recovered.blocks if b["type"] == "table")["table"]
     if first_row:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from workers.fleet import deadline
@@ -37,7 +36,7 @@ from workers.engines.hf import (
     LoadedModel, cached_load, loading, missing_packages, pick_device, resolve, to_device, weights_present,
 )
 from workers.engines.repetition import RepetitionPolicy, make_repetition_criteria
-from workers.engines.vlm_load import load_model, load_processor
+from workers.engines.vlm_load import VlmSpec, load_model, load_processor
 from workers.errors import EngineCrashed, EngineTimeout, EngineUnavailable
 from workers.settings import get_settings
 
@@ -49,20 +48,6 @@ _KNOWN_OPTIONS = {
     "model", "max_new_tokens", "batch_size", "local_files_only", "device", "max_pixels", "timeout_s",
     "trust_remote_code", "max_period", "min_span", "min_repeats", "attn_implementation", "static_cache",
 }
-
-
-@dataclass(frozen=True)
-class VlmSpec:
-    """What differs between the three models."""
-
-    name: str
-    settings_field: str  # attribute of `VlmSettings` with the default checkpoint
-    model_class: str | None  # transformers class; None: decided from the checkpoint's config
-    prompt: str | None  # the model card's OCR prompt; None: the image alone (LightOnOCR)
-    qwen2vl_processor: bool  # processor expands one placeholder per merged patch (Qwen2-VL family)
-    image_token: str = "<|image_pad|>"
-    trust_remote_code: bool = False
-    script_hint: bool = False  # append "The text is in Hebrew…" for he/ar pages
 
 
 SPECS: dict[str, VlmSpec] = {

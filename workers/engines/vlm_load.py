@@ -10,17 +10,29 @@ placeholders exactly as `Qwen2_5_VLProcessor` does. Weights go straight to their
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from workers.engines.hf import load_kwargs
 from workers.errors import EngineUnavailable
 
-if TYPE_CHECKING:
-    from workers.engines.vlm import VlmSpec
+
+@dataclass(frozen=True)
+class VlmSpec:
+    """What differs between the three models."""
+
+    name: str
+    settings_field: str  # attribute of `VlmSettings` with the default checkpoint
+    model_class: str | None  # transformers class; None: decided from the checkpoint's config
+    prompt: str | None  # the model card's OCR prompt; None: the image alone (LightOnOCR)
+    qwen2vl_processor: bool  # processor expands one placeholder per merged patch (Qwen2-VL family)
+    image_token: str = "<|image_pad|>"
+    trust_remote_code: bool = False
+    script_hint: bool = False  # append "The text is in Hebrew…" for he/ar pages
 
 
 def load_model(
-    spec: "VlmSpec", model_id: str, device: str, local_only: bool, trust_remote: bool, attention: str | None = None
+    spec: VlmSpec, model_id: str, device: str, local_only: bool, trust_remote: bool, attention: str | None = None
 ) -> tuple[Any, str]:
     import transformers
 
@@ -44,7 +56,7 @@ def load_model(
     return model, f"AutoModelForImageTextToText[{type(model).__name__}]"
 
 
-def load_processor(spec: "VlmSpec", model_id: str, local_only: bool, trust_remote: bool) -> Any:
+def load_processor(spec: VlmSpec, model_id: str, local_only: bool, trust_remote: bool) -> Any:
     import transformers
     from transformers.utils import is_torchvision_available
 

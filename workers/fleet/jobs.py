@@ -28,7 +28,7 @@ from redis.exceptions import LockError
 from redis.lock import Lock
 
 from workers.errors import BrokerUnavailable
-from workers.settings import get_settings
+from workers.settings import get_settings, reliability
 
 log = logging.getLogger(__name__)
 DONE_CHANNEL = "pagefleet:done"
@@ -111,9 +111,7 @@ end
 
 def _record(job_id: str, fields: dict[str, Any], progress: bool = True) -> tuple[list[str], list[Any]]:
     """(KEYS[1..5], the ARGV `record(o)` reads from o) for setting `fields` on the job's record."""
-    from workers.reliability import current
-
-    rel = current()
+    rel = reliability()
     mapping = _mapping(fields)
     state = fields.get("state")
     kind = "" if state is None else "final" if state in TERMINAL else "active"
@@ -332,10 +330,8 @@ def count_delivery(job_id: str, page: int, retries: int = 0, r: redis.Redis | No
     """How many times the current message of this (job, page) has been delivered, this one
     included: a redelivery (worker lost) counts, a retry (a new message) starts again at 1. The
     counters belong to one run of the job (`start_run` resets them)."""
-    from workers.reliability import current
-
     r = r or client()
-    ttl = current().job_record_ttl_s
+    ttl = reliability().job_record_ttl_s
     return int(r.eval(_COUNT_DELIVERY, 1, f"pagefleet:attempts:{job_id}", str(page), str(retries), str(ttl)))
 
 
@@ -374,11 +370,9 @@ def _lock_key(name: str) -> str:
 @_wrap
 def dead_letter(record: dict[str, Any], r: redis.Redis | None = None) -> None:
     """Append a record; the list keeps the newest `reliability.deadletter_max`."""
-    from workers.reliability import current
-
     pipe = (r or client()).pipeline()
     pipe.rpush(DEADLETTER, json.dumps({**record, "at": time.time()}, ensure_ascii=False))
-    pipe.ltrim(DEADLETTER, -current().deadletter_max, -1)
+    pipe.ltrim(DEADLETTER, -reliability().deadletter_max, -1)
     pipe.execute()
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +44,10 @@ def names() -> list[str]:
     return sorted(_RECOVERERS)
 
 
+def recoverer(name: str) -> Recoverer | None:
+    return _RECOVERERS.get(name)
+
+
 def child_json(module: str, label: str, pdf: str, number: int, timeout_s: float) -> dict[str, Any]:
     """`python -m MODULE PDF PAGE` in a sandboxed child; its JSON (``{"tables": [...], ...}``)."""
     argv = [sys.executable, "-m", module, pdf, str(number)]
@@ -72,27 +76,3 @@ def wse_tables(pdf: str, number: int, timeout_s: float) -> list[RawTable]:
     """Word Shape Encoding (issue 10): the page mirrored with English tokens, read by pymupdf4llm,
     decoded (`workers.wse.child`)."""
     return child_json("workers.wse.child", "wse", pdf, number, timeout_s)["tables"]
-
-
-def recover(name: str, pdf: str, record: Any, page: Mapping[str, Any], doc: Any, *,
-            timeout_s: float = 60.0) -> Recovered | None:
-    """Blocks with the recoverer's tables if every table passes the word check, else None."""
-    from workers.errors import PagefleetError
-    from workers.ladder.structure import page_structure, table_in
-    from workers.ladder.tablecheck import check_tables
-
-    if name not in _RECOVERERS:
-        return None
-    try:
-        raw_tables = [t for t in _RECOVERERS[name](pdf, int(page["number"]), timeout_s) if t.get("bbox")]
-    except PagefleetError:
-        return None
-    if not raw_tables:
-        return None
-    lines = (page.get("layout") or {}).get("lines", [])
-    tables = [table_in(t, lines) for t in raw_tables]
-    blocks, _ = page_structure(page, record.text, record.edits, doc, tables=tables)
-    verdict = check_tables(pdf, int(page["number"]), tables, 0, timeout_s=timeout_s)
-    if verdict.reasons:
-        return None
-    return Recovered(blocks, verdict.metrics)

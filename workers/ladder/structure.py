@@ -178,10 +178,33 @@ def structure_page(record: PageRecord, page: Mapping[str, Any], doc: DocumentLay
         return with_blocks(record, blocks)
     verdict = check_tables(pdf, int(page["number"]), tables, aligned, timeout_s=timeout_s)
     if verdict.reasons and recover != "off":
-        recovered = recovery.recover(recover, pdf, record, page, doc, timeout_s=timeout_s)
+        recovered = recover_page(recover, pdf, record, page, doc, timeout_s=timeout_s)
         if recovered is not None:
             return with_blocks(record, recovered.blocks, [*verdict.warnings, f"structured_recovery_{recover}"],
                                recovered.metrics)
     if verdict.reasons:
         return refused_for_tables(record, blocks, verdict)
     return with_blocks(record, blocks, verdict.warnings, verdict.metrics)
+
+
+def recover_page(name: str, pdf: str, record: Any, page: Mapping[str, Any], doc: Any, *,
+                 timeout_s: float = 60.0) -> recovery.Recovered | None:
+    """Blocks with the recoverer's tables if every table passes the word check, else None."""
+    from workers.errors import PagefleetError
+
+    found = recovery.recoverer(name)
+    if found is None:
+        return None
+    try:
+        raw_tables = [t for t in found(pdf, int(page["number"]), timeout_s) if t.get("bbox")]
+    except PagefleetError:
+        return None
+    if not raw_tables:
+        return None
+    lines = (page.get("layout") or {}).get("lines", [])
+    tables = [table_in(t, lines) for t in raw_tables]
+    blocks, _ = page_structure(page, record.text, record.edits, doc, tables=tables)
+    verdict = check_tables(pdf, int(page["number"]), tables, 0, timeout_s=timeout_s)
+    if verdict.reasons:
+        return None
+    return recovery.Recovered(blocks, verdict.metrics)

@@ -29,13 +29,16 @@ import os
 import subprocess
 import sys
 import tempfile
-from functools import cache
+import unicodedata
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pymupdf
 
+from routing.charclass import LazyTable
+from routing.scripts import is_rtl_letter
 from workers.pdf.runs import may_reorder_lines, run_order_of, unit_kinds
 from workers.pdf.stext import Box
 
@@ -193,10 +196,28 @@ def evidence(textpage: pymupdf.TextPage) -> dict[str, Any] | None:
     return None if walked is None else _evidence(lib, *walked)
 
 
+# the one character classification both paths (this C walk and `mupdf`'s Python one) use
+def _glyph_kind(ch: str) -> str:
+    if ch.isspace():
+        return " "
+    if unicodedata.category(ch).startswith("M"):
+        return "M"
+    return "R" if is_rtl_letter(ch) else "o"
+
+
+_GLYPH_KINDS = LazyTable(_glyph_kind)
+
+
+@lru_cache(maxsize=4)
+def glyph_kinds(text: str) -> str:
+    """One code per character, in one C-level pass: " " whitespace, "M" combining mark, "R" Hebrew or
+    Arabic letter, "o" anything else. Cached for the last few texts: the C walk's evidence and
+    `_rtl_page` ask about the same page."""
+    return _GLYPH_KINDS.apply(text)
+
+
 def _evidence(lib: ctypes.CDLL, buf: _Buffers, n: int, n_lines: int) -> dict[str, Any]:
     """The evidence of the n characters in n_lines lines that `buf` holds (pf_chars's layout)."""
-    from workers.pdf.mupdf import glyph_kinds  # the one character classification both paths use
-
     flat = buf.cps[:n].tobytes().decode("utf-32-le", "surrogatepass")
     lens = buf.line_len[:n_lines].tolist()
     starts = np.cumsum([0] + lens).tolist()

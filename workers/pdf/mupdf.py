@@ -10,15 +10,12 @@ page images cover.
 from __future__ import annotations
 
 import os
-import unicodedata
-from functools import lru_cache
 from typing import Any
 
 import pymupdf
 
-from routing.charclass import LazyTable
-from routing.scripts import is_rtl_letter
 from workers.pdf import fastwalk, layout, stext
+from workers.pdf.fastwalk import glyph_kinds
 from workers.pdf.resources import listed_images
 from workers.pdf.runs import run_order
 
@@ -243,25 +240,6 @@ def _image_coverage(page: pymupdf.Page, images: list[stext.Box]) -> float:
         if width > 0 and height > 0:
             covered += width * height
     return round(min(covered / ((right - left) * (bottom - top) or 1.0), 1.0), 4)
-
-
-def _glyph_kind(ch: str) -> str:
-    if ch.isspace():
-        return " "
-    if unicodedata.category(ch).startswith("M"):
-        return "M"
-    return "R" if is_rtl_letter(ch) else "o"
-
-
-_GLYPH_KINDS = LazyTable(_glyph_kind)
-
-
-@lru_cache(maxsize=4)
-def glyph_kinds(text: str) -> str:
-    """One code per character, in one C-level pass: " " whitespace, "M" combining mark, "R" Hebrew or
-    Arabic letter, "o" anything else. Cached for the last few texts: the C walk's evidence and
-    `_rtl_page` ask about the same page."""
-    return _GLYPH_KINDS.apply(text)
 
 
 def _rtl_order(chars: list[dict[str, Any]], kinds: str | None = None) -> list[int]:

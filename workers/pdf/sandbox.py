@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import gc
 import json
 import logging
 import os
@@ -28,7 +27,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pydantic_core
 
 from workers.fleet import deadline
 from workers.errors import SandboxError, StorageError, TaskDeadline
@@ -194,33 +192,9 @@ def _death_reason(returncode: int, stderr: str) -> str:
 # --------------------------------------------------------------------------- child side
 
 
-def run_command(command: str, pdf: str, params: dict[str, Any], out: Path,
-                in_place: bool = False) -> None:  # pragma: no cover - child
-    """Run one sandbox command and write its JSON result to `out` (a temp file, then a rename):
-    what every child does, forked (`forkserver`) or started as `python -m workers.pdf.sandbox`.
-    `in_place`: into `out` itself (a forked child, whose answer on its pipe says the file is whole)."""
-    from workers.pdf import mupdf
-
-    handlers = {"probe": mupdf.probe, "probe_many": mupdf.probe_many, "extract": mupdf.extract_range,
-                "render": mupdf.render}
-    if command not in handlers:
-        raise SystemExit(f"unknown sandbox command {command}")
-    gc.disable()  # the command builds trees of plain objects (rawdict, layouts) that the cycle
-    try:          # collector would walk again and again as they grow: a third of a structure-on range
-        result = handlers[command](pdf, **params)
-        tmp = out if in_place else out.with_suffix(".tmp")
-        # pydantic-core's encoder: a page range in a sixth of json.dumps's time, NaN and infinities
-        # written as json.dumps writes them (the worker reads the file with json.loads)
-        tmp.write_bytes(pydantic_core.to_json(result, inf_nan_mode="constants"))
-        if not in_place:
-            tmp.replace(out)
-        del result
-    finally:
-        gc.enable()
-        gc.collect()  # what the command left in cycles goes before a reused child runs the next one
-
-
 def _main(argv: list[str]) -> int:  # pragma: no cover - exercised through run_child
+    from workers.pdf.command import run_command
+
     run_command(argv[0], argv[1], json.loads(argv[3]), Path(argv[2]))
     return 0
 

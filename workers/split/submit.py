@@ -21,7 +21,7 @@ from workers.errors import BrokerUnavailable
 from workers.fleet import jobs
 from workers.model import JobSpec
 from workers.pdf.source import sha256_file
-from workers.reliability import current
+from workers.settings import reliability
 from workers.settings import Options, Settings
 from workers.split import ranges
 from workers.store import keys
@@ -146,7 +146,7 @@ def enqueue_many(specs: list[JobSpec], *, taper: bool = True) -> list[str]:
             chunk = specs[first:first + size]
             payloads = [(spec.model_dump(mode="json"), spec.force) for spec in chunk]
             # a finished job is not redone unless forced; a run under way is shared, not doubled
-            started = jobs.start_runs(payloads, stale_after_s=current().deadline_s)
+            started = jobs.start_runs(payloads, stale_after_s=reliability().deadline_s)
             fresh = [(payload, is_small) for (payload, _), how, is_small
                      in zip(payloads, started, small[first:first + size], strict=True) if how == "started"]
             out.unsent.update((payload["job_id"], None) for payload, _ in fresh)
