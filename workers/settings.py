@@ -26,6 +26,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, fiel
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from workers.reliability import ReliabilitySettings
+from workers.store.uri import is_s3, is_storage_url, s3_prefix
 
 PIPELINE_VERSION = "0.2.0"  # 0.2: structure (blocks, chunks.jsonl), document.json schema 2
 QUEUES = ("split", "cpu", "gpu", "collect")  # the Celery queues, one Deployment/ScaledObject each
@@ -160,9 +161,9 @@ class EventSettings(BaseSettings):
     @field_validator("output")
     @classmethod
     def _storage_url(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("s3://", "file://")):
+        if value is not None and not is_storage_url(value):
             raise ValueError("output must be s3://bucket/prefix or file:///dir")
-        if value is not None and value.startswith("s3://") and not value[len("s3://"):].split("/", 1)[0]:
+        if value is not None and is_s3(value) and not s3_prefix(value)[0]:
             raise ValueError("output needs a bucket: s3://bucket/prefix")
         return value.rstrip("/") if value else value
 

@@ -23,6 +23,8 @@ MAX_FUNCTION_LINES = 60
 MAX_TOP_MODULES = 10
 MAX_TASK_LINES = 80
 LOOP_PACKAGES = ("routing", "workers", "tasks", "bench")
+SCHEMES = ("s3://", "file://")
+STORAGE_CLASSES = {"Storage", "LocalStorage", "S3Storage"}
 
 
 def _modules(package: str) -> list[Path]:
@@ -183,3 +185,44 @@ def test_no_import_loops_not_even_inside_functions() -> None:
 def test_the_loop_finder_finds_a_loop_through_a_function_level_import() -> None:
     assert _loops({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _loops({"a": {"b"}, "b": set()}) == []
+
+
+def _is_scheme(node: ast.AST) -> bool:
+    if isinstance(node, ast.Tuple):
+        return any(_is_scheme(e) for e in node.elts)
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith(SCHEMES)
+
+
+def _scheme_checks(tree: ast.AST) -> list[int]:
+    """Lines that look at a URI's scheme: `x.startswith("s3://")` and the like, `len("s3://")`,
+    `scheme == "s3"`, or an isinstance on a storage class."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name in ("startswith", "endswith", "removeprefix", "partition", "len") and any(map(_is_scheme, node.args)):
+                found.append(node.lineno)
+            elif name == "isinstance" and len(node.args) == 2:
+                kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+                names = {k.id if isinstance(k, ast.Name) else k.attr if isinstance(k, ast.Attribute) else "" for k in kinds}
+                if names & STORAGE_CLASSES:
+                    found.append(node.lineno)
+        elif isinstance(node, ast.Compare) and all(isinstance(op, (ast.Eq, ast.NotEq)) for op in node.ops):
+            sides = [node.left, *node.comparators]
+            if any(isinstance(s, ast.Constant) and s.value in ("s3", "file", *SCHEMES) for s in sides):
+                found.append(node.lineno)
+    return sorted(found)
+
+
+def test_only_the_store_knows_a_uris_scheme() -> None:
+    found = {_rel(p): lines for pkg in ("routing", "workers", "tasks") for p in _modules(pkg)
+             if "store" not in p.relative_to(ROOT).parts[1:2]
+             and (lines := _scheme_checks(ast.parse(p.read_text(encoding="utf-8"))))}
+    assert found == {}, f"scheme checks outside workers/store/ (use workers.store.uri, Storage.local_root): {found}"
+
+
+def test_the_scheme_finder_finds_checks() -> None:
+    code = ("a.startswith('s3://')\nlen('file://')\nu.scheme == 's3'\nisinstance(s, (LocalStorage, X))\n"
+            "f'{x}'\nprint('s3://bucket')\n's3' in record\n")
+    assert _scheme_checks(ast.parse(code)) == [1, 2, 3, 4]

@@ -75,13 +75,13 @@ def cmd_submit(args: argparse.Namespace, console: Console) -> int:
     PDFs in name order)."""
     from workers.app import use_broker
     from workers.cli.run import expand_inputs, unique_stems
-    from workers.store.storage import split_s3_uri
+    from workers.store.uri import is_s3, split_s3_uri
     from workers.split.submit import enqueue_many, spec_for_object, spec_for_path
 
     entries: list[str | Path] = []
     missing: list[str] = []
     for source in args.sources:
-        found, gone = ([source], []) if source.startswith("s3://") else expand_inputs([source])
+        found, gone = ([source], []) if is_s3(source) else expand_inputs([source])
         entries += found
         missing += gone
     if missing or not entries:

@@ -24,6 +24,7 @@ from typing import Any
 
 from workers.engines.models_store import MANIFEST, PULLED_MARK, SCHEMA_VERSION, build_manifest, sha256_of
 from workers.errors import PagefleetError, StorageError
+from workers.store.uri import file_path, is_file_url, is_storage_url, s3_prefix
 
 
 class ModelPullError(PagefleetError):
@@ -47,14 +48,14 @@ class Source:
         self.manifest_path = manifest_path
         if self.url == "hf" and not manifest_path:
             raise ModelPullError("--from hf needs --manifest (the model ids and checksums to trust)")
-        if not (self.url == "hf" or self.url.startswith(("s3://", "file://"))):
+        if not (self.url == "hf" or is_storage_url(self.url)):
             raise ModelPullError(f"unknown model source {url!r}: use s3://bucket/prefix, file:///dir or hf")
 
     def manifest(self) -> dict[str, Any]:
         if self.manifest_path:
             text = Path(self.manifest_path).read_text(encoding="utf-8")
-        elif self.url.startswith("file://"):
-            text = (Path(self.url[len("file://"):]) / MANIFEST).read_text(encoding="utf-8")
+        elif is_file_url(self.url):
+            text = (file_path(self.url) / MANIFEST).read_text(encoding="utf-8")
         else:
             from workers.store.storage import open_storage
 
@@ -75,12 +76,12 @@ class Source:
             from huggingface_hub import hf_hub_download
 
             shutil.copyfile(hf_hub_download(model_id, relative), target)
-        elif self.url.startswith("file://"):
-            shutil.copyfile(Path(self.url[len("file://"):]) / model_id / relative, target)
+        elif is_file_url(self.url):
+            shutil.copyfile(file_path(self.url) / model_id / relative, target)
         else:
             from workers.store.storage import S3Storage
 
-            bucket, _, prefix = self.url[len("s3://"):].partition("/")
+            bucket, prefix = s3_prefix(self.url)
             S3Storage(bucket, prefix).download(f"{model_id}/{relative}", str(target))
 
 

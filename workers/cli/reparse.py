@@ -22,6 +22,7 @@ from typing import Any
 from rich.console import Console
 
 from workers.settings import PIPELINE_VERSION, Options
+from workers.store.uri import is_s3
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ def _local_rerun(target: str, chosen: list[tuple[str, dict[str, Any], list[str]]
     by_options: dict[str, tuple[Options, list[str]]] = defaultdict(lambda: (Options(), []))
     for _, document, _ in chosen:
         uri = (document.get("source") or {}).get("uri")
-        if not uri or uri.startswith("s3://"):
+        if not uri or is_s3(uri):
             console.print(f"pagefleet: skipped {document['source']['filename']}: its source is not a local file")
             continue
         options = options_of(document)
@@ -96,7 +97,7 @@ def _local_rerun(target: str, chosen: list[tuple[str, dict[str, Any], list[str]]
 
 def _resubmit(target: str, chosen: list[tuple[str, dict[str, Any], list[str]]], args: argparse.Namespace) -> int:
     from workers.app import use_broker
-    from workers.store.storage import split_s3_uri
+    from workers.store.uri import split_s3_uri
     from workers.split.submit import enqueue, spec_for_object, spec_for_path
 
     if args.broker:
@@ -105,7 +106,7 @@ def _resubmit(target: str, chosen: list[tuple[str, dict[str, Any], list[str]]], 
         uri = document["source"].get("uri") or ""
         prefix = key.rsplit("/", 1)[0] if "/" in key else ""
         options = options_of(document)
-        if uri.startswith("s3://"):
+        if is_s3(uri):
             bucket, obj = split_s3_uri(uri)
             spec = spec_for_object(bucket, obj, target, options, force=True, prefix_template=prefix)
         else:
@@ -126,7 +127,7 @@ def cmd_reparse(args: argparse.Namespace, console: Console) -> int:
     console.print(f"pagefleet reparse: {len(chosen)} document(s) chosen", markup=False)
     if args.dry_run or not chosen:
         return 0
-    if args.target.startswith("s3://"):
+    if is_s3(args.target):
         return _resubmit(args.target, chosen, args)
     return _local_rerun(args.target, chosen, args, console)
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workers.errors import PagefleetError
+from workers.store.uri import is_s3, s3_prefix
 
 MAX_DEPTH = 4
 
@@ -258,8 +259,8 @@ class EventFilter:
 
 def output_exclusion(output: str) -> tuple[tuple[str, str], ...]:
     """Keys we write under an `s3://bucket/prefix` output must not trigger jobs themselves."""
-    if not output.startswith("s3://"):
+    if not is_s3(output):
         return ()
-    bucket, _, prefix = output[len("s3://"):].partition("/")
+    bucket, prefix = s3_prefix(output)
     prefix = prefix.strip("/")
     return ((bucket, f"{prefix}/" if prefix else ""),)

@@ -21,7 +21,8 @@ from typing import Any
 from workers.errors import PdfTooLargeError, SourceChangedError, StorageError
 from workers.model import JobSpec
 from workers.settings import Settings
-from workers.store.storage import ObjectChanged, S3Storage, split_s3_uri
+from workers.store.storage import ObjectChanged, S3Storage
+from workers.store.uri import is_s3, split_s3_uri
 
 CACHE_MAX_IDLE_S = 3600.0
 _CHUNK = 256 * 1024
@@ -36,7 +37,7 @@ def cached_path(job_id: str, settings: Settings) -> Path:
 
 
 def local_pdf(job: JobSpec, settings: Settings) -> str:
-    if not job.source.startswith("s3://"):
+    if not is_s3(job.source):
         return job.source
     target = cached_path(job.job_id, settings)
     if target.exists():

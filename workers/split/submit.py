@@ -25,6 +25,7 @@ from workers.settings import reliability
 from workers.settings import Options, Settings
 from workers.split import ranges
 from workers.store import keys
+from workers.store.uri import s3_uri
 
 
 def _spec(identity: str, options: Options, **fields: Any) -> JobSpec:
@@ -53,7 +54,7 @@ def spec_for_object(
     force: bool = False, callback_url: str | None = None,
 ) -> JobSpec:
     identity = hashlib.sha256(f"s3:{bucket}/{key}:{etag or ''}:{version_id or ''}".encode()).hexdigest()
-    return _spec(identity, options, source=f"s3://{bucket}/{key}", filename=os.path.basename(key) or key,
+    return _spec(identity, options, source=s3_uri(bucket, key), filename=os.path.basename(key) or key,
                  bytes=size, storage=storage, artifact_prefix=prefix_template, etag=etag, version_id=version_id,
                  force=force, callback_url=callback_url)
 

@@ -30,6 +30,7 @@ import urllib3.exceptions
 
 from workers.errors import StorageError
 from workers.settings import Settings, get_settings
+from workers.store.uri import split_s3_uri  # noqa: F401 - where the backends' callers find it
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,7 @@ class ObjectChanged(Exception):
 
 class Storage(abc.ABC):
     url: str
+    local_root: Path | None = None  # the directory of a local store (its objects are files there)
 
     @abc.abstractmethod
     def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None: ...
@@ -97,7 +99,7 @@ def _safe_key(key: str) -> str:
 
 class LocalStorage(Storage):
     def __init__(self, root: str | os.PathLike[str]) -> None:
-        self.root = Path(root).resolve()
+        self.root = self.local_root = Path(root).resolve()
         self.url = self.root.as_uri()
         self._root = str(self.root)
 
@@ -383,13 +385,3 @@ def _local(root: str) -> LocalStorage:
     ~0.2 ms, paid by every document of a batch; a LocalStorage holds nothing but its root)."""
     return LocalStorage(root)
 
-
-def split_s3_uri(uri: str) -> tuple[str, str]:
-    """`s3://bucket/some/key.pdf` → ("bucket", "some/key.pdf"). The key is taken verbatim (no
-    URL-decoding): keys may hold `%`, `+`, spaces, `?` and `#`."""
-    if not uri.startswith("s3://"):
-        raise StorageError(f"not an s3://bucket/key URI: {uri!r}")
-    bucket, _, key = uri[len("s3://"):].partition("/")
-    if not bucket or not key:
-        raise StorageError(f"not an s3://bucket/key URI: {uri!r}")
-    return bucket, key

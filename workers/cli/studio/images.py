@@ -19,7 +19,8 @@ from typing import Any
 from workers.errors import PagefleetError, SandboxError, StorageError
 from workers.pdf.source import render_page, sha256_file
 from workers.settings import Settings
-from workers.store.storage import S3Storage, split_s3_uri
+from workers.store.storage import S3Storage
+from workers.store.uri import is_s3, split_s3_uri
 
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -68,7 +69,7 @@ class SourceImages:
         if not uri:
             raise SourceUnavailable("document.json records no source location (source.uri)")
         try:
-            path = self._download(uri, sha) if uri.startswith("s3://") else uri
+            path = self._download(uri, sha) if is_s3(uri) else uri
             if not os.path.isabs(path) or not os.path.isfile(path):
                 raise SourceUnavailable(f"the source {source.get('filename')} is no longer at {uri}")
             if self._hash(path) != sha:

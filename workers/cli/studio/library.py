@@ -18,6 +18,7 @@ from typing import Any
 
 from workers.errors import StorageError
 from workers.store.storage import LocalStorage, Storage, open_storage
+from workers.store.uri import is_s3
 
 ROOT_ID = "~"
 MARKERS = ("document.json", "error.json")
@@ -89,7 +90,7 @@ class Library:
 
     @classmethod
     def open(cls, where: str) -> "Library":
-        if where.startswith("s3://"):
+        if is_s3(where):
             return cls(open_storage(where), where.rstrip("/"))
         root = Path(where).resolve()
         if not root.is_dir():
@@ -98,7 +99,7 @@ class Library:
 
     @property
     def local_root(self) -> Path | None:
-        return self.storage.root if isinstance(self.storage, LocalStorage) else None
+        return self.storage.local_root
 
     def documents(self, *, fresh: bool = False) -> list[DocRef]:
         with self._lock:

@@ -27,7 +27,7 @@ from workers.errors import PdfTooLargeError
 from workers.model import JobSpec
 from workers.pdf.source import inspect, local_source
 from workers.settings import get_settings
-from workers.store.storage import LocalStorage, S3Storage
+from workers.store.uri import split_s3_uri
 
 _UNSAFE = re.compile(r"[^\w .()+\-]+")
 UPLOADS = ".pagefleet/uploads"
@@ -103,16 +103,15 @@ class Uploads:
         from workers.split.submit import spec_for_object, spec_for_path
 
         storage = self.library.storage
-        if isinstance(storage, LocalStorage):
-            kept = storage.root / UPLOADS / sha / filename
+        if storage.local_root is not None:
+            kept = storage.local_root / UPLOADS / sha / filename
             kept.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, kept)
-            stem = self._stem(storage.root, filename, sha)
+            stem = self._stem(storage.local_root, filename, sha)
             return spec_for_path(str(kept), storage.url, stem, self._options())
-        assert isinstance(storage, S3Storage)
         key = f"{UPLOADS}/{sha}/{filename}"
         storage.put_bytes(key, path.read_bytes(), "application/pdf")
-        return spec_for_object(storage.bucket, storage._key(key), storage.url, self._options(),
+        return spec_for_object(*split_s3_uri(f"{storage.url}/{key}"), storage.url, self._options(),
                                size=path.stat().st_size, prefix_template="artifacts/{sha256}")
 
     def _connect(self) -> None:
