@@ -94,7 +94,7 @@ faults: setup
 	$(BIN)/python -m pytest -m faults -v
 
 fuzz: setup
-	$(BIN)/python bench/fuzz_inputs.py ../shared/corpus --count 500
+	$(BIN)/python tests/support/fuzz_inputs.py ../shared/corpus --count 500
 
 clean:
 	rm -rf $(OUT) $(NATIVE) fixtures/*.pdf fixtures/bad fixtures/structure fixtures/wse .pytest_cache

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import bench_docs  # noqa: E402
-from bench.bench_warm import RunResult, WarmFleet, scratch  # noqa: E402
+from tests.support.warm_fleet import RunResult, WarmFleet, scratch  # noqa: E402
 
 TOKEN = "bench-" + uuid.uuid4().hex[:12]
 STRUCTURE_OFF = {"PAGEFLEET_EVENTS_OPTIONS__STRUCTURE": "false"}  # as the other throughput rows: text only
@@ -191,7 +191,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--ways", nargs="+", choices=WAYS, default=list(WAYS))
     ap.add_argument("--s3-out", action="store_true", help="results to S3 too (moto: its PUTs dominate)")
     ap.add_argument("--s3-delay-ms", type=float, default=0.0,
-                    help="reach the S3 server through bench/latency_proxy.py: this much later each way")
+                    help="reach the S3 server through tests/support/latency_proxy.py: this much later each way")
     args = ap.parse_args(argv)
     tmp = scratch()
     try:

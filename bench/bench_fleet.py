@@ -22,7 +22,7 @@ to every job done.
               its own fonts, as in its one-page file) and the same M documents
               submitted a task each
     S3        the 1000-page run (the largest size ≤ 1000) and the M one-page documents with storage
-              on moto's S3 served as S3 is: HTTPS, connections kept alive (bench/s3_server.py)
+              on moto's S3 served as S3 is: HTTPS, connections kept alive (tests/support/s3_server.py)
     events    M one-page uploads to that S3 server announced to `pagefleet events` by webhook POSTs
               one after another, with and without `--inbox-list`, beside the same M objects
               submitted at once and one M-page upload (bench/bench_events.py)
@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import bench_ceiling, bench_docs, bench_events, bench_peers  # noqa: E402
-from bench.bench_warm import RunResult, WarmFleet, scratch  # noqa: E402
+from tests.support.warm_fleet import RunResult, WarmFleet, scratch  # noqa: E402
 from bench.fleet_rows import (HEAD, Row, cells, fleet_row, median_run, options,  # noqa: E402
                                print_table, warm_up)
 
@@ -158,7 +158,7 @@ def small_rows(fleet: WarmFleet, tmp: Path, corpus: Path, m: int, storage: str, 
     alone.note += f"{alone.pps / one.pps:.2f}× one {m}-page document" if one.pps else ""
     plan = _batch_plan(m)
     many.note += f" ({len(plan)} batches of {plan[0]} … {plan[-1]})"
-    many.note += f"; a file created in {median.fs_ms:.3f} ms just before (bench/fs_quiet.py)"
+    many.note += f"; a file created in {median.fs_ms:.3f} ms just before (tests/support/fs_quiet.py)"
     ceiling = ceiling_row(f"{m} one-page documents", bench_ceiling.file_jobs(files, 2), 1)
     return [many, one, alone, ceiling]
 

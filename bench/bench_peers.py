@@ -58,7 +58,7 @@ def settle() -> None:
     next timed run, on the same two cores. Measured (a warm fleet, 500 one-page documents, three
     runs each, `/tmp` harness over `small_rows`): 2.34 s before a 10 000-page document, 2.64 s right
     after it (~270 MB dirty), 2.49 s after it and a sync. Before every run of the fleet
-    (`bench_warm.WarmFleet.measure`) and of its peers alike."""
+    (`warm_fleet.WarmFleet.measure`) and of its peers alike."""
     os.sync()
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import bench_docs
-from bench.bench_warm import RunResult, WarmFleet
+from tests.support.warm_fleet import RunResult, WarmFleet
 
 
 @dataclass

@@ -66,9 +66,9 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def s3_server() -> Iterator[str]:
     """moto's S3 application on loopback (real HTTP, real S3 protocol), served with HTTP/1.1
-    keep-alive as MinIO and S3 serve it (`bench/s3_server.py`; `moto_server` itself closes every
+    keep-alive as MinIO and S3 serve it (`tests/support/s3_server.py`; `moto_server` itself closes every
     connection, so a worker's kept connections would never meet a server that keeps them)."""
-    from bench.s3_server import MotoServer
+    from tests.support.s3_server import MotoServer
 
     try:
         server = MotoServer(tls=False).start()

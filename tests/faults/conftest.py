@@ -17,7 +17,7 @@ import pytest
 
 from tests.support.drills import OPTIONS, DrillFleet, Ledger, make_docs
 
-# one JSON line per drill (bench/faults_table.py turns them into the README's table)
+# one JSON line per drill (the README's reliability table was made from them)
 RESULTS = Path(os.environ.get("PAGEFLEET_FAULTS_RESULTS", Path(tempfile.gettempdir()) / "pagefleet-faults.jsonl"))
 
 

@@ -1,4 +1,4 @@
-"""A small fuzz set (bench/fuzz_inputs.py runs ≥ 500): mutated fixture PDFs through one
+"""A small fuzz set (tests/support/fuzz_inputs.py runs ≥ 500): mutated fixture PDFs through one
 `pagefleet run --ocr off`; every input ends in artifacts or a typed error.json, in bounded time."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.fuzz_inputs import MUTATIONS, mutants, run_fleet, verdicts
+from tests.support.fuzz_inputs import MUTATIONS, mutants, run_fleet, verdicts
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration]
 

@@ -1,4 +1,4 @@
-"""The bench's observer (`bench/bench_warm.py: WarmFleet._wait`) on a real Redis: it reads the
+"""The bench's observer (`tests/support/warm_fleet.py: WarmFleet._wait`) on a real Redis: it reads the
 fleet's done notices in batches (it shares the fleet's two cores), so it must still hear every
 notice — those sent before it first looks too (it subscribes before the jobs go) — find a job
 whose notice it never got by reading the job states again, and give up on a job that never ends.
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bench import bench_warm
-from bench.bench_warm import WarmFleet
+from tests.support import warm_fleet as bench_warm
+from tests.support.warm_fleet import WarmFleet
 from workers.fleet import jobs
 
 pytestmark = pytest.mark.integration

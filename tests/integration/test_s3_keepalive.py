@@ -1,7 +1,7 @@
 """One minio client per process and settings (`workers.store.storage.s3_client`): the documents a worker
 stores one after another reuse its pooled connections instead of connecting (and, without a
 configured region, asking the bucket's location) once a document. Real moto S3 application
-served with HTTP/1.1 keep-alive (`bench/s3_server.py`: the session's server, and one over HTTPS,
+served with HTTP/1.1 keep-alive (`tests/support/s3_server.py`: the session's server, and one over HTTPS,
 as every S3 deployment is reached), real TCP proxy that counts the connections it accepts."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from bench.s3_server import MotoServer
+from tests.support.s3_server import MotoServer
 from tests.support.artifact_streams import artifact_streams
 from tests.support.tcp_proxy import TcpProxy
 from workers.errors import StorageError

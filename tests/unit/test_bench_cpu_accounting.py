@@ -1,4 +1,4 @@
-"""bench/bench_warm.py's CPU by role, on real processes: a sandbox server orphaned by its pool
+"""tests/support/warm_fleet.py's CPU by role, on real processes: a sandbox server orphaned by its pool
 process (a pool process recycled after 200 tasks leaves its server to init) keeps the CPU it spent,
 and a server its pool process reaps is counted once, in the sandbox role.
 
@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import psutil
 
-from bench.bench_warm import WarmFleet
+from tests.support.warm_fleet import WarmFleet
 
 BURN_S = 0.3
 

@@ -1,4 +1,4 @@
-"""bench/fs_quiet.py: the probe really creates a document's worth of folders and files (and keeps
+"""tests/support/fs_quiet.py: the probe really creates a document's worth of folders and files (and keeps
 them), and the wait stops on a quiet disk at once, or waits out its budget and spends it. No
 timing is asserted: the budget is spent by real sleeps, and only what was said and left is checked."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from bench.fs_quiet import create_cost_ms, wait_quiet
+from tests.support.fs_quiet import create_cost_ms, wait_quiet
 
 
 def test_probe_creates_folders_of_five_files_and_keeps_them(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """A warm fleet for the benchmark: a private Redis + one split/collect worker + one cpu worker of
-concurrency 2 (optionally moto's S3 over HTTPS, `bench/s3_server.py`), kept running across
+concurrency 2 (optionally moto's S3 over HTTPS, `tests/support/s3_server.py`), kept running across
 measurements.
 
 `WarmFleet.run(files, ...)` submits every file at once and times submit → every job done. Around
@@ -23,9 +23,9 @@ from typing import Any
 
 import psutil
 
-from bench import fs_quiet
+from tests.support import fs_quiet
 from bench.bench_peers import settle
-from bench.s3_server import MotoServer
+from tests.support.s3_server import MotoServer
 
 
 _TICKS_S = 0.02  # a process's CPU is read in 10 ms ticks, user and system apart
@@ -49,7 +49,7 @@ class RunResult:
     routes: dict[str, int] = field(default_factory=dict)
     cpu_s: float = 0.0  # CPU seconds the fleet's processes spent (a figure the machine's load barely moves)
     cpu_roles: dict[str, float] = field(default_factory=dict)  # the same by role, and Redis's own
-    fs_ms: float = 0.0  # creating a folder or file just before the run, ms (`bench/fs_quiet.py`)
+    fs_ms: float = 0.0  # creating a folder or file just before the run, ms (`tests/support/fs_quiet.py`)
 
     @property
     def pages_per_s(self) -> float:

@@ -17,7 +17,7 @@ deletion, not the fleet.
                                    process's waiting budget (`MAX_WAIT_S` in all) is spent; returns
                                    (the last probe, seconds waited)
 
-`bench_warm.WarmFleet.measure` waits before every run of the fleet and keeps the probe with the
+`warm_fleet.WarmFleet.measure` waits before every run of the fleet and keeps the probe with the
 run (`RunResult.fs_ms`); on a quiet disk that costs one probe, ~1 ms. A `make bench` started
 within minutes of another pays the other's clean-up of ~28 000 files once, up to `MAX_WAIT_S`.
 """

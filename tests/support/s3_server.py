@@ -1,5 +1,5 @@
 """The benchmark's S3 server: moto's S3 application on loopback, served as S3 and MinIO serve
-(HTTPS, HTTP/1.1 connections kept alive), optionally behind `bench/latency_proxy.py`.
+(HTTPS, HTTP/1.1 connections kept alive), optionally behind `tests/support/latency_proxy.py`.
 
 `moto_server` itself runs Werkzeug's development server, which closes the connection after every
 answer and speaks plain HTTP: a client that keeps its connections (`workers.store.storage.s3_client`)
@@ -73,7 +73,7 @@ def self_signed(folder: Path) -> tuple[Path, Path]:
 
 class MotoServer:
     """moto's S3 on loopback (uvicorn, keep-alive; HTTPS with `tls`); with `delay_ms`, reached
-    through `bench/latency_proxy.py` (every byte that much later each way: an object store across
+    through `tests/support/latency_proxy.py` (every byte that much later each way: an object store across
     a network)."""
 
     def __init__(self, delay_ms: float = 0.0, tls: bool = True) -> None:

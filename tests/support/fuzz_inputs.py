@@ -1,7 +1,7 @@
 """Fuzz the fleet with mutated PDFs: every input must end in artifacts or a typed error.json, in
 bounded time, with no worker dying (issue 9).
 
-    python bench/fuzz_inputs.py [CORPUS_DIR ...] [--count 500] [--seed 9] [--out DIR] [--keep]
+    python tests/support/fuzz_inputs.py [CORPUS_DIR ...] [--count 500] [--seed 9] [--out DIR] [--keep]
 
 Seeds are the project's generated fixtures plus the PDFs of every CORPUS_DIR (small ones). Each
 mutant is one seed changed by one or two deterministic mutations (bit flips, truncation, a
@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 Mutation = Callable[[bytes, random.Random], bytes]
 
 

@@ -1,7 +1,7 @@
 """A TCP proxy that delays every byte by a fixed one-way latency in each direction (a round trip
 costs twice it), for benchmarking against an object store that is not on this machine's loopback.
 
-    python bench/latency_proxy.py LISTEN_PORT TARGET_HOST TARGET_PORT DELAY_MS
+    python tests/support/latency_proxy.py LISTEN_PORT TARGET_HOST TARGET_PORT DELAY_MS
 
 Each chunk leaves DELAY_MS after it arrived, whatever came before it on the connection (a delay
 line, not a queue of sleeps), so a PUT's body in several chunks costs the latency once, as a wire
