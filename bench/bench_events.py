@@ -82,7 +82,7 @@ def specs(bodies: list[dict[str, Any]], output: str) -> list[Any]:
 @contextlib.contextmanager
 def receiver(workdir: Path, output: str, inbox: str | None) -> Iterator[str]:
     """`pagefleet events` in a subprocess on a free port (with `--inbox-list` when `inbox`); its URL."""
-    from workers.cli.embedded import free_port
+    from workers.fleet.launcher import free_port
     from workers.settings import get_settings
 
     port = free_port()

@@ -4,7 +4,6 @@ redis-server on a free loopback port, real Celery worker processes, and moto's S
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -48,14 +47,14 @@ def torch_one_thread() -> Iterator[None]:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    from workers.fleet.launcher import free_port as launcher_free_port
+
+    return launcher_free_port()
 
 
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from workers.cli.embedded import RedisServer
+    from workers.fleet.launcher import RedisServer
 
     server = RedisServer(tmp_path_factory.mktemp("redis"))
     url = server.start()
@@ -109,14 +108,13 @@ def service_env(redis_server: str, s3_server: str) -> Iterator[dict[str, str]]:
 @pytest.fixture(scope="session")
 def fleet(service_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[list]:
     """Real Celery workers: split+collect and cpu queues, prefork, against the test Redis."""
-    from workers.cli.embedded import WorkerProcess
+    from workers.fleet.launcher import Fleet
 
     logdir = tmp_path_factory.mktemp("worker-logs")
-    env = dict(os.environ, **service_env, PAGEFLEET_CACHE_DIR=str(logdir / "cache"))
-    workers = [WorkerProcess("split,collect", 1, env, logdir), WorkerProcess("cpu", 2, env, logdir)]
-    yield workers
-    for w in workers:
-        w.stop()
+    started = Fleet(logdir, (("split,collect", 1), ("cpu", 2)), broker_url=service_env["PAGEFLEET_BROKER_URL"],
+                    env={**service_env, "PAGEFLEET_CACHE_DIR": str(logdir / "cache")}).start()
+    yield started.workers
+    started.stop()
 
 
 def wait_for_job(job_id: str, timeout_s: float = 240.0) -> dict[str, str]:
@@ -146,16 +144,14 @@ def s3_bucket(service_env: dict[str, str]):
 
 
 class PrivateFleet:
-    """A fleet of its own for tests that change settings or kill things: Redis + workers."""
+    """A fleet of its own for tests that change settings or kill things: Redis + workers
+    (`workers.fleet.launcher.Fleet`), started at once; inside `with`, this process's broker too."""
 
     def __init__(self, tmp: Path, env_extra: dict[str, str], queues: tuple[tuple[str, int], ...]) -> None:
-        from workers.cli.embedded import RedisServer, WorkerProcess
+        from workers.fleet.launcher import Fleet
 
-        self.redis = RedisServer(tmp)
-        self.url = self.redis.start()
-        self.env = dict(os.environ, PAGEFLEET_BROKER_URL=self.url, PAGEFLEET_RESULT_BACKEND=self.url,
-                        PAGEFLEET_CACHE_DIR=str(tmp / "cache"), **env_extra)
-        self.workers = [WorkerProcess(q, c, self.env, tmp) for q, c in queues]
+        self.fleet = Fleet(tmp, queues, env={"PAGEFLEET_CACHE_DIR": str(tmp / "cache"), **env_extra}).start()
+        self.redis, self.url, self.env, self.workers = self.fleet.redis, self.fleet.broker_url, self.fleet.env, self.fleet.workers
 
     def __enter__(self) -> "PrivateFleet":
         from workers.app import use_broker
@@ -168,9 +164,7 @@ class PrivateFleet:
         from workers.app import use_broker
         from workers.settings import get_settings
 
-        for w in self.workers:
-            w.stop()
-        self.redis.stop()
+        self.fleet.stop()
         if self.previous:
             use_broker(self.previous)
         else:

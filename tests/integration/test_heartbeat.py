@@ -31,7 +31,7 @@ def probe(kind: str, env: dict[str, str]) -> int:
 @pytest.fixture(scope="module")
 def ops_worker(service_env, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """One worker on a private queue, with heartbeat files and a Sentry DSN pointing at a sink."""
-    from workers.cli.embedded import WorkerProcess
+    from workers.fleet.launcher import WorkerProcess
 
     tmp = tmp_path_factory.mktemp("ops-worker")
     sink = EnvelopeSink()

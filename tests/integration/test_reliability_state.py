@@ -20,7 +20,7 @@ def private_redis(tmp_path_factory: pytest.TempPathFactory):
     import os
 
     from workers.app import use_broker
-    from workers.cli.embedded import RedisServer
+    from workers.fleet.launcher import RedisServer
 
     server = RedisServer(tmp_path_factory.mktemp("redis-state"))
     previous = os.environ.get("PAGEFLEET_BROKER_URL")

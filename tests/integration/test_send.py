@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from tests.support.drills import AofRedis
+from workers.fleet.launcher import RedisServer
 from workers import app as appmod
 from workers.app import send, use_broker
 
@@ -21,8 +21,8 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture()
-def broker(tmp_path: Path) -> Iterator[AofRedis]:
-    server = AofRedis(tmp_path)
+def broker(tmp_path: Path) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path, aof=True)
     server.start()
     before = os.environ.get("PAGEFLEET_BROKER_URL"), os.environ.get("PAGEFLEET_RESULT_BACKEND")
     use_broker(server.url)
@@ -44,7 +44,7 @@ def _queued(url: str, queue: str) -> list[str]:
         return [json.loads(m)["headers"]["id"] for m in r.lrange(queue, 0, -1)]
 
 
-def test_messages_land_on_one_kept_connection(broker: AofRedis) -> None:
+def test_messages_land_on_one_kept_connection(broker: RedisServer) -> None:
     send("pagefleet.callback", ["http://x", {}], queue="collect", task_id="t-1", label="(test)")
     first = appmod._producer["conn"]
     with redis.Redis.from_url(broker.url) as reader:
@@ -57,7 +57,7 @@ def test_messages_land_on_one_kept_connection(broker: AofRedis) -> None:
     assert sorted(_queued(broker.url, "collect")) == [f"t-{n}" for n in range(1, 7)]
 
 
-def test_a_restarted_redis_is_reconnected_to(broker: AofRedis) -> None:
+def test_a_restarted_redis_is_reconnected_to(broker: RedisServer) -> None:
     send("pagefleet.callback", ["http://x", {}], queue="collect", task_id="before", label="(test)")
     broker.kill()  # the kept socket is dead now
     broker.start()  # same port; AOF keeps the first message
@@ -65,7 +65,7 @@ def test_a_restarted_redis_is_reconnected_to(broker: AofRedis) -> None:
     assert sorted(_queued(broker.url, "collect")) == ["after", "before"]
 
 
-def test_a_forked_child_and_another_broker_get_their_own(broker: AofRedis, tmp_path: Path) -> None:
+def test_a_forked_child_and_another_broker_get_their_own(broker: RedisServer, tmp_path: Path) -> None:
     send("pagefleet.callback", ["http://x", {}], queue="collect", task_id="parent", label="(test)")
     parent = appmod._producer["conn"]
     pid = os.fork()
@@ -77,7 +77,7 @@ def test_a_forked_child_and_another_broker_get_their_own(broker: AofRedis, tmp_p
             os._exit(4)
     assert os.waitpid(pid, 0)[1] == 0
     assert sorted(_queued(broker.url, "collect")) == ["child", "parent"]
-    other = AofRedis(tmp_path / "other")
+    other = RedisServer(tmp_path / "other", aof=True)
     (tmp_path / "other").mkdir()
     other.start()
     try:
@@ -90,7 +90,7 @@ def test_a_forked_child_and_another_broker_get_their_own(broker: AofRedis, tmp_p
         use_broker(broker.url)
 
 
-def test_a_broker_that_is_down_fails_as_a_broker_error(broker: AofRedis) -> None:
+def test_a_broker_that_is_down_fails_as_a_broker_error(broker: RedisServer) -> None:
     send("pagefleet.callback", ["http://x", {}], queue="collect", task_id="up", label="(test)")
     broker.kill()
     with pytest.raises(Exception) as failure:

@@ -17,18 +17,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tests.support.tcp_proxy import TcpProxy
-from workers.cli.embedded import die_with_parent
+from workers.fleet.launcher import Fleet, RedisServer, die_with_parent
 
 FAST_ENV = {
     "PAGEFLEET_TASK_SOFT_TIME_LIMIT": "25",
@@ -69,56 +67,6 @@ def make_docs(folder: Path, count: int, pages: int, tag: str = "") -> list[Path]
         doc.close()
         out.append(path)
     return out
-
-
-class AofRedis:
-    """redis-server with AOF (fsync always) on a fixed port, so it can be killed and restarted."""
-
-    def __init__(self, workdir: Path) -> None:
-        from workers.cli.embedded import free_port
-
-        self.workdir = workdir
-        self.port = free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self, attempts: int = 5) -> None:
-        """Start (or restart, on the same port); a first start moves to another port if this one
-        turns out to be taken."""
-        from workers.cli.embedded import free_port, wait_own_redis
-
-        for _ in range(attempts):
-            args = [shutil.which("redis-server") or "redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-                    "--save", "", "--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.workdir),
-                    "--maxmemory-policy", "noeviction"]
-            log = open(self.workdir / "redis.log", "ab")
-            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                         preexec_fn=die_with_parent)
-            if wait_own_redis(self.proc, self.port, 20):
-                self.started = True
-                return
-            self.kill()
-            if getattr(self, "started", False):
-                time.sleep(0.5)  # a restart keeps its port: the old socket may linger
-            else:
-                self.port = free_port()
-        raise RuntimeError("redis-server did not start")
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
 
 
 @dataclass
@@ -218,7 +166,7 @@ class DrillFleet:
                  queues: tuple[tuple[str, int], ...] = (("split,collect", 1), ("cpu", 1)), beat: bool = True,
                  redis_proxy: bool = False) -> None:
         self.tmp = tmp
-        self.redis = AofRedis(tmp)
+        self.redis = RedisServer(tmp, aof=True)  # killed and started again by the drills
         # with `redis_proxy` the workers and beat reach Redis through a proxy of their own (the
         # test process goes straight to it): a drill can stall their connections
         self.redis_proxy = TcpProxy("127.0.0.1", self.redis.port) if redis_proxy else None
@@ -243,17 +191,19 @@ class DrillFleet:
         if self.redis_proxy is not None:
             self.redis_proxy.upstream = ("127.0.0.1", self.redis.port)  # the port a first start settled on
             fleet_redis = f"redis://{self.redis_proxy.start().endpoint}/0"
-        self.env = {**os.environ, **FAST_ENV, "PAGEFLEET_BROKER_URL": fleet_redis,
-                    "PAGEFLEET_RESULT_BACKEND": fleet_redis, "PAGEFLEET_S3_ENDPOINT": self.proxy.endpoint,
-                    "PAGEFLEET_CACHE_DIR": str(self.tmp / "cache"), **self.env_extra}
+        extra = {**FAST_ENV, "PAGEFLEET_S3_ENDPOINT": self.proxy.endpoint,
+                 "PAGEFLEET_CACHE_DIR": str(self.tmp / "cache"), **self.env_extra}
+        self.fleet = Fleet(self.tmp, broker_url=fleet_redis, env=extra)  # its workers: Redis through the proxy
         for key in (*FAST_ENV, "PAGEFLEET_S3_ENDPOINT"):
             self.saved_env[key] = os.environ.get(key)
-            os.environ[key] = self.env[key]
+            os.environ[key] = extra[key]
         for key in ("PAGEFLEET_BROKER_URL", "PAGEFLEET_RESULT_BACKEND"):  # this process: Redis itself
             self.saved_env[key] = os.environ.get(key)
             os.environ[key] = self.redis.url
         get_settings.cache_clear()
         use_broker(self.redis.url)
+        self.fleet.start()
+        self.env, self.workers = self.fleet.env, self.fleet.workers
         for queues, concurrency in self.queue_spec:
             self.add_worker(queues, concurrency)
         if self.want_beat:
@@ -261,10 +211,7 @@ class DrillFleet:
         return self
 
     def add_worker(self, queues: str, concurrency: int) -> Any:
-        from workers.cli.embedded import WorkerProcess
-
-        worker = WorkerProcess(queues, concurrency, self.env, self.tmp)
-        self.workers.append(worker)
+        worker = self.fleet.add_worker(queues, concurrency)
         self.groups.append(worker.proc.pid)
         return worker
 
@@ -284,8 +231,7 @@ class DrillFleet:
     def __exit__(self, *exc: object) -> None:
         from workers.settings import get_settings
 
-        for worker in self.workers:
-            worker.stop(timeout_s=10)
+        self.fleet.stop(timeout_s=10)
         if self.beat is not None and self.beat.poll() is None:
             os.killpg(self.beat.pid, signal.SIGTERM)
             try:

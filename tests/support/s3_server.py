@@ -26,6 +26,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from workers.fleet.launcher import free_port
+
 _SERVE = """
 import os, sys
 import uvicorn
@@ -36,12 +38,6 @@ tls = {"ssl_certfile": cert, "ssl_keyfile": key} if cert else {}
 uvicorn.run(DomainDispatcherApplication(create_backend_app), host="127.0.0.1", port=port, interface="wsgi",
             log_level="warning", timeout_graceful_shutdown=1, **tls)
 """
-
-
-def _free_port() -> int:
-    from workers.cli.embedded import free_port
-
-    return free_port()
 
 
 def self_signed(folder: Path) -> tuple[Path, Path]:
@@ -78,7 +74,7 @@ class MotoServer:
 
     def __init__(self, delay_ms: float = 0.0, tls: bool = True) -> None:
         self.delay_ms, self.tls = delay_ms, tls
-        self.port = self.endpoint = _free_port()
+        self.port = self.endpoint = free_port()
         self.folder = Path(tempfile.mkdtemp(prefix="pagefleet-s3-"))
         self.cert: Path | None = None
         self.procs: list[subprocess.Popen[bytes]] = []
@@ -94,7 +90,7 @@ class MotoServer:
         self.cert = Path(cert) if cert else None
         self._spawn([sys.executable, "-c", _SERVE, str(self.port), str(cert), str(key)])
         if self.delay_ms > 0:
-            self.endpoint = _free_port()
+            self.endpoint = free_port()
             proxy = Path(__file__).with_name("latency_proxy.py")
             self._spawn([sys.executable, str(proxy), str(self.endpoint), "127.0.0.1", str(self.port),
                          str(self.delay_ms)])

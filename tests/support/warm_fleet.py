@@ -73,6 +73,7 @@ class WarmFleet:
         os.environ["PAGEFLEET_CACHE_DIR"] = str(workdir / "cache")
         self.workers: list[Any] = []
         self.redis: Any = None
+        self.fleet: Any = None
         # processes by (pid, start time): pids come round again (pid_max 32768) in a long run
         self._cpu_seen: dict[tuple[int, float], float] = {}
         self._parents: dict[tuple[int, float], tuple[int, float]] = {}  # -> its parent, as last seen
@@ -86,25 +87,19 @@ class WarmFleet:
 
     def __enter__(self) -> "WarmFleet":
         from workers.app import use_broker
-        from workers.cli.embedded import RedisServer, WorkerProcess
+        from workers.fleet.launcher import Fleet
         from workers.settings import get_settings
 
-        self.redis = RedisServer(self.workdir)
-        url = self.redis.start()
-        env = dict(os.environ, PAGEFLEET_BROKER_URL=url, PAGEFLEET_RESULT_BACKEND=url, PAGEFLEET_GPU="0",
-                   OMP_THREAD_LIMIT="1")
-        (self.workdir / "logs").mkdir(parents=True, exist_ok=True)
-        self.workers = [WorkerProcess("split,collect", self.concurrency[0], env, self.workdir / "logs"),
-                        WorkerProcess("cpu", self.concurrency[1], env, self.workdir / "logs")]
-        use_broker(url)
+        self.fleet = Fleet(self.workdir, (("split,collect", self.concurrency[0]), ("cpu", self.concurrency[1])),
+                           env={"PAGEFLEET_GPU": "0", "OMP_THREAD_LIMIT": "1"}, logdir=self.workdir / "logs").start()
+        self.redis, self.workers = self.fleet.redis, self.fleet.workers
+        use_broker(self.fleet.broker_url or "")
         get_settings.cache_clear()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for worker in self.workers:
-            worker.stop()
-        if self.redis is not None:
-            self.redis.stop()
+        if self.fleet is not None:
+            self.fleet.stop()
         if self.moto:
             self.moto.stop()
 

@@ -121,7 +121,7 @@ def test_a_wrong_row_count_is_an_error_for_the_batch() -> None:
 def test_a_gpu_worker_runs_its_tasks_on_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     """Only a worker of the gpu queue alone: every other one keeps the prefork pool (time limits,
     recycling); `PAGEFLEET_GPU_POOL=prefork` turns it back."""
-    from workers.cli.embedded import pool_for
+    from workers.fleet.launcher import pool_for
     from workers.settings import get_settings
 
     get_settings.cache_clear()

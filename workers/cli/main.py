@@ -54,7 +54,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_worker(args: argparse.Namespace, console: Console) -> int:
-    from workers.cli.embedded import default_concurrency, pool_for
+    from workers.fleet.launcher import default_concurrency, pool_for
 
     queues = [q.strip() for q in args.queues.split(",") if q.strip()]
     bad = [q for q in queues if q not in QUEUES]
