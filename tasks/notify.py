@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import logging
 
-from workers.fleet import jobs
 from workers.app import task
+from workers.fleet import jobs
 from workers.notify import CallbackFailed, already_delivered, mark_delivered, post_callback
 from workers.settings import reliability
 

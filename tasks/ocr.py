@@ -12,12 +12,12 @@ import time
 
 from celery.exceptions import SoftTimeLimitExceeded
 
-from workers.fleet import deadline, jobs
 from workers.app import task
 from workers.errors import TaskDeadline
+from workers.fleet import deadline, jobs
 from workers.fleet.jobs import JobState
-from workers.model import JobSpec
 from workers.ladder.ocr import failed_page, ocr_pages, summary
+from workers.model import JobSpec
 from workers.settings import get_settings
 
 log = logging.getLogger(__name__)

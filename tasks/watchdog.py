@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import logging
 
-from workers import watchdog as wd
 from tasks.chords import dispatch
+from workers import watchdog as wd
 from workers.app import task
 from workers.collect.finish import finish
-from workers.split.document import SplitOutcome
 from workers.settings import get_settings
+from workers.split.document import SplitOutcome
 
 log = logging.getLogger(__name__)
 

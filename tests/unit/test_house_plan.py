@@ -6,7 +6,8 @@
     at most 10 modules at the top of workers/ (the rest lives in its stage's folder)
     no import loop, not even through imports inside functions
     no scheme check ("s3://", an isinstance on a storage class) outside workers/store/
-    no file in tasks/ over 80 lines: a task picks what runs and maps the outcome
+    no file in tasks/ over 80 lines: a task picks what runs and maps the outcome; no task imports
+    another task module's private names
 """
 
 from __future__ import annotations
@@ -101,6 +102,17 @@ def test_the_top_of_workers_is_small() -> None:
 def test_tasks_are_thin() -> None:
     long = {_rel(p): n for p in _modules("tasks") if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_TASK_LINES}
     assert long == {}, f"tasks/ files over {MAX_TASK_LINES} lines (the work belongs in its stage folder): {long}"
+
+
+def test_no_task_imports_another_tasks_private_names() -> None:
+    found = {}
+    for path in _modules("tasks"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and _top(node.module or "") == "tasks":
+                private = [a.name for a in node.names if a.name.startswith("_")]
+                if private:
+                    found[f"{_rel(path)}:{node.lineno}"] = private
+    assert found == {}, f"tasks import each other's private names (the work belongs in workers/): {found}"
 
 
 def _module_name(path: Path) -> str:

@@ -21,8 +21,7 @@ from workers.errors import BrokerUnavailable
 from workers.fleet import jobs
 from workers.model import JobSpec
 from workers.pdf.source import sha256_file
-from workers.settings import reliability
-from workers.settings import Options, Settings
+from workers.settings import Options, Settings, reliability
 from workers.split import ranges
 from workers.store import keys
 from workers.store.uri import s3_uri
