@@ -7,10 +7,11 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 OUT    ?= out
 APT_PACKAGES = tesseract-ocr tesseract-ocr-eng tesseract-ocr-heb tesseract-ocr-ara tesseract-ocr-osd \
-               poppler-utils redis-server fonts-dejavu-core chromium unpaper gcc libc6-dev
+               poppler-utils redis-server fonts-dejavu-core chromium unpaper gcc libc6-dev \
+               libreoffice-writer-nogui fonts-noto-core
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup system venv native compiled fixtures run test test-fast bench budget eval eval-structure eval-ocr eval-wse faults fuzz clean
+.PHONY: setup system venv native compiled fixtures run test test-fast bench budget eval eval-structure eval-ocr eval-wse eval-producers faults fuzz clean
 
 setup: system venv native compiled
 
@@ -88,6 +89,11 @@ eval-ocr: setup
 # Word Shape Encoding (issue 10): generated RTL tables + corpus tables, encoded vs direct, per parser
 eval-wse: setup
 	$(BIN)/python bench/wse_eval.py --corpus ../shared/corpus $(EVAL_WSE_ARGS)
+
+# known text through real PDF producers (LibreOffice from .docx and .odt, Chromium, fpdf2), the fleet
+# beside PyMuPDF, pdftotext, pymupdf4llm and arafix; EVAL_PRODUCERS_ARGS=--reuse keeps the documents
+eval-producers: setup
+	$(BIN)/python -m bench.eval_producers --markdown docs/benchmarks/producers.md $(EVAL_PRODUCERS_ARGS)
 
 # issue 9: the fault drills (a fleet hurt on purpose; they also run in `make test`) and the fuzzer
 faults: setup
