@@ -1,4 +1,4 @@
-"""The README's reliability table from the drills' tallies (tests/faults writes one JSON line per
+"""The fault drills' table (docs/benchmarks/faults.md, written by `make faults`) from their tallies (tests/faults writes one JSON line per
 drill to $PAGEFLEET_FAULTS_RESULTS, default /tmp/pagefleet-faults.jsonl):
 
     PAGEFLEET_FAULTS_RESULTS=/tmp/f.jsonl pytest -m faults -v && python bench/faults_table.py /tmp/f.jsonl

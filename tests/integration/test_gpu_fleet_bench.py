@@ -1,7 +1,7 @@
 """bench/gpu_fleet.py on the CPU at tiny sizes: a real Redis, a split/collect worker and a gpu worker
 read scanned documents one after the other, then one-page documents at once; every page climbs to the gpu queue (SigLIP routes it,
 lightonocr reads it on rung gpu_ocr, the gate refuses the random model's garbage) and the gpu worker
-loads each model once for the whole run. The same script runs on a GPU node (README, GPU path)."""
+loads each model once for the whole run. The same script runs on a GPU node (docs/benchmarks/gpu.md)."""
 
 from __future__ import annotations
 
