@@ -50,3 +50,8 @@ def test_configuration_page_names_every_variable_of_the_tree() -> None:
         assert f"`{name}`" in page
         with mock.patch.dict(os.environ, {name: value}):
             assert holds(Settings()), name
+
+
+def test_exit_codes_page_is_current() -> None:
+    gen = _gen()
+    assert gen.EXIT_PAGE.read_text(encoding="utf-8") == gen.exit_codes_page(), "run `make docs`"
