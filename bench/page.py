@@ -75,13 +75,17 @@ def main(argv: list[str] | None = None) -> int:
         for line in proc.stdout:
             sys.stdout.write(line)
             lines.append(ANSI.sub("", line.rstrip("\n")))
-    if proc.returncode != 0:
-        print(f"bench.page: the command exited {proc.returncode}; {page} is left as it was", file=sys.stderr)
-        return proc.returncode
     output = "\n".join(lines).strip()
-    write(page, output if raw else "```text\n" + output + "\n```", " ".join(shlex.quote(a) for a in command))
+    # a benchmark that ran but whose checks failed (`pagefleet eval` exits 2) is a result worth keeping;
+    # a crash, a signal or no output is not
+    if proc.returncode not in (0, 1, 2) or not output or "Traceback (most recent call last)" in output:
+        print(f"bench.page: the command exited {proc.returncode}; {page} is left as it was", file=sys.stderr)
+        return proc.returncode or 1
+    shown = " ".join(shlex.quote(a) for a in command)
+    write(page, output if raw else "```text\n" + output + "\n```",
+          shown + (f"   # exit status {proc.returncode}" if proc.returncode else ""))
     print(f"wrote {page}")
-    return 0
+    return proc.returncode
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ replaces its latest run), and no page narrates the project's history."""
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 from bench import page
@@ -61,6 +62,14 @@ def test_the_page_command_writes_a_commands_output_and_leaves_a_failure_alone(tm
     assert page.main([str(target), "--", "echo", "closing_line=1"]) == 0
     assert "closing_line=1" in target.read_text(encoding="utf-8")
     before = target.read_text(encoding="utf-8")
-    assert page.main([str(target), "--", "false"]) == 1
+    assert page.main([str(target), "--", "false"]) == 1  # no output: nothing to show
+    crash = [sys.executable, "-c", "raise SystemExit(__import__('traceback').print_stack() or 'Traceback "
+             "(most recent call last): boom')"]
+    assert page.main([str(target), "--", *crash]) == 1
+    killed = [sys.executable, "-c", "import os, signal; print('half'); os.kill(os.getpid(), signal.SIGKILL)"]
+    assert page.main([str(target), "--", *killed]) != 0
     assert target.read_text(encoding="utf-8") == before
+    checks_failed = [sys.executable, "-c", "print('verdicts: 58/59'); raise SystemExit(2)"]
+    assert page.main([str(target), "--", *checks_failed]) == 2
+    assert "verdicts: 58/59" in target.read_text(encoding="utf-8") and "# exit status 2" in target.read_text()
     assert page.main([str(target)]) == 64
