@@ -34,8 +34,8 @@ import io
 import json
 import os
 import platform
-import re
 import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from fixtures.producers_score import Score, score
+from fixtures.producers_score import Score, score, strip_markdown
 
 SYSTEMS = ("fleet", "pymupdf", "pdftotext", "pymupdf4llm", "arafix")
 FULL_PEERS = ("pymupdf", "pdftotext", "pymupdf4llm")
@@ -51,28 +51,6 @@ ARABIC_SCRIPTS = ("ar", "fa")
 REFUSED_ROUTES = ("review_required", "failed")
 FLEET_TIMEOUT_S = 900
 PDFTOTEXT_TIMEOUT_S = 60
-
-MD_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
-MD_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+")
-MD_BULLET = re.compile(r"^\s*[-*+]\s+")
-MD_EMPHASIS = re.compile(r"(?<!\\)(?:\*\*|__|`)|(?<![\w\\])[*_]|(?<!\\)[*_](?!\w)")  # not escaped
-MD_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>])")
-MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-
-
-def strip_markdown(md: str) -> str:
-    """pymupdf4llm's Markdown as plain text: no table rules or pipes, heading or bullet markers,
-    emphasis, escapes, link targets or <br>. Numbered-list numbers are text and stay."""
-    lines = []
-    for line in md.splitlines():
-        if MD_TABLE_RULE.match(line):
-            continue
-        line = line.replace("<br>", " ").replace("|", " ")
-        line = MD_BULLET.sub("", MD_HEADING.sub("", line))
-        line = MD_ESCAPE.sub(r"\1", MD_EMPHASIS.sub("", MD_LINK.sub(r"\1", line)))
-        lines.append(line)
-    return "\n".join(lines)
-
 
 # ------------------------------------------------------------------------------------- readers
 
@@ -106,11 +84,24 @@ Reading = dict[tuple[str, int], str | None]  # (stem, page index) -> text; None:
 def read_fleet(docs: list[Doc], folder: Path, out: Path) -> Reading:
     pagefleet = Path(sys.executable).with_name("pagefleet")
     cmd = [str(pagefleet), "run", str(folder), "--out", str(out), "--force"]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=FLEET_TIMEOUT_S, check=False)
+    shutil.rmtree(out, ignore_errors=True)  # only this run's documents may be scored
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            _, stderr = proc.communicate(timeout=FLEET_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.terminate()  # SIGTERM: pagefleet stops the Redis and workers it started
+            proc.communicate(timeout=60)
+            raise
     # 0 or 2 (some page needs review) write every document; another exit status with some
     # documents written means some inputs failed, whose pages count as refused
-    if done.returncode not in (0, 2) and not any(out.glob("*/document.json")):
-        raise FleetFailed(f"pagefleet run exited {done.returncode}: {done.stderr.strip()[-800:]}")
+    if proc.returncode not in (0, 2) and not any(out.glob("*/document.json")):
+        raise FleetFailed(f"pagefleet run exited {proc.returncode}: {stderr.strip()[-800:]}")
+    return fleet_pages(docs, out)
+
+
+def fleet_pages(docs: list[Doc], out: Path) -> Reading:
+    """The accepted pages' `text` from OUT/<stem>/document.json; None for a refused page (its
+    route review_required or failed, or it needs review) and for a document that has none."""
     reading: Reading = {}
     for doc in docs:
         path = out / doc.stem / "document.json"

@@ -14,13 +14,13 @@ from bench.eval_producers import (
     ALL,
     Doc,
     aggregate,
+    fleet_pages,
     read_pymupdf,
-    strip_markdown,
     summary,
 )
 from fixtures.make_producer_docs import generate
 from fixtures.producers_office import runs
-from fixtures.producers_score import letters_digits, score, tokenize
+from fixtures.producers_score import letters_digits, score, strip_markdown, tokenize
 from fixtures.producers_texts import truth_lines
 
 
@@ -139,6 +139,32 @@ def test_summary_pools_accepted_pages_and_counts_refused() -> None:
     # pymupdf: 4 edits on a (reversed), 1 on b, 0 on c over 8 truth tokens; arafix is not a full peer
     assert lines[-1] == "producers_wer fleet=0.167 best_peer=0.625 refused=1/3"
     assert re.fullmatch(r"producers_wer fleet=\S+ best_peer=\S+ refused=\d+/\d+", lines[-1])
+
+
+def test_fleet_pages_scores_accepted_text_and_refuses_the_rest(tmp_path: Path) -> None:
+    pages = [
+        {"route": "text_layer_repaired", "needs_review": False, "text": "אחד"},
+        {"route": "review_required", "needs_review": True, "text": "", "review_preview": {}},
+        {"route": "failed", "needs_review": True, "text": ""},
+        {"route": "ocr", "needs_review": True, "text": "שתיים"},
+    ]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "document.json").write_text(json.dumps({"pages": pages}), encoding="utf-8")
+    docs = [
+        Doc(
+            "a", Path("a.pdf"), "fpdf2", "he", ["אחד", "x", "y", "z", "page the fleet never wrote"]
+        ),
+        Doc("b", Path("b.pdf"), "fpdf2", "ar", ["no document.json at all"]),
+    ]
+    reading = fleet_pages(docs, tmp_path)
+    assert reading == {
+        ("a", 0): "אחד",
+        ("a", 1): None,
+        ("a", 2): None,
+        ("a", 3): None,
+        ("a", 4): None,
+        ("b", 0): None,
+    }
 
 
 @pytest.fixture(scope="module")
