@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from fixtures.make_producer_docs import PRODUCERS, SCRIPTS, ProducerError, generate
 from fixtures.producers_score import Score, score, strip_markdown
 
 SYSTEMS = ("fleet", "pymupdf", "pdftotext", "pymupdf4llm", "arafix")
@@ -222,6 +223,8 @@ def aggregate(docs: list[Doc], readings: dict[str, Reading]) -> tuple[Table, lis
                         "refused": text is None,
                         "wer": full.wer if text is not None else None,
                         "wer_letters_digits": ld.wer if text is not None else None,
+                        "edits": full.edits,
+                        "truth_tokens": full.truth,
                         "text": text,
                     }
                 )
@@ -229,16 +232,9 @@ def aggregate(docs: list[Doc], readings: dict[str, Reading]) -> tuple[Table, lis
 
 
 def row_order(table: Table) -> list[tuple[str, str]]:
-    from fixtures.make_producer_docs import PRODUCERS, SCRIPTS
-
-    def rank(key: tuple[str, str]) -> tuple[int, int]:
-        producer, script = key
-        return (
-            PRODUCERS.index(producer) if producer in PRODUCERS else len(PRODUCERS),
-            SCRIPTS.index(script) if script in SCRIPTS else len(SCRIPTS),
-        )
-
-    return sorted((k for k in table if k != ALL), key=rank) + ([ALL] if ALL in table else [])
+    order = {key: i for i, key in enumerate((p, s) for p in PRODUCERS for s in SCRIPTS)}
+    rows = sorted((k for k in table if k != ALL), key=lambda k: (order.get(k, len(order)), k))
+    return rows + ([ALL] if ALL in table else [])
 
 
 def _wer(cell: Cell | None, metric: str) -> str:
@@ -287,8 +283,26 @@ def summary(table: Table, records: list[dict], systems: list[str]) -> list[str]:
     x = f"{fleet.full.wer:.3f}" if fleet and fleet.full.truth else "nan"
     y = f"{peers[best]:.3f}" if best else "nan"
     refused = f"{fleet.refused}/{fleet.pages}" if fleet else "0/0"
+    if fleet and fleet.refused and best:
+        lines.append(_on_accepted_pages(records, peers))
     lines.append(f"producers_wer fleet={x} best_peer={y} refused={refused}")
     return lines
+
+
+def _on_accepted_pages(records: list[dict], peers: dict[str, float]) -> str:
+    """The full peers pooled over the pages the fleet accepted, for a like-for-like comparison."""
+    accepted = {
+        (r["document"], r["page"]) for r in records if r["system"] == "fleet" and not r["refused"]
+    }
+    pooled = []
+    for peer in peers:
+        mine = [
+            r for r in records if r["system"] == peer and (r["document"], r["page"]) in accepted
+        ]
+        truth = sum(r["truth_tokens"] for r in mine)
+        wer = sum(r["edits"] for r in mine) / truth if truth else float("nan")
+        pooled.append(f"{peer} {wer:.3f}")
+    return f"peers on the fleet's accepted pages only: {', '.join(pooled)}"
 
 
 def print_tables(table: Table, systems: list[str]) -> None:
@@ -353,8 +367,6 @@ def prepare_docs(args: argparse.Namespace) -> Path:
     folder = args.work / "docs"
     if args.reuse and any(folder.glob("*.truth.json")):
         return folder
-    from fixtures.make_producer_docs import generate
-
     for old in [*folder.glob("*.pdf"), *folder.glob("*.truth.json")]:
         old.unlink()
     generate(folder)
@@ -372,7 +384,11 @@ def main(argv: list[str] | None = None) -> int:
     systems = [s for s in args.systems.split(",") if s]
     if unknown := sorted(set(systems) - set(SYSTEMS)):
         parser.error(f"unknown systems {unknown}; choose from {','.join(SYSTEMS)}")
-    folder = prepare_docs(args)
+    try:
+        folder = prepare_docs(args)
+    except (ProducerError, subprocess.SubprocessError) as exc:
+        print(f"eval_producers: {exc}", file=sys.stderr)
+        return 1
     docs = load_docs(folder)
     if not docs:
         parser.error(f"no *.truth.json documents in {folder}")

@@ -137,6 +137,7 @@ def test_summary_pools_accepted_pages_and_counts_refused() -> None:
     assert lines[0] == "fleet's worst accepted page: c page 1, WER 0.500"
     assert lines[1] == "fleet's worst producer x script: chromium he, WER 0.500"
     # pymupdf: 4 edits on a (reversed), 1 on b, 0 on c over 8 truth tokens; arafix is not a full peer
+    assert lines[-2] == "peers on the fleet's accepted pages only: pymupdf 0.667"
     assert lines[-1] == "producers_wer fleet=0.167 best_peer=0.625 refused=1/3"
     assert re.fullmatch(r"producers_wer fleet=\S+ best_peer=\S+ refused=\d+/\d+", lines[-1])
 
