@@ -37,6 +37,8 @@ from itertools import accumulate
 from typing import Any, NamedTuple
 
 EDIT_KINDS: tuple[str, ...] = (
+    "word_space_inserted",
+    "split_word_rejoined",
     "line_ending",
     "whitespace",
     "rtl_punctuation_repair",

@@ -111,6 +111,8 @@ class Verdict:
     order: PageOrder | None = None
     glyph_clusters: list[list[int]] | None = None  # text-layer spans from one glyph, for repair
     run_orders: list[list[list[int]]] | None = None  # per line, text-layer spans in reading order
+    gap_repairs: list[list[Any]] | None = None  # word-gap edits the glyphs prove ([start, end, new, kind])
+    glyph_rows: bool = False  # the text layer's RTL lines are rows read from the glyphs
 
     @property
     def repairable(self) -> bool:
@@ -314,7 +316,8 @@ def assess(gi: GateInput, t: GateThresholds = GateThresholds()) -> Verdict:
     warnings += _lam_warnings(gi, metrics)
     geometry = gi.layer if gi.origin != "ocr" else {}
     return Verdict(not reasons, _dedupe(reasons), _dedupe(warnings), metrics, order,
-                   glyph_clusters=_listed(geometry, "glyph_clusters"), run_orders=_listed(geometry, "run_orders"))
+                   glyph_clusters=_listed(geometry, "glyph_clusters"), run_orders=_listed(geometry, "run_orders"),
+                   gap_repairs=_listed(geometry, "gap_repairs"), glyph_rows=geometry.get("glyph_rows") is True)
 
 
 def _listed(layer: dict[str, Any], name: str) -> list[Any] | None:

@@ -23,7 +23,7 @@ import pymupdf
 
 from routing.structure.grid import ruled_grids
 from routing.structure.tables import aligned_columns, is_numeric
-from workers.pdf import stext
+from workers.pdf import glyphlines, stext
 from workers.pdf.stext import Box
 
 _BOLD = 16
@@ -52,8 +52,8 @@ def gather(page: pymupdf.Page, flags: int, paths: list[dict[str, Any]] | None = 
     where they are not; `raw`: the page's `rawdict` with `flags` when rung 1 already made it;
     `images`: the visible boxes of the images the page draws when rung 1 already read them, None
     to read them here (`stext.image_boxes`)."""
-    if raw is None:
-        raw = page.get_text("rawdict", flags=flags)
+    if raw is None:  # the rows rung 1 reads (`glyphlines`), so line i is line i of its text
+        raw = glyphlines.read_rows(page.get_text("rawdict", flags=flags)).raw
     lines: list[dict[str, Any]] = []
     chars: list[Char] = []
     for block in raw.get("blocks", []):

@@ -1,0 +1,381 @@
+"""Lines read from the glyphs: one row per baseline, in logical order, whatever drew the pieces.
+
+MuPDF groups characters into lines by the text objects that drew them. Producers of RTL text
+draw one visual line in several objects — LibreOffice writes each bidi run as its own, Chromium
+draws the runs in visual order, Word splits words — so a line that mixes directions comes out
+torn (`:9 פתח תקווה` on a line of its own) or with its runs mirrored. Here the page's characters
+are read again from where they are drawn:
+
+    rows      lines whose baselines agree (within a third of the font size) and whose boxes
+              follow each other with at most a word gap's room form one row, when it holds a
+              Hebrew or Arabic letter (a Latin page keeps MuPDF's lines)
+    units     per MuPDF line, in its stream order: a glyph with its combining marks, or the code
+              points of one ligature glyph (`glyph_clusters`): they move together
+    visual    the row's units sorted by their boxes' centres, left to right
+    logical   the Unicode bidirectional algorithm's reading of that visual sequence for the row's
+              direction (`routing.bidi_order`); the text layer maps a bracket drawn mirrored to
+              the character the producer wrote, so nothing is mirrored here
+    gaps      word boundaries from the gaps between glyphs against the font size: a space the
+              producer positioned but never drew is inserted (`word_space_inserted`), a space
+              between two glyphs that touch is taken out (`split_word_rejoined`) — as edits
+              against the row's text, never in it
+
+The answer is a `rawdict` of the same shape, so every later reader of the text layer (the gate's
+evidence, the structure pass, table cells) sees the rows, and the list of gap edits as
+`[start, end, replacement, kind]` against the text those rows give (lines joined by "\\n").
+A row already in order comes back as it was: correct input round-trips unchanged.
+
+Runs inside the sandbox child with the rest of the MuPDF reading; plain data in and out.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+from routing.bidi_order import logical_order
+from routing.scripts import is_latin, is_rtl_letter
+
+_ZERO = 0.01  # a box narrower than this (points) has no width
+_SENTENCE_END = frozenset(".,:;!?\u060c\u061b\u061f")
+BASELINE_SHARE = 0.35  # of the font size: two lines whose baselines differ by less share a row
+JOIN_GAP = 0.6  # font sizes: pieces of one row are at most this far apart
+SPACE_GAP = 0.16  # font sizes: a gap this wide between two glyphs is a word boundary
+TOUCH_GAP = 0.03  # font sizes: glyphs closer than this belong to one word
+
+
+@dataclass
+class _Line:
+    """One MuPDF line: its characters in stream order, each with its span's attributes."""
+
+    block: int
+    order: int
+    chars: list[dict[str, Any]]
+    spans: list[dict[str, Any]]  # per character, the span it came from
+    bbox: tuple[float, float, float, float]
+    baseline: float
+    size: float
+    rtl: bool
+    horizontal: bool
+    source: dict[str, Any]  # the rawdict line, returned as it was where the row is not rebuilt
+
+
+@dataclass
+class _Unit:
+    chars: list[tuple[dict[str, Any], dict[str, Any]]]  # (char, span) in logical order
+    x0: float
+    x1: float
+    space: bool
+    key: str  # the code point the bidi algorithm sees
+    synthetic: bool = False
+    dropped: bool = False
+
+    @property
+    def centre(self) -> float:
+        return (self.x0 + self.x1) / 2
+
+
+@dataclass
+class GlyphReading:
+    raw: dict[str, Any]
+    gap_edits: list[list[Any]] = field(default_factory=list)
+    rows_rebuilt: int = 0
+
+
+def read_rows(raw: dict[str, Any]) -> GlyphReading:
+    """`raw` (a page's rawdict) with its RTL rows rebuilt from the glyphs."""
+    lines = _lines(raw)
+    if not any(line.rtl for line in lines):
+        return GlyphReading(raw)
+    page_rtl = _page_is_rtl(lines)
+    rows = _rows(lines, page_rtl)
+    blocks: dict[int, list[tuple[int, dict[str, Any]]]] = {}
+    gap_rows: list[tuple[int, int, list[list[Any]]]] = []  # (block, order, edits within the row)
+    rebuilt = 0
+    for row in rows:
+        first = min(row, key=lambda ln: ln.order)
+        if any(ln.rtl for ln in row) or (page_rtl and (len(row) > 1 or _tail_of_rtl(row) or not _has_letters(row))):
+            line, edits = _read_row(row, page_rtl)
+            rebuilt += 1
+        else:
+            line, edits = _as_is(row), []
+        blocks.setdefault(first.block, []).append((first.order, line))
+        gap_rows.append((first.block, first.order, edits))
+    out_blocks = []
+    for number, block in enumerate(raw.get("blocks", [])):
+        if block.get("type", 0) != 0 or "lines" not in block:
+            out_blocks.append(block)
+        elif number in blocks:
+            out_blocks.append({**block, "lines": [ln for _, ln in sorted(blocks[number], key=lambda t: t[0])]})
+    return GlyphReading({**raw, "blocks": out_blocks}, _page_edits(out_blocks, gap_rows), rebuilt)
+
+
+def _lines(raw: dict[str, Any]) -> list[_Line]:
+    found: list[_Line] = []
+    for number, block in enumerate(raw.get("blocks", [])):
+        for line in block.get("lines", []):
+            chars, spans = [], []
+            for span in line.get("spans", []):
+                for c in span.get("chars", []):
+                    chars.append(c)
+                    spans.append(span)
+            if not chars:
+                continue
+            horizontal = tuple(round(v, 3) for v in line.get("dir", (1, 0))) == (1.0, 0.0) and not line.get("wmode")
+            sizes = sorted(s["size"] for s in spans)
+            baselines = sorted(c["origin"][1] for c in chars)
+            found.append(_Line(number, len(found), chars, spans, tuple(line["bbox"]),  # type: ignore[arg-type]
+                               baselines[len(baselines) // 2], sizes[len(sizes) // 2] or 1.0,
+                               horizontal and any(is_rtl_letter(c["c"]) for c in chars), horizontal, line))
+    return found
+
+
+def _page_is_rtl(lines: list[_Line]) -> bool:
+    """Hebrew and Arabic letters at least as many as Latin ones on the page."""
+    rtl = latin = 0
+    for line in lines:
+        for c in line.chars:
+            ch = c["c"]
+            if is_rtl_letter(ch):
+                rtl += 1
+            elif is_latin(ch):
+                latin += 1
+    return rtl >= latin
+
+
+def _has_letters(row: list[_Line]) -> bool:
+    return any(c["c"].isalpha() for ln in row for c in ln.chars)
+
+
+def _tail_of_rtl(row: list[_Line]) -> bool:
+    """A line with no RTL letter that an RTL paragraph drew: its sentence punctuation stands at
+    its left end (`.https://example.com/docs`), where an LTR line never puts it."""
+    chars = [c for ln in row for c in ln.chars if not c["c"].isspace()]
+    if len(chars) < 2 or not row[0].horizontal:
+        return False
+    left = min(chars, key=lambda c: c["bbox"][0])
+    right = max(chars, key=lambda c: c["bbox"][2])
+    return left["c"] in _SENTENCE_END and right["c"] not in _SENTENCE_END
+
+
+def _rows(lines: list[_Line], page_rtl: bool) -> list[list[_Line]]:
+    """Lines joined into rows: one MuPDF block (columns and table cells are blocks of their own),
+    same baseline, boxes within a word gap of each other, a Hebrew or Arabic letter among them or
+    on most of the page (other lines stand alone)."""
+    parent = list(range(len(lines)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    ordered = sorted(range(len(lines)), key=lambda i: lines[i].baseline)
+    for k, i in enumerate(ordered):
+        a = lines[i]
+        for j in ordered[k + 1:]:
+            b = lines[j]
+            size = min(a.size, b.size)
+            if b.baseline - a.baseline > BASELINE_SHARE * max(a.size, b.size):
+                break
+            if a.block != b.block or not (a.rtl or b.rtl or page_rtl) or not (a.horizontal and b.horizontal) or abs(a.size - b.size) > 0.25 * max(a.size, b.size):
+                continue
+            gap = max(a.bbox[0], b.bbox[0]) - min(a.bbox[2], b.bbox[2])
+            overlap = -gap
+            if gap <= JOIN_GAP * size and overlap < 0.5 * size:
+                parent[find(j)] = find(i)
+    groups: dict[int, list[_Line]] = {}
+    for i in range(len(lines)):
+        groups.setdefault(find(i), []).append(lines[i])
+    rows = list(groups.values())
+    rows.sort(key=lambda row: min(ln.order for ln in row))
+    return rows
+
+
+def _as_is(row: list[_Line]) -> dict[str, Any]:
+    """A row that is not rebuilt: its one MuPDF line (rows of several lines are RTL rows)."""
+    return row[0].source
+
+
+def _units(line: _Line) -> list[_Unit]:
+    """A MuPDF line's units in stream order: ligature clusters, and glyphs with their marks."""
+    text = "".join(c["c"] for c in line.chars)
+    kinds = "".join(" " if ch.isspace() else "M" if unicodedata.category(ch).startswith("M")
+                    else "R" if is_rtl_letter(ch) else "o" for ch in text)
+    starts = {a: b for a, b in glyph_clusters(line.chars, kinds)}
+    units: list[_Unit] = []
+    i = 0
+    while i < len(line.chars):
+        end = starts.get(i, i + 1)
+        while end < len(line.chars) and kinds[end] == "M":
+            end += 1
+        members = list(zip(line.chars[i:end], line.spans[i:end]))
+        wide = [c for c, _ in members if c["bbox"][2] - c["bbox"][0] > _ZERO] or [members[0][0]]
+        base = next((text[k] for k in range(i, end) if kinds[k] != "M"), text[i])
+        units.append(_Unit(members, min(c["bbox"][0] for c in wide), max(c["bbox"][2] for c in wide),
+                           kinds[i] == " ", base))
+        i = end
+    return units
+
+
+def _read_row(row: list[_Line], page_rtl: bool) -> tuple[dict[str, Any], list[list[Any]]]:
+    """One row: units in visual order, gap repairs marked (rows holding an RTL letter), then the
+    logical order for the row's direction."""
+    units = [u for line in sorted(row, key=lambda ln: ln.order) for u in _units(line)]
+    units.sort(key=lambda u: u.centre)  # stable: ties keep the stream order
+    size = sorted(ln.size for ln in row)[len(row) // 2]
+    letters = any(ln.rtl for ln in row)
+    visual = _mark_gaps(units, size) if letters else units
+    rtl = _row_is_rtl(visual) if letters else page_rtl and (_tail_of_rtl(row) or not _has_letters(row))
+    order, _ = logical_order([u.key for u in visual], rtl)
+    kept: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    edits: list[list[Any]] = []
+    for index in order:
+        unit = visual[index]
+        members = unit.chars
+        if unit.synthetic:
+            edits.append([len(kept), len(kept), " ", "word_space_inserted"])
+            continue
+        if unit.dropped:
+            edits.append([len(kept), len(kept) + len(members), "", "split_word_rejoined"])
+        kept += members
+    return _line_dict(kept), _squeeze(edits)
+
+
+def _squeeze(edits: list[list[Any]]) -> list[list[Any]]:
+    """Edits in order, none overlapping: an insertion next to a removal is dropped with it."""
+    out: list[list[Any]] = []
+    for edit in sorted(edits, key=lambda e: (e[0], e[1])):
+        if out and edit[0] < out[-1][1]:
+            continue
+        if out and out[-1][3] != edit[3] and out[-1][1] == edit[0] == edit[1] and out[-1][0] != out[-1][1]:
+            out.pop()  # a space taken out and put back in the same place: nothing changes
+            continue
+        out.append(edit)
+    return out
+
+
+def _mark_gaps(units: list[_Unit], size: float) -> list[_Unit]:
+    """The visual units with a synthetic space at each gap wider than a word gap that holds no
+    space, and each space between two touching glyphs marked dropped."""
+    out: list[_Unit] = []
+    prev: _Unit | None = None
+    spaces: list[_Unit] = []
+    for unit in units:
+        if unit.space:
+            spaces.append(unit)
+            continue
+        if prev is not None:
+            gap = unit.x0 - prev.x1
+            if not spaces and gap > SPACE_GAP * size:
+                out.append(_Unit([], prev.x1, unit.x0, True, " ", synthetic=True))
+            elif spaces and gap < TOUCH_GAP * size and len(spaces) == 1 and _same_word(prev, unit):
+                spaces[0].dropped = True
+        out += spaces
+        spaces = []
+        out.append(unit)
+        prev = unit
+    return out + spaces
+
+
+def _same_word(a: _Unit, b: _Unit) -> bool:
+    """Two glyphs that may be parts of one word: letters of one script."""
+    ka, kb = a.key, b.key
+    if is_rtl_letter(ka) and is_rtl_letter(kb):
+        return True
+    return is_latin(ka) and is_latin(kb)
+
+
+def _row_is_rtl(units: list[_Unit]) -> bool:
+    rtl = sum(1 for u in units if is_rtl_letter(u.key))
+    latin = sum(1 for u in units if u.key.isalpha() and not is_rtl_letter(u.key))
+    return rtl >= latin
+
+
+def _line_dict(members: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
+    """A rawdict line from (char, span) pairs: consecutive characters of one span share a span."""
+    spans: list[dict[str, Any]] = []
+    source: Any = None
+    for c, span in members:
+        if span is not source:
+            spans.append({**{k: v for k, v in span.items() if k != "chars"}, "chars": []})
+            source = span
+        spans[-1]["chars"].append(c)
+    for span in spans:
+        boxes = [c["bbox"] for c in span["chars"]]
+        span["bbox"] = (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes),
+                        max(b[3] for b in boxes))
+    boxes = [s["bbox"] for s in spans] or [(0.0, 0.0, 0.0, 0.0)]
+    return {"spans": spans, "wmode": 0, "dir": (1.0, 0.0), "rebuilt": True,
+            "bbox": (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes),
+                     max(b[3] for b in boxes))}
+
+
+def _page_edits(blocks: list[dict[str, Any]], rows: list[tuple[int, int, list[list[Any]]]]) -> list[list[Any]]:
+    """The rows' edits moved to page offsets (the page text: every line's characters, lines
+    joined by one newline, in block order)."""
+    pending = {(b, o): e for b, o, e in rows if e}
+    if not pending:
+        return []
+    # the rows in page order, as read_rows laid them out: (block, order) sorted within blocks
+    layout = sorted(((b, o) for b, o, _ in rows), key=lambda t: (t[0], t[1]))
+    lengths = []
+    for block in blocks:
+        for line in block.get("lines", []):
+            lengths.append(sum(len(c["c"]) for s in line["spans"] for c in s["chars"]))
+    out: list[list[Any]] = []
+    offset = 0
+    for (key, length) in zip(layout, lengths):
+        for start, end, new, kind in pending.get(key, []):
+            out.append([offset + start, offset + end, new, kind])
+        offset += length + 1
+    return out
+
+
+def _zero_width_partner(chars: list[dict[str, Any]], kinds: str, i: int) -> int | None:
+    """The neighbour a zero-width base character came from: the one whose box's right edge it
+    sits on (a ligature glyph's extra code point; MuPDF puts it before or after the glyph's box
+    depending on the drawing order)."""
+    x = chars[i]["bbox"][0]
+    best: tuple[float, int] | None = None
+    for j in (i + 1, i - 1):  # the next one first: ties go to it
+        if 0 <= j < len(chars) and kinds[j] in "Ro" and chars[j]["bbox"][2] - chars[j]["bbox"][0] > _ZERO:
+            distance = abs(chars[j]["bbox"][2] - x)
+            if distance < 1.0 and (best is None or distance < best[0]):
+                best = (distance, j)
+    return best[1] if best else None
+
+
+def glyph_clusters(chars: list[dict[str, Any]], kinds: str) -> list[tuple[int, int]]:
+    """``(start, end)`` char offsets of code points that come from one glyph and hold an RTL
+    letter: a zero-width base character with the neighbour whose box it sits on, or neighbours
+    sharing one box. Combining marks (zero-width by nature) never start a cluster."""
+    boxes = [c["bbox"] for c in chars]
+    # candidates, in one C-level pass each (most lines have none): zero-width boxes, and boxes
+    # starting where the next one starts
+    zero = {i for i, box in enumerate(boxes) if box[2] - box[0] <= _ZERO}
+    starts = [box[0] for box in boxes]
+    alike = [i for i, (a, b) in enumerate(zip(starts, starts[1:])) if abs(a - b) <= _ZERO and i not in zero]
+    if not zero and not alike:
+        return []
+    joined: set[int] = set()  # k: chars[k] and chars[k + 1] are one glyph
+    for i in zero:
+        if kinds[i] in "Ro":  # base characters only
+            partner = _zero_width_partner(chars, kinds, i)
+            if partner is not None:
+                joined.add(min(i, partner))
+    for i in alike:
+        if kinds[i] in "Ro" and kinds[i + 1] in "Ro" and all(
+                abs(a - b) <= _ZERO for a, b in zip(boxes[i], boxes[i + 1])):
+            joined.add(i)
+    found: list[tuple[int, int]] = []
+    for i in sorted(joined):
+        if i - 1 in joined:
+            continue  # inside a run already found
+        j = i
+        while j in joined:
+            j += 1
+        if "R" in kinds[i : j + 1]:
+            found.append((i, j + 1))
+    return found
