@@ -24,7 +24,13 @@ from collections.abc import Sequence
 
 from bidi import algorithm as uba
 
+from routing.scripts import is_rtl_letter
+
 MIRRORED: dict[str, str] = dict(uba.MIRRORED)
+# rule X9 drops these classes from the sequence; a glyph reading keeps every code point it was
+# given (a Persian ZWNJ inside a word, a bidi control the repairs remove later as an edit), so
+# each stands where its glyph stands, as a neutral
+_KEPT_AS_NEUTRAL = frozenset(uba.X9_REMOVED) | {"LRI", "RLI", "FSI", "PDI"}
 
 
 def logical_order(units: Sequence[str], rtl: bool) -> tuple[list[int], list[bool]]:
@@ -40,6 +46,8 @@ def logical_order(units: Sequence[str], rtl: bool) -> tuple[list[int], list[bool
     storage["base_dir"] = "R" if rtl else "L"
     for i, unit in enumerate(units):
         kind = uba.bidirectional(unit[:1] or " ") or "ON"
+        if kind in _KEPT_AS_NEUTRAL:
+            kind = "ON"
         storage["chars"].append({"ch": unit, "level": base, "type": kind, "orig": kind, "i": i})
     uba.explicit_embed_and_overrides(storage)
     uba.resolve_weak_types(storage)
@@ -48,6 +56,17 @@ def logical_order(units: Sequence[str], rtl: bool) -> tuple[list[int], list[bool
     uba.reorder_resolved_levels(storage, False)
     chars = storage["chars"]
     return [c["i"] for c in chars], [bool(c["level"] % 2) for c in chars]
+
+
+def line_is_rtl(line: str, default: bool) -> bool:
+    """A visual line's paragraph direction, from the letters at its two ends: a paragraph starts
+    with its first strong letter (UAX #9, P2), at the right end of an RTL line and the left end of
+    an LTR one. Where the ends disagree (or there is no letter) the line reads both ways alike,
+    and `default` (the page's direction) decides."""
+    strong = [is_rtl_letter(ch) for ch in line if ch.isalpha()]
+    if not strong or strong[0] != strong[-1]:
+        return default
+    return strong[-1]
 
 
 def mirror(ch: str) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from routing.edits import Replacement
 
-_GAP_KINDS = frozenset({"word_space_inserted", "split_word_rejoined"})
+_GAP_KINDS = frozenset({"word_space_inserted", "split_word_rejoined", "space_under_glyph"})
 
 
 def gap_replacements(raw: str, repairs: Sequence[Sequence[object]]) -> list[Replacement]:

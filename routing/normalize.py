@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from routing.arabic import elongation_repairs, lam_alef_positions, ligature_order_positions
-from routing.bidi_order import reread_line
+from routing.bidi_order import line_is_rtl, reread_line
 from routing.gaps import gap_replacements
 from routing.symbols import SYMBOL_PUA_MAP
 from routing.charclass import (
@@ -200,8 +200,8 @@ def _stage_visual_order(text: str, flags: list[bool] | None, glyph_rows: bool = 
         if not _line_is_visual(line, flags[index] if flags is not None else None):
             continue
         if glyph_rows:
-            rtl = sum(1 for c in line if is_rtl_letter(c)) >= sum(1 for c in line if is_latin(c))
-            new = reread_line(line, rtl)
+            default = sum(1 for c in line if is_rtl_letter(c)) >= sum(1 for c in line if is_latin(c))
+            new = reread_line(line, line_is_rtl(line, default))
             if new != line:
                 reps.append(Replacement(offset, offset + len(line), new, "visual_order_reversal"))
             continue

@@ -30,17 +30,20 @@ Runs inside the sandbox child with the rest of the MuPDF reading; plain data in 
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from routing.bidi_order import logical_order
+from routing.bidi_order import line_is_rtl, logical_order
 from routing.scripts import is_latin, is_rtl_letter
 
 _ZERO = 0.01  # a box narrower than this (points) has no width
 _SENTENCE_END = frozenset(".,:;!?\u060c\u061b\u061f")
+_MARKER = re.compile(r"[\u2022\u25e6\u25aa\u25cf\u2013\-]|\d{1,3}[.)]?|[.)]|[\u05d0-\u05ea\u0621-\u064a][.)]")
 BASELINE_SHARE = 0.35  # of the font size: two lines whose baselines differ by less share a row
 JOIN_GAP = 0.6  # font sizes: pieces of one row are at most this far apart
+MARKER_GAP = 3.0  # font sizes: a list marker drawn alone stands at most this far from its item
 SPACE_GAP = 0.16  # font sizes: a gap this wide between two glyphs is a word boundary
 TOUCH_GAP = 0.03  # font sizes: glyphs closer than this belong to one word
 
@@ -58,7 +61,8 @@ class _Line:
     size: float
     rtl: bool
     horizontal: bool
-    source: dict[str, Any]  # the rawdict line, returned as it was where the row is not rebuilt
+    source: dict[str, Any]
+    marker: bool = False  # the line is a list marker alone (`•`, `1.`, `.`)  # the rawdict line, returned as it was where the row is not rebuilt
 
 
 @dataclass
@@ -70,6 +74,7 @@ class _Unit:
     key: str  # the code point the bidi algorithm sees
     synthetic: bool = False
     dropped: bool = False
+    under: "_Unit | None" = None  # a space drawn under this unit's glyph: a placeholder, not a word gap
 
     @property
     def centre(self) -> float:
@@ -127,7 +132,8 @@ def _lines(raw: dict[str, Any]) -> list[_Line]:
             baselines = sorted(c["origin"][1] for c in chars)
             found.append(_Line(number, len(found), chars, spans, tuple(line["bbox"]),  # type: ignore[arg-type]
                                baselines[len(baselines) // 2], sizes[len(sizes) // 2] or 1.0,
-                               horizontal and any(is_rtl_letter(c["c"]) for c in chars), horizontal, line))
+                               horizontal and any(is_rtl_letter(c["c"]) for c in chars), horizontal, line,
+                               _MARKER.fullmatch("".join(c["c"] for c in chars).strip()) is not None))
     return found
 
 
@@ -182,8 +188,8 @@ def _rows(lines: list[_Line], page_rtl: bool) -> list[list[_Line]]:
             if a.block != b.block or not (a.rtl or b.rtl or page_rtl) or not (a.horizontal and b.horizontal) or abs(a.size - b.size) > 0.25 * max(a.size, b.size):
                 continue
             gap = max(a.bbox[0], b.bbox[0]) - min(a.bbox[2], b.bbox[2])
-            overlap = -gap
-            if gap <= JOIN_GAP * size and overlap < 0.5 * size:
+            room = MARKER_GAP if a.marker or b.marker else JOIN_GAP
+            if gap <= room * size and not _overprint(a, b):
                 parent[find(j)] = find(i)
     groups: dict[int, list[_Line]] = {}
     for i in range(len(lines)):
@@ -191,6 +197,11 @@ def _rows(lines: list[_Line], page_rtl: bool) -> list[list[_Line]]:
     rows = list(groups.values())
     rows.sort(key=lambda row: min(ln.order for ln in row))
     return rows
+
+
+def _overprint(a: _Line, b: _Line) -> bool:
+    """The same characters drawn twice, a hair apart (a producer's simulated bold)."""
+    return abs(a.bbox[0] - b.bbox[0]) < 0.2 * a.size and [c["c"] for c in a.chars] == [c["c"] for c in b.chars]
 
 
 def _as_is(row: list[_Line]) -> dict[str, Any]:
@@ -226,21 +237,46 @@ def _read_row(row: list[_Line], page_rtl: bool) -> tuple[dict[str, Any], list[li
     units.sort(key=lambda u: u.centre)  # stable: ties keep the stream order
     size = sorted(ln.size for ln in row)[len(row) // 2]
     letters = any(ln.rtl for ln in row)
+    placeholders = _placeholders(units)
+    units = [u for u in units if u.under is None]
     visual = _mark_gaps(units, size) if letters else units
-    rtl = _row_is_rtl(visual) if letters else page_rtl and (_tail_of_rtl(row) or not _has_letters(row))
+    rtl = _row_is_rtl(visual, page_rtl) if letters else page_rtl and (_tail_of_rtl(row) or not _has_letters(row))
     order, _ = logical_order([u.key for u in visual], rtl)
+    after: dict[int, list[_Unit]] = {}
+    for space in placeholders:
+        after.setdefault(id(space.under), []).append(space)
     kept: list[tuple[dict[str, Any], dict[str, Any]]] = []
     edits: list[list[Any]] = []
-    for index in order:
-        unit = visual[index]
+    for unit in (u for index in order for u in [visual[index], *after.get(id(visual[index]), [])]):
         members = unit.chars
         if unit.synthetic:
             edits.append([len(kept), len(kept), " ", "word_space_inserted"])
             continue
         if unit.dropped:
             edits.append([len(kept), len(kept) + len(members), "", "split_word_rejoined"])
+        elif unit.under is not None:
+            edits.append([len(kept), len(kept) + len(members), "", "space_under_glyph"])
         kept += members
     return _line_dict(kept), _squeeze(edits)
+
+
+def _placeholders(units: list[_Unit]) -> list[_Unit]:
+    """Spaces drawn where another glyph stands (LibreOffice leaves one in a run for each character
+    another font draws): each is marked with the unit it lies under and kept out of the reading's
+    order, so `2025-01-15` is one number, not three."""
+    found = []
+    for i, unit in enumerate(units):
+        width = unit.x1 - unit.x0
+        if not unit.space or width <= _ZERO:
+            continue
+        for other in units[max(0, i - 3): i + 4]:
+            if other is unit or other.under is not None or (other.space and other in found):
+                continue
+            if min(unit.x1, other.x1) - max(unit.x0, other.x0) >= 0.6 * width:
+                unit.under = other
+                found.append(unit)
+                break
+    return found
 
 
 def _squeeze(edits: list[list[Any]]) -> list[list[Any]]:
@@ -287,10 +323,8 @@ def _same_word(a: _Unit, b: _Unit) -> bool:
     return is_latin(ka) and is_latin(kb)
 
 
-def _row_is_rtl(units: list[_Unit]) -> bool:
-    rtl = sum(1 for u in units if is_rtl_letter(u.key))
-    latin = sum(1 for u in units if u.key.isalpha() and not is_rtl_letter(u.key))
-    return rtl >= latin
+def _row_is_rtl(units: list[_Unit], page_rtl: bool) -> bool:
+    return line_is_rtl("".join(u.key for u in units), page_rtl)
 
 
 def _line_dict(members: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
