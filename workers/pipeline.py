@@ -25,6 +25,7 @@ from workers.ladder.textlayer import decide_page
 from workers.model import Attempt, DocumentRecord, JobSpec, PageRecord, PendingPage, RouterInfo, Rung, SourceInfo
 from workers.pdf import source as pdf
 from workers.pdf.fetch import evict, local_pdf
+from workers.review import reviewed
 from workers import ranges
 from workers.settings import PIPELINE_VERSION, Options, Settings
 from workers.storage import Storage, open_storage
@@ -344,7 +345,10 @@ def assemble(job: JobSpec, settings: Settings, storage: Storage, manifest: dict[
         document, report = built.store(storage, manifest["artifact_prefix"], manifest)
     finally:
         built.close()
+    review = reviewed.apply(storage, manifest["artifact_prefix"])  # a reviewed document: its decisions again
     evict(job.job_id, settings)  # the job is finished: its cached S3 source goes
-    return ({"job_id": job.job_id, "status": document.status, "routes": report["routes"],
-             "artifact_prefix": manifest["artifact_prefix"], "storage": job.storage, "page_count": head.page_count},
+    status = review["status"] if review else document.status
+    return ({"job_id": job.job_id, "status": status, "routes": report["routes"],
+             "artifact_prefix": manifest["artifact_prefix"], "storage": job.storage, "page_count": head.page_count,
+             **({"review": {k: review[k] for k in ("reviewed", "pending", "rejected", "stale")}} if review else {})},
             (document.status, built.counts, report))

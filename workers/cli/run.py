@@ -270,5 +270,5 @@ def outcome(t: Tracked, failure: ExitCode | None = None) -> ExitCode:
         return failure if code == "aborted" and failure is not None else for_code(code)
     if t.state != "done" and failure is not None:
         return failure
-    return ExitCode.OK if t.status == "accepted" else ExitCode.REVIEW_NEEDED
+    return ExitCode.OK if t.status in ("accepted", "accepted_after_review") else ExitCode.REVIEW_NEEDED
 
