@@ -6,40 +6,113 @@ algorithm (UAX #9), so the logical text is what the algorithm maps back onto the
 levels resolved on the visual sequence, then rule L2 (reverse every run at level k or higher,
 from the highest level down to the lowest odd one). For the patterns producers meet — RTL words,
 numbers and their separators (`1,250.40`, `054-5715512`, `12:00`, `12.5%`, `₪ 250,000`), URLs,
-e-mail addresses and Latin terms inside RTL lines — the resolution is symmetric, so this "inverse
-like direct" reading gives back the producer's logical text; rule L4 mirrors brackets on the way
-(`)` drawn at the right end of an RTL phrase is its opening parenthesis).
+e-mail addresses, Latin terms and bracketed phrases inside RTL lines — the resolution is
+symmetric, so this "inverse like direct" reading gives back the producer's logical text.
 
-The levels come from python-bidi's implementation of UAX #9 (`bidi.algorithm`: its rules X1–I2,
-L1 and L2 run unchanged); this module only hands it one representative code point per unit
-(a glyph with its marks, or a ligature glyph's code points) and reads back which unit went where.
+The levels come from python-bidi, the Rust `unicode-bidi` crate's implementation of UAX #9
+(paired brackets, rule N0, included): its `get_display(..., debug=True)` answer lists the
+resolved level of every UTF-8 byte of the paragraph. Rules L1 and L2 — the reordering of one line
+by those levels — are applied here, to units: one representative code point per unit (a glyph
+with its marks, or a ligature glyph's code points) goes in, and which unit went where comes out.
+Where that answer cannot be read (another python-bidi), python-bidi's pure-Python algorithm
+(`bidi.algorithm`, which predates rule N0) resolves the levels instead.
 
 Pure functions, no I/O.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Sequence
 
 from bidi import algorithm as uba
+from bidi import get_display
 
 from routing.scripts import is_rtl_letter
 
 MIRRORED: dict[str, str] = dict(uba.MIRRORED)
-# rule X9 drops these classes from the sequence; a glyph reading keeps every code point it was
-# given (a Persian ZWNJ inside a word, a bidi control the repairs remove later as an edit), so
-# each stands where its glyph stands, as a neutral
+# rule X9 drops these classes from the pure-Python sequence; a glyph reading keeps every code
+# point it was given (a Persian ZWNJ inside a word, a bidi control the repairs remove later as an
+# edit), so each stands where its glyph stands, as a neutral
 _KEPT_AS_NEUTRAL = frozenset(uba.X9_REMOVED) | {"LRI", "RLI", "FSI", "PDI"}
+_LEVEL = re.compile(r"Level\(\s*(\d+)")
+_L1_RESET = frozenset({"WS", "BN", "LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"})
+_SEPARATOR = frozenset({"S", "B"})
 
 
 def logical_order(units: Sequence[str], rtl: bool) -> tuple[list[int], list[bool]]:
     """(order, odd): the units of a visual line (left to right; each given by one representative
     code point) in logical order as indices into `units`, and per index of `order` whether that
-    unit resolved to an odd (right-to-left) level — where a mirrored character is drawn by its
-    mirror glyph. `rtl`: the paragraph's direction."""
+    unit resolved to an odd (right-to-left) level. `rtl`: the paragraph's direction."""
     if not units:
         return [], []
+    keys = [(unit[:1] or " ").replace("\n", " ") for unit in units]
+    levels = _resolved_levels("".join(keys), rtl)
+    if levels is None:
+        return _pure_python_order(units, rtl)
+    levels = _line_levels(keys, levels, 1 if rtl else 0)
+    order = _reorder(levels)
+    return order, [bool(levels[i] % 2) for i in order]
+
+
+def _resolved_levels(text: str, rtl: bool) -> list[int] | None:
+    """The level of each code point of `text` (one paragraph), from the Rust implementation's
+    report of the levels of its UTF-8 bytes; None where the report does not add up."""
+    try:
+        report = get_display(text, base_dir="R" if rtl else "L", debug=True)
+        part = report[report.index("levels:"): report.index("paragraphs:")]
+    except (ValueError, TypeError):
+        return None
+    per_byte = [int(v) for v in _LEVEL.findall(part)]
+    levels: list[int] = []
+    at = 0
+    for ch in text:
+        if at >= len(per_byte):
+            return None
+        levels.append(per_byte[at])
+        at += len(ch.encode("utf-8"))
+    return levels if at == len(per_byte) else None
+
+
+def _line_levels(keys: Sequence[str], levels: list[int], base: int) -> list[int]:
+    """Rule L1: segment separators, and whitespace before them or at the line's end, take the
+    paragraph's level."""
+    out = list(levels)
+    trailing = True
+    for i in range(len(keys) - 1, -1, -1):
+        kind = unicodedata.bidirectional(keys[i])
+        if kind in _SEPARATOR:
+            out[i], trailing = base, True
+        elif trailing and kind in _L1_RESET:
+            out[i] = base
+        else:
+            trailing = False
+    return out
+
+
+def _reorder(levels: list[int]) -> list[int]:
+    """Rule L2: from the highest level down to the lowest odd one, reverse every run of
+    positions at that level or higher."""
+    order = list(range(len(levels)))
+    odd = [lv for lv in levels if lv % 2]
+    if not odd:
+        return order
+    for level in range(max(levels), min(odd) - 1, -1):
+        i = 0
+        while i < len(order):
+            if levels[order[i]] >= level:
+                j = i
+                while j < len(order) and levels[order[j]] >= level:
+                    j += 1
+                order[i:j] = order[i:j][::-1]
+                i = j
+            else:
+                i += 1
+    return order
+
+
+def _pure_python_order(units: Sequence[str], rtl: bool) -> tuple[list[int], list[bool]]:
     base = 1 if rtl else 0
     storage = uba.get_empty_storage()
     storage["base_level"] = base
@@ -58,15 +131,54 @@ def logical_order(units: Sequence[str], rtl: bool) -> tuple[list[int], list[bool
     return [c["i"] for c in chars], [bool(c["level"] % 2) for c in chars]
 
 
-def line_is_rtl(line: str, default: bool) -> bool:
-    """A visual line's paragraph direction, from the letters at its two ends: a paragraph starts
+_FAULTS = re.compile(r" [:;,.!?)\]}\u060c\u061b\u061f](?=\s|$)|[(\[{] |[^\W_][(\[{]|[)\]}][^\W_]")
+
+
+def attachment_faults(text: str) -> int:
+    """How often punctuation stands apart from the word it belongs to: a space before a colon,
+    comma or closing bracket, an opening bracket with a space after it or a letter before it, a
+    closing bracket with a letter after it. Of two readings of one line, the reader's has fewer."""
+    return len(_FAULTS.findall(text))
+
+
+_SWAP = str.maketrans("()[]{}", ")(][}{")
+
+
+def balanced_brackets(text: str) -> str:
+    """`text` with its brackets swapped where only the swap balances them (a producer that maps a
+    bracket drawn mirrored to the mirror's code point)."""
+    if _balanced(text):
+        return text
+    swapped = text.translate(_SWAP)
+    return swapped if _balanced(swapped) else text
+
+
+def _balanced(text: str) -> bool:
+    stack: list[str] = []
+    pairs = {")": "(", "]": "[", "}": "{"}
+    for ch in text:
+        if ch in "([{":
+            stack.append(ch)
+        elif ch in pairs and (not stack or stack.pop() != pairs[ch]):
+            return False
+    return not stack
+
+
+def line_direction(line: str) -> bool | None:
+    """A visual line's paragraph direction from the letters at its two ends (True: RTL), or None
+    where the ends disagree or there is no letter (the line reads both ways): a paragraph starts
     with its first strong letter (UAX #9, P2), at the right end of an RTL line and the left end of
-    an LTR one. Where the ends disagree (or there is no letter) the line reads both ways alike,
-    and `default` (the page's direction) decides."""
+    an LTR one."""
     strong = [is_rtl_letter(ch) for ch in line if ch.isalpha()]
     if not strong or strong[0] != strong[-1]:
-        return default
+        return None
     return strong[-1]
+
+
+def line_is_rtl(line: str, default: bool) -> bool:
+    """`line_direction`, with `default` (the page's direction) where the line reads both ways."""
+    found = line_direction(line)
+    return default if found is None else found
 
 
 def mirror(ch: str) -> str:

@@ -35,12 +35,13 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from routing.bidi_order import line_is_rtl, logical_order
+from routing.bidi_order import attachment_faults, balanced_brackets, line_direction, logical_order
 from routing.scripts import is_latin, is_rtl_letter
+from workers.pdf.clusters import glyph_clusters
 
 _ZERO = 0.01  # a box narrower than this (points) has no width
 _SENTENCE_END = frozenset(".,:;!?\u060c\u061b\u061f")
-_MARKER = re.compile(r"[\u2022\u25e6\u25aa\u25cf\u2013\-]|\d{1,3}[.)]?|[.)]|[\u05d0-\u05ea\u0621-\u064a][.)]")
+_MARKER = re.compile(r"[\u2022\u25e6\u25aa\u25cf\u2013\-]|\d{1,3}[.)]|[.)]|[\u05d0-\u05ea\u0621-\u064a][.)]")
 BASELINE_SHARE = 0.35  # of the font size: two lines whose baselines differ by less share a row
 JOIN_GAP = 0.6  # font sizes: pieces of one row are at most this far apart
 MARKER_GAP = 3.0  # font sizes: a list marker drawn alone stands at most this far from its item
@@ -150,6 +151,17 @@ def _page_is_rtl(lines: list[_Line]) -> bool:
     return rtl >= latin
 
 
+def _mirrored_number(units: list[_Unit]) -> bool:
+    """A row of numbers and signs that an RTL paragraph laid out: Arabic-Indic digits (the bidi
+    algorithm's Arabic numbers: `٤٥٪` stands as `٪٤٥`), or a sign written before a number that
+    stands at its right end (`4.5%-`, `250 ₪`). A European number drawn with its sign on the left
+    reads left to right as it stands (`-4.3`)."""
+    inked = [u.key for u in units if not u.space]
+    if any("\u0660" <= k <= "\u0669" or "\u06f0" <= k <= "\u06f9" for k in inked):
+        return True
+    return len(inked) > 1 and inked[0].isdigit() and not inked[-1].isdigit()
+
+
 def _has_letters(row: list[_Line]) -> bool:
     return any(c["c"].isalpha() for ln in row for c in ln.chars)
 
@@ -231,7 +243,7 @@ def _units(line: _Line) -> list[_Unit]:
 
 
 def _read_row(row: list[_Line], page_rtl: bool) -> tuple[dict[str, Any], list[list[Any]]]:
-    """One row: units in visual order, gap repairs marked (rows holding an RTL letter), then the
+    """One row: units in visual order, placeholder spaces set aside, gap repairs marked, then the
     logical order for the row's direction."""
     units = [u for line in sorted(row, key=lambda ln: ln.order) for u in _units(line)]
     units.sort(key=lambda u: u.centre)  # stable: ties keep the stream order
@@ -239,9 +251,12 @@ def _read_row(row: list[_Line], page_rtl: bool) -> tuple[dict[str, Any], list[li
     letters = any(ln.rtl for ln in row)
     placeholders = _placeholders(units)
     units = [u for u in units if u.under is None]
-    visual = _mark_gaps(units, size) if letters else units
-    rtl = _row_is_rtl(visual, page_rtl) if letters else page_rtl and (_tail_of_rtl(row) or not _has_letters(row))
-    order, _ = logical_order([u.key for u in visual], rtl)
+    visual = _mark_gaps(units, size)
+    if letters:
+        order = _letters_order(visual, page_rtl)
+    else:
+        rtl = page_rtl and (_tail_of_rtl(row) if _has_letters(row) else _mirrored_number(visual))
+        order, _ = logical_order([u.key for u in visual], rtl)
     after: dict[int, list[_Unit]] = {}
     for space in placeholders:
         after.setdefault(id(space.under), []).append(space)
@@ -294,7 +309,8 @@ def _squeeze(edits: list[list[Any]]) -> list[list[Any]]:
 
 def _mark_gaps(units: list[_Unit], size: float) -> list[_Unit]:
     """The visual units with a synthetic space at each gap wider than a word gap that holds no
-    space, and each space between two touching glyphs marked dropped."""
+    space between two letters or digits (punctuation keeps its own side bearings), and each space
+    between two touching glyphs marked dropped."""
     out: list[_Unit] = []
     prev: _Unit | None = None
     spaces: list[_Unit] = []
@@ -304,7 +320,7 @@ def _mark_gaps(units: list[_Unit], size: float) -> list[_Unit]:
             continue
         if prev is not None:
             gap = unit.x0 - prev.x1
-            if not spaces and gap > SPACE_GAP * size:
+            if not spaces and gap > SPACE_GAP * size and prev.key.isalnum() and unit.key.isalnum():
                 out.append(_Unit([], prev.x1, unit.x0, True, " ", synthetic=True))
             elif spaces and gap < TOUCH_GAP * size and len(spaces) == 1 and _same_word(prev, unit):
                 spaces[0].dropped = True
@@ -323,8 +339,23 @@ def _same_word(a: _Unit, b: _Unit) -> bool:
     return is_latin(ka) and is_latin(kb)
 
 
-def _row_is_rtl(units: list[_Unit], page_rtl: bool) -> bool:
-    return line_is_rtl("".join(u.key for u in units), page_rtl)
+def _letters_order(units: list[_Unit], page_rtl: bool) -> list[int]:
+    """The logical order of a row holding RTL letters, read in both directions: the reading that
+    keeps punctuation with its words wins (`(English :באנגלית) אנגלית` is `אנגלית (באנגלית:
+    English)`; brackets a producer mapped to their mirrored glyphs are balanced first, as the
+    repairs will), then the direction the end letters give, then the page's."""
+    keys = [u.key for u in units]
+    ends = line_direction("".join(keys))
+    readings = []
+    for rtl in (True, False):
+        order = logical_order(keys, rtl)[0]
+        text = balanced_brackets("".join(_unit_text(units[i]) for i in order))
+        readings.append(((attachment_faults(text), rtl != ends if ends is not None else 0, rtl != page_rtl), order))
+    return min(readings, key=lambda r: r[0])[1]
+
+
+def _unit_text(unit: _Unit) -> str:
+    return " " if unit.synthetic else "".join(c["c"] for c, _ in unit.chars)
 
 
 def _line_dict(members: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
@@ -365,51 +396,3 @@ def _page_edits(blocks: list[dict[str, Any]], rows: list[tuple[int, int, list[li
             out.append([offset + start, offset + end, new, kind])
         offset += length + 1
     return out
-
-
-def _zero_width_partner(chars: list[dict[str, Any]], kinds: str, i: int) -> int | None:
-    """The neighbour a zero-width base character came from: the one whose box's right edge it
-    sits on (a ligature glyph's extra code point; MuPDF puts it before or after the glyph's box
-    depending on the drawing order)."""
-    x = chars[i]["bbox"][0]
-    best: tuple[float, int] | None = None
-    for j in (i + 1, i - 1):  # the next one first: ties go to it
-        if 0 <= j < len(chars) and kinds[j] in "Ro" and chars[j]["bbox"][2] - chars[j]["bbox"][0] > _ZERO:
-            distance = abs(chars[j]["bbox"][2] - x)
-            if distance < 1.0 and (best is None or distance < best[0]):
-                best = (distance, j)
-    return best[1] if best else None
-
-
-def glyph_clusters(chars: list[dict[str, Any]], kinds: str) -> list[tuple[int, int]]:
-    """``(start, end)`` char offsets of code points that come from one glyph and hold an RTL
-    letter: a zero-width base character with the neighbour whose box it sits on, or neighbours
-    sharing one box. Combining marks (zero-width by nature) never start a cluster."""
-    boxes = [c["bbox"] for c in chars]
-    # candidates, in one C-level pass each (most lines have none): zero-width boxes, and boxes
-    # starting where the next one starts
-    zero = {i for i, box in enumerate(boxes) if box[2] - box[0] <= _ZERO}
-    starts = [box[0] for box in boxes]
-    alike = [i for i, (a, b) in enumerate(zip(starts, starts[1:])) if abs(a - b) <= _ZERO and i not in zero]
-    if not zero and not alike:
-        return []
-    joined: set[int] = set()  # k: chars[k] and chars[k + 1] are one glyph
-    for i in zero:
-        if kinds[i] in "Ro":  # base characters only
-            partner = _zero_width_partner(chars, kinds, i)
-            if partner is not None:
-                joined.add(min(i, partner))
-    for i in alike:
-        if kinds[i] in "Ro" and kinds[i + 1] in "Ro" and all(
-                abs(a - b) <= _ZERO for a, b in zip(boxes[i], boxes[i + 1])):
-            joined.add(i)
-    found: list[tuple[int, int]] = []
-    for i in sorted(joined):
-        if i - 1 in joined:
-            continue  # inside a run already found
-        j = i
-        while j in joined:
-            j += 1
-        if "R" in kinds[i : j + 1]:
-            found.append((i, j + 1))
-    return found

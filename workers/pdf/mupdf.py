@@ -19,11 +19,10 @@ import pymupdf
 from routing.charclass import LazyTable
 from routing.scripts import is_rtl_letter
 from workers.pdf import fastwalk, glyphlines, layout, stext
-from workers.pdf.glyphlines import glyph_clusters
+from workers.pdf.clusters import glyph_clusters
 from workers.pdf.resources import listed_images
 from workers.pdf.runs import run_order
 
-_ZERO = 0.01  # a box narrower than this (points) has no width
 _TEXT_FLAGS = (
     pymupdf.TEXT_PRESERVE_LIGATURES | pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
 )

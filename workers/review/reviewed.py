@@ -65,9 +65,15 @@ def review_info(page: dict[str, Any], made: Decision) -> dict[str, Any]:
             "revision": made.revision, "stale": is_stale(page, made)}
 
 
+def _plain_markdown(text: str) -> str:
+    """A page without blocks: its paragraphs, each line kept (a Markdown hard break)."""
+    paragraphs = [p.strip("\n") for p in text.split("\n\n")]
+    return "\n\n".join("  \n".join(line.strip() for line in p.split("\n")) for p in paragraphs if p.strip())
+
+
 def approved_page(raw: dict[str, Any], made: Decision) -> PageRecord:
     """The page as the reviewer approved it: route `reviewed`, its text, edits, blocks, Markdown."""
-    from workers.ladder.structure import markdown_of, plain_blocks
+    from workers.ladder.structure import markdown_of
 
     page = PageRecord.model_validate(raw)
     shown, refused = base_text(raw), is_refused(raw)
@@ -78,8 +84,8 @@ def approved_page(raw: dict[str, Any], made: Decision) -> PageRecord:
     blocks = [b.model_dump() for b in (page.review_preview.blocks if refused and page.review_preview else page.blocks)]
     if made.edits is not None:
         blocks = moved_blocks(blocks, shown, text)
-    if made.edits is not None or not blocks:
-        markdown = markdown_of(blocks or plain_blocks(text))
+    if made.edits is not None:
+        markdown = markdown_of(blocks) if blocks else _plain_markdown(text)
     else:
         markdown = page.review_preview.markdown if refused and page.review_preview else page.markdown
     return page.model_copy(update={
