@@ -265,3 +265,41 @@ def test_two_reviewers_on_the_s3_server(out: Path, s3_bucket, browser, tmp_path:
     assert saved["pages"][str(number)]["reviewer"] == "ann" and len(saved["history"]) == 1
     reviewed = json.loads(client.get_object(bucket, f"results/artifacts/{sha}/document.reviewed.json").read())
     assert reviewed["pages"][number - 1]["route"] == "reviewed"
+
+
+def _scrape(redis_url: str) -> dict[str, float]:
+    import redis
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from workers.metrics import FleetCollector
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(FleetCollector(redis.Redis.from_url(redis_url)))
+    values = {}
+    for line in generate_latest(registry).decode().splitlines():
+        if line.startswith("pagefleet_review"):
+            name, value = line.rsplit(" ", 1)
+            values[name] = float(value)
+    return values
+
+
+def test_decisions_are_counted_for_pagefleet_metrics(out: Path, redis_server: str, tmp_path: Path) -> None:
+    before = _scrape(redis_server)
+    document = _json(out / TABLES / "document.json")
+    with StudioProcess(str(out), tmp_path, "--broker", redis_server) as studio:
+        decided = [(TABLES, 1, {"decision": "approve", "text": document["pages"][0]["text"].replace("2024", "2025", 1)}),
+                   (ARABIC, 1, {"decision": "flag"}), (MIXED, 2, {"decision": "reject", "reason": "blank"})]
+        for doc, number, fields in decided:
+            body = _request(studio.base, f"/doc/{doc}/page/{number}")[2]
+            csrf = re.search(rb'name="csrf" value="([^"]+)"', body).group(1).decode()
+            form = urllib.parse.urlencode({"csrf": csrf, "reviewer": "noa", **fields}).encode()
+            status, _, answer = _request(studio.base, f"/doc/{doc}/page/{number}/decision", "POST",
+                                         {"content-type": "application/x-www-form-urlencoded"}, form)
+            assert status == 303, answer[:500]
+    after = _scrape(redis_server)
+    delta = {k: v - before.get(k, 0.0) for k, v in after.items()}
+    assert delta['pagefleet_review_decisions_total{decision="approve"}'] == 1
+    assert delta['pagefleet_review_decisions_total{decision="flag"}'] == 1
+    assert delta['pagefleet_review_decisions_total{decision="reject"}'] == 1
+    assert delta["pagefleet_review_corrected_total"] == 1
+    assert delta["pagefleet_review_decision_seconds_count"] == 3 and delta["pagefleet_review_decision_seconds_sum"] > 0

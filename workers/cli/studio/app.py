@@ -200,7 +200,7 @@ def _decide(studio: Studio, ref: DocRef, doc: dict[str, Any], number: int, form:
                           reviewer=form.get("reviewer", ""), reason=form.get("reason", ""), text=form.get("text"),
                           cells=editor.cells_from_form(page, form),
                           revision=int(revision) if revision.isdigit() else None,
-                          text_sha256=form.get("text_sha256") or None)
+                          text_sha256=form.get("text_sha256") or None, broker=studio.uploads.broker)
 
 
 async def decision(request: Request) -> Response:

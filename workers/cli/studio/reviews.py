@@ -12,6 +12,7 @@ from typing import Any
 
 from workers.cli.studio.library import DocRef, Library
 from workers.review import decisions, store
+from workers.review import metrics as review_metrics
 from workers.review.corrections import cells_to_text, corrected_edits
 from workers.review.decisions import Decision, Released, ReviewConflict, ReviewError, ReviewFile, base_edits, base_text
 from workers.review.reviewed import REVIEWED_MD, apply
@@ -56,9 +57,10 @@ def regenerate(library: Library, ref: DocRef) -> dict[str, Any] | None:
 def decide(library: Library, ref: DocRef, doc: dict[str, Any], number: int, verdict: str, note: str = "", *,
            reviewer: str = "", reason: str = "", text: str | None = None,
            cells: dict[int, list[list[str]]] | None = None, revision: int | None = None,
-           text_sha256: str | None = None) -> Decision:
-    """Record a decision on one page (approve, possibly corrected; reject with a reason; flag) and
-    regenerate the reviewed artifacts. `revision`/`text_sha256`: what the reviewer's view showed."""
+           text_sha256: str | None = None, broker: str | None = None) -> Decision:
+    """Record a decision on one page (approve, possibly corrected; reject with a reason; flag),
+    regenerate the reviewed artifacts, and count it on the fleet's broker (`workers.review.metrics`).
+    `revision`/`text_sha256`: what the reviewer's view showed."""
     page = _page(doc, number)
     edits = correction(page, text, cells) if verdict == "approve" else None
     if verdict == "approve" and edits is None and not base_text(page).strip():
@@ -67,8 +69,11 @@ def decide(library: Library, ref: DocRef, doc: dict[str, Any], number: int, verd
                                   text_sha256=text_sha256)
     library.check_writable(ref, decisions.REVIEW_FILE)
     saved = store.update(library.storage, ref.prefix, lambda review: decisions.record(review, doc, made, revision))
-    regenerate(library, ref)
-    return saved.pages[str(number)]
+    summary = regenerate(library, ref)
+    made = saved.pages[str(number)]
+    queued = review_metrics.written_at(library.storage, ref.key("document.json"))
+    review_metrics.record(review_metrics.broker_url(broker), made, queued, doc.get("job_id"), summary)
+    return made
 
 
 def export(ref: DocRef, doc: dict[str, Any], review: ReviewFile) -> dict[str, Any]:
