@@ -12,12 +12,13 @@ from collections.abc import Sequence
 
 from routing.edits import Replacement
 
-_GAP_KINDS = frozenset({"word_space_inserted", "split_word_rejoined", "space_under_glyph"})
+_GAP_KINDS = frozenset({"word_space_inserted", "split_word_rejoined", "space_under_glyph", "ligature_order"})
 
 
 def gap_replacements(raw: str, repairs: Sequence[Sequence[object]]) -> list[Replacement]:
-    """The glyph gaps' word boundaries: a space inserted, or a space between touching glyphs
-    taken out. Evidence crosses a process boundary: a malformed or misplaced edit is skipped."""
+    """The glyph gaps' word boundaries (a space inserted, a space between touching glyphs or under
+    another glyph taken out) and two-letter ligatures put in their glyph's order. Evidence crosses
+    a process boundary: a malformed or misplaced edit is skipped."""
     reps: list[Replacement] = []
     last = 0
     for item in repairs:
@@ -26,9 +27,14 @@ def gap_replacements(raw: str, repairs: Sequence[Sequence[object]]) -> list[Repl
         start, end, new, kind = item
         if not (isinstance(start, int) and isinstance(end, int) and isinstance(new, str) and kind in _GAP_KINDS):
             continue
-        if not last <= start <= end <= len(raw) or not raw[start:end].isspace() and start != end:
+        if not last <= start <= end <= len(raw):
             continue
-        if new.strip() or (kind == "word_space_inserted" and (start != end or new != " ")):
+        if kind == "ligature_order":
+            if end - start != 2 or new != raw[start:end][::-1]:
+                continue
+        elif (start != end and not raw[start:end].isspace()) or new.strip():
+            continue
+        elif kind == "word_space_inserted" and (start != end or new != " "):
             continue
         reps.append(Replacement(start, end, new, str(kind)))
         last = end

@@ -38,15 +38,13 @@ from typing import Any
 from routing.bidi_order import attachment_faults, balanced_brackets, line_direction, logical_order
 from routing.scripts import is_latin, is_rtl_letter
 from workers.pdf.clusters import glyph_clusters
+from workers.pdf.glyphunits import ZERO, Unit, mark_gaps, placeholders, swapped_ligature
 
-_ZERO = 0.01  # a box narrower than this (points) has no width
 _SENTENCE_END = frozenset(".,:;!?\u060c\u061b\u061f")
 _MARKER = re.compile(r"[\u2022\u25e6\u25aa\u25cf\u2013\-]|\d{1,3}[.)]|[.)]|[\u05d0-\u05ea\u0621-\u064a][.)]")
 BASELINE_SHARE = 0.35  # of the font size: two lines whose baselines differ by less share a row
 JOIN_GAP = 0.6  # font sizes: pieces of one row are at most this far apart
 MARKER_GAP = 3.0  # font sizes: a list marker drawn alone stands at most this far from its item
-SPACE_GAP = 0.16  # font sizes: a gap this wide between two glyphs is a word boundary
-TOUCH_GAP = 0.03  # font sizes: glyphs closer than this belong to one word
 
 
 @dataclass
@@ -64,22 +62,6 @@ class _Line:
     horizontal: bool
     source: dict[str, Any]
     marker: bool = False  # the line is a list marker alone (`•`, `1.`, `.`)  # the rawdict line, returned as it was where the row is not rebuilt
-
-
-@dataclass
-class _Unit:
-    chars: list[tuple[dict[str, Any], dict[str, Any]]]  # (char, span) in logical order
-    x0: float
-    x1: float
-    space: bool
-    key: str  # the code point the bidi algorithm sees
-    synthetic: bool = False
-    dropped: bool = False
-    under: "_Unit | None" = None  # a space drawn under this unit's glyph: a placeholder, not a word gap
-
-    @property
-    def centre(self) -> float:
-        return (self.x0 + self.x1) / 2
 
 
 @dataclass
@@ -151,7 +133,7 @@ def _page_is_rtl(lines: list[_Line]) -> bool:
     return rtl >= latin
 
 
-def _mirrored_number(units: list[_Unit]) -> bool:
+def _mirrored_number(units: list[Unit]) -> bool:
     """A row of numbers and signs that an RTL paragraph laid out: Arabic-Indic digits (the bidi
     algorithm's Arabic numbers: `٤٥٪` stands as `٪٤٥`), or a sign written before a number that
     stands at its right end (`4.5%-`, `250 ₪`). A European number drawn with its sign on the left
@@ -221,22 +203,22 @@ def _as_is(row: list[_Line]) -> dict[str, Any]:
     return row[0].source
 
 
-def _units(line: _Line) -> list[_Unit]:
+def _units(line: _Line) -> list[Unit]:
     """A MuPDF line's units in stream order: ligature clusters, and glyphs with their marks."""
     text = "".join(c["c"] for c in line.chars)
     kinds = "".join(" " if ch.isspace() else "M" if unicodedata.category(ch).startswith("M")
                     else "R" if is_rtl_letter(ch) else "o" for ch in text)
     starts = {a: b for a, b in glyph_clusters(line.chars, kinds)}
-    units: list[_Unit] = []
+    units: list[Unit] = []
     i = 0
     while i < len(line.chars):
         end = starts.get(i, i + 1)
         while end < len(line.chars) and kinds[end] == "M":
             end += 1
         members = list(zip(line.chars[i:end], line.spans[i:end]))
-        wide = [c for c, _ in members if c["bbox"][2] - c["bbox"][0] > _ZERO] or [members[0][0]]
+        wide = [c for c, _ in members if c["bbox"][2] - c["bbox"][0] > ZERO] or [members[0][0]]
         base = next((text[k] for k in range(i, end) if kinds[k] != "M"), text[i])
-        units.append(_Unit(members, min(c["bbox"][0] for c in wide), max(c["bbox"][2] for c in wide),
+        units.append(Unit(members, min(c["bbox"][0] for c in wide), max(c["bbox"][2] for c in wide),
                            kinds[i] == " ", base))
         i = end
     return units
@@ -249,16 +231,16 @@ def _read_row(row: list[_Line], page_rtl: bool) -> tuple[dict[str, Any], list[li
     units.sort(key=lambda u: u.centre)  # stable: ties keep the stream order
     size = sorted(ln.size for ln in row)[len(row) // 2]
     letters = any(ln.rtl for ln in row)
-    placeholders = _placeholders(units)
+    set_aside = placeholders(units)
     units = [u for u in units if u.under is None]
-    visual = _mark_gaps(units, size)
+    visual = mark_gaps(units, size)
     if letters:
         order = _letters_order(visual, page_rtl)
     else:
         rtl = page_rtl and (_tail_of_rtl(row) if _has_letters(row) else _mirrored_number(visual))
         order, _ = logical_order([u.key for u in visual], rtl)
-    after: dict[int, list[_Unit]] = {}
-    for space in placeholders:
+    after: dict[int, list[Unit]] = {}
+    for space in set_aside:
         after.setdefault(id(space.under), []).append(space)
     kept: list[tuple[dict[str, Any], dict[str, Any]]] = []
     edits: list[list[Any]] = []
@@ -271,27 +253,10 @@ def _read_row(row: list[_Line], page_rtl: bool) -> tuple[dict[str, Any], list[li
             edits.append([len(kept), len(kept) + len(members), "", "split_word_rejoined"])
         elif unit.under is not None:
             edits.append([len(kept), len(kept) + len(members), "", "space_under_glyph"])
+        elif (swapped := swapped_ligature(members, kept[-1][0]["c"] if kept else "")) is not None:
+            edits.append([len(kept), len(kept) + 2, swapped, "ligature_order"])
         kept += members
     return _line_dict(kept), _squeeze(edits)
-
-
-def _placeholders(units: list[_Unit]) -> list[_Unit]:
-    """Spaces drawn where another glyph stands (LibreOffice leaves one in a run for each character
-    another font draws): each is marked with the unit it lies under and kept out of the reading's
-    order, so `2025-01-15` is one number, not three."""
-    found = []
-    for i, unit in enumerate(units):
-        width = unit.x1 - unit.x0
-        if not unit.space or width <= _ZERO:
-            continue
-        for other in units[max(0, i - 3): i + 4]:
-            if other is unit or other.under is not None or (other.space and other in found):
-                continue
-            if min(unit.x1, other.x1) - max(unit.x0, other.x0) >= 0.6 * width:
-                unit.under = other
-                found.append(unit)
-                break
-    return found
 
 
 def _squeeze(edits: list[list[Any]]) -> list[list[Any]]:
@@ -307,39 +272,7 @@ def _squeeze(edits: list[list[Any]]) -> list[list[Any]]:
     return out
 
 
-def _mark_gaps(units: list[_Unit], size: float) -> list[_Unit]:
-    """The visual units with a synthetic space at each gap wider than a word gap that holds no
-    space between two letters or digits (punctuation keeps its own side bearings), and each space
-    between two touching glyphs marked dropped."""
-    out: list[_Unit] = []
-    prev: _Unit | None = None
-    spaces: list[_Unit] = []
-    for unit in units:
-        if unit.space:
-            spaces.append(unit)
-            continue
-        if prev is not None:
-            gap = unit.x0 - prev.x1
-            if not spaces and gap > SPACE_GAP * size and prev.key.isalnum() and unit.key.isalnum():
-                out.append(_Unit([], prev.x1, unit.x0, True, " ", synthetic=True))
-            elif spaces and gap < TOUCH_GAP * size and len(spaces) == 1 and _same_word(prev, unit):
-                spaces[0].dropped = True
-        out += spaces
-        spaces = []
-        out.append(unit)
-        prev = unit
-    return out + spaces
-
-
-def _same_word(a: _Unit, b: _Unit) -> bool:
-    """Two glyphs that may be parts of one word: letters of one script."""
-    ka, kb = a.key, b.key
-    if is_rtl_letter(ka) and is_rtl_letter(kb):
-        return True
-    return is_latin(ka) and is_latin(kb)
-
-
-def _letters_order(units: list[_Unit], page_rtl: bool) -> list[int]:
+def _letters_order(units: list[Unit], page_rtl: bool) -> list[int]:
     """The logical order of a row holding RTL letters, read in both directions: the reading that
     keeps punctuation with its words wins (`(English :באנגלית) אנגלית` is `אנגלית (באנגלית:
     English)`; brackets a producer mapped to their mirrored glyphs are balanced first, as the
@@ -354,7 +287,7 @@ def _letters_order(units: list[_Unit], page_rtl: bool) -> list[int]:
     return min(readings, key=lambda r: r[0])[1]
 
 
-def _unit_text(unit: _Unit) -> str:
+def _unit_text(unit: Unit) -> str:
     return " " if unit.synthetic else "".join(c["c"] for c, _ in unit.chars)
 
 
