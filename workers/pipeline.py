@@ -345,7 +345,7 @@ def assemble(job: JobSpec, settings: Settings, storage: Storage, manifest: dict[
         document, report = built.store(storage, manifest["artifact_prefix"], manifest)
     finally:
         built.close()
-    review = reviewed.apply(storage, manifest["artifact_prefix"])  # a reviewed document: its decisions again
+    review = reviewed.after_collect(storage, manifest["artifact_prefix"])  # a reviewed document: its decisions again
     evict(job.job_id, settings)  # the job is finished: its cached S3 source goes
     status = review["status"] if review else document.status
     return ({"job_id": job.job_id, "status": status, "routes": report["routes"],

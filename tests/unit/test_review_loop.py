@@ -16,8 +16,17 @@ import pytest
 from routing.edits import Edit, apply_edits, verify_edits
 from workers.artifacts import markdown
 from workers.cli.reparse import Criteria, why_reparse
-from workers.model import (Attempt, Block, DocumentRecord, PageRecord, Quality, ReviewPreview, RouterInfo, SourceInfo,
-                           TableData)
+from workers.model import (
+    Attempt,
+    Block,
+    DocumentRecord,
+    PageRecord,
+    Quality,
+    ReviewPreview,
+    RouterInfo,
+    SourceInfo,
+    TableData,
+)
 from workers.review import corrections, decisions, reviewed, store
 from workers.review.decisions import ReviewConflict, ReviewError
 from workers.storage import LocalStorage
@@ -229,3 +238,37 @@ def test_reparse_skips_reviewed_pages_unless_asked() -> None:
         ["route review_required on pages [2]"]
     flagged = _decide(decisions.ReviewFile(), doc, 2, "flag").model_dump(mode="json")
     assert why_reparse(doc, Criteria(route="review_required"), flagged) == ["route review_required on pages [2]"]
+
+
+def test_the_studio_corrects_again_from_the_correction_text_and_grid_together(tmp_path: Path) -> None:
+    from workers.cli.studio import editor, reviews
+    from workers.cli.studio.library import Library
+
+    doc = _doc()
+    storage = LocalStorage(tmp_path / "out")
+    storage.put_json("x/document.json", doc)
+    library = Library.open(str(tmp_path / "out"))
+    ref = library.find("x")
+    first = TABLE_TEXT.replace("830.1", "830.7")
+    reviews.decide(library, ref, doc, 4, "approve", reviewer="dana", text=first, revision=0)
+    view = editor.context(doc["pages"][3], reviews.load(library, ref))
+    assert view["shown_text"] == first and view["revision"] == 1
+    assert view["tables"][0]["rows"][2] == ["הוצאות", "830.7"]
+    form = {f"cell-{view['tables'][0]['index']}-1-1": "1,250.9", "text": first.replace("דוח", "דו\"ח")}
+    cells = editor.cells_from_form(doc["pages"][3], reviews.load(library, ref), form)
+    made = reviews.decide(library, ref, doc, 4, "approve", reviewer="dana", text=form["text"], cells=cells, revision=1)
+    final = apply_edits(doc["pages"][3]["raw_text"], [Edit.from_dict(e) for e in made.edits])
+    assert final == 'דו"ח\nסעיף 2023\nהכנסות 1,250.9\nהוצאות 830.7'
+    with pytest.raises(ReviewConflict):
+        reviews.decide(library, ref, doc, 4, "flag", reviewer="bob", revision=1)
+    page = json.loads((tmp_path / "out" / "x" / "document.reviewed.json").read_text(encoding="utf-8"))["pages"][3]
+    assert page["text"] == final and page["blocks"][1]["table"]["rows"][1] == ["הכנסות", "1,250.9"]
+
+
+def test_the_collector_never_fails_a_document_for_its_review_json(tmp_path: Path, caplog) -> None:
+    storage = LocalStorage(tmp_path)
+    storage.put_json("d/document.json", _doc())
+    storage.put_json("d/review.json", {"schema_version": 2, "pages": {"2": {"page": 2, "decision": "erase", "at": ""}}})
+    assert reviewed.after_collect(storage, "d") is None
+    assert "review.json not applied" in caplog.text
+    assert not (tmp_path / "d" / "document.reviewed.json").exists()

@@ -158,9 +158,10 @@ def cells_to_text(text: str, block: Mapping[str, Any], new_rows: Sequence[Sequen
     return text
 
 
-def moved_blocks(blocks: Sequence[Mapping[str, Any]], old: str, new: str) -> list[dict[str, Any]]:
+def moved_blocks(blocks: Sequence[Mapping[str, Any]], old: str, new: str, *, drop_empty: bool = True) -> list[dict[str, Any]]:
     """`blocks` of `old` carried onto `new`: offsets mapped through the correction, each block's
-    text re-read from `new`, a table's cells re-read from where they stood."""
+    text re-read from `new`, a table's cells re-read from where they stood (a block left empty is
+    dropped unless `drop_empty` is False)."""
     ops = opcodes(old, new)
     out = []
     for block in blocks:
@@ -170,7 +171,7 @@ def moved_blocks(blocks: Sequence[Mapping[str, Any]], old: str, new: str) -> lis
         table = block.get("table")
         if isinstance(table, Mapping) and table.get("rows"):
             moved["table"] = _moved_table(table, old, new, ops, start, end)
-        if moved["text"].strip() or moved.get("type") == "table":
+        if moved["text"].strip() or moved.get("type") == "table" or not drop_empty:
             out.append(moved)
     return out
 

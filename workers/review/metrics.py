@@ -40,7 +40,7 @@ def written_at(storage: Storage, key: str) -> dt.datetime | None:
     """When an artifact was last written (a local file's mtime, an S3 object's Last-Modified)."""
     try:
         if isinstance(storage, LocalStorage):
-            return dt.datetime.fromtimestamp(storage.path(key).stat().st_mtime, dt.timezone.utc)
+            return dt.datetime.fromtimestamp(storage.path(key).stat().st_mtime, dt.UTC)
         if isinstance(storage, S3Storage):
             return storage.client.stat_object(storage.bucket, storage._key(key)).last_modified
     except Exception as exc:  # noqa: BLE001 - a missing time only leaves the summary out
@@ -49,7 +49,7 @@ def written_at(storage: Storage, key: str) -> dt.datetime | None:
 
 
 def _decided_at(made: Decision) -> dt.datetime:
-    return dt.datetime.fromisoformat(made.at.replace("Z", "+00:00"))
+    return dt.datetime.fromisoformat(made.at)
 
 
 def series(made: Decision, queued_at: dt.datetime | None) -> tuple[dict[str, int], dict[str, float]]:

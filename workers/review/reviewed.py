@@ -25,6 +25,7 @@ undecided. A page that is pending is one that was refused and has no applying ap
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -33,8 +34,18 @@ from routing.edits import Edit, apply_edits
 from workers import artifacts, chunks
 from workers.model import Block, DocumentRecord, EditMapInfo, PageRecord, Quality
 from workers.review.corrections import moved_blocks
-from workers.review.decisions import (REVIEW_FILE, Decision, ReviewFile, base_edits, base_text, effective, is_refused,
-                                      is_stale, parse)
+from workers.review.decisions import (
+    REVIEW_FILE,
+    Decision,
+    ReviewError,
+    ReviewFile,
+    base_edits,
+    base_text,
+    effective,
+    is_refused,
+    is_stale,
+    parse,
+)
 from workers.storage import Storage
 
 REVIEWED_JSON = "document.reviewed.json"
@@ -44,6 +55,7 @@ CHUNKS = "chunks.jsonl"
 REPORT = "report.json"
 OUTPUTS = (REVIEWED_JSON, REVIEWED_MD, REVIEWED_TXT, CHUNKS, REPORT)
 FINAL_STATUS = "accepted_after_review"
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -97,6 +109,18 @@ def approved_page(raw: dict[str, Any], made: Decision) -> PageRecord:
     })
 
 
+def current_view(raw: dict[str, Any], review: ReviewFile) -> tuple[str, list[dict[str, Any]]]:
+    """The text and blocks a reviewer starts from: the page's own (`base_text`), or, while a
+    corrected approval applies, the corrected ones."""
+    made = effective(raw, review)
+    if made is not None and made.decision == "approve" and made.corrected:
+        page = approved_page(raw, made)
+        return page.text, [b.model_dump() for b in page.blocks]
+    preview = raw.get("review_preview") or {}
+    blocks = preview.get("blocks") if is_refused(raw) else raw.get("blocks")
+    return base_text(raw), list(blocks or [])
+
+
 def rejected_page(raw: dict[str, Any]) -> PageRecord:
     page = PageRecord.model_validate(raw)
     return page.model_copy(update={"route": "rejected", "text": "", "markdown": "", "raw_text": "", "edits": [],
@@ -109,8 +133,9 @@ def _markdown_parts(original: dict[str, Any], page: PageRecord, made: Decision |
         return artifacts.markdown_parts(page)
     number = page.number
     if made.decision == "reject":
-        return [f"<!-- page {number} -->", f"<!-- pagefleet review: page {number} rejected by a reviewer at "
-                                            f"{made.at}; reason={_comment_safe(made.reason)} -->"]
+        reason = _comment_safe(made.reason)
+        return [f"<!-- page {number} -->",
+                f"<!-- pagefleet review: page {number} rejected by a reviewer at {made.at}; reason={reason} -->"]
     was = f"was {original.get('route')} (reasons={','.join(made.reasons) or 'none'}); "
     how = "corrected and approved" if made.corrected else "approved"
     header = (f"<!-- pagefleet review: page {number} {was}{how} by a reviewer at {made.at} "
@@ -215,3 +240,13 @@ def apply(storage: Storage, prefix: str, write: Writer | None = None) -> dict[st
     report = {**report, "status": done.summary["status"], "review": done.summary}
     put(REPORT, json.dumps(report, ensure_ascii=False, indent=1).encode("utf-8"), "application/json")
     return done.summary
+
+
+def after_collect(storage: Storage, prefix: str) -> dict[str, Any] | None:
+    """`apply` as the collector calls it once a document's artifacts are stored: a review.json that
+    cannot be applied (unreadable, or not this document's) is logged, never fails the document."""
+    try:
+        return apply(storage, prefix)
+    except (ValueError, ReviewError) as exc:  # pydantic's and the edit map's errors are ValueErrors
+        log.error("%s: review.json not applied: %s", prefix or ".", exc)
+        return None

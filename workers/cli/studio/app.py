@@ -198,7 +198,7 @@ def _decide(studio: Studio, ref: DocRef, doc: dict[str, Any], number: int, form:
     revision = form.get("revision", "")
     return reviews.decide(studio.library, ref, doc, number, form.get("decision", ""), form.get("note", ""),
                           reviewer=form.get("reviewer", ""), reason=form.get("reason", ""), text=form.get("text"),
-                          cells=editor.cells_from_form(page, form),
+                          cells=editor.cells_from_form(page, reviews.load(studio.library, ref), form),
                           revision=int(revision) if revision.isdigit() else None,
                           text_sha256=form.get("text_sha256") or None, broker=studio.uploads.broker)
 

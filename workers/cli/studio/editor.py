@@ -1,7 +1,7 @@
-"""What the page view's correction editor needs: the text a reviewer corrects, the tables as grids,
-the blocks' ranges and boxes (the line under the caret drawn on the source page), the decision's
-revision and the text's hash (so a decision is made on exactly what was shown), and the form's
-grid cells read back into rows.
+"""What the page view's correction editor needs: the text a reviewer corrects (the page's own, or
+its correction while that applies), the tables as grids, the blocks' ranges and boxes (the line
+under the caret drawn on the source page), the decision's revision and the text's hash (so a
+decision is made on exactly what was shown), and the form's grid cells read back into rows.
 """
 
 from __future__ import annotations
@@ -11,20 +11,15 @@ from typing import Any
 
 from workers.review import decisions
 from workers.review.decisions import ReviewFile
+from workers.review.reviewed import current_view
 
 CELL = re.compile(r"^cell-(\d{1,4})-(\d{1,5})-(\d{1,4})$")
 
 
-def _blocks(page: dict[str, Any]) -> list[dict[str, Any]]:
-    if decisions.is_refused(page):
-        return list((page.get("review_preview") or {}).get("blocks") or [])
-    return list(page.get("blocks") or [])
-
-
-def tables(page: dict[str, Any]) -> list[dict[str, Any]]:
-    """The page's tables as grids: {index (of the block), rows, header_rows, direction}."""
+def tables(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tables among `blocks` as grids: {index (of the block), rows, header_rows, direction}."""
     out = []
-    for index, block in enumerate(_blocks(page)):
+    for index, block in enumerate(blocks):
         table = block.get("table") if block.get("type") == "table" else None
         if isinstance(table, dict) and table.get("rows"):
             out.append({"index": index, "rows": [[str(c) for c in row] for row in table["rows"]],
@@ -33,11 +28,11 @@ def tables(page: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def spans(page: dict[str, Any]) -> str:
+def spans(blocks: list[dict[str, Any]]) -> str:
     """`start,end,x0,y0,x1,y1;…` for the blocks that have a box: where the caret's text stands on
     the source page (data for static/studio.js; numbers only)."""
     parts = []
-    for block in _blocks(page):
+    for block in blocks:
         box = block.get("bbox")
         if isinstance(box, list) and len(box) == 4 and all(isinstance(v, (int, float)) for v in box):
             parts.append(",".join([str(int(block.get("start", 0))), str(int(block.get("end", 0))),
@@ -47,14 +42,16 @@ def spans(page: dict[str, Any]) -> str:
 
 def context(page: dict[str, Any], review: ReviewFile) -> dict[str, Any]:
     made = review.pages.get(str(page["number"]))
-    return {"shown_text": decisions.base_text(page), "text_sha256": decisions.page_hash(page),
+    text, blocks = current_view(page, review)
+    return {"shown_text": text, "text_sha256": decisions.page_hash(page),
             "revision": made.revision if made else 0, "stale": decisions.is_stale(page, made),
-            "tables": tables(page), "spans": spans(page)}
+            "tables": tables(blocks), "spans": spans(blocks)}
 
 
-def cells_from_form(page: dict[str, Any], form: dict[str, str]) -> dict[int, list[list[str]]]:
-    """The grids' rows as posted, for the tables in which some cell changed."""
-    grids = {t["index"]: t["rows"] for t in tables(page)}
+def cells_from_form(page: dict[str, Any], review: ReviewFile, form: dict[str, str]) -> dict[int, list[list[str]]]:
+    """The grids' rows as posted (against the view the editor started from), for the tables in
+    which some cell changed."""
+    grids = {t["index"]: t["rows"] for t in tables(current_view(page, review)[1])}
     changed: dict[int, list[list[str]]] = {}
     for name, value in form.items():
         match = CELL.match(name)

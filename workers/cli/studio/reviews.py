@@ -13,9 +13,9 @@ from typing import Any
 from workers.cli.studio.library import DocRef, Library
 from workers.review import decisions, store
 from workers.review import metrics as review_metrics
-from workers.review.corrections import cells_to_text, corrected_edits
+from workers.review.corrections import cells_to_text, corrected_edits, moved_blocks
 from workers.review.decisions import Decision, Released, ReviewConflict, ReviewError, ReviewFile, base_edits, base_text
-from workers.review.reviewed import REVIEWED_MD, apply
+from workers.review.reviewed import REVIEWED_MD, apply, current_view
 
 __all__ = ["Decision", "REVIEWED_MD", "ReviewConflict", "ReviewError", "ReviewFile", "decide", "export", "load",
            "release", "regenerate"]
@@ -32,17 +32,19 @@ def _page(doc: dict[str, Any], number: int) -> dict[str, Any]:
     return page
 
 
-def correction(page: dict[str, Any], text: str | None, cells: dict[int, list[list[str]]] | None) -> list[dict[str, Any]] | None:
-    """The page's edit map with the reviewer's corrected text and table cells, or None (no change)."""
+def correction(page: dict[str, Any], review: ReviewFile, text: str | None,
+               cells: dict[int, list[list[str]]] | None) -> list[dict[str, Any]] | None:
+    """The page's edit map with the reviewer's text and table cells (both against the view the
+    editor started from: `current_view`), or None when the result is the page's own text."""
     shown = base_text(page)
-    corrected = shown if text is None else text.replace("\r\n", "\n")
-    blocks = (page.get("review_preview") or {}).get("blocks") if decisions.is_refused(page) else page.get("blocks")
-    for index, rows in sorted((cells or {}).items()):
-        block = (blocks or [])[index] if 0 <= index < len(blocks or []) else None
-        if not block or block.get("type") != "table":
-            raise ReviewError(f"block {index} of page {page['number']} is not a table")
-        if corrected != shown:
-            raise ReviewError("correct the table in the grid or the text in the editor, not both at once")
+    start, blocks = current_view(page, review)
+    corrected = start if text is None else text.replace("\r\n", "\n")
+    if cells and corrected != start:
+        blocks = moved_blocks(blocks, start, corrected, drop_empty=False)
+    tables = [(blocks[i] if 0 <= i < len(blocks) else {}, rows) for i, rows in (cells or {}).items()]
+    for block, rows in sorted(tables, key=lambda t: -int(t[0].get("start", 0))):  # later tables first
+        if block.get("type") != "table":
+            raise ReviewError(f"a grid of page {page['number']} is not one of its tables")
         corrected = cells_to_text(corrected, block, rows)
     if corrected == shown:
         return None
@@ -62,7 +64,7 @@ def decide(library: Library, ref: DocRef, doc: dict[str, Any], number: int, verd
     regenerate the reviewed artifacts, and count it on the fleet's broker (`workers.review.metrics`).
     `revision`/`text_sha256`: what the reviewer's view showed."""
     page = _page(doc, number)
-    edits = correction(page, text, cells) if verdict == "approve" else None
+    edits = correction(page, load(library, ref), text, cells) if verdict == "approve" else None
     if verdict == "approve" and edits is None and not base_text(page).strip():
         raise ReviewError(f"page {number} has no text to approve: type its text, or reject it")
     made = decisions.new_decision(page, verdict, reviewer=reviewer, note=note, reason=reason, edits=edits,
