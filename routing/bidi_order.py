@@ -131,13 +131,21 @@ def _pure_python_order(units: Sequence[str], rtl: bool) -> tuple[list[int], list
     return [c["i"] for c in chars], [bool(c["level"] % 2) for c in chars]
 
 
-_FAULTS = re.compile(r" [:;,.!?)\]}\u060c\u061b\u061f](?=\s|$)|[(\[{] |[^\W_][(\[{]|[)\]}][^\W_]")
+_FAULTS = re.compile(
+    r" [:;,.!?)\]}\u060c\u061b\u061f](?=\s|$)|[(\[{] |[^\W_][(\[{]|[)\]}][^\W_]"  # a mark apart from its word
+    r"|(?<=\s)[:;,\u060c\u061b](?=[^\W\d_])"  # a colon or comma glued to the next word
+    r"|^\s*[.,:;!?\u060c\u061b\u061f](?=\s*\w)"  # a sentence that starts with its closing mark
+    r"|(?<=\S)\s*[\u2022\u25e6\u25aa\u25cf]\s*$"  # a bullet at the end of its item
+    r"|(?<=[^\W\d_])\s+\d{1,3}[.)]\s*(?=[^\W\d_])"  # a list number between two words
+)
 
 
 def attachment_faults(text: str) -> int:
     """How often punctuation stands apart from the word it belongs to: a space before a colon,
     comma or closing bracket, an opening bracket with a space after it or a letter before it, a
-    closing bracket with a letter after it. Of two readings of one line, the reader's has fewer."""
+    closing bracket with a letter after it, a line that opens with a full stop, a bullet after
+    its item, a list number between two words. Of two readings of one line, the reader's has
+    fewer."""
     return len(_FAULTS.findall(text))
 
 

@@ -189,9 +189,11 @@ def _line_is_visual(line: str, flag: bool | None) -> bool:
     return not looks_visual_order(hebrew_order_evidence(visual_to_logical(line)))
 
 
-def _stage_visual_order(text: str, flags: list[bool] | None, glyph_rows: bool = False) -> list[Replacement]:
+def _stage_visual_order(text: str, flags: list[bool] | None, glyph_rows: bool = False,
+                        directions: Sequence[int] | None = None) -> list[Replacement]:
     """`glyph_rows`: the lines are rows read from the glyphs (`workers.pdf.glyphlines`), so a
-    flagged line is a page that shows mirrored words, read again as its drawn sequence."""
+    flagged line is a page that shows mirrored words, read again as its drawn sequence in the
+    direction it was read in (`directions`, per line: 1 RTL, 0 LTR)."""
     reps: list[Replacement] = []
     # a line is reversed where its flag says so, or (no flags) where its Hebrew letters say so
     if (not any(flags) if flags is not None else not features(text) & F_HEBREW):
@@ -200,8 +202,9 @@ def _stage_visual_order(text: str, flags: list[bool] | None, glyph_rows: bool = 
         if not _line_is_visual(line, flags[index] if flags is not None else None):
             continue
         if glyph_rows:
+            known = directions[index] if directions is not None and index < len(directions) else -1
             default = sum(1 for c in line if is_rtl_letter(c)) >= sum(1 for c in line if is_latin(c))
-            new = reread_line(line, line_is_rtl(line, default))
+            new = reread_line(line, bool(known) if known in (0, 1) else line_is_rtl(line, default))
             if new != line:
                 reps.append(Replacement(offset, offset + len(line), new, "visual_order_reversal"))
             continue
@@ -342,6 +345,7 @@ def normalize(
     run_orders: Sequence[Sequence[Sequence[int]]] | None = None,
     gap_repairs: Sequence[Sequence[object]] | None = None,
     glyph_rows: bool = False,
+    row_directions: Sequence[int] | None = None,
 ) -> Normalized:
     """Run the stages of the module docstring over `raw`.
 
@@ -366,7 +370,7 @@ def normalize(
     builder.apply(_stage_displaced_punctuation(builder.text))
     builder.apply(_stage_bidi_controls(builder.text))
     if not from_ocr:
-        builder.apply(_stage_visual_order(builder.text, flags, glyph_rows))
+        builder.apply(_stage_visual_order(builder.text, flags, glyph_rows, row_directions))
     if glyph_clusters:
         builder.apply(_stage_lam_clusters(raw, builder, glyph_clusters))
     if run_orders and not from_ocr:

@@ -19,7 +19,7 @@ from typing import Any
 from workers import artifacts, assembly, chunks, keys, logs, metrics
 from workers.errors import InputError, InvalidOptionsError, PagefleetError, error_record
 from workers.ladder.accept import failed_record, layer_candidate, review_record
-from workers.ladder import structure, tablecheck
+from workers.ladder import referee, structure, tablecheck
 from workers.ladder.ocr_structure import ensure_blocks
 from workers.ladder.textlayer import decide_page
 from workers.model import Attempt, DocumentRecord, JobSpec, PageRecord, PendingPage, RouterInfo, Rung, SourceInfo
@@ -202,6 +202,7 @@ def _decide_range(job: JobSpec, pages: list[dict[str, Any]], span: tuple[int, in
     a range none of whose pages climbs is not stored: its records come back for the caller to
     collect in place (else the records are None)."""
     def judge(page: dict[str, Any]) -> PageRecord | PendingPage:
+        page.update(referee.settle(page, path))  # rows that read both ways, before the gate
         result = decide_page(page, ocr=options.ocr, gpu=settings.gpu)
         if layout is not None and isinstance(result, PageRecord):
             result = _with_blocks(result, page, layout, path, options)
@@ -222,7 +223,8 @@ def split_range(job: JobSpec, first: int, last: int, settings: Settings) -> rang
     path = local_pdf(job, settings)
     source = pdf.SourceFile(path=path, filename=job.filename, bytes=0, sha256="")
     pages = pdf.extract_pages(source, last, settings, start=first, structure=options.structure)
-    return _decide_range(job, pages, (first, last), options, settings, storage, deferred=options.structure)[0]
+    return _decide_range(job, pages, (first, last), options, settings, storage, path=path,
+                         deferred=options.structure)[0]
 
 
 def structure_plan(job: JobSpec, settings: Settings) -> tuple[structure.DocumentLayout, list[tuple[int, int]]]:

@@ -11,12 +11,10 @@ import pytest
 
 from routing.edits import Edit, apply_edits
 from workers.ladder.accept import repair
-from routing.normalize import normalize
 from routing.order import page_order
 from routing.quality import GateInput, assess
-from routing.bidi_order import line_is_rtl, reread_line
+from routing.bidi_order import reread_line
 from routing.rtl_order import hebrew_order_evidence
-from routing.scripts import is_latin, is_rtl_letter
 from workers.pdf.mupdf import extract_range
 
 DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
@@ -113,8 +111,8 @@ def test_a_page_showing_mirrored_words_is_read_back_as_drawn(tmp_path: Path, lin
     assert page["text"] != line  # read as the page shows it: RTL words mirrored
     assert page["glyph_rows"] is True
     assert _x_order(pdf) == [line]
-    default = sum(map(is_rtl_letter, page["text"])) >= sum(map(is_latin, page["text"]))
-    assert reread_line(page["text"], line_is_rtl(page["text"], default)) == line  # the repair of a flagged line
+    # the repair of a flagged line: read again, in the direction the row was read in
+    assert reread_line(page["text"], bool(page["row_directions"][0])) == line
 
 
 def test_a_line_without_rtl_characters_gets_the_evidence_the_full_count_gives() -> None:

@@ -42,6 +42,7 @@ from workers.pdf.glyphunits import ZERO, Unit, mark_gaps, placeholders, swapped_
 
 _SENTENCE_END = frozenset(".,:;!?\u060c\u061b\u061f")
 _MARKER = re.compile(r"[\u2022\u25e6\u25aa\u25cf\u2013\-]|\d{1,3}[.)]|[.)]|[\u05d0-\u05ea\u0621-\u064a][.)]")
+UNRESOLVED = "line_order_alternative"
 BASELINE_SHARE = 0.35  # of the font size: two lines whose baselines differ by less share a row
 JOIN_GAP = 0.6  # font sizes: pieces of one row are at most this far apart
 MARKER_GAP = 3.0  # font sizes: a list marker drawn alone stands at most this far from its item
@@ -69,6 +70,7 @@ class GlyphReading:
     raw: dict[str, Any]
     gap_edits: list[list[Any]] = field(default_factory=list)
     rows_rebuilt: int = 0
+    unresolved: list[list[Any]] = field(default_factory=list)  # [start, end, other reading, bbox]
 
 
 def read_rows(raw: dict[str, Any]) -> GlyphReading:
@@ -77,6 +79,7 @@ def read_rows(raw: dict[str, Any]) -> GlyphReading:
     if not any(line.rtl for line in lines):
         return GlyphReading(raw)
     page_rtl = _page_is_rtl(lines)
+    margins = (min(ln.bbox[0] for ln in lines), max(ln.bbox[2] for ln in lines))
     rows = _rows(lines, page_rtl)
     blocks: dict[int, list[tuple[int, dict[str, Any]]]] = {}
     gap_rows: list[tuple[int, int, list[list[Any]]]] = []  # (block, order, edits within the row)
@@ -84,7 +87,7 @@ def read_rows(raw: dict[str, Any]) -> GlyphReading:
     for row in rows:
         first = min(row, key=lambda ln: ln.order)
         if any(ln.rtl for ln in row) or (page_rtl and (len(row) > 1 or _tail_of_rtl(row) or not _has_letters(row))):
-            line, edits = _read_row(row, page_rtl)
+            line, edits = _read_row(row, page_rtl, _aligned(row, margins))
             rebuilt += 1
         else:
             line, edits = _as_is(row), []
@@ -96,7 +99,9 @@ def read_rows(raw: dict[str, Any]) -> GlyphReading:
             out_blocks.append(block)
         elif number in blocks:
             out_blocks.append({**block, "lines": [ln for _, ln in sorted(blocks[number], key=lambda t: t[0])]})
-    return GlyphReading({**raw, "blocks": out_blocks}, _page_edits(out_blocks, gap_rows), rebuilt)
+    edits = _page_edits(out_blocks, gap_rows)
+    return GlyphReading({**raw, "blocks": out_blocks}, [e for e in edits if e[3] != UNRESOLVED], rebuilt,
+                        [[e[0], e[1], e[2], e[4]] for e in edits if e[3] == UNRESOLVED])
 
 
 def _lines(raw: dict[str, Any]) -> list[_Line]:
@@ -224,7 +229,16 @@ def _units(line: _Line) -> list[Unit]:
     return units
 
 
-def _read_row(row: list[_Line], page_rtl: bool) -> tuple[dict[str, Any], list[list[Any]]]:
+def _aligned(row: list[_Line], margins: tuple[float, float]) -> bool | None:
+    """True where the row stands flush with the page's right text edge and not its left one (an
+    RTL paragraph's line), False for the other way round, None where it says nothing."""
+    size = max(ln.size for ln in row)
+    left = min(ln.bbox[0] for ln in row) - margins[0] < 0.5 * size
+    right = margins[1] - max(ln.bbox[2] for ln in row) < 0.5 * size
+    return None if left == right else right
+
+
+def _read_row(row: list[_Line], page_rtl: bool, aligned: bool | None = None) -> tuple[dict[str, Any], list[list[Any]]]:
     """One row: units in visual order, placeholder spaces set aside, gap repairs marked, then the
     logical order for the row's direction."""
     units = [u for line in sorted(row, key=lambda ln: ln.order) for u in _units(line)]
@@ -234,8 +248,9 @@ def _read_row(row: list[_Line], page_rtl: bool) -> tuple[dict[str, Any], list[li
     set_aside = placeholders(units)
     units = [u for u in units if u.under is None]
     visual = mark_gaps(units, size)
+    alternative = None
     if letters:
-        order = _letters_order(visual, page_rtl)
+        order, alternative, rtl = _letters_order(visual, page_rtl, aligned)
     else:
         rtl = page_rtl and (_tail_of_rtl(row) if _has_letters(row) else _mirrored_number(visual))
         order, _ = logical_order([u.key for u in visual], rtl)
@@ -256,7 +271,12 @@ def _read_row(row: list[_Line], page_rtl: bool) -> tuple[dict[str, Any], list[li
         elif (swapped := swapped_ligature(members, kept[-1][0]["c"] if kept else "")) is not None:
             edits.append([len(kept), len(kept) + 2, swapped, "ligature_order"])
         kept += members
-    return _line_dict(kept), _squeeze(edits)
+    line = {**_line_dict(kept), "rtl": rtl}  # the direction it was read in: a repair reads it again
+    if alternative is not None:  # the row reads both ways: the other reading goes to a referee
+        other = "".join(c["c"] for index in alternative for u in [visual[index], *after.get(id(visual[index]), [])]
+                        for c, _ in u.chars)
+        return line, [*_squeeze(edits), [0, len(kept), other, UNRESOLVED, [round(v, 2) for v in line["bbox"]]]]
+    return line, _squeeze(edits)
 
 
 def _squeeze(edits: list[list[Any]]) -> list[list[Any]]:
@@ -272,19 +292,28 @@ def _squeeze(edits: list[list[Any]]) -> list[list[Any]]:
     return out
 
 
-def _letters_order(units: list[Unit], page_rtl: bool) -> list[int]:
+def _letters_order(units: list[Unit], page_rtl: bool,
+                   aligned: bool | None) -> tuple[list[int], list[int] | None, bool]:
     """The logical order of a row holding RTL letters, read in both directions: the reading that
     keeps punctuation with its words wins (`(English :באנגלית) אנגלית` is `אנגלית (באנגלית:
     English)`; brackets a producer mapped to their mirrored glyphs are balanced first, as the
-    repairs will), then the direction the end letters give, then the page's."""
+    repairs will), then the direction the end letters give, then the side the row is flush with,
+    then the page's. Where only the page's direction chose between two different readings, the
+    other comes back too."""
     keys = [u.key for u in units]
     ends = line_direction("".join(keys))
     readings = []
     for rtl in (True, False):
         order = logical_order(keys, rtl)[0]
         text = balanced_brackets("".join(_unit_text(units[i]) for i in order))
-        readings.append(((attachment_faults(text), rtl != ends if ends is not None else 0, rtl != page_rtl), order))
-    return min(readings, key=lambda r: r[0])[1]
+        rank = (attachment_faults(text), rtl != ends if ends is not None else 0,
+                rtl != aligned if aligned is not None else 0, rtl != page_rtl)
+        readings.append((rank, order, text.split(), rtl))
+    readings.sort(key=lambda r: r[0])
+    best, other = readings
+    if best[0][:3] == other[0][:3] and best[2] != other[2]:
+        return best[1], other[1], best[3]
+    return best[1], None, best[3]
 
 
 def _unit_text(unit: Unit) -> str:
@@ -325,7 +354,7 @@ def _page_edits(blocks: list[dict[str, Any]], rows: list[tuple[int, int, list[li
     out: list[list[Any]] = []
     offset = 0
     for (key, length) in zip(layout, lengths):
-        for start, end, new, kind in pending.get(key, []):
-            out.append([offset + start, offset + end, new, kind])
+        for start, end, *rest in pending.get(key, []):
+            out.append([offset + start, offset + end, *rest])
         offset += length + 1
     return out

@@ -21,6 +21,7 @@ from routing.scripts import is_latin, is_rtl_letter
 ZERO = 0.01  # a box narrower than this (points) has no width
 SPACE_GAP = 0.16  # font sizes: a gap this wide between two glyphs is a word boundary
 TOUCH_GAP = 0.03  # font sizes: glyphs closer than this belong to one word
+MARKER_SPACE = 0.5  # font sizes: a gap this wide beside a list marker's bullet or dot is a space
 
 
 @dataclass
@@ -55,6 +56,17 @@ def swapped_ligature(members: list[tuple[dict[str, Any], dict[str, Any]]], befor
     return second["c"] + first["c"]
 
 
+_MARKS = frozenset("\u2022\u25e6\u25aa\u25cf.)")
+
+
+def _word_gap(left: str, right: str, share: float) -> bool:
+    """A positioned gap is a word boundary between two letters or digits; beside a list marker's
+    bullet or dot only a wide one is (punctuation has side bearings of its own)."""
+    if left.isalnum() and right.isalnum():
+        return True
+    return share > MARKER_SPACE and (left.isalnum() or left in _MARKS) and (right.isalnum() or right in _MARKS)
+
+
 def placeholders(units: list[Unit]) -> list[Unit]:
     """Spaces drawn where another glyph stands (LibreOffice leaves one in a run for each character
     another font draws): each is marked with the unit it lies under and kept out of the reading's
@@ -87,7 +99,7 @@ def mark_gaps(units: list[Unit], size: float) -> list[Unit]:
             continue
         if prev is not None:
             gap = unit.x0 - prev.x1
-            if not spaces and gap > SPACE_GAP * size and prev.key.isalnum() and unit.key.isalnum():
+            if not spaces and gap > SPACE_GAP * size and _word_gap(prev.key, unit.key, gap / size):
                 out.append(Unit([], prev.x1, unit.x0, True, " ", synthetic=True))
             elif spaces and gap < TOUCH_GAP * size and len(spaces) == 1 and _same_word(prev, unit):
                 spaces[0].dropped = True

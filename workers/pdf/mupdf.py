@@ -192,7 +192,12 @@ def glyph_evidence(textpage: pymupdf.TextPage) -> tuple[dict[str, Any], dict[str
     if reading.rows_rebuilt:
         evidence["run_orders"] = []  # every RTL row is in its reading order already
         evidence["glyph_rows"] = True
+        # per line, the direction its row was read in (1 RTL, 0 LTR, -1 a line not rebuilt)
+        evidence["row_directions"] = [int(line["rtl"]) if line.get("rebuilt") else -1
+                                      for block in reading.raw.get("blocks", []) for line in block.get("lines", [])]
         evidence["gap_repairs"] = reading.gap_edits
+        if reading.unresolved:
+            evidence["unresolved_rows"] = reading.unresolved
     return evidence, reading.raw
 
 
