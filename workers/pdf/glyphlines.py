@@ -43,6 +43,7 @@ from workers.pdf.glyphunits import ZERO, Unit, mark_gaps, placeholders, swapped_
 _SENTENCE_END = frozenset(".,:;!?\u060c\u061b\u061f")
 _MARKER = re.compile(r"[\u2022\u25e6\u25aa\u25cf\u2013\-]|\d{1,3}[.)]|[.)]|[\u05d0-\u05ea\u0621-\u064a][.)]")
 UNRESOLVED = "line_order_alternative"
+CLEAR_FAULTS = 2  # punctuation faults one reading must have fewer of to win on them alone
 BASELINE_SHARE = 0.35  # of the font size: two lines whose baselines differ by less share a row
 JOIN_GAP = 0.6  # font sizes: pieces of one row are at most this far apart
 MARKER_GAP = 3.0  # font sizes: a list marker drawn alone stands at most this far from its item
@@ -294,24 +295,27 @@ def _squeeze(edits: list[list[Any]]) -> list[list[Any]]:
 
 def _letters_order(units: list[Unit], page_rtl: bool,
                    aligned: bool | None) -> tuple[list[int], list[int] | None, bool]:
-    """The logical order of a row holding RTL letters, read in both directions: the reading that
-    keeps punctuation with its words wins (`(English :באנגלית) אנגלית` is `אנגלית (באנגלית:
-    English)`; brackets a producer mapped to their mirrored glyphs are balanced first, as the
-    repairs will), then the direction the end letters give, then the side the row is flush with,
-    then the page's. Where only the page's direction chose between two different readings, the
-    other comes back too."""
+    """The logical order of a row holding RTL letters, read in both directions: a reading that
+    keeps punctuation with its words clearly better (`(English :באנגלית) אנגלית` is `אנגלית
+    (באנגלית: English)`; brackets a producer mapped to their mirrored glyphs are balanced first, as
+    the repairs will) wins, then the direction the end letters give, then fewer punctuation
+    faults at all, then the side the row is flush with, then the page's direction. Where only the
+    page's direction chose between two different readings, the other comes back too."""
     keys = [u.key for u in units]
     ends = line_direction("".join(keys))
     readings = []
     for rtl in (True, False):
         order = logical_order(keys, rtl)[0]
         text = balanced_brackets("".join(_unit_text(units[i]) for i in order))
-        rank = (attachment_faults(text), rtl != ends if ends is not None else 0,
-                rtl != aligned if aligned is not None else 0, rtl != page_rtl)
-        readings.append((rank, order, text.split(), rtl))
+        faults = attachment_faults(text)
+        readings.append([faults, rtl != ends if ends is not None else 0, faults,
+                         rtl != aligned if aligned is not None else 0, rtl != page_rtl, order, text.split(), rtl])
+    if abs(readings[0][0] - readings[1][0]) < CLEAR_FAULTS:  # then the end letters first
+        readings[0][0] = readings[1][0] = 0
+    readings = [(tuple(r[:5]), r[5], r[6], r[7]) for r in readings]
     readings.sort(key=lambda r: r[0])
     best, other = readings
-    if best[0][:3] == other[0][:3] and best[2] != other[2]:
+    if best[0][:4] == other[0][:4] and best[2] != other[2]:
         return best[1], other[1], best[3]
     return best[1], None, best[3]
 
