@@ -27,7 +27,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from workers.reliability import ReliabilitySettings
 
-PIPELINE_VERSION = "0.2.0"  # 0.2: structure (blocks, chunks.jsonl), document.json schema 2
+PIPELINE_VERSION = "0.3.0"  # 0.3: RTL rows read from their glyphs; 0.2: structure (blocks, chunks.jsonl)
 QUEUES = ("split", "cpu", "gpu", "collect")  # the Celery queues, one Deployment/ScaledObject each
 
 
