@@ -272,3 +272,34 @@ def test_the_collector_never_fails_a_document_for_its_review_json(tmp_path: Path
     assert reviewed.after_collect(storage, "d") is None
     assert "review.json not applied" in caplog.text
     assert not (tmp_path / "d" / "document.reviewed.json").exists()
+
+
+def test_concurrent_studio_decisions_leave_the_artifacts_of_the_last_review(tmp_path: Path) -> None:
+    from workers.cli.studio import reviews
+    from workers.cli.studio.library import Library
+
+    doc = _doc()
+    LocalStorage(tmp_path / "out").put_json("x/document.json", doc)
+    library = Library.open(str(tmp_path / "out"))
+    ref = library.find("x")
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def decide(number: int, verdict: str) -> None:
+        start.wait()
+        try:
+            reviews.decide(library, ref, doc, number, verdict, reviewer=f"r{number}", reason="blank", revision=0)
+        except BaseException as exc:  # noqa: BLE001 - collected for the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=decide, args=job) for job in ((1, "approve"), (2, "approve"), (3, "reject"),
+                                                                     (4, "flag"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    written = json.loads((tmp_path / "out" / "x" / "document.reviewed.json").read_text(encoding="utf-8"))
+    assert [p.get("review", {}).get("decision") for p in written["pages"]] == ["approve", "approve", "reject", "flag"]
+    assert json.loads((tmp_path / "out" / "x" / "report.json").read_text(encoding="utf-8"))["status"] == \
+        "accepted_after_review"

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from routing.edits import Edit, apply_edits
+from routing.structure.chunking import ChunkRules
 from workers import artifacts, chunks
 from workers.model import Block, DocumentRecord, EditMapInfo, PageRecord, Quality
 from workers.review.corrections import moved_blocks
@@ -198,6 +199,9 @@ def build(doc: dict[str, Any], review: ReviewFile) -> Reviewed:
     decided = _pages(doc, review)
     summary = summarize(doc, review)
     head = DocumentRecord.model_validate({**doc, "pages": [], "status": summary["status"], "schema_version": 2})
+    chunking = head  # the chunker's default size read from an instance (a compiled class's too)
+    if "chunk_chars" not in head.options:
+        chunking = head.model_copy(update={"options": {**head.options, "chunk_chars": ChunkRules().max_chars}})
     pages_json, md_parts, txt_parts = [], [], []
     for raw, page, made in decided:
         entry = page.model_dump(mode="json")
@@ -210,7 +214,7 @@ def build(doc: dict[str, Any], review: ReviewFile) -> Reviewed:
     reviewers = {p.number: (m.reviewer or "reviewer") for _, p, m in decided if m is not None and p.route == "reviewed"}
     document = {**head.model_dump(mode="json"), "pages": pages_json}
     return Reviewed(document=document, markdown="\n\n".join(p for p in md_parts if p) + "\n", text="\f".join(txt_parts),
-                    chunks=_chunks([p for _, p, _ in decided], head, reviewers), summary=summary)
+                    chunks=_chunks([p for _, p, _ in decided], chunking, reviewers), summary=summary)
 
 
 Writer = Callable[[str, bytes, str], None]

@@ -8,6 +8,7 @@ page no longer has, is refused (`ReviewConflict`, answered 409) and nothing is l
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from workers.cli.studio.library import DocRef, Library
@@ -17,8 +18,20 @@ from workers.review.corrections import cells_to_text, corrected_edits, moved_blo
 from workers.review.decisions import Decision, Released, ReviewConflict, ReviewError, ReviewFile, base_edits, base_text
 from workers.review.reviewed import REVIEWED_MD, apply, current_view
 
-__all__ = ["Decision", "REVIEWED_MD", "ReviewConflict", "ReviewError", "ReviewFile", "decide", "export", "load",
-           "release", "regenerate"]
+__all__ = [
+    "REVIEWED_MD",
+    "Decision",
+    "ReviewConflict",
+    "ReviewError",
+    "ReviewFile",
+    "decide",
+    "export",
+    "load",
+    "regenerate",
+    "release",
+]
+_LOCKS: dict[str, threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
 
 
 def load(library: Library, ref: DocRef) -> ReviewFile:
@@ -51,9 +64,23 @@ def correction(page: dict[str, Any], review: ReviewFile, text: str | None,
     return corrected_edits(str(page.get("raw_text") or ""), base_edits(page), shown, corrected)
 
 
+def _document_lock(ref: DocRef) -> threading.Lock:
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault(ref.id, threading.Lock())
+
+
 def regenerate(library: Library, ref: DocRef) -> dict[str, Any] | None:
-    """The document's reviewed artifacts written again from document.json + review.json."""
-    return apply(library.storage, ref.prefix, lambda name, data, kind: library.write(ref, name, data, kind))
+    """The document's reviewed artifacts written again from document.json + review.json: one
+    writer at a time in this studio, and again if review.json changed meanwhile (another studio's
+    decision), so the last artifacts written are those of the last review.json."""
+    summary = None
+    with _document_lock(ref):
+        for _ in range(3):
+            before = library.read_bytes(ref, decisions.REVIEW_FILE)
+            summary = apply(library.storage, ref.prefix, lambda name, data, kind: library.write(ref, name, data, kind))
+            if library.read_bytes(ref, decisions.REVIEW_FILE) == before:
+                break
+    return summary
 
 
 def decide(library: Library, ref: DocRef, doc: dict[str, Any], number: int, verdict: str, note: str = "", *,
