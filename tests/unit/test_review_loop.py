@@ -303,3 +303,13 @@ def test_concurrent_studio_decisions_leave_the_artifacts_of_the_last_review(tmp_
     assert [p.get("review", {}).get("decision") for p in written["pages"]] == ["approve", "approve", "reject", "flag"]
     assert json.loads((tmp_path / "out" / "x" / "report.json").read_text(encoding="utf-8"))["status"] == \
         "accepted_after_review"
+
+
+def test_a_page_nothing_read_takes_the_typed_text_and_is_chunked() -> None:
+    doc = _doc()
+    typed = "עמוד שהוקלד ביד\nשורה 2"
+    built = reviewed.build(doc, _decide(decisions.ReviewFile(), doc, 3, "approve", text=typed))
+    page = built.document["pages"][2]
+    assert page["route"] == "reviewed" and page["text"] == typed and page["raw_text"] == typed
+    assert page["edits"] == [] and page["edit_map"]["gap"] == "typed_in_review"
+    assert any(3 in c["pages"] and "שורה 2" in c["text"] for c in built.chunks)

@@ -85,27 +85,29 @@ def _plain_markdown(text: str) -> str:
 
 
 def approved_page(raw: dict[str, Any], made: Decision) -> PageRecord:
-    """The page as the reviewer approved it: route `reviewed`, its text, edits, blocks, Markdown."""
+    """The page as the reviewer approved it: route `reviewed`, its text, edits, blocks, Markdown.
+    A page that had no raw text at all (nothing was read) takes the reviewer's typed text as its
+    `raw_text`, with no edits (`edit_map.gap` says `typed_in_review`): there is nothing to replay."""
     from workers.ladder.structure import markdown_of
 
     page = PageRecord.model_validate(raw)
     shown, refused = base_text(raw), is_refused(raw)
-    edits = made.edits if made.edits is not None else base_edits(raw)
-    text = shown
+    own = page.review_preview if refused and page.review_preview else None
+    blocks = [b.model_dump() for b in (own.blocks if own else page.blocks)]
+    edits, text = base_edits(raw), shown
+    markdown = own.markdown if own else page.markdown
     if made.edits is not None:
+        edits = made.edits
         text = apply_edits(page.raw_text, [Edit.from_dict(e) for e in edits])
-    blocks = [b.model_dump() for b in (page.review_preview.blocks if refused and page.review_preview else page.blocks)]
-    if made.edits is not None:
         blocks = moved_blocks(blocks, shown, text)
-    if made.edits is not None:
         markdown = markdown_of(blocks) if blocks else _plain_markdown(text)
-    else:
-        markdown = page.review_preview.markdown if refused and page.review_preview else page.markdown
+    raw_text, edit_map = page.raw_text, EditMapInfo(target="text", complete=True)
+    if not raw_text and text:
+        raw_text, edits, edit_map = text, [], EditMapInfo(target="text", complete=True, gap="typed_in_review")
     return page.model_copy(update={
-        "route": "reviewed", "engine": page.engine or (page.review_preview.engine if page.review_preview else "review"),
-        "text": text, "markdown": markdown, "edits": edits, "blocks": [Block.model_validate(b) for b in blocks],
-        "needs_review": False,
-        "review_preview": None, "edit_map": EditMapInfo(target="text", complete=True),
+        "route": "reviewed", "engine": page.engine or (own.engine if own else "review"), "text": text,
+        "markdown": markdown, "raw_text": raw_text, "edits": edits, "edit_map": edit_map,
+        "blocks": [Block.model_validate(b) for b in blocks], "needs_review": False, "review_preview": None,
         "quality": Quality(ok=True, reasons=[], warnings=page.quality.warnings, metrics=page.quality.metrics),
     })
 
