@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from itertools import accumulate
 from collections.abc import Sequence
 
 from bidi import algorithm as uba
@@ -64,15 +65,16 @@ def _resolved_levels(text: str, rtl: bool) -> list[int] | None:
         part = report[report.index("levels:"): report.index("paragraphs:")]
     except (ValueError, TypeError):
         return None
-    per_byte = [int(v) for v in _LEVEL.findall(part)]
-    levels: list[int] = []
-    at = 0
-    for ch in text:
-        if at >= len(per_byte):
-            return None
-        levels.append(per_byte[at])
-        at += len(ch.encode("utf-8"))
-    return levels if at == len(per_byte) else None
+    per_byte = _LEVEL.findall(part)
+    starts = list(accumulate((_utf8_length(ch) for ch in text), initial=0))
+    if starts[-1] != len(per_byte):
+        return None
+    return [int(per_byte[at]) for at in starts[:-1]]
+
+
+def _utf8_length(ch: str) -> int:
+    code = ord(ch)
+    return 1 if code < 0x80 else 2 if code < 0x800 else 3 if code < 0x10000 else 4
 
 
 def _line_levels(keys: Sequence[str], levels: list[int], base: int) -> list[int]:

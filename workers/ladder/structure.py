@@ -21,7 +21,7 @@ from routing.structure.furniture import BandLine, running_furniture
 from routing.structure.headings import FontStats, font_stats
 from routing.structure.markdown import blocks_markdown
 from routing.structure.offsets import OffsetMap
-from routing.structure.tables import gfm, is_rtl_table, logical_rows
+from routing.structure.tables import gfm, is_rtl_table, logical_rows, spread_spans
 from workers.ladder import recovery
 from workers.ladder.tablecheck import TableVerdict, check_tables
 from workers.model import Block, EditMapInfo, PageRecord, Quality, ReviewPreview
@@ -99,6 +99,7 @@ def table_in(raw: Mapping[str, Any], lines: Sequence[Mapping[str, Any]] = (),
         visual = [[normalize(c["raw"] if isinstance(c, Mapping) else str(c)).text for c in row] for row in raw["rows"]]
     boxes = [[tuple(c["bbox"]) if isinstance(c, Mapping) and c.get("bbox") else None for c in row] for row in raw["rows"]]
     rtl = is_rtl_table([c for row in visual for c in row])
+    visual, boxes = spread_spans(visual, boxes, rtl)  # a spanning header cell at its span's first column
     rows = logical_rows(visual, rtl)
     box = tuple(raw["bbox"])
     covered = set(raw["lines"]) if "lines" in raw else {i for i, ln in enumerate(lines) if _inside(ln["bbox"], box)}

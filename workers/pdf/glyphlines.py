@@ -35,6 +35,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
+from routing.charclass import LazyTable
 from routing.bidi_order import attachment_faults, balanced_brackets, line_direction, logical_order
 from routing.scripts import is_latin, is_rtl_letter
 from workers.pdf.clusters import glyph_clusters
@@ -211,23 +212,48 @@ def _as_is(row: list[_Line]) -> dict[str, Any]:
 
 def _units(line: _Line) -> list[Unit]:
     """A MuPDF line's units in stream order: ligature clusters, and glyphs with their marks."""
-    text = "".join(c["c"] for c in line.chars)
-    kinds = "".join(" " if ch.isspace() else "M" if unicodedata.category(ch).startswith("M")
-                    else "R" if is_rtl_letter(ch) else "o" for ch in text)
-    starts = {a: b for a, b in glyph_clusters(line.chars, kinds)}
+    chars, spans = line.chars, line.spans
+    text = "".join([c["c"] for c in chars])
+    kinds = _KINDS.apply(text) if len(text) == len(chars) else "".join(_KINDS.apply(c["c"])[:1] or "o" for c in chars)
+    starts = dict(glyph_clusters(chars, kinds)) if ("R" in kinds and _may_cluster(chars)) else {}
     units: list[Unit] = []
-    i = 0
-    while i < len(line.chars):
+    n, i = len(chars), 0
+    while i < n:
         end = starts.get(i, i + 1)
-        while end < len(line.chars) and kinds[end] == "M":
+        while end < n and kinds[end] == "M":
             end += 1
-        members = list(zip(line.chars[i:end], line.spans[i:end]))
+        if end == i + 1:  # most units: one glyph
+            c = chars[i]
+            box = c["bbox"]
+            units.append(Unit([(c, spans[i])], box[0], box[2], kinds[i] == " ", text[i]))
+            i = end
+            continue
+        members = list(zip(chars[i:end], spans[i:end]))
         wide = [c for c, _ in members if c["bbox"][2] - c["bbox"][0] > ZERO] or [members[0][0]]
         base = next((text[k] for k in range(i, end) if kinds[k] != "M"), text[i])
         units.append(Unit(members, min(c["bbox"][0] for c in wide), max(c["bbox"][2] for c in wide),
-                           kinds[i] == " ", base))
+                          kinds[i] == " ", base))
         i = end
     return units
+
+
+def _may_cluster(chars: list[dict[str, Any]]) -> bool:
+    """Whether a line can hold a ligature cluster at all: a glyph with no width, or two boxes that
+    start at one point (`glyph_clusters`' candidates), looked for in one pass."""
+    starts = [c["bbox"][0] for c in chars]
+    return any(c["bbox"][2] - c["bbox"][0] <= ZERO for c in chars) or any(
+        abs(a - b) <= ZERO for a, b in zip(starts, starts[1:]))
+
+
+def _kind(ch: str) -> str:
+    if ch.isspace():
+        return " "
+    if unicodedata.category(ch).startswith("M"):
+        return "M"
+    return "R" if is_rtl_letter(ch) else "o"
+
+
+_KINDS = LazyTable(_kind)  # one code a character, as `mupdf.glyph_kinds` gives them
 
 
 def _aligned(row: list[_Line], margins: tuple[float, float]) -> bool | None:
@@ -302,11 +328,14 @@ def _letters_order(units: list[Unit], page_rtl: bool,
     faults at all, then the side the row is flush with, then the page's direction. Where only the
     page's direction chose between two different readings, the other comes back too."""
     keys = [u.key for u in units]
+    texts = [_unit_text(u) for u in units]
     ends = line_direction("".join(keys))
     readings = []
-    for rtl in (True, False):
+    for rtl in (True, False) if ends is not False else (False, True):
         order = logical_order(keys, rtl)[0]
-        text = balanced_brackets("".join(_unit_text(units[i]) for i in order))
+        text = balanced_brackets("".join([texts[i] for i in order]))
+        if rtl is ends and not readings and attachment_faults(text) == 0:
+            return order, None, rtl  # the end letters' direction, and nothing against it
         faults = attachment_faults(text)
         readings.append([faults, rtl != ends if ends is not None else 0, faults,
                          rtl != aligned if aligned is not None else 0, rtl != page_rtl, order, text.split(), rtl])
