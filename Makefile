@@ -6,11 +6,13 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 OUT    ?= out
+PAGE    = $(BIN)/python -m bench.page  # runs a benchmark and writes its page under docs/benchmarks/
 APT_PACKAGES = tesseract-ocr tesseract-ocr-eng tesseract-ocr-heb tesseract-ocr-ara tesseract-ocr-osd \
-               poppler-utils redis-server fonts-dejavu-core chromium unpaper gcc libc6-dev
+               poppler-utils redis-server fonts-dejavu-core chromium unpaper gcc libc6-dev \
+               libreoffice-writer-nogui fonts-noto-core
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup system venv native compiled fixtures run test test-fast bench budget eval eval-structure eval-ocr eval-wse faults fuzz clean
+.PHONY: setup system venv native compiled fixtures run test test-fast bench budget eval eval-structure eval-ocr eval-wse eval-producers faults fuzz docs clean
 
 setup: system venv native compiled
 
@@ -30,7 +32,7 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e ".[dev,gpu]"
 	touch $@
 
-# rung 1's text walk in C (workers/pdf/stextwalk.c, issue 15), against the MuPDF headers and library
+# rung 1's text walk in C (workers/pdf/stextwalk.c), against the MuPDF headers and library
 # of the installed PyMuPDF wheel; without a C compiler the Python path is used (nothing fails)
 NATIVE = workers/pdf/_stextwalk.so
 native: $(NATIVE)
@@ -39,8 +41,8 @@ $(NATIVE): workers/pdf/stextwalk.c $(VENV)/.installed
 	@command -v $${CC:-cc} >/dev/null || { echo "no C compiler: the text walk stays in Python"; exit 0; }; \
 	$(BIN)/python -m workers.pdf.fastwalk build
 
-# the gate, repairs, run order and chunking compiled with mypyc (routing/compiled.py, issue 15):
-# ~30 % less gate CPU, the same decisions. Without a C compiler, or if the build fails, the sources
+# the gate, repairs, run order and chunking compiled with mypyc (routing/compiled.py): less gate
+# CPU, the same decisions. Without a C compiler, or if the build fails, the sources
 # run (nothing fails; the build removes what it left). PAGEFLEET_COMPILED=0 runs the sources anyway
 COMPILED = routing/_compiled.json
 COMPILED_SRC = $(wildcard routing/*.py routing/structure/*.py) workers/pdf/runs.py workers/ladder/accept.py \
@@ -60,41 +62,55 @@ run: setup fixtures
 	$(BIN)/pagefleet run fixtures fixtures/structure --out $(OUT)
 
 test: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir $(OUT)/site
 	$(BIN)/python -m pytest -q
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not integration and not slow"
 
 bench: setup  # BENCH_ARGS=--quick while iterating
-	$(BIN)/python bench/bench_fleet.py ../shared/corpus $(BENCH_ARGS)
+	$(BIN)/python bench/bench_fleet.py ../shared/corpus --markdown docs/benchmarks/throughput.md $(BENCH_ARGS)
 
-# issue 15: a page's CPU stage by stage, each alone in one process (BUDGET_ARGS="--pages 200")
+# a page's CPU stage by stage, each alone in one process (BUDGET_ARGS="--pages 200")
 budget: setup
-	$(BIN)/python bench/page_budget.py ../shared/corpus $(BUDGET_ARGS)
+	$(PAGE) docs/benchmarks/budget.md -- $(BIN)/python bench/page_budget.py ../shared/corpus $(BUDGET_ARGS)
 
 eval: setup
-	$(BIN)/pagefleet eval ../shared/corpus --labels ../shared/corpus/LABELS.json
+	$(PAGE) docs/benchmarks/corpus.md -- $(BIN)/pagefleet eval ../shared/corpus --labels ../shared/corpus/LABELS.json
 
-# issue 13: headings, tables, reading order and pages/s, pagefleet beside pymupdf4llm
+# headings, tables, reading order and pages/s, pagefleet beside pymupdf4llm
 eval-structure: setup
 	$(BIN)/python fixtures/make_structure_fixtures.py fixtures/structure
-	$(BIN)/python -m bench.eval_structure --fixtures fixtures/structure --corpus ../shared/corpus
+	$(PAGE) docs/benchmarks/structure.md -- $(BIN)/python -m bench.eval_structure --fixtures fixtures/structure \
+	  --corpus ../shared/corpus
 
-# issue 12: OCR against known text (64 generated scans), pagefleet beside tesseract and ocrmypdf;
+# OCR against known text (64 generated scans), pagefleet beside tesseract and ocrmypdf;
 # EVAL_OCR_ARGS=--quick for the 16-page subset
 eval-ocr: setup
-	$(BIN)/python -m bench.eval_ocr $(EVAL_OCR_ARGS)
+	$(PAGE) docs/benchmarks/ocr.md -- $(BIN)/python -m bench.eval_ocr $(EVAL_OCR_ARGS)
 
-# Word Shape Encoding (issue 10): generated RTL tables + corpus tables, encoded vs direct, per parser
+# Word Shape Encoding: generated RTL tables + corpus tables, encoded vs direct, per parser
 eval-wse: setup
-	$(BIN)/python bench/wse_eval.py --corpus ../shared/corpus $(EVAL_WSE_ARGS)
+	$(PAGE) docs/benchmarks/wse.md -- $(BIN)/python bench/wse_eval.py --corpus ../shared/corpus $(EVAL_WSE_ARGS)
 
-# issue 9: the fault drills (a fleet hurt on purpose; they also run in `make test`) and the fuzzer
+# known text through real PDF producers (LibreOffice from .docx and .odt, Chromium, fpdf2), the fleet
+# beside PyMuPDF, pdftotext, pymupdf4llm and arafix; EVAL_PRODUCERS_ARGS=--reuse keeps the documents
+eval-producers: setup
+	$(BIN)/python -m bench.eval_producers --markdown docs/benchmarks/producers.md $(EVAL_PRODUCERS_ARGS)
+
+# the fault drills (a fleet hurt on purpose; they also run in `make test`) and the fuzzer
 faults: setup
-	$(BIN)/python -m pytest -m faults -v
+	mkdir -p $(OUT) && rm -f $(OUT)/faults.jsonl
+	PAGEFLEET_FAULTS_RESULTS=$(abspath $(OUT))/faults.jsonl $(BIN)/python -m pytest -m faults -v
+	$(PAGE) docs/benchmarks/faults.md --raw -- $(BIN)/python bench/faults_table.py $(OUT)/faults.jsonl
 
 fuzz: setup
-	$(BIN)/python tests/support/fuzz_inputs.py ../shared/corpus --count 500
+	$(PAGE) docs/benchmarks/fuzz.md -- $(BIN)/python tests/support/fuzz_inputs.py ../shared/corpus --count 500
+
+# the docs site (mkdocs.yml): the generated references rewritten from the code, then a strict build → site/
+docs: venv
+	$(BIN)/python scripts/gen_docs.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 clean:
 	rm -rf $(OUT) $(NATIVE) fixtures/*.pdf fixtures/bad fixtures/structure fixtures/wse .pytest_cache

@@ -31,7 +31,7 @@ def _cpu() -> float:
 
 
 def child_read(pdf: str, first: int, last: int) -> dict[str, Any]:
-    """`mupdf.extract_range` as the sandbox child runs it (`sandbox.run_command`: the cycle collector
+    """`mupdf.extract_range` as the sandbox child runs it (`command.run_command`: the cycle collector
     off), in this process; the document is closed after."""
     from workers.pdf import mupdf
 

@@ -37,6 +37,9 @@ from itertools import accumulate
 from typing import Any, NamedTuple
 
 EDIT_KINDS: tuple[str, ...] = (
+    "word_space_inserted",
+    "split_word_rejoined",
+    "space_under_glyph",
     "line_ending",
     "whitespace",
     "rtl_punctuation_repair",

@@ -7,7 +7,7 @@ point by code point, putting the glyph's zero-width second code point first. `ل
 not") then reads `ال يجوز`: the negation is gone.
 
     geometry (text layer)  code points of one glyph (zero-width or shared boxes, see
-                           workers.pdf.mupdf.glyph_clusters) form a cluster; a cluster whose
+                           workers.pdf.clusters.glyph_clusters) form a cluster; a cluster whose
                            letters, reversed, are a lam ligature and which does not start with
                            lam is swapped → signal `swapped_lam_ligature`, repaired by restoring
                            the cluster's order (edit kind `lam_ligature_order`)

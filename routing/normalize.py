@@ -40,6 +40,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from routing.arabic import elongation_repairs, lam_alef_positions, ligature_order_positions
+from routing.bidi_order import line_is_rtl, reread_line
+from routing.gaps import gap_replacements
+from routing.symbols import SYMBOL_PUA_MAP
 from routing.charclass import (
     F_ARABIC, F_BIDI, F_BRACKET, F_CR, F_HEBREW, F_NFKC, F_PRIVATE_USE, F_SPACE, NFKC_RANGES, LazyTable, features,
     positions,
@@ -83,35 +86,6 @@ _DISPLACED = re.compile(
     "^[ \t]*(?P<p>[" + re.escape(SENTENCE_PUNCTUATION) + "]{1,3})"  # the displaced mark, at the line start
     "[\u202b\u202e](?P<body>[^\u202a-\u202e\n]*)\u202c[ \t]*$"  # RLE/RLO … PDF to the line end
 )
-
-
-def _symbol_pua_map() -> dict[str, str]:
-    """Adobe Symbol encoding at U+F0xx (the form Word and PDF producers leave in text layers),
-    with the common Wingdings bullets where the two fonts collide (F0A7 ▪, F0D8 ➢, F0FC ✓)."""
-    greek_lower = "αβχδεφγηιϕκλμνοπθρστυϖωξψζ"
-    greek_upper = "ΑΒΧΔΕΦΓΗΙϑΚΛΜΝΟΠΘΡΣΤΥςΩΞΨΖ"
-    table = {0xF061 + i: ch for i, ch in enumerate(greek_lower)}
-    table |= {0xF041 + i: ch for i, ch in enumerate(greek_upper)}
-    table |= {0xF030 + i: str(i) for i in range(10)}
-    table |= {
-        0xF020: " ", 0xF021: "!", 0xF022: "∀", 0xF023: "#", 0xF024: "∃", 0xF025: "%", 0xF026: "&",
-        0xF027: "∋", 0xF028: "(", 0xF029: ")", 0xF02A: "∗", 0xF02B: "+", 0xF02C: ",", 0xF02D: "−",
-        0xF02E: ".", 0xF02F: "/", 0xF03A: ":", 0xF03B: ";", 0xF03C: "<", 0xF03D: "=", 0xF03E: ">",
-        0xF03F: "?", 0xF040: "≅", 0xF05B: "[", 0xF05C: "∴", 0xF05D: "]", 0xF05E: "⊥", 0xF05F: "_",
-        0xF07B: "{", 0xF07C: "|", 0xF07D: "}", 0xF07E: "∼", 0xF0A2: "′", 0xF0A3: "≤", 0xF0A4: "⁄",
-        0xF0A5: "∞", 0xF0A6: "ƒ", 0xF0A7: "▪", 0xF0AB: "↔", 0xF0AC: "←", 0xF0AD: "↑", 0xF0AE: "→",
-        0xF0AF: "↓", 0xF0B0: "°", 0xF0B1: "±", 0xF0B2: "″", 0xF0B3: "≥", 0xF0B4: "×", 0xF0B5: "∝",
-        0xF0B6: "∂", 0xF0B7: "•", 0xF0B8: "÷", 0xF0B9: "≠", 0xF0BA: "≡", 0xF0BB: "≈", 0xF0BC: "…",
-        0xF0C4: "⊗", 0xF0C5: "⊕", 0xF0C6: "∅", 0xF0C7: "∩", 0xF0C8: "∪", 0xF0C9: "⊃", 0xF0CA: "⊇",
-        0xF0CB: "⊄", 0xF0CC: "⊂", 0xF0CD: "⊆", 0xF0CE: "∈", 0xF0CF: "∉", 0xF0D0: "∠", 0xF0D1: "∇",
-        0xF0D5: "∏", 0xF0D6: "√", 0xF0D7: "⋅", 0xF0D8: "➢", 0xF0D9: "∧", 0xF0DA: "∨", 0xF0DB: "⇔",
-        0xF0DC: "⇐", 0xF0DD: "⇑", 0xF0DE: "⇒", 0xF0DF: "⇓", 0xF0E0: "◊", 0xF0E5: "∑", 0xF0F2: "∫",
-        0xF0FC: "✓",
-    }  # fmt: skip
-    return {chr(cp): ch for cp, ch in sorted(table.items())}
-
-
-SYMBOL_PUA_MAP: dict[str, str] = _symbol_pua_map()
 
 
 @dataclass
@@ -215,13 +189,24 @@ def _line_is_visual(line: str, flag: bool | None) -> bool:
     return not looks_visual_order(hebrew_order_evidence(visual_to_logical(line)))
 
 
-def _stage_visual_order(text: str, flags: list[bool] | None) -> list[Replacement]:
+def _stage_visual_order(text: str, flags: list[bool] | None, glyph_rows: bool = False,
+                        directions: Sequence[int] | None = None) -> list[Replacement]:
+    """`glyph_rows`: the lines are rows read from the glyphs (`workers.pdf.glyphlines`), so a
+    flagged line is a page that shows mirrored words, read again as its drawn sequence in the
+    direction it was read in (`directions`, per line: 1 RTL, 0 LTR)."""
     reps: list[Replacement] = []
     # a line is reversed where its flag says so, or (no flags) where its Hebrew letters say so
     if (not any(flags) if flags is not None else not features(text) & F_HEBREW):
         return reps
     for index, (offset, line) in enumerate(_lines(text)):
         if not _line_is_visual(line, flags[index] if flags is not None else None):
+            continue
+        if glyph_rows:
+            known = directions[index] if directions is not None and index < len(directions) else -1
+            default = sum(1 for c in line if is_rtl_letter(c)) >= sum(1 for c in line if is_latin(c))
+            new = reread_line(line, bool(known) if known in (0, 1) else line_is_rtl(line, default))
+            if new != line:
+                reps.append(Replacement(offset, offset + len(line), new, "visual_order_reversal"))
             continue
         for start, end, new in visual_line_replacements(line):
             reps.append(Replacement(offset + start, offset + end, new, "visual_order_reversal"))
@@ -358,6 +343,9 @@ def normalize(
     ligature_evidence: bool | None = None,
     glyph_clusters: Sequence[Sequence[int]] | None = None,
     run_orders: Sequence[Sequence[Sequence[int]]] | None = None,
+    gap_repairs: Sequence[Sequence[object]] | None = None,
+    glyph_rows: bool = False,
+    row_directions: Sequence[int] | None = None,
 ) -> Normalized:
     """Run the stages of the module docstring over `raw`.
 
@@ -369,15 +357,20 @@ def normalize(
     text layer's geometry); a swapped lam ligature among them is put back in order.
     `run_orders`: per line, spans of `raw` in the reading order the geometry proves; the line's
     runs are put in that order.
+    `gap_repairs`: ``[start, end, replacement, kind]`` word-gap edits against `raw` that the glyph
+    gaps prove (`workers.pdf.glyphlines`): applied first, as they are. `glyph_rows`: the text's
+    RTL lines are rows read from the glyphs; a flagged one is read again as drawn.
     """
     flags = _expand_line_flags(raw, line_visual)
     builder = EditMapBuilder(raw)
+    if gap_repairs:
+        builder.apply(gap_replacements(raw, gap_repairs))
     builder.apply(_stage_line_endings(builder.text))
     builder.apply(_stage_whitespace(builder.text))
     builder.apply(_stage_displaced_punctuation(builder.text))
     builder.apply(_stage_bidi_controls(builder.text))
     if not from_ocr:
-        builder.apply(_stage_visual_order(builder.text, flags))
+        builder.apply(_stage_visual_order(builder.text, flags, glyph_rows, row_directions))
     if glyph_clusters:
         builder.apply(_stage_lam_clusters(raw, builder, glyph_clusters))
     if run_orders and not from_ocr:

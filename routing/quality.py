@@ -21,6 +21,8 @@ text-layer candidate: the caller reverses the flagged lines and gates the result
                                 writing Arabic letters into Hebrew words, dots.ocr #225)
     letter_fragmentation        runs of single-letter Arabic "words"
     visual_order_rtl            RTL lines stored in visual order (repairable on a text layer)
+    line_order_unresolved       a row read from its glyphs reads both ways and Poppler's words did
+                                not say which (workers.ladder.referee): the page climbs
     text_below_visible          an image covers the page but the text layer holds almost nothing
     expected_script_low         OCR output barely holds the script the page was routed as
     low_confidence              OCR mean word confidence below the floor
@@ -111,6 +113,9 @@ class Verdict:
     order: PageOrder | None = None
     glyph_clusters: list[list[int]] | None = None  # text-layer spans from one glyph, for repair
     run_orders: list[list[list[int]]] | None = None  # per line, text-layer spans in reading order
+    gap_repairs: list[list[Any]] | None = None  # word-gap edits the glyphs prove ([start, end, new, kind])
+    glyph_rows: bool = False  # the text layer's RTL lines are rows read from the glyphs
+    row_directions: list[int] | None = None  # per line, the direction its row was read in (1, 0, -1)
 
     @property
     def repairable(self) -> bool:
@@ -236,6 +241,9 @@ def _layer_reasons(gi: GateInput, readable: int, t: GateThresholds) -> list[str]
         reasons.append("broken_tounicode")
     if layer.get("image_coverage", 0.0) >= t.visible_coverage and readable < t.visible_min_readable:
         reasons.append("text_below_visible")
+    unresolved = layer.get("line_order_unresolved")
+    if isinstance(unresolved, int) and unresolved > 0:
+        reasons.append("line_order_unresolved")
     return reasons
 
 
@@ -314,7 +322,9 @@ def assess(gi: GateInput, t: GateThresholds = GateThresholds()) -> Verdict:
     warnings += _lam_warnings(gi, metrics)
     geometry = gi.layer if gi.origin != "ocr" else {}
     return Verdict(not reasons, _dedupe(reasons), _dedupe(warnings), metrics, order,
-                   glyph_clusters=_listed(geometry, "glyph_clusters"), run_orders=_listed(geometry, "run_orders"))
+                   glyph_clusters=_listed(geometry, "glyph_clusters"), run_orders=_listed(geometry, "run_orders"),
+                   gap_repairs=_listed(geometry, "gap_repairs"), glyph_rows=geometry.get("glyph_rows") is True,
+                   row_directions=_listed(geometry, "row_directions"))
 
 
 def _listed(layer: dict[str, Any], name: str) -> list[Any] | None:

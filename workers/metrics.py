@@ -15,6 +15,9 @@ not serve metrics themselves: they count into one Redis hash on the broker, and 
     pagefleet_generate_calls_total{engine}       counter  a gpu worker's VLM calls (forward passes of a batch)
     pagefleet_generate_pages_total{engine}       counter  pages those calls read (÷ calls: pages a call)
     pagefleet_generate_tasks_total{engine}       counter  tasks whose pages they read (÷ calls: tasks sharing a call)
+    pagefleet_review_decisions_total{decision}   counter  review decisions (approve/reject/flag), from the studio
+    pagefleet_review_corrected_total             counter  approvals that carried a correction
+    pagefleet_review_decision_seconds            summary  artifacts written → decision (workers.review.metrics)
 
 A document is counted once (a marker per job id), when the collector has written its artifacts.
 The receiver and a gpu worker's shared generate calls (`workers.engines.batching`) count in memory
@@ -192,6 +195,8 @@ HELP = {
     "generate_calls_total": ("counter", "a gpu worker's VLM generate calls", ["engine"]),
     "generate_pages_total": ("counter", "pages read by those calls (per call: the batch filled)", ["engine"]),
     "generate_tasks_total": ("counter", "tasks whose pages those calls read (per call: tasks sharing one)", ["engine"]),
+    "review_decisions_total": ("counter", "review decisions made in the studio, by decision", ["decision"]),
+    "review_corrected_total": ("counter", "review approvals that carried a correction", []),
 }
 
 
@@ -222,6 +227,7 @@ class FleetCollector:
                 family.add_metric([found.get(label, "") for label in labels], value)
             yield family
         yield self._rung_seconds(series)
+        yield _review_seconds(series)
 
     def _pipe(self, fill: Any) -> list[Any]:
         pipe = self.client.pipeline(transaction=False)
@@ -237,6 +243,17 @@ class FleetCollector:
         for labels, count in series.get("rung_seconds_count", []):
             family.add_metric([labels["rung"]], count_value=count, sum_value=sums.get(labels["rung"], 0.0))
         return family
+
+
+def _review_seconds(series: dict[str, list[tuple[dict[str, str], float]]]) -> Any:
+    from prometheus_client.core import SummaryMetricFamily
+
+    family = SummaryMetricFamily("pagefleet_review_decision_seconds",
+                                 "seconds from a document's artifacts being written to a review decision")
+    count = sum(value for _, value in series.get("review_decision_seconds_count", []))
+    total = sum(value for _, value in series.get("review_decision_seconds_sum", []))
+    family.add_metric([], count_value=count, sum_value=total)
+    return family
 
 
 def exporter_app(client: redis.Redis) -> Any:

@@ -21,7 +21,8 @@ class Rung(StrEnum):
     GPU_OCR = "gpu_ocr"
 
 
-Route = Literal["text_layer", "text_layer_repaired", "fallback_text", "ocr", "review_required", "failed"]
+Route = Literal["text_layer", "text_layer_repaired", "fallback_text", "ocr", "review_required", "failed", "reviewed",
+                "rejected"]  # reviewed, rejected: document.reviewed.json only (workers.review.reviewed)
 RouterSource = Literal["text_layer", "siglip2", "osd", "default"]
 
 
@@ -124,7 +125,7 @@ class DocumentRecord(BaseModel):
     pipeline_version: str
     job_id: str
     source: SourceInfo
-    status: Literal["accepted", "needs_review", "failed"]
+    status: Literal["accepted", "needs_review", "failed", "accepted_after_review"]
     page_count: int
     options: dict[str, Any] = {}
     pages: list[PageRecord]

@@ -28,7 +28,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from workers.reliability import ReliabilitySettings
 from workers.store.uri import is_s3, is_storage_url, s3_prefix
 
-PIPELINE_VERSION = "0.2.0"  # 0.2: structure (blocks, chunks.jsonl), document.json schema 2
+PIPELINE_VERSION = "0.3.0"  # 0.3: RTL rows read from their glyphs; 0.2: structure (blocks, chunks.jsonl)
 QUEUES = ("split", "cpu", "gpu", "collect")  # the Celery queues, one Deployment/ScaledObject each
 
 
@@ -53,37 +53,44 @@ class Chains(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    latin: list[str] = ["lightonocr", "dots", "qwen", "paddle", "tesseract:eng"]
-    he: list[str] = ["dots", "qwen", "tesseract:heb+eng"]
-    ar: list[str] = ["dots", "qwen", "paddle:arabic", "tesseract:ara+eng"]
-    default: list[str] = ["dots", "qwen", "tesseract:heb+ara+eng"]
+    latin: list[str] = Field(["lightonocr", "dots", "qwen", "paddle", "tesseract:eng"],
+                             description="GPU fleets: engines tried in turn on a page routed as Latin")
+    he: list[str] = Field(["dots", "qwen", "tesseract:heb+eng"], description="GPU fleets: a page routed as Hebrew")
+    ar: list[str] = Field(["dots", "qwen", "paddle:arabic", "tesseract:ara+eng"],
+                          description="GPU fleets: a page routed as Arabic")
+    default: list[str] = Field(["dots", "qwen", "tesseract:heb+ara+eng"],
+                               description="GPU fleets: a page whose script no router could decide")
     # a page OSD calls Latin may be a mixed page whose RTL lines `eng` cannot read: its reading's low
     # confidence refuses it, and every script reads it again (issue 12, bench/eval_ocr.py)
-    cpu_latin: list[str] = ["tesseract:eng", "tesseract:heb+ara+eng"]
-    cpu_he: list[str] = ["tesseract:heb+eng"]
-    cpu_ar: list[str] = ["tesseract:ara+eng"]
-    cpu_default: list[str] = ["tesseract:heb+ara+eng"]
+    cpu_latin: list[str] = Field(["tesseract:eng", "tesseract:heb+ara+eng"],
+                                 description="CPU fleets: a page routed as Latin")
+    cpu_he: list[str] = Field(["tesseract:heb+eng"], description="CPU fleets: a page routed as Hebrew")
+    cpu_ar: list[str] = Field(["tesseract:ara+eng"], description="CPU fleets: a page routed as Arabic")
+    cpu_default: list[str] = Field(["tesseract:heb+ara+eng"], description="CPU fleets: a page of undecided script")
 
 
 class VlmSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    lightonocr_model: str = "lightonai/LightOnOCR-2-1B"
-    dots_model: str = "rednote-hilab/dots.ocr"
-    qwen_model: str = "Qwen/Qwen2.5-VL-7B-Instruct"
-    max_new_tokens: int = Field(2048, ge=16, le=16384)
+    lightonocr_model: str = Field("lightonai/LightOnOCR-2-1B", description="model id of the `lightonocr` engine")
+    dots_model: str = Field("rednote-hilab/dots.ocr", description="model id of the `dots` engine")
+    qwen_model: str = Field("Qwen/Qwen2.5-VL-7B-Instruct", description="model id of the `qwen` engine")
+    max_new_tokens: int = Field(2048, ge=16, le=16384, description="most tokens a VLM writes for one page")
     # bench/gpu_bench.py on an H200 (LightOnOCR-sized, 1540-px pages, sdpa): peak 3.0 / 6.0 / 13.7 / 42.4 GiB
     # at batch 1 / 4 / 8 / 16 (Pixtral's block mask grows with the batch squared), 0.06 / 0.23 / 0.42 /
     # 0.65 pages/s; 8 fits a 24 GB card, 16 an 80 GB+ one (its `recommended:` line)
-    batch_size: int = Field(8, ge=1, le=128)
-    static_cache: bool = False  # CUDA only: static KV cache, decoding step compiled (see README, GPU path)
-    http_base_url: str | None = None  # an OpenAI-compatible server (vLLM) serving the same models
-    http_model: str | None = None
-    http_api_key: str | None = None
-    http_timeout_s: float = Field(120.0, gt=0)
-    local_files_only: bool = True  # never fetch weights at run time; images bake them in
-    paddle_arabic_rec_model: str | None = None  # an Arabic PP-OCR recogniser (.onnx) for `paddle:arabic`
-    paddle_arabic_rec_keys: str | None = None
+    batch_size: int = Field(8, ge=1, le=128, description="pages a VLM reads in one generate call; 8 fits a 24 GB "
+                            "card, 16 an 80 GB one")
+    static_cache: bool = Field(False, description="CUDA only: a static KV cache and a compiled decoding step")
+    http_base_url: str | None = Field(None, description="the `http` engine: an OpenAI-compatible server (vLLM)")
+    http_model: str | None = Field(None, description="the model name the `http` engine asks that server for")
+    http_api_key: str | None = Field(None, description="bearer key for that server")
+    http_timeout_s: float = Field(120.0, gt=0, description="the `http` engine gives up on a page after this")
+    local_files_only: bool = Field(True, description="never fetch weights at run time (`pagefleet models pull` "
+                                   "provisions them)")
+    paddle_arabic_rec_model: str | None = Field(None, description="an Arabic PP-OCR recogniser (.onnx) for "
+                                                "`paddle:arabic`")
+    paddle_arabic_rec_keys: str | None = Field(None, description="the character list of that recogniser")
 
 
 class TesseractReadSettings(BaseModel):
@@ -104,30 +111,34 @@ class TesseractReadSettings(BaseModel):
 class RouterSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    siglip_model: str = "google/siglip2-base-patch16-224"
+    siglip_model: str = Field("google/siglip2-base-patch16-224", description="model id of the SigLIP2 visual router")
     # seed 003's best pair (English vs Arabic) plus Hebrew; margin = p(first) - max p(others)
-    siglip_prompts: list[str] = [
+    siglip_prompts: list[str] = Field([
         "this is a photo of English text.", "this is a photo of Arabic text.", "this is a photo of Hebrew text.",
-    ]
-    siglip_labels: list[str] = ["latin", "ar", "he"]
-    siglip_threshold: float = -0.028
+    ], description="zero-shot prompts, one per label")
+    siglip_labels: list[str] = Field(["latin", "ar", "he"], description="the script each prompt stands for")
+    siglip_threshold: float = Field(-0.028, description="least margin (first label's probability minus the "
+                                    "next best) for a SigLIP2 verdict")
     # bench/gpu_bench.py on an H200, SiglipRouter.classify on 64 page files: 19.5 / 65 / 107 / 122 / 137
     # pages/s at batch 1 / 8 / 16 / 32 / 64 (the forward pass alone: 2 000 pages/s at 16; CPU decode bounds it)
-    siglip_batch_size: int = Field(32, ge=1, le=256)
-    local_files_only: bool = True  # never fetch weights at run time
-    osd_min_confidence: float = Field(1.0, ge=0)
+    siglip_batch_size: int = Field(32, ge=1, le=256, description="pages the visual router classifies in one batch")
+    local_files_only: bool = Field(True, description="never fetch the router's weights at run time")
+    osd_min_confidence: float = Field(1.0, ge=0, description="least Tesseract OSD script confidence for a verdict")
     # OSD says "Latin" for Hebrew tables at ~0.8: a Latin verdict must be surer before an
     # English-only chain reads the page; below it the recognition probe decides
-    osd_min_confidence_latin: float = Field(4.0, ge=0)
+    osd_min_confidence_latin: float = Field(4.0, ge=0, description="least OSD confidence for a Latin verdict "
+                                            "(an English-only chain)")
     # before a SigLIP2 "latin" verdict sends a page to English-only engines, OSD (+ probe) must not
     # see Hebrew or Arabic on it: no RTL page is read by an English-only engine
-    confirm_latin: bool = True
+    confirm_latin: bool = Field(True, description="a SigLIP2 Latin verdict is checked by OSD for RTL letters")
     # CPU pages with no text-layer hint: the default chain's multilingual Tesseract reads the page
     # first and the script of its reading routes it (OSD only where that reading is refused);
     # false: OSD (+ the recognition probe) before any reading (workers/ladder/ocr.py, make eval-ocr)
-    read_first: bool = True
+    read_first: bool = Field(True, description="CPU pages without a hint: the multilingual reading routes the "
+                             "page; false: OSD first")
     # a scan with no trustworthy text layer is turned upright first when OSD is this sure
-    min_orientation_confidence: float = Field(2.0, ge=0)
+    min_orientation_confidence: float = Field(2.0, ge=0, description="a scan is turned upright when OSD is this "
+                                              "sure of its orientation")
 
 
 # --- sections with their own env prefix ---------------------------------------------------------
@@ -144,10 +155,10 @@ class EventSettings(BaseSettings):
     suffix_filters: list[str] = Field(default_factory=list, description="object key must end with one")
     buckets: list[str] = Field(default_factory=list, description="only these source buckets (empty: any)")
     callback_url: str | None = Field(None, description="HTTP callback for completion notices")
-    options: Options = Field(default_factory=Options)
+    options: Options = Field(default_factory=Options, description="job options for the documents it enqueues")
     dedup_ttl_s: int = Field(7 * 86400, ge=60, description="how long an enqueued upload is remembered")
     claim_ttl_s: int = Field(120, ge=5, le=3600, description="how long an in-flight enqueue holds its claim")
-    max_body_bytes: int = Field(1024 * 1024, ge=1024, le=64 * 1024 * 1024)
+    max_body_bytes: int = Field(1024 * 1024, ge=1024, le=64 * 1024 * 1024, description="larger event bodies get 413")
     stat_missing_etag: bool = Field(True, description="HEAD the object when an event carries no ETag")
     redis_bridge_list: str | None = Field(None, description="MinIO Redis target key (format=access)")
     redis_bridge_url: str | None = Field(None, description="Redis holding that list (default: broker)")
@@ -195,18 +206,21 @@ class HeartbeatSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="PAGEFLEET_HEARTBEAT_", extra="ignore")
 
     dir: str | None = Field(None, description="where the files live; unset disables the heartbeat")
-    interval_s: float = Field(10.0, gt=0, le=300)
+    interval_s: float = Field(10.0, gt=0, le=300, description="how often a worker touches its files")
     max_age_s: float = Field(120.0, gt=0, description="liveness fails when `alive` is older")
 
 
 class SentrySettings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
 
-    dsn: str | None = Field(None, validation_alias=AliasChoices("PAGEFLEET_SENTRY_DSN", "SENTRY_DSN"))
+    dsn: str | None = Field(None, validation_alias=AliasChoices("PAGEFLEET_SENTRY_DSN", "SENTRY_DSN"),
+                            description="where errors are reported; unset: Sentry off")
     environment: str | None = Field(None, validation_alias=AliasChoices("PAGEFLEET_SENTRY_ENVIRONMENT",
-                                                                           "SENTRY_ENVIRONMENT"))
+                                                                           "SENTRY_ENVIRONMENT"),
+                                     description="the environment name events carry")
     traces_sample_rate: float = Field(0.0, ge=0.0, le=1.0,
-                                      validation_alias=AliasChoices("PAGEFLEET_SENTRY_TRACES_SAMPLE_RATE"))
+                                      validation_alias=AliasChoices("PAGEFLEET_SENTRY_TRACES_SAMPLE_RATE"),
+                                      description="share of tasks traced for performance (0: none)")
 
 
 class StudioSettings(BaseSettings):
@@ -226,102 +240,118 @@ class StudioSettings(BaseSettings):
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="PAGEFLEET_", env_nested_delimiter="__", extra="ignore")
 
-    broker_url: str = "redis://127.0.0.1:6379/0"
-    result_backend: str | None = None  # defaults to broker_url
-    s3_endpoint: str = "127.0.0.1:9000"
-    s3_access_key: str = "minioadmin"
-    s3_secret_key: str = "minioadmin"
-    s3_secure: bool = False
-    s3_region: str | None = None
+    broker_url: str = Field("redis://127.0.0.1:6379/0", description="the Redis broker of the fleet")
+    result_backend: str | None = Field(None, description="Celery result backend (default: broker_url)")
+    s3_endpoint: str = Field("127.0.0.1:9000", description="S3 or MinIO endpoint, host:port")
+    s3_access_key: str = Field("minioadmin", description="static S3 key; empty (with s3_secret_key) uses the "
+                               "credential chain")
+    s3_secret_key: str = Field("minioadmin", description="static S3 secret")
+    s3_secure: bool = Field(False, description="HTTPS to the S3 endpoint")
+    s3_region: str | None = Field(None, description="S3 region (default: asked of the endpoint)")
     s3_timeout_s: float = Field(60.0, gt=0, description="an S3 request's connect and read timeout: a stalled "
                                 "connection fails (retried once, then StorageError) instead of waiting minio's 5 minutes")
-    cache_dir: str = "/tmp/pagefleet-cache"
+    cache_dir: str = Field("/tmp/pagefleet-cache", description="where workers keep downloaded sources")
 
     gpu: bool = Field(False, description="route OCR to the gpu queue and its VLM chains")
     # a worker of the gpu queue alone: "threads" runs its tasks on threads whose pages share the
     # VLM's generate calls (workers/engines/batching.py; a task keeps its own soft time limit there,
     # workers/fleet/deadline.py); "prefork" one task at a time in a pool child
-    gpu_pool: Literal["threads", "prefork"] = "threads"
-    tesseract_cmd: str = "tesseract"
-    tesseract_timeout_s: float = Field(180.0, gt=0)
+    gpu_pool: Literal["threads", "prefork"] = Field("threads", description="a gpu-queue worker's pool: threads "
+                                                    "share generate calls; prefork runs one task at a time")
+    tesseract_cmd: str = Field("tesseract", description="the tesseract command (where not run in the process)")
+    tesseract_timeout_s: float = Field(180.0, gt=0, description="a Tesseract read is cancelled after this")
     # Tesseract's C++ API in the worker (tesserocr): models loaded once per process, no process
     # start per read; false: the `tesseract` command (workers/engines/tesseract_api.py)
-    tesseract_inprocess: bool = True
-    omp_thread_limit: int = Field(1, ge=1)
-    sandbox_timeout_s: float = Field(120.0, gt=0)
-    sandbox_memory_mb: int = Field(3072, ge=256)
-    split_batch_pages: int = Field(200, ge=1)
+    tesseract_inprocess: bool = Field(True, description="Tesseract's API in the worker (models loaded once); "
+                                      "false: the tesseract command")
+    omp_thread_limit: int = Field(1, ge=1, description="OpenMP threads of one Tesseract read")
+    sandbox_timeout_s: float = Field(120.0, gt=0, description="a sandboxed PDF command is killed after this")
+    sandbox_memory_mb: int = Field(3072, ge=256, description="address-space limit of a sandbox child")
+    split_batch_pages: int = Field(200, ge=1, description="pages a split task reads in one sandbox command")
     # every sandbox command forks from a warm per-worker server (PyMuPDF imported once) instead of
     # starting an interpreter; off: one `python -m workers.pdf.sandbox` process per command
-    sandbox_fork_server: bool = True
+    sandbox_fork_server: bool = Field(True, description="sandbox commands fork from a warm per-worker server")
     # commands one forked sandbox child may run in turn (1: a fresh child per command, nothing shared
     # between documents; more saves the fork, ~12 ms of CPU, where uploads are trusted alike)
-    sandbox_reuse: int = Field(1, ge=1, le=1000)
+    sandbox_reuse: int = Field(1, ge=1, le=1000, description="commands one sandbox child may run in turn "
+                               "(1: a fresh child per command)")
     # a child also runs every further command on the PDF of its first one (a big document's range
     # tasks in one worker process share it: no fork and no cold memory per range); it leaves when
     # a command for another file comes, after 2 s without one, or past half its memory limit
-    sandbox_reuse_document: bool = True
+    sandbox_reuse_document: bool = Field(True, description="a child also runs the further commands on the file "
+                                         "of its first one")
     # a reused child leaves after a command that leaves it holding more than this (RSS, MB; MuPDF's
     # store and a kept document's parsed objects grow with the pages read)
-    sandbox_keep_mb: int = Field(320, ge=64)
+    sandbox_keep_mb: int = Field(320, ge=64, description="a reused child leaves once it holds more (RSS, MB)")
     # commands a child shared by one submission's small-document batches on one worker process runs
     # at most (`sandbox.shared_child`: a batch's documents, and its submission's next batches)
-    sandbox_share_max: int = Field(256, ge=1, le=10_000)
+    sandbox_share_max: int = Field(256, ge=1, le=10_000, description="commands a child shared by one "
+                                   "submission's batches runs at most")
     # a split batch's documents are probed this many to a sandbox command (`source.inspect_many`: one
     # round trip through the fork server and one result for all, ~0.3–0.5 ms of CPU a one-page
     # document); 1: a command each
-    sandbox_probe_batch: int = Field(8, ge=1, le=64)
+    sandbox_probe_batch: int = Field(8, ge=1, le=64, description="a split batch's documents probed in one "
+                                     "sandbox command (1: one each)")
     # where a worker process's two scratch files (a sandbox command's JSON result, its stderr) live:
     # "" picks /dev/shm where it is a RAM file system with sandbox_scratch_shm_mb free, else the
     # temp dir. On ext4 the result file, emptied before every command, cost ~0.2 ms of waiting a
     # command (truncating a file that holds data starts its writeback); a tmpfs has no such cost
-    sandbox_scratch_dir: str = ""
-    sandbox_scratch_shm_mb: int = Field(256, ge=0)
+    sandbox_scratch_dir: str = Field("", description="where a worker's sandbox scratch files live (empty: "
+                                     "/dev/shm where it has room, else the temp dir)")
+    sandbox_scratch_shm_mb: int = Field(256, ge=0, description="free MB /dev/shm needs to hold the scratch files")
     # rung 1's text walk in C (workers/pdf/stextwalk.c, built by `make setup`; the same answers as
     # the Python path, which runs where it is off or was not built)
-    native_walk: bool = True
+    native_walk: bool = Field(True, description="rung 1's text walk in C where it was built (the same answers)")
     # rung 1 by page range: a document of more pages than split_range_pages is split into a chord of
     # range tasks (queue split_range_queue) so every core works on it; never more than split_max_ranges
-    split_range_pages: int = Field(25, ge=1)
-    split_max_ranges: int = Field(64, ge=1)
+    split_range_pages: int = Field(25, ge=1, description="a longer document is split into page-range tasks "
+                                   "of this many pages")
+    split_max_ranges: int = Field(64, ge=1, description="most range tasks one document is split into")
     # a document too short for about eight ranges of split_range_pages gets ranges down to this size
     # (26–192 pages): the last range runs alone while the other cores idle, so a shorter one wastes
     # less (workers/split/ranges.py)
-    split_range_min_pages: int = Field(10, ge=1)
-    split_range_queue: Literal["split", "cpu"] = "cpu"
+    split_range_min_pages: int = Field(10, ge=1, description="shortest range when a document is too short for "
+                                       "about eight full ones")
+    split_range_queue: Literal["split", "cpu"] = Field("cpu", description="the queue range tasks go to")
     # a document of several ranges (structure off) is collected by its split task as the range tasks
     # store their ranges, not after the last one (`workers.collect.stream`); off: by `split_done`, after them
-    stream_collect: bool = True
+    stream_collect: bool = Field(True, description="a document of several ranges is collected while its ranges "
+                                 "run (structure off)")
     # documents submitted together (`submit.enqueue_many`: a folder, `pagefleet run`, the bench) of
     # at most split_batch_max_bytes go to the split queue as batches of this many, one task each,
     # whose documents share a sandbox child (`sandbox.shared_child`); 1: one task per document
-    split_batch_documents: int = Field(16, ge=1, le=256)
+    split_batch_documents: int = Field(16, ge=1, le=256, description="small documents submitted together go "
+                                       "as split tasks of this many (1: a task each)")
     # a submission of more than split_batch_spread batches of split_batch_documents gets bigger
     # batches, up to split_batch_max_documents, as many as split_batch_spread (`submit.batch_size`)
-    split_batch_spread: int = Field(8, ge=1, le=1024)
-    split_batch_max_documents: int = Field(32, ge=1, le=256)
-    split_batch_max_bytes: int = Field(2 * 1024 * 1024, ge=0)
+    split_batch_spread: int = Field(8, ge=1, le=1024, description="a big submission's batches grow to make "
+                                    "about this many")
+    split_batch_max_documents: int = Field(32, ge=1, le=256, description="largest batch of a big submission")
+    split_batch_max_bytes: int = Field(2 * 1024 * 1024, ge=0, description="largest document that joins a batch")
 
     # bounded, so the visibility timeout (hard limit + reliability.visibility_margin_s = 9 min) can be
     # short: a dead worker's unacked pages come back in minutes (issue 9)
-    task_soft_time_limit: int = 420
-    task_time_limit: int = 480
-    max_page_attempts: int = Field(3, ge=1)
+    task_soft_time_limit: int = Field(420, description="a task is asked to stop after this many seconds")
+    task_time_limit: int = Field(480, description="a task is killed after this many seconds")
+    max_page_attempts: int = Field(3, ge=1, description="deliveries of a page that kills its worker before it "
+                                   "is `failed` and dead-lettered")
     job_deadline_s: int = Field(3600, ge=1, description="`pagefleet run` gives up waiting after this")
-    reliability: ReliabilitySettings = Field(default_factory=ReliabilitySettings)
+    reliability: ReliabilitySettings = Field(default_factory=ReliabilitySettings,
+                                             description="deadlines, re-dispatch, state TTLs, callbacks")
 
     loglevel: str = Field("WARNING", description="log level of the CLI (workers take --loglevel)")
     log_format: Literal["plain", "json"] = Field("plain", description="json: one object a line with job id and page")
 
-    chains: Chains = Chains()
-    vlm: VlmSettings = VlmSettings()
-    router: RouterSettings = RouterSettings()
-    tesseract_read: TesseractReadSettings = Field(default_factory=TesseractReadSettings)
-    events: EventSettings = Field(default_factory=EventSettings)
-    heartbeat: HeartbeatSettings = Field(default_factory=HeartbeatSettings)
-    sentry: SentrySettings = Field(default_factory=SentrySettings)
-    studio: StudioSettings = Field(default_factory=StudioSettings)
-    models: ModelStoreSettings = Field(default_factory=ModelStoreSettings)
+    chains: Chains = Field(Chains(), description="engine chains per routed script")
+    vlm: VlmSettings = Field(VlmSettings(), description="VLM engines: model ids, batches, an HTTP server")
+    router: RouterSettings = Field(RouterSettings(), description="the visual router: SigLIP2 and OSD")
+    tesseract_read: TesseractReadSettings = Field(default_factory=TesseractReadSettings,
+                                                  description="what the Tesseract engine does around its read")
+    events: EventSettings = Field(default_factory=EventSettings, description="the bucket-event receiver")
+    heartbeat: HeartbeatSettings = Field(default_factory=HeartbeatSettings, description="probe files for containers")
+    sentry: SentrySettings = Field(default_factory=SentrySettings, description="error reporting")
+    studio: StudioSettings = Field(default_factory=StudioSettings, description="the review studio")
+    models: ModelStoreSettings = Field(default_factory=ModelStoreSettings, description="pulled model weights")
     ocr_commands: dict[str, OcrCommand] = Field(default_factory=dict, description="`command:NAME` engines by NAME")
 
 

@@ -52,6 +52,35 @@ def logical_rows(visual_rows: Sequence[Sequence[str]], rtl: bool) -> list[list[s
     return [list(reversed(row)) if rtl else list(row) for row in visual_rows]
 
 
+def spread_spans(rows: Sequence[Sequence[str]], boxes: Sequence[Sequence[Sequence[float] | None]],
+                 rtl: bool) -> tuple[list[list[str]], list[list[Sequence[float] | None]]]:
+    """Rows (cells drawn left to right, with their boxes) as wide as the table's widest row: a cell
+    that spans columns stands at the first column of its span in reading order (the leftmost for
+    an LTR table, the rightmost for an RTL one) and the rest of its span is empty. A row without
+    boxes for every cell is left as it is."""
+    widest = max(range(len(rows)), key=lambda i: len(rows[i]), default=None)
+    if widest is None or any(b is None for b in boxes[widest]):
+        return [list(r) for r in rows], [list(b) for b in boxes]
+    centres = [(b[0] + b[2]) / 2 for b in boxes[widest]]  # type: ignore[index]
+    out_rows, out_boxes = [], []
+    for row, row_boxes in zip(rows, boxes):
+        if len(row) == len(centres) or len(row) != len(row_boxes) or any(b is None for b in row_boxes):
+            out_rows.append(list(row))
+            out_boxes.append(list(row_boxes))
+            continue
+        cells: list[str] = [""] * len(centres)
+        cell_boxes: list[Sequence[float] | None] = [None] * len(centres)
+        for text, box in zip(row, row_boxes):
+            covered = [k for k, x in enumerate(centres) if box[0] <= x <= box[2]]  # type: ignore[index]
+            if not covered:
+                return [list(r) for r in rows], [list(b) for b in boxes]
+            at = covered[-1] if rtl else covered[0]
+            cells[at], cell_boxes[at] = text, box
+        out_rows.append(cells)
+        out_boxes.append(cell_boxes)
+    return out_rows, out_boxes
+
+
 def _cell_md(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 

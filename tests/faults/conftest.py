@@ -1,6 +1,6 @@
 """Fixtures of the fault drills: a fleet per drill (tests/support/drills.py), a bucket, a ledger,
 and `submit`/`settle` helpers. Every drill ends with `finish(...)`: the invariant, no orphaned
-process, and one line of tallies that the README's reliability table is filled from."""
+process, and one line of tallies that the fault drills' table (docs/benchmarks/faults.md) is filled from."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pytest
 
 from tests.support.drills import OPTIONS, DrillFleet, Ledger, make_docs
 
-# one JSON line per drill (the README's reliability table was made from them)
+# one JSON line per drill (bench/faults_table.py turns them into docs/benchmarks/faults.md's table)
 RESULTS = Path(os.environ.get("PAGEFLEET_FAULTS_RESULTS", Path(tempfile.gettempdir()) / "pagefleet-faults.jsonl"))
 
 

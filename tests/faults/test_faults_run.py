@@ -15,6 +15,7 @@ import pytest
 
 from tests.faults.conftest import RESULTS
 from tests.support.drills import FAST_ENV, SLOW_ENGINE_ENV, busy_child, children, make_docs, process_group_alive
+from workers.cli.exitcodes import ExitCode
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration]
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -102,7 +103,7 @@ def test_embedded_redis_dies(tmp_path: Path) -> None:
     os.kill(redis_pid, signal.SIGKILL)
     started = time.monotonic()
     rc = run.wait(timeout=120)
-    assert rc == 1
+    assert rc == ExitCode.BROKER_LOST
     tally = _outcome(paths, tmp_path / "out", 2, "the embedded run's Redis dies", rc, groups,
                      {"stopped_s": round(time.monotonic() - started, 1)})
     assert tally["errors"] >= 1  # the unfinished ones got `aborted`
@@ -116,6 +117,7 @@ def test_sigterm_to_run_leaves_nothing_behind(tmp_path: Path) -> None:
     started = time.monotonic()
     run.send_signal(signal.SIGTERM)
     rc = run.wait(timeout=90)
+    assert rc == ExitCode.TERMINATED
     _outcome(paths, tmp_path / "out", 2, "SIGTERM to pagefleet run", rc, groups,
              {"stopped_s": round(time.monotonic() - started, 1)})
     for path in paths:

@@ -11,6 +11,7 @@ import pymupdf
 import pytest
 
 from tests.conftest import wait_for_job
+from workers.cli.exitcodes import ExitCode
 from workers.settings import Options, get_settings
 from workers.store.storage import LocalStorage
 from workers.split.submit import enqueue_many, spec_for_path
@@ -354,4 +355,4 @@ def test_pagefleet_submit_of_a_folder_and_an_object_is_one_batched_submission(
         document = json.loads((out / info["artifact_prefix"] / "document.json").read_text(encoding="utf-8"))
         assert f"submitted document {number} hello world" in document["pages"][0]["text"]
     assert main(["submit", str(folder), "--storage", out.as_uri(), "--prefix", "one"]) == EX_USAGE
-    assert main(["submit", str(tmp_path / "nowhere.pdf"), "--storage", out.as_uri()]) == 1
+    assert main(["submit", str(tmp_path / "nowhere.pdf"), "--storage", out.as_uri()]) == ExitCode.INPUT_ERROR

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from workers.cli.exitcodes import ExitCode
+
 pytestmark = pytest.mark.integration
 PAGEFLEET = str(Path(sys.executable).parent / "pagefleet")
 
@@ -42,14 +44,16 @@ def test_run_exit_codes_artifacts_and_cache(fixtures_dir: Path, tmp_path: Path) 
 
     shutil.copy(fixtures_dir / "bad" / "bad_user_password.pdf", inputs / "locked.pdf")
     third = _run(str(inputs), "--out", str(out))
-    assert third.returncode == 1
+    assert third.returncode == ExitCode.ENCRYPTED_PDF  # the most severe outcome of the batch
+    assert "outcomes: ok=2 encrypted_pdf=1; exit status 4 (encrypted_pdf)" in third.stderr
     assert json.loads((out / "locked" / "error.json").read_text())["code"] == "encrypted_pdf"
 
 
 def test_run_exit_2_when_a_page_needs_review(fixtures_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     proc = _run(str(fixtures_dir / "image_only_english_scan.pdf"), "--out", str(out), "--ocr", "off")
-    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.returncode == ExitCode.REVIEW_NEEDED, proc.stderr[-2000:]
+    assert "outcomes: review_needed=1; exit status 2 (review_needed)" in proc.stderr
     doc = json.loads((out / "image_only_english_scan" / "document.json").read_text())
     assert doc["status"] == "failed" and doc["pages"][0]["route"] == "failed"
     assert "text withheld" in (out / "image_only_english_scan" / "document.md").read_text()

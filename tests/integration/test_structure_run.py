@@ -29,6 +29,15 @@ def run_out(structure_dir: Path, fixtures_dir: Path, tmp_path_factory: pytest.Te
     return out
 
 
+def test_every_output_holds_to_the_published_schemas(run_out: Path) -> None:
+    """docs/schemas/: document.json and every chunks.jsonl line of a real run validate."""
+    from tests.unit.test_docs_schemas import check_outputs
+
+    folders = sorted(p.parent for p in run_out.glob("*/document.json"))
+    assert len(folders) >= 7
+    assert sum(check_outputs(folder) for folder in folders) > 0
+
+
 def test_every_accepted_document_has_chunks_whose_citations_replay(run_out: Path) -> None:
     documents = sorted(run_out.glob("*/document.json"))
     assert len(documents) >= 7

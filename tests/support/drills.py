@@ -100,7 +100,7 @@ class Ledger:
             response.release_conn()
 
     def check(self) -> dict[str, Any]:
-        """The invariant, for every document submitted; returns the tallies for the README table."""
+        """The invariant, for every document submitted; returns the tallies for the drills' table."""
         from workers.fleet import jobs
 
         dead = {d.get("job_id") for d in jobs.dead_letters()}

@@ -38,7 +38,8 @@ def test_edit_kinds_are_the_documented_set() -> None:
     assert set(EDIT_KINDS) == {
         "nfkc", "whitespace", "line_ending", "bidi_control_removed", "rtl_punctuation_repair",
         "mirrored_bracket", "visual_order_reversal", "lam_alef_order", "ligature_order", "tatweel",
-        "kashida_unmapped", "symbol_glyph_mapped",
+        "kashida_unmapped", "symbol_glyph_mapped", "word_space_inserted", "split_word_rejoined",
+        "space_under_glyph",
     }  # fmt: skip
 
 

@@ -318,7 +318,7 @@ def test_generation_stops_at_the_task_deadline(models: ModelDirs, pages: list[Pa
 
 
 def test_static_cache_is_opt_in_and_cuda_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`static_cache` (compiled decoding, measured on an H200 in the README) reaches `generate` only on CUDA."""
+    """`static_cache` (compiled decoding, measured on an H200, docs/benchmarks/gpu.md) reaches `generate` only on CUDA."""
     from workers.engines.base import create
     from workers.settings import get_settings
 

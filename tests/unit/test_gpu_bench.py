@@ -28,7 +28,7 @@ def vlm(*rows: tuple[int, float, float | None]) -> dict:
 
 
 def test_recommendation_from_the_h200_run() -> None:
-    """The figures of the H200 run in the README give the settings' defaults' reasoning."""
+    """The figures of the H200 run (docs/benchmarks/gpu.md) give the settings' defaults' reasoning."""
     results = {
         "router_e2e": e2e((1, 19.5), (8, 65.3), (16, 107.0), (32, 122.4), (64, 136.5)),
         "vlm": vlm((1, 0.06, 3.04), (4, 0.23, 5.97), (8, 0.42, 13.71), (16, 0.65, 42.35)),

@@ -110,3 +110,18 @@ def test_a_table_line_in_the_header_band_stays_in_the_table() -> None:
     table = TableIn((60, 30, 300, 55), [["Region", "Total"], ["North", "12"]], 1, "| Region | Total |", {0, 1})
     blocks = page_blocks(text, lines, rtl=False, stats=STATS, tables=[table], furniture={0: "header"})
     assert [b["type"] for b in blocks] == ["table"]
+
+
+def test_a_header_cell_that_spans_columns_stands_at_the_first_column_of_its_span() -> None:
+    from routing.structure.tables import logical_rows, spread_spans
+
+    # drawn left to right: a header cell over the two left columns, then two single columns
+    rows = [["מחיר", "שנה", "פריט"], ["10", "7", "2024", "א"], ["12", "8", "2025", "ב"]]
+    boxes = [[(0, 0, 100, 10), (100, 0, 150, 10), (150, 0, 200, 10)],
+             [(0, 10, 50, 20), (50, 10, 100, 20), (100, 10, 150, 20), (150, 10, 200, 20)],
+             [(0, 20, 50, 30), (50, 20, 100, 30), (100, 20, 150, 30), (150, 20, 200, 30)]]
+    wide, _ = spread_spans(rows, boxes, rtl=True)
+    # read right to left: the spanning cell at the first column of its span, then the rest of it empty
+    assert logical_rows(wide, True) == [["פריט", "שנה", "מחיר", ""], ["א", "2024", "7", "10"], ["ב", "2025", "8", "12"]]
+    wide, _ = spread_spans(rows, boxes, rtl=False)
+    assert wide[0] == ["מחיר", "", "שנה", "פריט"]

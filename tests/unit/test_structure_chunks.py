@@ -103,7 +103,7 @@ def test_markdown_from_blocks() -> None:
     blocks = [_block("header", "H", 0), _block("heading", "Title", 0, level=2), _block("list_item", "1. one", 0),
               _block("paragraph", "# not a heading\nwrapped", 0),
               _block("table", "", 0, table={"rows": [["a", "b"]], "markdown": "| a | b |\n|---|---|"})]
-    assert blocks_markdown(blocks).split("\n\n") == ["## Title", "- 1\\. one", "\\# not a heading wrapped",
+    assert blocks_markdown(blocks).split("\n\n") == ["## Title", "1. one", "\\# not a heading wrapped",
                                                      "| a | b |\n|---|---|"]
 
 

@@ -99,7 +99,8 @@ def test_export_is_one_json_with_every_page(stored) -> None:
     assert out["document"] == "x" and len(out["pages"]) == 6
     assert out["pages"][3] | {"decided_at": None} == {"page": 4, "route": "review_required", "refused": True,
                                                       "reasons": ["latin1_mojibake"], "warnings": [],
-                                                      "decision": "approve", "note": "ok", "decided_at": None}
+                                                      "decision": "approve", "note": "ok", "decided_at": None,
+                                                      "reviewer": "", "reason": "", "corrected": False, "stale": False}
     json.dumps(out)
 
 
@@ -107,8 +108,9 @@ def test_release_lets_approved_previews_through_with_the_decision_recorded(store
     library, ref, doc, folder = stored
     with pytest.raises(reviews.ReviewError, match="nothing to release"):
         reviews.release(library, ref, doc)
-    reviews.decide(library, ref, doc, 2, "approve", "no preview to release")
-    reviews.decide(library, ref, doc, 4, "approve", "evil --> <script>")
+    with pytest.raises(reviews.ReviewError, match="no text to approve"):
+        reviews.decide(library, ref, doc, 2, "approve", "no preview to release")
+    reviews.decide(library, ref, doc, 4, "approve", "evil --> <script>", reviewer="dana")
     done = reviews.release(library, ref, doc)
     assert done.pages == [4]
     text = (folder / "document.reviewed.md").read_text(encoding="utf-8")

@@ -9,11 +9,12 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from routing.edits import apply_edits
-from routing.normalize import normalize
+from routing.edits import Edit, apply_edits
+from workers.ladder.accept import repair
 from routing.order import page_order
 from routing.quality import GateInput, assess
-from routing.rtl_order import hebrew_order_evidence, visual_to_logical
+from routing.bidi_order import reread_line
+from routing.rtl_order import hebrew_order_evidence
 from workers.pdf.mupdf import extract_range
 
 DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
@@ -27,10 +28,9 @@ def _page(path: Path, number: int = 1) -> dict:
 def _repair(page: dict) -> tuple[str, list]:
     """What rung 1 does with a page: gate with the layer's geometry, then repair."""
     verdict = assess(GateInput(text=page["text"], origin="text_layer", layer=page))
-    result = normalize(page["text"], line_visual=verdict.order.line_visual, glyph_clusters=verdict.glyph_clusters,
-                       run_orders=verdict.run_orders)
-    assert apply_edits(page["text"], result.edits) == result.text
-    return result.text, result.edits
+    fixed = repair(page["text"], verdict, from_ocr=False)
+    assert fixed.replay_ok and apply_edits(page["text"], [Edit.from_dict(e) for e in fixed.edits]) == fixed.text
+    return fixed.text, [Edit.from_dict(e) for e in fixed.edits]
 
 
 def test_an_acronym_last_letter_is_no_order_evidence() -> None:
@@ -51,12 +51,13 @@ def test_one_vote_on_a_short_line_does_not_outvote_a_logical_page() -> None:
     assert page_order(mixed, None, from_ocr=False).line_visual == [False, False, False, False, True]
 
 
-def test_a_running_header_drawn_in_pieces_is_not_reversed(structure_dir: Path) -> None:
+def test_a_running_header_drawn_in_pieces_is_one_row_not_reversed(structure_dir: Path) -> None:
     for number in (1, 2):
         page = _page(structure_dir / "he_report_tables.pdf", number)
-        assert HEADER_PIECE in page["text"].split("\n")  # MuPDF gives the header as two lines
+        # MuPDF gives the header as two lines; read from the glyphs it is one row
+        assert "דוח שנתי 2024" + HEADER_PIECE in page["text"].split("\n")
         text, edits = _repair(page)
-        assert HEADER_PIECE in text.split("\n")
+        assert "דוח שנתי 2024" + HEADER_PIECE in text.split("\n")
         assert "visual_order_reversal" not in {e.kind for e in edits}
 
 
@@ -103,13 +104,15 @@ def _x_order_page(path: Path, number: int, tmp: Path) -> list[str]:
     "מספר החשבון הוא 12345 והסכום 250", "אב 12 גד.", "אב. 12 גד", "abc אב, גד def.", "12 אב", "אב 12",
     "a (אב) b", "אב 12 גד 34 הו", "אב 12, גד", "אב 1 - 2 גד", "Hebrew: שלום עולם", "שנת 2024 (50%)",
 ])
-def test_visual_to_logical_inverts_what_mupdf_extracts(tmp_path: Path, line: str) -> None:
+def test_a_page_showing_mirrored_words_is_read_back_as_drawn(tmp_path: Path, line: str) -> None:
     pdf = tmp_path / "drawn.pdf"
     _drawn_left_to_right(pdf, [line])
-    raw = extract_range(str(pdf), 1, 1)["pages"][0]["text"]
-    assert raw != line  # MuPDF mirrored the RTL runs
+    page = _page(pdf)
+    assert page["text"] != line  # read as the page shows it: RTL words mirrored
+    assert page["glyph_rows"] is True
     assert _x_order(pdf) == [line]
-    assert visual_to_logical(raw) == line
+    # the repair of a flagged line: read again, in the direction the row was read in
+    assert reread_line(page["text"], bool(page["row_directions"][0])) == line
 
 
 def test_a_line_without_rtl_characters_gets_the_evidence_the_full_count_gives() -> None:

@@ -10,6 +10,7 @@ import pymupdf
 import pytest
 
 from routing.scripts import is_rtl_letter
+from workers.cli.exitcodes import ExitCode
 from workers.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,10 +50,10 @@ def test_parse_direct_and_encoded(he_ruled, capsys):
 
 
 def test_usage_errors_are_one_line(he_ruled, tmp_path, capsys):
-    assert main(["wse", "encode", str(he_ruled), "--out", str(tmp_path / "x.pdf"), "--pages", "2"]) == 1
+    assert main(["wse", "encode", str(he_ruled), "--out", str(tmp_path / "x.pdf"), "--pages", "2"]) == ExitCode.INPUT_ERROR
     assert "--pages" in capsys.readouterr().err
-    assert main(["wse", "decode", str(he_ruled)]) == 1
+    assert main(["wse", "decode", str(he_ruled)]) == ExitCode.INPUT_ERROR
     assert "no mapping" in capsys.readouterr().err
     missing = tmp_path / "missing.pdf"
-    assert main(["wse", "encode", str(missing), "--out", str(tmp_path / "y.pdf")]) == 1
+    assert main(["wse", "encode", str(missing), "--out", str(tmp_path / "y.pdf")]) == ExitCode.INPUT_ERROR
     assert "Traceback" not in capsys.readouterr().err

@@ -52,11 +52,16 @@ def out_lock(outdir: Path, wait_s: float, on_wait: Callable[[], None] | None = N
         handle.close()  # closing releases the lock
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C raises KeyboardInterrupt; the exit status tells them apart (143, 130)."""
+
+
 @contextlib.contextmanager
 def signals_as_interrupt() -> Iterator[None]:
-    """SIGTERM behaves like Ctrl-C (KeyboardInterrupt), so `with` blocks stop what they started."""
+    """SIGTERM behaves like Ctrl-C (a KeyboardInterrupt: `Terminated`), so `with` blocks stop what they
+    started."""
     def interrupt(signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
+        raise Terminated(f"signal {signum}")
 
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:

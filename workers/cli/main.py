@@ -1,4 +1,5 @@
-"""`pagefleet` command line. The one boundary that maps errors to exit codes and one-line messages.
+"""`pagefleet` command line. The one boundary that maps errors to exit codes (`workers.cli.exitcodes`)
+and one-line messages.
 
     pagefleet run PATH... --out DIR [--ocr auto|off|force] [--workers N] [--broker URL] [--force]
     pagefleet worker --queues cpu,gpu [--concurrency N] [--loglevel LEVEL]
@@ -22,8 +23,9 @@ from typing import NoReturn
 
 from rich.console import Console
 
-from workers.fleet import logs
+from workers.cli.exitcodes import ExitCode, for_error
 from workers.errors import PagefleetError
+from workers.fleet import logs
 from workers.settings import PIPELINE_VERSION, QUEUES, Options, get_settings
 
 OCR_CHOICES = ("auto", "off", "force")
@@ -60,7 +62,7 @@ def cmd_worker(args: argparse.Namespace, console: Console) -> int:
     bad = [q for q in queues if q not in QUEUES]
     if bad or not queues:
         console.print(f"pagefleet: error: unknown queue(s) {bad or queues}; choose from {', '.join(QUEUES)}")
-        return 1
+        return EX_USAGE
     names = ",".join(queues)
     argv = [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "-Q", names,
             "-c", str(args.concurrency or default_concurrency(names)), *pool_for(names), "-l", args.loglevel, "-E",
@@ -87,7 +89,7 @@ def cmd_submit(args: argparse.Namespace, console: Console) -> int:
     if missing or not entries:
         console.print(f"pagefleet: error: no such file: {', '.join(missing)}" if missing
                       else "pagefleet: error: no PDF in " + ", ".join(args.sources))
-        return 1
+        return ExitCode.INPUT_ERROR
     if args.prefix and len(entries) > 1:
         console.print("pagefleet: error: --prefix names one document's artifacts: submit one source with it")
         return EX_USAGE
@@ -128,12 +130,12 @@ def cmd_status(args: argparse.Namespace, console: Console) -> int:
     info = jobs.get(args.job)
     if not info:
         console.print(f"pagefleet: error: no job {args.job}")
-        return 1
+        return ExitCode.INPUT_ERROR
     print(json.dumps(info, indent=1, ensure_ascii=False))
     return 0
 
 
-EX_USAGE = 64  # sysexits.h; 2 means "artifacts written, some page needs review"
+EX_USAGE = ExitCode.USAGE  # 64, sysexits.h; 2 means "artifacts written, some page needs review"
 
 
 class UsageParser(argparse.ArgumentParser):
@@ -232,14 +234,16 @@ def main(argv: list[str] | None = None) -> int:
         return int(handler(args, console))
     except PagefleetError as exc:
         console.print(f"pagefleet: error: {exc.message}", markup=False)
-        return 1
-    except KeyboardInterrupt:
-        console.print("pagefleet: interrupted")
-        return 130
+        return for_error(exc)
+    except KeyboardInterrupt as exc:
+        from workers.cli.embedded import Terminated
+
+        console.print("pagefleet: terminated" if isinstance(exc, Terminated) else "pagefleet: interrupted")
+        return ExitCode.TERMINATED if isinstance(exc, Terminated) else ExitCode.INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - the one boundary: a line, never a traceback
         logging.getLogger("pagefleet").debug("unhandled", exc_info=True)
         console.print(f"pagefleet: internal error: {type(exc).__name__}: {exc}", markup=False)
-        return 1
+        return ExitCode.INTERNAL_ERROR
 
 
 if __name__ == "__main__":

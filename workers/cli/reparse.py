@@ -2,13 +2,14 @@
 holding weak pages, and process just those again (seed 002: "re-parse selectively").
 
     pagefleet reparse OUT [--below-version V] [--route ocr] [--min-confidence C] [--dry-run]
-                          [--broker URL] [--workers N]
+                          [--include-reviewed] [--broker URL] [--workers N]
 
 A document is chosen when any given test holds: its `pipeline_version` is below V (default: the
 running version, when no other test is given); a page took route R (`ocr`, `review_required`,
 `fallback_text` …); a page's OCR confidence is below C. A local OUT (from `pagefleet run`) is
 processed again on the embedded fleet; an s3:// target is resubmitted to the fleet's broker with
-the original options, each job forced. `--dry-run` only lists them.
+the original options, each job forced. `--dry-run` only lists them. The page tests skip the pages
+a reviewer decided (approved or rejected, in the document's review.json) unless `--include-reviewed`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class Criteria:
     below_version: str | None = None
     route: str | None = None
     min_confidence: float | None = None
+    include_reviewed: bool = False
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -40,13 +42,23 @@ def version_key(version: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-def why_reparse(document: Mapping[str, Any], criteria: Criteria) -> list[str]:
-    """The reasons this document should be made again (empty: leave it)."""
+def reviewed_pages(document: Mapping[str, Any], review: Any) -> set[int]:
+    """The pages a reviewer's decision (approve or reject, not stale) settles."""
+    from workers.review.decisions import effective, parse
+
+    decided = parse(review)
+    return {int(p["number"]) for p in document.get("pages", [])
+            if (made := effective(p, decided)) is not None and made.decision in ("approve", "reject")}
+
+
+def why_reparse(document: Mapping[str, Any], criteria: Criteria, review: Any = None) -> list[str]:
+    """The reasons this document should be made again (empty: leave it); `review`: its review.json."""
     reasons = []
     version = str(document.get("pipeline_version", "0"))
     if criteria.below_version and version_key(version) < version_key(criteria.below_version):
         reasons.append(f"pipeline {version} < {criteria.below_version}")
-    pages = document.get("pages", [])
+    settled = set() if criteria.include_reviewed or not review else reviewed_pages(document, review)
+    pages = [p for p in document.get("pages", []) if int(p["number"]) not in settled]
     if criteria.route:
         hits = [p["number"] for p in pages if p.get("route") == criteria.route]
         if hits:
@@ -69,7 +81,11 @@ def find(storage: Any, criteria: Criteria) -> list[tuple[str, dict[str, Any], li
     chosen = []
     for key in sorted(k for k in storage.list_keys("") if k.endswith("document.json")):
         document = storage.get_json(key)
-        reasons = why_reparse(document, criteria)
+        try:
+            review = None if criteria.include_reviewed else storage.get_json(key[: -len("document.json")] + "review.json")
+        except KeyError:
+            review = None
+        reasons = why_reparse(document, criteria, review)
         if reasons:
             chosen.append((key, document, reasons))
     return chosen
@@ -118,9 +134,10 @@ def _resubmit(target: str, chosen: list[tuple[str, dict[str, Any], list[str]]], 
 def cmd_reparse(args: argparse.Namespace, console: Console) -> int:
     from workers.store.storage import open_storage
 
-    criteria = Criteria(args.below_version, args.route, args.min_confidence)
+    include = bool(getattr(args, "include_reviewed", False))
+    criteria = Criteria(args.below_version, args.route, args.min_confidence, include)
     if not (criteria.below_version or criteria.route or criteria.min_confidence is not None):
-        criteria = Criteria(below_version=PIPELINE_VERSION)
+        criteria = Criteria(below_version=PIPELINE_VERSION, include_reviewed=include)
     chosen = find(open_storage(args.target), criteria)
     for key, _, reasons in chosen:
         console.print(f"{key}: {'; '.join(reasons)}", markup=False)
@@ -141,6 +158,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--route", metavar="ROUTE", help="a page took this route (ocr, review_required, fallback_text …)")
     p.add_argument("--min-confidence", type=float, metavar="C", help="a page's OCR confidence is below C (0-100)")
     p.add_argument("--dry-run", action="store_true", help="list the documents, change nothing")
+    p.add_argument("--include-reviewed", action="store_true",
+                   help="let pages a reviewer approved or rejected (review.json) count for --route/--min-confidence")
     p.add_argument("--broker", help="Redis broker URL (s3 targets; local targets start their own)")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="CPU OCR workers for a local target")
     p.set_defaults(handler=cmd_reparse)

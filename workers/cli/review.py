@@ -1,6 +1,8 @@
 """`pagefleet review OUT|s3://bucket/prefix`: the review studio, a local web app over a run's artifacts.
 
     pagefleet review OUT [--port 4173] [--host 127.0.0.1] [--token T] [--broker URL]
+    pagefleet review --apply OUT       write every document's reviewed artifacts from its review.json
+                                       (no studio); exit 0 when no page is pending review, else 2
 
 Binds loopback by default; any other host needs a token (`--token` or PAGEFLEET_STUDIO_TOKEN), and
 then every request must carry it (the printed address does, once). Uploads go to `--broker`, or to
@@ -11,6 +13,7 @@ an embedded fleet started on the first upload and stopped with the studio. Regis
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import socket
 import sys
@@ -38,6 +41,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--token", help="require this token on every request (prefer PAGEFLEET_STUDIO_TOKEN: "
                                    "arguments are visible in ps)")
     p.add_argument("--broker", help="submit uploads to this Redis (default: an embedded fleet)")
+    p.add_argument("--apply", action="store_true", help="apply review.json decisions to the artifacts and exit "
+                                                         "(0: no page pending review; 2: some still pending)")
 
 
 def studio_settings(args: argparse.Namespace) -> StudioSettings:
@@ -75,6 +80,8 @@ def cmd_review(args: argparse.Namespace, console: Any) -> int:
     from workers.cli.studio import create_app
     from workers.cli.studio.library import NotFound
 
+    if getattr(args, "apply", False):
+        return apply_all(args.where, console)
     try:
         settings = studio_settings(args)
         app = create_app(args.where, settings, broker=args.broker, host=settings.host)
@@ -93,6 +100,29 @@ def cmd_review(args: argparse.Namespace, console: Any) -> int:
     finally:
         sock.close()
     return 0
+
+
+def apply_all(where: str, console: Any) -> int:
+    """`--apply`: the reviewed artifacts of every document under `where`, from its review.json."""
+    from workers.cli.studio.library import Library, NotFound
+    from workers.review.reviewed import FINAL_STATUS, apply
+
+    try:
+        library = Library.open(where)
+    except NotFound as exc:
+        console.print(f"pagefleet review: error: {exc}", markup=False)
+        return USAGE_ERROR
+    pending = 0
+    for ref in library.documents(fresh=True):
+        report = library.read_json(ref, "report.json") or {}
+        summary = apply(library.storage, ref.prefix, functools.partial(library.write, ref))
+        status = (summary or {}).get("status") or report.get("status") or "error"
+        if status not in ("accepted", FINAL_STATUS):
+            pending += 1
+        counts = (f"reviewed {summary['reviewed']}, corrected {summary['corrected']}, rejected {summary['rejected']}, "
+                  f"pending {summary['pending']}, stale {summary['stale']}") if summary else "no review.json"
+        console.print(f"{ref.id}: {status} ({counts})", markup=False)
+    return 2 if pending else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,9 @@
 """`pagefleet run`: process local PDFs on the embedded fleet, show progress, write `DIR/<stem>/…`.
 
-Exit status: 0 every page of every document accepted; 2 artifacts written but some page needs
-review; 1 a fatal error (an input that gave error.json, a dead worker, a deadline).
+Exit status (`workers.cli.exitcodes`): 0 every page of every document accepted; 2 artifacts written
+but some page needs review; an input error (3–5) for a document that gave error.json; a fleet
+failure (10–13) when a worker died, the broker was lost or the deadline passed; 130 or 143 on
+SIGINT or SIGTERM. A batch exits with its most severe outcome and prints the count of each.
 
 Whatever ends the run early — a dead worker, its Redis dying or unreachable, the deadline, SIGINT
 or SIGTERM — everything it started is stopped first, then every document that has no complete
@@ -25,13 +27,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from workers.fleet import jobs
-from workers.cli.embedded import EmbeddedFleet, out_lock, signals_as_interrupt
+from workers.cli.embedded import EmbeddedFleet, Terminated, out_lock, signals_as_interrupt
+from workers.cli.exitcodes import ExitCode, for_code, for_error, summary
 from workers.errors import AbortedError, BrokerUnavailable, PagefleetError, error_record
+from workers.fleet import jobs
 from workers.model import JobSpec
 from workers.settings import Options, get_settings
-from workers.store.storage import LocalStorage
 from workers.split.submit import enqueue_many, spec_for_path
+from workers.store.storage import LocalStorage
 
 log = logging.getLogger(__name__)
 
@@ -96,26 +99,34 @@ def run(paths: list[str], out: str, options: Options, *, workers: int, broker: s
     files, missing = expand_inputs(paths)
     if missing:
         console.print(f"pagefleet: error: no such file or directory: {', '.join(missing)}", markup=False)
-        return 1
+        return ExitCode.INPUT_ERROR
     if not files:
         console.print("pagefleet: error: no PDF files given")
-        return 1
+        return ExitCode.INPUT_ERROR
     outdir = Path(out).resolve()
     outdir.mkdir(parents=True, exist_ok=True)
     storage = LocalStorage(outdir)
     started = time.monotonic()
     waiting = lambda: console.print(f"pagefleet: waiting for another run writing to {outdir}")  # noqa: E731
-    with out_lock(outdir, get_settings().job_deadline_s, waiting):
-        tracked = [Tracked(spec_for_path(str(f), storage.url, stem, options, force=force), stem)
-                   for f, stem in zip(files, unique_stems(files))]
-        _run_locked(tracked, outdir, storage, broker=broker, workers=workers, gpu=gpu, console=console)
+    tracked: list[Tracked] = []
+    failure: ExitCode | None = None
+    try:
+        with out_lock(outdir, get_settings().job_deadline_s, waiting):
+            tracked = [Tracked(spec_for_path(str(f), storage.url, stem, options, force=force), stem)
+                       for f, stem in zip(files, unique_stems(files))]
+            failure = _run_locked(tracked, outdir, storage, broker=broker, workers=workers, gpu=gpu, console=console)
+    except KeyboardInterrupt as exc:  # the fleet is stopped and unfinished documents aborted by now
+        failure = ExitCode.TERMINATED if isinstance(exc, Terminated) else ExitCode.INTERRUPTED
     wall = time.monotonic() - started
     _print_summary(tracked, wall, console)
-    return _exit_code(tracked)
+    code, line = summary([outcome(t, failure) for t in tracked], failure)
+    console.print(line)
+    return code
 
 
 def _run_locked(tracked: list[Tracked], outdir: Path, storage: LocalStorage, *, broker: str | None,
-                workers: int, gpu: bool, console: Console) -> None:
+                workers: int, gpu: bool, console: Console) -> ExitCode | None:
+    """Process what DIR does not hold yet; what ended the run early, if anything."""
     todo = [t for t in tracked if not _cached(outdir, t)]
     first: dict[str, Tracked] = {}
     copies: list[tuple[Tracked, Tracked]] = []
@@ -125,18 +136,20 @@ def _run_locked(tracked: list[Tracked], outdir: Path, storage: LocalStorage, *, 
         if original is not t:
             copies.append((t, original))
     unique = list(first.values())
-    if unique:
-        _process(unique, outdir, storage, broker=broker, workers=workers, gpu=gpu, console=console)
+    failure = _process(unique, outdir, storage, broker=broker, workers=workers, gpu=gpu, console=console) \
+        if unique else None
     for duplicate, original in copies:  # the same bytes twice in one run: one job, two output folders
         _copy_result(outdir, original, duplicate)
+    return failure
 
 
 def _process(unique: list[Tracked], outdir: Path, storage: LocalStorage, *, broker: str | None, workers: int,
-             gpu: bool, console: Console) -> None:
-    """Start the fleet, enqueue, wait; on any early end stop the fleet, then abort what is unfinished."""
+             gpu: bool, console: Console) -> ExitCode | None:
+    """Start the fleet, enqueue, wait; on any early end stop the fleet, then abort what is unfinished
+    and say what ended it."""
     from workers.app import use_broker
 
-    why: str | None = None
+    ended: tuple[ExitCode, str] | None = None
     try:
         with signals_as_interrupt(), EmbeddedFleet(broker_url=broker, cpu_workers=workers, gpu=gpu,
                                                    logdir=outdir / ".pagefleet" / "logs") as fleet:
@@ -145,14 +158,17 @@ def _process(unique: list[Tracked], outdir: Path, storage: LocalStorage, *, brok
                 (outdir / t.stem / "error.json").unlink(missing_ok=True)
             # not in OUT (checked above): done in a shared broker's memory is not done here
             enqueue_many([t.spec.model_copy(update={"force": True}) for t in unique])
-            why = _wait(unique, fleet, console)
-    except KeyboardInterrupt:
-        _abort(unique, outdir, storage, "interrupted", console)
+            ended = _wait(unique, fleet, console)
+    except KeyboardInterrupt as exc:
+        _abort(unique, outdir, storage, "terminated" if isinstance(exc, Terminated) else "interrupted", console)
         raise
     except (PagefleetError, redis.RedisError) as exc:
-        why = f"{type(exc).__name__}: {exc}"
-    if why is not None:
-        _abort(unique, outdir, storage, why, console)
+        code = for_error(exc) if isinstance(exc, PagefleetError) else ExitCode.BROKER_LOST
+        ended = (code, f"{type(exc).__name__}: {exc}")
+    if ended is None:
+        return None
+    _abort(unique, outdir, storage, ended[1], console)
+    return ended[0]
 
 
 def _copy_result(outdir: Path, original: Tracked, duplicate: Tracked) -> None:
@@ -172,8 +188,8 @@ def _copy_result(outdir: Path, original: Tracked, duplicate: Tracked) -> None:
         setattr(duplicate, name, getattr(original, name))
 
 
-def _wait(todo: list[Tracked], fleet: EmbeddedFleet, console: Console) -> str | None:
-    """None when every document finished; else why the run must end early."""
+def _wait(todo: list[Tracked], fleet: EmbeddedFleet, console: Console) -> tuple[ExitCode, str] | None:
+    """None when every document finished; else what ends the run early, and why."""
     deadline = time.monotonic() + get_settings().job_deadline_s
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("pages"),
                TextColumn("{task.fields[docs]}"), TimeElapsedColumn())
@@ -184,7 +200,7 @@ def _wait(todo: list[Tracked], fleet: EmbeddedFleet, console: Console) -> str | 
                 for t in todo:
                     _poll(t, console)
             except BrokerUnavailable as exc:
-                return f"the broker is unreachable: {exc}"
+                return ExitCode.BROKER_LOST, f"the broker is unreachable: {exc}"
             finished = sum(t.state in jobs.TERMINAL for t in todo)
             total = sum(t.pages for t in todo)
             progress.update(bar, total=total or None, completed=sum(t.done for t in todo),
@@ -192,10 +208,12 @@ def _wait(todo: list[Tracked], fleet: EmbeddedFleet, console: Console) -> str | 
             if finished == len(todo):
                 return None
             if fleet.redis_died():
-                return "the embedded redis-server died"
+                return ExitCode.BROKER_LOST, "the embedded redis-server died"
             dead = fleet.dead_worker()
-            if dead is not None or time.monotonic() > deadline:
-                return f"worker {dead.name} died:\n{dead.tail()}" if dead else "the run deadline passed"
+            if dead is not None:
+                return ExitCode.WORKER_DIED, f"worker {dead.name} died:\n{dead.tail()}"
+            if time.monotonic() > deadline:
+                return ExitCode.DEADLINE, "the run deadline passed"
             time.sleep(0.25)
 
 
@@ -244,15 +262,13 @@ def _print_summary(tracked: list[Tracked], wall: float, console: Console) -> Non
                   f"wall time {wall:.1f}s")
 
 
-def _exit_code(tracked: list[Tracked]) -> int:
-    if any(t.state == "error" or t.status.startswith("error") for t in tracked):
-        return 1
-    if any(t.status != "accepted" for t in tracked):
-        return 2
-    return 0
-
-
-def fail(console: Console, exc: PagefleetError) -> int:
-    console.print(f"pagefleet: error: {exc.message}")
-    return 1
+def outcome(t: Tracked, failure: ExitCode | None = None) -> ExitCode:
+    """One document's outcome: accepted, needs review, or its error's class; a document the run
+    aborted takes what ended the run (`failure`)."""
+    if t.state == "error" or t.status.startswith("error"):
+        code = t.status.removeprefix("error:").strip()
+        return failure if code == "aborted" and failure is not None else for_code(code)
+    if t.state != "done" and failure is not None:
+        return failure
+    return ExitCode.OK if t.status in ("accepted", "accepted_after_review") else ExitCode.REVIEW_NEEDED
 

@@ -20,6 +20,7 @@ from workers.ladder.accept import failed_record
 from workers.ladder.ocr_structure import ensure_blocks
 from workers.model import DocumentRecord, JobSpec, PageRecord, RouterInfo, SourceInfo
 from workers.pdf.fetch import evict
+from workers.review import reviewed
 from workers.settings import PIPELINE_VERSION, Settings
 from workers.store import artifacts, keys, work
 from workers.store.storage import Storage, open_storage
@@ -96,7 +97,10 @@ def assemble(job: JobSpec, settings: Settings, storage: Storage, manifest: dict[
         document, report = built.store(storage, manifest["artifact_prefix"], manifest)
     finally:
         built.close()
+    review = reviewed.after_collect(storage, manifest["artifact_prefix"])  # a reviewed document: its decisions again
     evict(job.job_id, settings)  # the job is finished: its cached S3 source goes
-    return ({"job_id": job.job_id, "status": document.status, "routes": report["routes"],
-             "artifact_prefix": manifest["artifact_prefix"], "storage": job.storage, "page_count": head.page_count},
+    status = review["status"] if review else document.status
+    return ({"job_id": job.job_id, "status": status, "routes": report["routes"],
+             "artifact_prefix": manifest["artifact_prefix"], "storage": job.storage, "page_count": head.page_count,
+             **({"review": {k: review[k] for k in ("reviewed", "pending", "rejected", "stale")}} if review else {})},
             (document.status, built.counts, report))

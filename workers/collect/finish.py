@@ -114,4 +114,5 @@ def _done(job: JobSpec, result: dict, run: str | None) -> dict:
 def _finished(job: JobSpec, result: dict) -> dict[str, str]:
     """A collected document's last fields on its job record (logged: no file names at INFO)."""
     log.info("job %s: %s %s", job.job_id, result["status"], result["routes"])
-    return {"status": result["status"], "routes": result["routes"], "artifact_prefix": result["artifact_prefix"]}
+    return {"status": result["status"], "routes": result["routes"], "artifact_prefix": result["artifact_prefix"],
+            "review": result.get("review")}  # reviewed / pending / rejected pages when the document has a review.json

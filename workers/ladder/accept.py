@@ -84,7 +84,8 @@ def repair(raw: str, verdict: Verdict, *, from_ocr: bool) -> Repaired:
     lines = raw.split("\n")
     flags = list(verdict.order.line_visual) if verdict.order and not from_ocr else [False] * len(lines)
     result = normalize(raw, line_visual=flags, from_ocr=from_ocr, glyph_clusters=verdict.glyph_clusters,
-                       run_orders=verdict.run_orders)
+                       run_orders=verdict.run_orders, gap_repairs=verdict.gap_repairs if not from_ocr else None,
+                       glyph_rows=verdict.glyph_rows and not from_ocr, row_directions=verdict.row_directions)
     edits = [e.to_dict() for e in result.edits]
     check = verify_edits(raw, result.edits, result.text)
     return Repaired(result.text, edits, dict(result.counters), check.ok)

@@ -21,7 +21,7 @@ from routing.structure.furniture import BandLine, running_furniture
 from routing.structure.headings import FontStats, font_stats
 from routing.structure.markdown import blocks_markdown
 from routing.structure.offsets import OffsetMap
-from routing.structure.tables import gfm, is_rtl_table, logical_rows
+from routing.structure.tables import gfm, is_rtl_table, logical_rows, spread_spans
 from workers.ladder import recovery
 from workers.ladder.tablecheck import TableVerdict, check_tables
 from workers.model import Block, EditMapInfo, PageRecord, Quality, ReviewPreview
@@ -87,18 +87,48 @@ def _inside(box: Sequence[float], outer: Sequence[float]) -> bool:
     return outer[0] <= cx <= outer[2] and outer[1] <= cy <= outer[3]
 
 
-def table_in(raw: Mapping[str, Any], lines: Sequence[Mapping[str, Any]] = ()) -> TableIn:
-    """A gathered or recovered table: cells normalized like page text (a cell stored in visual order
-    is turned by its own evidence), columns in logical order, GFM. `raw["rows"]` holds cells as
-    drawn, left to right: dicts with "raw" (from the child) or strings (from a recoverer)."""
-    visual = [[normalize(c["raw"] if isinstance(c, Mapping) else str(c)).text for c in row] for row in raw["rows"]]
+def table_in(raw: Mapping[str, Any], lines: Sequence[Mapping[str, Any]] = (),
+             display: tuple[str, OffsetMap] | None = None) -> TableIn:
+    """A gathered or recovered table: columns in logical order, GFM. `raw["rows"]` holds cells as
+    drawn, left to right: dicts with "raw" and "spans" (from the child) or strings (from a
+    recoverer). With `display` (the page's text and its offset map) a cell is read from the page's
+    repaired text through its spans, so it shows the words the page shows; otherwise (or where one
+    edit spans two cells) each cell is normalized like page text, turned by its own evidence."""
+    visual = _display_cells(raw["rows"], *display) if display is not None else None
+    if visual is None:
+        visual = [[normalize(c["raw"] if isinstance(c, Mapping) else str(c)).text for c in row] for row in raw["rows"]]
     boxes = [[tuple(c["bbox"]) if isinstance(c, Mapping) and c.get("bbox") else None for c in row] for row in raw["rows"]]
     rtl = is_rtl_table([c for row in visual for c in row])
+    visual, boxes = spread_spans(visual, boxes, rtl)  # a spanning header cell at its span's first column
     rows = logical_rows(visual, rtl)
     box = tuple(raw["bbox"])
     covered = set(raw["lines"]) if "lines" in raw else {i for i, ln in enumerate(lines) if _inside(ln["bbox"], box)}
     return TableIn(bbox=box, rows=rows, header_rows=int(raw.get("header_rows", 1)), markdown=gfm(rows),  # type: ignore[arg-type]
                    lines=covered, cells=logical_rows(boxes, rtl))  # type: ignore[arg-type]
+
+
+def _display_cells(rows: Sequence[Sequence[Any]], text: str, omap: OffsetMap) -> list[list[str]] | None:
+    """Each cell's words from the page's display text, or None where a cell has no spans or one
+    edit's output reaches into two cells (a line reversed as a whole)."""
+    out: list[list[str]] = []
+    taken: list[tuple[int, int]] = []
+    for row in rows:
+        cells = []
+        for cell in row:
+            spans = cell.get("spans") if isinstance(cell, Mapping) else None
+            if not isinstance(spans, list):
+                return None
+            parts = []
+            for a, b in spans:
+                start, end = omap.to_display(int(a), "start"), omap.to_display(int(b), "end")
+                taken.append((start, end))
+                parts.append(text[start:end])
+            cells.append(" ".join(" ".join(parts).split()))
+        out.append(cells)
+    taken.sort()
+    if any(nxt[0] < prev[1] for prev, nxt in zip(taken, taken[1:])):
+        return None
+    return out
 
 
 def plain_blocks(text: str) -> list[dict[str, Any]]:
@@ -130,7 +160,7 @@ def page_structure(page: Mapping[str, Any], text: str, edits: Sequence[Mapping[s
     lines = [LineIn(i, s, e, tuple(ln["bbox"]), ln["size"], ln["bold"])  # type: ignore[arg-type]
              for i, ((s, e), ln) in enumerate(zip(ranges, page["layout"]["lines"]))]
     if tables is None:
-        tables = [table_in(t) for t in page["layout"].get("tables", [])]
+        tables = [table_in(t, display=(text, omap)) for t in page["layout"].get("tables", [])]
     figures = [tuple(f) for f in page["layout"].get("figures", [])]
     blocks = page_blocks(text, lines, rtl=direction(text) == "rtl", stats=doc.stats, tables=tables,
                          furniture=doc.furniture.get(int(page["number"]), {}), figures=figures,  # type: ignore[arg-type]

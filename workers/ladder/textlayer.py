@@ -24,7 +24,9 @@ from workers.model import PageRecord, PendingPage, Quality, RouterInfo, Rung
 
 
 _ALNUM = re.compile(r"[^\W_]")
-GATE_LAYER = ("line_geometry", "image_coverage", "shared_position_runs", "glyph_clusters", "run_orders")
+GATE_LAYER = ("line_geometry", "image_coverage", "shared_position_runs", "glyph_clusters", "run_orders",
+              "gap_repairs", "glyph_rows", "line_order_unresolved",
+              "row_directions")
 
 
 def layer_summary(page: dict[str, Any]) -> dict[str, Any]:

@@ -23,11 +23,11 @@ import pymupdf
 
 from routing.structure.grid import ruled_grids
 from routing.structure.tables import aligned_columns, is_numeric
-from workers.pdf import stext
+from workers.pdf import glyphlines, stext
 from workers.pdf.stext import Box
 
 _BOLD = 16
-Char = tuple[float, float, float, float, str, int]  # x0, y0, x1, y1, c, line index
+Char = tuple[float, float, float, float, str, int, int]  # x0, y0, x1, y1, c, line index, offset in the page text
 Kept = dict[int, tuple[dict[str, Any], list[Box]]]  # page -> rung 1's rawdict and the boxes of the images it draws
 
 
@@ -52,10 +52,11 @@ def gather(page: pymupdf.Page, flags: int, paths: list[dict[str, Any]] | None = 
     where they are not; `raw`: the page's `rawdict` with `flags` when rung 1 already made it;
     `images`: the visible boxes of the images the page draws when rung 1 already read them, None
     to read them here (`stext.image_boxes`)."""
-    if raw is None:
-        raw = page.get_text("rawdict", flags=flags)
+    if raw is None:  # the rows rung 1 reads (`glyphlines`), so line i is line i of its text
+        raw = glyphlines.read_rows(page.get_text("rawdict", flags=flags)).raw
     lines: list[dict[str, Any]] = []
     chars: list[Char] = []
+    offset = 0
     for block in raw.get("blocks", []):
         for line in block.get("lines", []):
             index = len(lines)
@@ -63,7 +64,9 @@ def gather(page: pymupdf.Page, flags: int, paths: list[dict[str, Any]] | None = 
             for span in line["spans"]:
                 for c in span["chars"]:
                     x0, y0, x1, y1 = c["bbox"]
-                    chars.append((x0, y0, x1, y1, c["c"], index))
+                    chars.append((x0, y0, x1, y1, c["c"], index, offset))
+                    offset += len(c["c"])
+            offset += 1  # the newline between lines
     tables, grids = _ruled(page, paths, chars) if paths is not None else ([], 0)
     taken = {i for t in tables for i in t["lines"]}
     unruled, suspect = _unruled(lines, [c for c in chars if c[5] not in taken])
@@ -90,6 +93,19 @@ def _figures(page: pymupdf.Page, images: list[Box], max_share: float = 0.8,
 def _inside(c: Char, box: tuple[float, float, float, float]) -> bool:
     cx, cy = (c[0] + c[2]) / 2, (c[1] + c[3]) / 2
     return box[0] <= cx <= box[2] and box[1] <= cy <= box[3]
+
+
+def cell_spans(chars: list[Char]) -> list[list[int]]:
+    """Where a cell's characters stand in the page text: its runs of consecutive offsets, in text
+    order, spaces at their ends left out. The parent reads the cell from the page's repaired text
+    through these, so a cell shows the words the page's text shows."""
+    spans: list[list[int]] = []
+    for c in sorted(chars, key=lambda c: c[6]):
+        if spans and c[6] == spans[-1][1]:
+            spans[-1][1] = c[6] + len(c[4])
+        elif not c[4].isspace():
+            spans.append([c[6], c[6] + len(c[4])])
+    return spans
 
 
 def _cell_text(chars: list[Char]) -> str:
@@ -162,7 +178,8 @@ def _ruled(page: pymupdf.Page, paths: list[dict[str, Any]], chars: list[Char]) -
         if not _plausible(grid):
             suspect = max(suspect, len(grid))  # not the table's grid: a suspicion for the checks
             continue
-        rows = [[{"raw": _cell_text(cell_chars), "bbox": [round(v, 2) for v in cell] if cell else None}
+        rows = [[{"raw": _cell_text(cell_chars), "spans": cell_spans(cell_chars),
+                  "bbox": [round(v, 2) for v in cell] if cell else None}
                  for cell_chars, cell in zip(chars_row, row.cells)] for chars_row, row in zip(grid, tab.rows)]
         tables.append({"kind": "ruled", "bbox": [round(v, 2) for v in tab.bbox], "rows": rows,
                        "header_rows": 1, "lines": _covered_lines(chars, tab.bbox)})
@@ -300,7 +317,7 @@ def _unruled_table(rows: list[list[Char]], gutters: list[tuple[float, float]]) -
         for lo, hi in zip(edges, edges[1:]):
             mine = [c for c in ordered if lo <= (c[0] + c[2]) / 2 < hi]
             box = [round(lo, 2), round(min(c[1] for c in row), 2), round(hi, 2), round(max(c[3] for c in row), 2)]
-            cells.append({"raw": _cell_text(mine), "bbox": box})
+            cells.append({"raw": _cell_text(mine), "spans": cell_spans(mine), "bbox": box})
         cells_rows.append(cells)
     y0 = min(c[1] for r in rows for c in r)
     y1 = max(c[3] for r in rows for c in r)

@@ -14,12 +14,12 @@ from typing import Any
 
 import pymupdf
 
-from workers.pdf import fastwalk, layout, stext
+from workers.pdf import fastwalk, glyphlines, layout, stext
+from workers.pdf.clusters import glyph_clusters
 from workers.pdf.fastwalk import glyph_kinds
 from workers.pdf.resources import listed_images
 from workers.pdf.runs import run_order
 
-_ZERO = 0.01  # a box narrower than this (points) has no width
 _TEXT_FLAGS = (
     pymupdf.TEXT_PRESERVE_LIGATURES | pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
 )
@@ -152,11 +152,12 @@ def _read_page(page: pymupdf.Page, textpage: pymupdf.TextPage, kept: layout.Kept
         return images, _plain_evidence(plain, kinds), {}
     # rawdict would carry every image's pixels: a page that draws one reads it from a text page without
     chars = page.get_textpage(flags=_TEXT_FLAGS) if images else textpage
-    evidence = fastwalk.evidence(chars) if kept is None else None  # structure keeps the rawdict
+    # structure keeps the rawdict; a page with RTL letters is read from its glyphs' rows
+    evidence = fastwalk.evidence(chars) if kept is None and "R" not in kinds else None
     if evidence is not None:
         return images, evidence, {}
-    raw = chars.extractRAWDICT()
-    return images, _geometry_evidence(raw), raw
+    evidence, raw = glyph_evidence(chars)
+    return images, evidence, raw
 
 
 def _plain_text(textpage: pymupdf.TextPage) -> str:
@@ -174,10 +175,27 @@ def _rtl_page(page: pymupdf.Page, textpage: pymupdf.TextPage) -> tuple[list[stex
     if found is None:
         return None
     images = found[0]
-    evidence = fastwalk.evidence(page.get_textpage(flags=_TEXT_FLAGS) if images else textpage)
-    if evidence is None or "R" not in glyph_kinds(evidence["text"]):
+    evidence, _ = glyph_evidence(page.get_textpage(flags=_TEXT_FLAGS) if images else textpage)
+    if "R" not in glyph_kinds(evidence["text"]):
         return None  # Hebrew or Arabic marks, digits or punctuation only: read as any other page
     return images, evidence
+
+
+def glyph_evidence(textpage: pymupdf.TextPage) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(text and evidence, rawdict) of a page read from its characters, its RTL rows rebuilt
+    from the glyphs (`glyphlines`); `gap_repairs` holds the word-gap edits against that text."""
+    reading = glyphlines.read_rows(textpage.extractRAWDICT())
+    evidence = _geometry_evidence(reading.raw)
+    if reading.rows_rebuilt:
+        evidence["run_orders"] = []  # every RTL row is in its reading order already
+        evidence["glyph_rows"] = True
+        # per line, the direction its row was read in (1 RTL, 0 LTR, -1 a line not rebuilt)
+        evidence["row_directions"] = [int(line["rtl"]) if line.get("rebuilt") else -1
+                                      for block in reading.raw.get("blocks", []) for line in block.get("lines", [])]
+        evidence["gap_repairs"] = reading.gap_edits
+        if reading.unresolved:
+            evidence["unresolved_rows"] = reading.unresolved
+    return evidence, reading.raw
 
 
 def _plain_evidence(plain: str, kinds: str) -> dict[str, Any]:
@@ -206,7 +224,9 @@ def _geometry_evidence(raw: dict[str, Any]) -> dict[str, Any]:
             kinds = glyph_kinds(lines[-1])
             glyphs += len(kinds) - kinds.count(" ")
             rtl = "R" in kinds  # RTL geometry only where the line holds RTL letters
-            geometry.append(_rtl_order(chars, kinds) if rtl else [0, 0])
+            # a row rebuilt from its glyphs is in logical order by construction: its x-order says
+            # nothing of how the producer stored it (only its letters can)
+            geometry.append(_rtl_order(chars, kinds) if rtl and not line.get("rebuilt") else [0, 0])
             shared_runs += _shared_position_runs(chars, kinds)
             if rtl:
                 clusters += [[offset + a, offset + b] for a, b in glyph_clusters(chars, kinds)]
@@ -256,54 +276,6 @@ def _rtl_order(chars: list[dict[str, Any]], kinds: str | None = None) -> list[in
                for c, kind in zip(chars, kinds) if kind != "M"]
     steps = [b - a for a, b in zip(centres, centres[1:]) if a is not None and b is not None]
     return [sum(1 for step in steps if step > 0.5), sum(1 for step in steps if step < -0.5)]
-
-
-def _zero_width_partner(chars: list[dict[str, Any]], kinds: str, i: int) -> int | None:
-    """The neighbour a zero-width base character came from: the one whose box's right edge it
-    sits on (a ligature glyph's extra code point; MuPDF puts it before or after the glyph's box
-    depending on the drawing order)."""
-    x = chars[i]["bbox"][0]
-    best: tuple[float, int] | None = None
-    for j in (i + 1, i - 1):  # the next one first: ties go to it
-        if 0 <= j < len(chars) and kinds[j] in "Ro" and chars[j]["bbox"][2] - chars[j]["bbox"][0] > _ZERO:
-            distance = abs(chars[j]["bbox"][2] - x)
-            if distance < 1.0 and (best is None or distance < best[0]):
-                best = (distance, j)
-    return best[1] if best else None
-
-
-def glyph_clusters(chars: list[dict[str, Any]], kinds: str) -> list[tuple[int, int]]:
-    """``(start, end)`` char offsets of code points that come from one glyph and hold an RTL
-    letter: a zero-width base character with the neighbour whose box it sits on, or neighbours
-    sharing one box. Combining marks (zero-width by nature) never start a cluster."""
-    boxes = [c["bbox"] for c in chars]
-    # candidates, in one C-level pass each (most lines have none): zero-width boxes, and boxes
-    # starting where the next one starts
-    zero = {i for i, box in enumerate(boxes) if box[2] - box[0] <= _ZERO}
-    starts = [box[0] for box in boxes]
-    alike = [i for i, (a, b) in enumerate(zip(starts, starts[1:])) if abs(a - b) <= _ZERO and i not in zero]
-    if not zero and not alike:
-        return []
-    joined: set[int] = set()  # k: chars[k] and chars[k + 1] are one glyph
-    for i in zero:
-        if kinds[i] in "Ro":  # base characters only
-            partner = _zero_width_partner(chars, kinds, i)
-            if partner is not None:
-                joined.add(min(i, partner))
-    for i in alike:
-        if kinds[i] in "Ro" and kinds[i + 1] in "Ro" and all(
-                abs(a - b) <= _ZERO for a, b in zip(boxes[i], boxes[i + 1])):
-            joined.add(i)
-    found: list[tuple[int, int]] = []
-    for i in sorted(joined):
-        if i - 1 in joined:
-            continue  # inside a run already found
-        j = i
-        while j in joined:
-            j += 1
-        if "R" in kinds[i : j + 1]:
-            found.append((i, j + 1))
-    return found
 
 
 def _shared_position_runs(chars: list[dict[str, Any]], kinds: str) -> int:

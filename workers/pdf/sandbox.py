@@ -81,7 +81,7 @@ def run_child(
     command: str, pdf: str, params: dict[str, Any], *, timeout_s: float, memory_mb: int
 ) -> dict[str, Any]:
     """Run one sandbox command on `pdf`; return its JSON result. Raise SandboxError. In a task with
-    its own deadline (a task on a thread, `workers.deadline`) the command's time, and its wait for
+    its own deadline (a task on a thread, `workers.fleet.deadline`) the command's time, and its wait for
     this process's fork server, end there: `TaskDeadline`, not a failed file."""
     from workers.settings import get_settings
 

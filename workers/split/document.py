@@ -17,7 +17,7 @@ from typing import Any
 from workers.collect.document import Held
 from workers.errors import InputError, InvalidOptionsError, error_record
 from workers.fleet import logs
-from workers.ladder import structure, tablecheck
+from workers.ladder import referee, structure, tablecheck
 from workers.ladder.accept import failed_record, layer_candidate, review_record
 from workers.ladder.textlayer import decide_page
 from workers.model import Attempt, JobSpec, PageRecord, PendingPage, RouterInfo, Rung
@@ -193,6 +193,7 @@ def _decide_range(job: JobSpec, pages: list[dict[str, Any]], span: tuple[int, in
     a range none of whose pages climbs is not stored: its records come back for the caller to
     collect in place (else the records are None)."""
     def judge(page: dict[str, Any]) -> PageRecord | PendingPage:
+        page.update(referee.settle(page, path))  # rows that read both ways, before the gate
         result = decide_page(page, ocr=options.ocr, gpu=settings.gpu)
         if layout is not None and isinstance(result, PageRecord):
             result = _with_blocks(result, page, layout, path, options)
@@ -213,7 +214,8 @@ def split_range(job: JobSpec, first: int, last: int, settings: Settings) -> work
     path = local_pdf(job, settings)
     source = pdf.SourceFile(path=path, filename=job.filename, bytes=0, sha256="")
     pages = pdf.extract_pages(source, last, settings, start=first, structure=options.structure)
-    return _decide_range(job, pages, (first, last), options, settings, storage, deferred=options.structure)[0]
+    return _decide_range(job, pages, (first, last), options, settings, storage, path=path,
+                         deferred=options.structure)[0]
 
 
 def structure_plan(job: JobSpec, settings: Settings) -> tuple[structure.DocumentLayout, list[tuple[int, int]]]:

@@ -19,7 +19,7 @@ from routing.edits import Edit, verify_edits
 from workers.model import DocumentRecord, EditMapInfo, PageRecord, Quality
 
 TEXT_LAYER_ROUTES = ("text_layer", "text_layer_repaired", "fallback_text")  # the text came from the PDF's layer
-ACCEPTED_ROUTES = (*TEXT_LAYER_ROUTES, "ocr")
+ACCEPTED_ROUTES = (*TEXT_LAYER_ROUTES, "ocr", "reviewed")  # reviewed: approved in review (workers.review)
 RUNG_OF = {"text_layer": "1_text_layer", "fallback_text": "2_fallback_text", "ocr": "3_cpu_ocr", "gpu_ocr": "4_gpu_ocr"}
 
 

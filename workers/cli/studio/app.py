@@ -4,10 +4,11 @@
     GET  /doc/<id>[?filter=unresolved]      statistics, engine health, pages by risk
     GET  /doc/<id>/page/<n>                 source image beside the result (rendered/raw/edits)
     GET  /doc/<id>/page/<n>/image.png       the source page, rendered in the sandbox, cached
-    POST /doc/<id>/page/<n>/decision        approve | flag + note → review.json
+    POST /doc/<id>/page/<n>/decision        approve (as is or corrected) | reject + reason | flag → review.json
+                                            and the reviewed artifacts (workers.review.reviewed)
     GET  /doc/<id>/next-flagged?from=<n>    → the next refused page
     GET  /doc/<id>/export.json              one JSON for the document's review
-    POST /doc/<id>/release                  → document.reviewed.md
+    POST /doc/<id>/release                  the reviewed artifacts written again
     POST /upload?name=<file.pdf>            the PDF as the request body → {job_id, doc}
     GET  /uploads/<job_id>                  the upload's progress
 """
@@ -16,7 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import getpass
 import json
+import os
 import urllib.parse
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -30,17 +33,18 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, PlainT
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from workers.cli.studio import markup, reviews, risk
+from workers.cli.studio import editor, markup, reviews, risk
 from workers.cli.studio.config import StudioSettings, is_loopback
 from workers.cli.studio.images import SourceImages, SourceUnavailable
 from workers.cli.studio.library import DocRef, Library, NotFound
 from workers.cli.studio.security import Guard, check_csrf, new_csrf
 from workers.cli.studio.uploads import Uploads, receive, scratch
 from workers.errors import InputError, PagefleetError, PdfTooLargeError, error_record
+from workers.review import decisions
 from workers.settings import get_settings
 
 HERE = Path(__file__).parent
-MAX_FORM_BYTES = 64 * 1024
+MAX_FORM_BYTES = 2 << 20  # a decision's form carries the page's corrected text
 
 
 class Studio:
@@ -50,6 +54,7 @@ class Studio:
         self.library = library
         self.settings = settings
         self.csrf = new_csrf()
+        self.reviewer = os.environ.get("PAGEFLEET_STUDIO_REVIEWER") or getpass.getuser()
         self.images = SourceImages(Path(get_settings().cache_dir) / "studio", settings.image_dpi, get_settings())
         self.uploads = Uploads(library, settings, broker)
         self.env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
@@ -106,12 +111,14 @@ def _document_context(studio: Studio, doc_id: str, only_unresolved: bool) -> dic
     review = reviews.load(studio.library, ref)
     low = studio.settings.low_confidence
     pages = doc.get("pages", [])
+    live = {str(p["number"]): d for p in pages if (d := decisions.effective(p, review)) is not None}
     rows = [{"page": p, "rank": risk.rank(p, low), "decision": review.pages.get(str(p["number"])),
-             "unresolved": risk.unresolved(p, review.pages, low)} for p in risk.risk_order(pages, low)]
+             "stale": decisions.is_stale(p, review.pages.get(str(p["number"]))),
+             "unresolved": risk.unresolved(p, live, low)} for p in risk.risk_order(pages, low)]
     if only_unresolved:
         rows = [r for r in rows if r["unresolved"]]
     return {"ref": ref, "doc": doc, "report": report, "review": review, "rows": rows,
-            "stats": risk.page_stats(pages, review.pages, low), "only_unresolved": only_unresolved,
+            "stats": risk.page_stats(pages, live, low), "summary": report.get("review") or {}, "only_unresolved": only_unresolved,
             "first_flagged": risk.next_flagged(pages, None), "health": report.get("engine_health") or {},
             "stale": review.document.get("job_id") not in (None, doc.get("job_id"))}
 
@@ -139,7 +146,8 @@ def _page_context(studio: Studio, doc_id: str, number: int) -> dict[str, Any]:
         "rendered": markup.page_body(page), "has_blocks": bool(page.get("blocks")),
         "edit_view": markup.edit_map(page.get("raw_text", ""), page.get("edits") or [], direction),
         "preview": preview, "preview_html": markup.page_body({**preview, "direction": direction}) if preview else None,
-        "decision": review.pages.get(str(number)),
+        "decision": review.pages.get(str(number)), **editor.context(page, review),
+        "reviewer": studio.reviewer,
         "next_flagged": risk.next_flagged(pages, number), "prev_flagged": risk.next_flagged(pages, number, -1),
         "image_problem": studio.images.availability(doc), "dpi": studio.images.dpi,
     }
@@ -185,14 +193,20 @@ async def _write_request(request: Request) -> tuple[Studio, dict[str, str], DocR
     return studio, form, ref, doc
 
 
+def _decide(studio: Studio, ref: DocRef, doc: dict[str, Any], number: int, form: dict[str, str]) -> reviews.Decision:
+    page = _page_of(doc, number)
+    revision = form.get("revision", "")
+    return reviews.decide(studio.library, ref, doc, number, form.get("decision", ""), form.get("note", ""),
+                          reviewer=form.get("reviewer", ""), reason=form.get("reason", ""), text=form.get("text"),
+                          cells=editor.cells_from_form(page, reviews.load(studio.library, ref), form),
+                          revision=int(revision) if revision.isdigit() else None,
+                          text_sha256=form.get("text_sha256") or None, broker=studio.uploads.broker)
+
+
 async def decision(request: Request) -> Response:
     studio, form, ref, doc = await _write_request(request)
     number = int(request.path_params["n"])
-    _page_of(doc, number)
-    if form.get("decision") not in ("approve", "flag"):
-        raise reviews.ReviewError("decision must be approve or flag")
-    made = await run_in_threadpool(reviews.decide, studio.library, ref, doc, number, form["decision"],
-                                   form.get("note", ""))
+    made = await run_in_threadpool(_decide, studio, ref, doc, number, form)
     if "application/json" in request.headers.get("accept", ""):
         return JSONResponse(made.model_dump(mode="json"))
     target = risk.next_flagged(doc.get("pages", []), number) if form.get("then") == "next" else number

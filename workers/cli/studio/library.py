@@ -4,7 +4,7 @@ A document is a folder holding `document.json` or `error.json` (`OUT/<stem>/` lo
 `artifacts/<sha256>/` on S3). URLs name a document by its folder (`~` for the root itself); an id
 is served only if the listing found it, so no URL can name anything else. Local reads also resolve
 symlinks and refuse anything that lands outside the root. The studio writes only `review.json` and
-`document.reviewed.md`, never `document.json`.
+the reviewed artifacts made from it (`WRITABLE`), never `document.json`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from workers.store.uri import is_s3
 
 ROOT_ID = "~"
 MARKERS = ("document.json", "error.json")
-WRITABLE = ("review.json", "document.reviewed.md")
+WRITABLE = ("review.json", "document.reviewed.json", "document.reviewed.md", "text.reviewed.txt", "chunks.jsonl",
+            "report.json")  # review.json, and what workers.review.reviewed.apply writes from it
 MAX_DEPTH = 6
 
 
@@ -140,10 +141,13 @@ class Library:
         except (UnicodeDecodeError, ValueError) as exc:
             raise StorageError(f"{ref.key(name)} is not valid JSON: {exc}") from exc
 
-    def write(self, ref: DocRef, name: str, data: bytes, content_type: str) -> None:
+    def check_writable(self, ref: DocRef, name: str) -> None:
         if name not in WRITABLE:
             raise NotFound(name)
         root = self.local_root
         if root is not None:
             safe_local_path(root, ref.key(name))  # a symlinked review.json must not write outside
+
+    def write(self, ref: DocRef, name: str, data: bytes, content_type: str) -> None:
+        self.check_writable(ref, name)
         self.storage.put_bytes(ref.key(name), data, content_type)

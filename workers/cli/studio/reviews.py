@@ -1,82 +1,41 @@
-"""Reviewer decisions: `review.json` beside the artifacts, its export, and `document.reviewed.md`.
+"""The studio's side of reviewer decisions: a decision recorded in review.json (`workers.review`),
+then the document's reviewed artifacts regenerated (`workers.review.reviewed.apply`), and the export.
 
-    review.json  {schema_version: 1, document: {job_id, sha256, filename},
-                  pages: {"<n>": {page, decision: approve|flag, note, at, route, reasons}},
-                  history: [every decision in order], released: {at, file, pages} | null}
-
-`document.json` is never rewritten. Releasing writes `document.reviewed.md`: `document.md` with
-every approved refused page's quarantined preview let through, each under a comment recording the
-decision (who decided is the reviewer; what the gate said; the note). Refused pages that were not
-approved stay review markers, as in `document.md`.
+`document.json` is never rewritten. Every write of review.json goes through
+`workers.review.store.update`: a decision made on a page someone decided meanwhile, or on a text the
+page no longer has, is refused (`ReviewConflict`, answered 409) and nothing is lost.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 import threading
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, Field
-
-from workers.store.artifacts import review_marker, rtl_wrapped
 from workers.cli.studio.library import DocRef, Library
-from workers.cli.studio.risk import is_refused
-from workers.errors import PagefleetError
-from workers.model import PageRecord, ReviewPreview
+from workers.review import decisions, store
+from workers.review import metrics as review_metrics
+from workers.review.corrections import cells_to_text, corrected_edits, moved_blocks
+from workers.review.decisions import Decision, Released, ReviewConflict, ReviewError, ReviewFile, base_edits, base_text
+from workers.review.reviewed import REVIEWED_MD, apply, current_view
 
-REVIEW_FILE = "review.json"
-REVIEWED_MD = "document.reviewed.md"
+__all__ = [
+    "REVIEWED_MD",
+    "Decision",
+    "ReviewConflict",
+    "ReviewError",
+    "ReviewFile",
+    "decide",
+    "export",
+    "load",
+    "regenerate",
+    "release",
+]
 _LOCKS: dict[str, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
 
 
-class ReviewError(PagefleetError):
-    """A decision or release the studio cannot make (answered 409/400, never a traceback)."""
-
-    code = "review_error"
-
-
-class Decision(BaseModel):
-    page: int = Field(ge=1)
-    decision: Literal["approve", "flag"]
-    note: str = Field("", max_length=4000)
-    at: str
-    route: str = ""
-    reasons: list[str] = []
-
-
-class Released(BaseModel):
-    at: str
-    file: str = REVIEWED_MD
-    pages: list[int] = []
-
-
-class ReviewFile(BaseModel):
-    schema_version: Literal[1] = 1
-    document: dict[str, Any] = {}
-    pages: dict[str, Decision] = {}
-    history: list[Decision] = []
-    released: Released | None = None
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
-def _lock(ref: DocRef) -> threading.Lock:
-    with _LOCKS_GUARD:
-        return _LOCKS.setdefault(ref.id, threading.Lock())
-
-
 def load(library: Library, ref: DocRef) -> ReviewFile:
-    raw = library.read_json(ref, REVIEW_FILE)
-    return ReviewFile.model_validate(raw) if raw else ReviewFile()
-
-
-def _save(library: Library, ref: DocRef, review: ReviewFile) -> None:
-    data = json.dumps(review.model_dump(mode="json"), ensure_ascii=False, indent=1).encode("utf-8")
-    library.write(ref, REVIEW_FILE, data, "application/json")
+    return decisions.parse(library.read_json(ref, decisions.REVIEW_FILE))
 
 
 def _page(doc: dict[str, Any], number: int) -> dict[str, Any]:
@@ -86,19 +45,63 @@ def _page(doc: dict[str, Any], number: int) -> dict[str, Any]:
     return page
 
 
-def decide(library: Library, ref: DocRef, doc: dict[str, Any], number: int, decision: str, note: str) -> Decision:
-    """Record approve/flag (+ note) for one page; the latest decision per page wins, history keeps all."""
+def correction(page: dict[str, Any], review: ReviewFile, text: str | None,
+               cells: dict[int, list[list[str]]] | None) -> list[dict[str, Any]] | None:
+    """The page's edit map with the reviewer's text and table cells (both against the view the
+    editor started from: `current_view`), or None when the result is the page's own text."""
+    shown = base_text(page)
+    start, blocks = current_view(page, review)
+    corrected = start if text is None else text.replace("\r\n", "\n")
+    if cells and corrected != start:
+        blocks = moved_blocks(blocks, start, corrected, drop_empty=False)
+    tables = [(blocks[i] if 0 <= i < len(blocks) else {}, rows) for i, rows in (cells or {}).items()]
+    for block, rows in sorted(tables, key=lambda t: -int(t[0].get("start", 0))):  # later tables first
+        if block.get("type") != "table":
+            raise ReviewError(f"a grid of page {page['number']} is not one of its tables")
+        corrected = cells_to_text(corrected, block, rows)
+    if corrected == shown:
+        return None
+    return corrected_edits(str(page.get("raw_text") or ""), base_edits(page), shown, corrected)
+
+
+def _document_lock(ref: DocRef) -> threading.Lock:
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault(ref.id, threading.Lock())
+
+
+def regenerate(library: Library, ref: DocRef) -> dict[str, Any] | None:
+    """The document's reviewed artifacts written again from document.json + review.json: one
+    writer at a time in this studio, and again if review.json changed meanwhile (another studio's
+    decision), so the last artifacts written are those of the last review.json."""
+    summary = None
+    with _document_lock(ref):
+        for _ in range(3):
+            before = library.read_bytes(ref, decisions.REVIEW_FILE)
+            summary = apply(library.storage, ref.prefix, lambda name, data, kind: library.write(ref, name, data, kind))
+            if library.read_bytes(ref, decisions.REVIEW_FILE) == before:
+                break
+    return summary
+
+
+def decide(library: Library, ref: DocRef, doc: dict[str, Any], number: int, verdict: str, note: str = "", *,
+           reviewer: str = "", reason: str = "", text: str | None = None,
+           cells: dict[int, list[list[str]]] | None = None, revision: int | None = None,
+           text_sha256: str | None = None, broker: str | None = None) -> Decision:
+    """Record a decision on one page (approve, possibly corrected; reject with a reason; flag),
+    regenerate the reviewed artifacts, and count it on the fleet's broker (`workers.review.metrics`).
+    `revision`/`text_sha256`: what the reviewer's view showed."""
     page = _page(doc, number)
-    made = Decision(page=number, decision=decision, note=note.strip(), at=_now(),  # type: ignore[arg-type]
-                    route=str(page.get("route", "")), reasons=list((page.get("quality") or {}).get("reasons", [])))
-    with _lock(ref):
-        review = load(library, ref)
-        source = doc.get("source") or {}
-        review.document = {"job_id": doc.get("job_id"), "sha256": source.get("sha256"),
-                           "filename": source.get("filename")}
-        review.pages[str(number)] = made
-        review.history.append(made)
-        _save(library, ref, review)
+    edits = correction(page, load(library, ref), text, cells) if verdict == "approve" else None
+    if verdict == "approve" and edits is None and not base_text(page).strip():
+        raise ReviewError(f"page {number} has no text to approve: type its text, or reject it")
+    made = decisions.new_decision(page, verdict, reviewer=reviewer, note=note, reason=reason, edits=edits,
+                                  text_sha256=text_sha256)
+    library.check_writable(ref, decisions.REVIEW_FILE)
+    saved = store.update(library.storage, ref.prefix, lambda review: decisions.record(review, doc, made, revision))
+    summary = regenerate(library, ref)
+    made = saved.pages[str(number)]
+    queued = review_metrics.written_at(library.storage, ref.key("document.json"))
+    review_metrics.record(review_metrics.broker_url(broker), made, queued, doc.get("job_id"), summary)
     return made
 
 
@@ -107,54 +110,30 @@ def export(ref: DocRef, doc: dict[str, Any], review: ReviewFile) -> dict[str, An
     pages = []
     for page in doc.get("pages", []):
         made = review.pages.get(str(page["number"]))
-        pages.append({"page": page["number"], "route": page.get("route"), "refused": is_refused(page),
+        pages.append({"page": page["number"], "route": page.get("route"), "refused": decisions.is_refused(page),
                       "reasons": (page.get("quality") or {}).get("reasons", []),
                       "warnings": (page.get("quality") or {}).get("warnings", []),
                       "decision": made.decision if made else None, "note": made.note if made else "",
-                      "decided_at": made.at if made else None})
-    return {"schema_version": 1, "document": ref.id, "source": doc.get("source"), "job_id": doc.get("job_id"),
+                      "reviewer": made.reviewer if made else None, "reason": made.reason if made else "",
+                      "corrected": made.corrected if made else False,
+                      "stale": decisions.is_stale(page, made), "decided_at": made.at if made else None})
+    return {"schema_version": 2, "document": ref.id, "source": doc.get("source"), "job_id": doc.get("job_id"),
             "status": doc.get("status"), "page_count": doc.get("page_count"), "pages": pages,
             "released": review.released.model_dump(mode="json") if review.released else None}
 
 
-def _comment_safe(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False).replace("--", "- -")
-
-
-def _released_page(page: PageRecord, preview: ReviewPreview, made: Decision) -> str:
-    reasons = ",".join(page.quality.reasons) or "unknown"
-    header = (f"<!-- pagefleet review: page {page.number} was {page.route} (reasons={reasons}); "
-              f"approved by a reviewer at {made.at}; note={_comment_safe(made.note)}; "
-              f"text released from the quarantined preview (engine {_comment_safe(preview.engine)}) -->")
-    direction = page.direction if page.direction in ("rtl", "ltr") else "unknown"
-    return header + "\n\n" + rtl_wrapped(preview.markdown, direction)
-
-
-def reviewed_markdown(doc: dict[str, Any], review: ReviewFile) -> tuple[str, list[int]]:
-    parts: list[str] = []
-    released: list[int] = []
-    for raw in doc.get("pages", []):
-        page = PageRecord.model_validate({k: v for k, v in raw.items() if k in PageRecord.model_fields})
-        made = review.pages.get(str(page.number))
-        parts.append(f"<!-- page {page.number} -->")
-        if not is_refused(raw):
-            parts.append(rtl_wrapped(page.markdown, page.direction))
-        elif made and made.decision == "approve" and page.review_preview is not None:
-            parts.append(_released_page(page, page.review_preview, made))
-            released.append(page.number)
-        else:
-            parts.append(review_marker(page))
-    return "\n\n".join(p for p in parts if p) + "\n", released
-
-
 def release(library: Library, ref: DocRef, doc: dict[str, Any]) -> Released:
-    """Write document.reviewed.md; at least one approved refused page with a preview is required."""
-    with _lock(ref):
-        review = load(library, ref)
-        text, pages = reviewed_markdown(doc, review)
-        if not pages:
-            raise ReviewError("nothing to release: approve a refused page that has a quarantined preview first")
-        library.write(ref, REVIEWED_MD, text.encode("utf-8"), "text/markdown; charset=utf-8")
-        review.released = Released(at=_now(), pages=pages)
-        _save(library, ref, review)
-    return review.released
+    """Regenerate the reviewed artifacts and record which refused pages they let through."""
+    summary = regenerate(library, ref) or {}
+    refused = {int(p["number"]) for p in doc.get("pages", []) if decisions.is_refused(p)}
+    pages = [n for n in summary.get("approved_pages", []) if n in refused]
+    if not pages:
+        raise ReviewError("nothing to release: approve a refused page first")
+    released = Released(at=decisions.now(), file=REVIEWED_MD, pages=pages)
+
+    def mark(review: ReviewFile) -> ReviewFile:
+        return review.model_copy(update={"released": released})
+
+    library.check_writable(ref, decisions.REVIEW_FILE)
+    store.update(library.storage, ref.prefix, mark)
+    return released

@@ -67,6 +67,7 @@ def page_stats(pages: list[dict[str, Any]], decisions: dict[str, Any], low_confi
         "risk": {name: ranks.get(name, 0) for name in RANK_NAMES},
         "approved": verdicts.get("approve", 0),
         "flagged": verdicts.get("flag", 0),
+        "rejected": verdicts.get("reject", 0),
         "unresolved": sum(unresolved(p, decisions, low_confidence) for p in pages),
         "mean_ocr_confidence": round(sum(confidences) / len(confidences), 1) if confidences else None,
     }

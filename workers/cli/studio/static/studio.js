@@ -27,7 +27,7 @@
       else if (e.key === "f") click("flag");
       else if (e.key === "ArrowRight") click("next-page");
       else if (e.key === "ArrowLeft") click("prev-page");
-      else if (["1", "2", "3"].includes(e.key)) showTab(Number(e.key) - 1);
+      else if (["1", "2", "3", "4"].includes(e.key)) showTab(Number(e.key) - 1);
     });
   }
 
@@ -61,6 +61,49 @@
       if (el && img.naturalWidth) show(el);
     });
     rendered.addEventListener("mouseleave", () => { mark.hidden = true; });
+  }
+
+  // Latin runs and numbers (Western and Arabic-Indic digits) keep their own order inside RTL lines
+  const LTR_RUN = /(?:[-+\u2212](?=[0-9]))?[A-Za-z0-9\u00C0-\u024F](?:[A-Za-z0-9\u00C0-\u024F .,:;\/%@&'\u2019_+#=-]*[A-Za-z0-9\u00C0-\u024F%])?|[\u0660-\u0669\u06F0-\u06F9](?:[\u0660-\u0669\u06F0-\u06F9.,\u066B\u066C]*[\u0660-\u0669\u06F0-\u06F9])?%?/g;
+
+  function isolatedLine(line) {  // one preview line: dir=auto, Latin/number runs in <bdi>; text nodes only
+    const div = document.createElement("div");
+    div.dir = "auto";
+    let last = 0;
+    for (const m of line.matchAll(LTR_RUN)) {
+      div.append(line.slice(last, m.index));
+      const bdi = document.createElement("bdi"); bdi.textContent = m[0]; div.append(bdi);
+      last = m.index + m[0].length;
+    }
+    div.append(line.slice(last));
+    if (!line) div.append("\u00a0");
+    return div;
+  }
+
+  function editor() {  // the correction editor: a per-line preview, and the caret's line drawn on the source
+    const area = $("#editor"), preview = $("#editor-preview");
+    if (!area || !preview) return;
+    const render = () => {
+      const lines = area.value.split("\n");
+      preview.replaceChildren(...lines.map(isolatedLine));
+      const at = area.value.slice(0, area.selectionStart).split("\n").length - 1;
+      if (preview.children[at]) preview.children[at].classList.add("caret-line");
+    };
+    const spans = (area.dataset.spans || "").split(";").filter(Boolean).map((s) => s.split(",").map(Number));
+    const img = $("#source-image"), mark = $("#bbox-mark");
+    const follow = () => {
+      render();
+      if (!img || !mark || !img.dataset.dpi || !img.naturalWidth) return;
+      const pos = area.selectionStart;
+      const hit = spans.find((s) => s[0] <= pos && pos <= s[1]);
+      if (!hit) { mark.hidden = true; return; }
+      const scale = (Number(img.dataset.dpi) / 72) * (img.clientWidth / (img.naturalWidth || 1));
+      Object.assign(mark.style, { left: img.offsetLeft + hit[2] * scale + "px", top: img.offsetTop + hit[3] * scale + "px",
+        width: (hit[4] - hit[2]) * scale + "px", height: (hit[5] - hit[3]) * scale + "px" });
+      mark.hidden = false;
+    };
+    ["input", "keyup", "click", "select"].forEach((ev) => area.addEventListener(ev, follow));
+    render();
   }
 
   function text(el, value, cls) { el.textContent = value; if (cls) el.className = cls; return el; }
@@ -103,7 +146,7 @@
   }
 
   document.addEventListener("DOMContentLoaded", () => {
-    keys(tabs()); syncScroll(); upload(); boxes();
+    keys(tabs()); syncScroll(); upload(); boxes(); editor();
     document.documentElement.dataset.ready = "1";  // keys and tabs are live (tests wait for this)
   });
 })();

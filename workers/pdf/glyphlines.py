@@ -1,0 +1,393 @@
+"""Lines read from the glyphs: one row per baseline, in logical order, whatever drew the pieces.
+
+MuPDF groups characters into lines by the text objects that drew them. Producers of RTL text
+draw one visual line in several objects — LibreOffice writes each bidi run as its own, Chromium
+draws the runs in visual order, Word splits words — so a line that mixes directions comes out
+torn (`:9 פתח תקווה` on a line of its own) or with its runs mirrored. Here the page's characters
+are read again from where they are drawn:
+
+    rows      lines whose baselines agree (within a third of the font size) and whose boxes
+              follow each other with at most a word gap's room form one row, when it holds a
+              Hebrew or Arabic letter (a Latin page keeps MuPDF's lines)
+    units     per MuPDF line, in its stream order: a glyph with its combining marks, or the code
+              points of one ligature glyph (`glyph_clusters`): they move together
+    visual    the row's units sorted by their boxes' centres, left to right
+    logical   the Unicode bidirectional algorithm's reading of that visual sequence for the row's
+              direction (`routing.bidi_order`); the text layer maps a bracket drawn mirrored to
+              the character the producer wrote, so nothing is mirrored here
+    gaps      word boundaries from the gaps between glyphs against the font size: a space the
+              producer positioned but never drew is inserted (`word_space_inserted`), a space
+              between two glyphs that touch is taken out (`split_word_rejoined`) — as edits
+              against the row's text, never in it
+
+The answer is a `rawdict` of the same shape, so every later reader of the text layer (the gate's
+evidence, the structure pass, table cells) sees the rows, and the list of gap edits as
+`[start, end, replacement, kind]` against the text those rows give (lines joined by "\\n").
+A row already in order comes back as it was: correct input round-trips unchanged.
+
+Runs inside the sandbox child with the rest of the MuPDF reading; plain data in and out.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+from routing.charclass import LazyTable
+from routing.bidi_order import attachment_faults, balanced_brackets, line_direction, logical_order
+from routing.scripts import is_latin, is_rtl_letter
+from workers.pdf.clusters import glyph_clusters
+from workers.pdf.glyphunits import ZERO, Unit, mark_gaps, placeholders, swapped_ligature
+
+_SENTENCE_END = frozenset(".,:;!?\u060c\u061b\u061f")
+_MARKER = re.compile(r"[\u2022\u25e6\u25aa\u25cf\u2013\-]|\d{1,3}[.)]|[.)]|[\u05d0-\u05ea\u0621-\u064a][.)]")
+UNRESOLVED = "line_order_alternative"
+CLEAR_FAULTS = 2  # punctuation faults one reading must have fewer of to win on them alone
+BASELINE_SHARE = 0.35  # of the font size: two lines whose baselines differ by less share a row
+JOIN_GAP = 0.6  # font sizes: pieces of one row are at most this far apart
+MARKER_GAP = 3.0  # font sizes: a list marker drawn alone stands at most this far from its item
+
+
+@dataclass
+class _Line:
+    """One MuPDF line: its characters in stream order, each with its span's attributes."""
+
+    block: int
+    order: int
+    chars: list[dict[str, Any]]
+    spans: list[dict[str, Any]]  # per character, the span it came from
+    bbox: tuple[float, float, float, float]
+    baseline: float
+    size: float
+    rtl: bool
+    horizontal: bool
+    source: dict[str, Any]
+    marker: bool = False  # the line is a list marker alone (`•`, `1.`, `.`)  # the rawdict line, returned as it was where the row is not rebuilt
+
+
+@dataclass
+class GlyphReading:
+    raw: dict[str, Any]
+    gap_edits: list[list[Any]] = field(default_factory=list)
+    rows_rebuilt: int = 0
+    unresolved: list[list[Any]] = field(default_factory=list)  # [start, end, other reading, bbox]
+
+
+def read_rows(raw: dict[str, Any]) -> GlyphReading:
+    """`raw` (a page's rawdict) with its RTL rows rebuilt from the glyphs."""
+    lines = _lines(raw)
+    if not any(line.rtl for line in lines):
+        return GlyphReading(raw)
+    page_rtl = _page_is_rtl(lines)
+    margins = (min(ln.bbox[0] for ln in lines), max(ln.bbox[2] for ln in lines))
+    rows = _rows(lines, page_rtl)
+    blocks: dict[int, list[tuple[int, dict[str, Any]]]] = {}
+    gap_rows: list[tuple[int, int, list[list[Any]]]] = []  # (block, order, edits within the row)
+    rebuilt = 0
+    for row in rows:
+        first = min(row, key=lambda ln: ln.order)
+        if any(ln.rtl for ln in row) or (page_rtl and (len(row) > 1 or _tail_of_rtl(row) or not _has_letters(row))):
+            line, edits = _read_row(row, page_rtl, _aligned(row, margins))
+            rebuilt += 1
+        else:
+            line, edits = _as_is(row), []
+        blocks.setdefault(first.block, []).append((first.order, line))
+        gap_rows.append((first.block, first.order, edits))
+    out_blocks = []
+    for number, block in enumerate(raw.get("blocks", [])):
+        if block.get("type", 0) != 0 or "lines" not in block:
+            out_blocks.append(block)
+        elif number in blocks:
+            out_blocks.append({**block, "lines": [ln for _, ln in sorted(blocks[number], key=lambda t: t[0])]})
+    edits = _page_edits(out_blocks, gap_rows)
+    return GlyphReading({**raw, "blocks": out_blocks}, [e for e in edits if e[3] != UNRESOLVED], rebuilt,
+                        [[e[0], e[1], e[2], e[4]] for e in edits if e[3] == UNRESOLVED])
+
+
+def _lines(raw: dict[str, Any]) -> list[_Line]:
+    found: list[_Line] = []
+    for number, block in enumerate(raw.get("blocks", [])):
+        for line in block.get("lines", []):
+            chars, spans = [], []
+            for span in line.get("spans", []):
+                for c in span.get("chars", []):
+                    chars.append(c)
+                    spans.append(span)
+            if not chars:
+                continue
+            horizontal = tuple(round(v, 3) for v in line.get("dir", (1, 0))) == (1.0, 0.0) and not line.get("wmode")
+            sizes = sorted(s["size"] for s in spans)
+            baselines = sorted(c["origin"][1] for c in chars)
+            found.append(_Line(number, len(found), chars, spans, tuple(line["bbox"]),  # type: ignore[arg-type]
+                               baselines[len(baselines) // 2], sizes[len(sizes) // 2] or 1.0,
+                               horizontal and any(is_rtl_letter(c["c"]) for c in chars), horizontal, line,
+                               _MARKER.fullmatch("".join(c["c"] for c in chars).strip()) is not None))
+    return found
+
+
+def _page_is_rtl(lines: list[_Line]) -> bool:
+    """Hebrew and Arabic letters at least as many as Latin ones on the page."""
+    rtl = latin = 0
+    for line in lines:
+        for c in line.chars:
+            ch = c["c"]
+            if is_rtl_letter(ch):
+                rtl += 1
+            elif is_latin(ch):
+                latin += 1
+    return rtl >= latin
+
+
+def _mirrored_number(units: list[Unit]) -> bool:
+    """A row of numbers and signs that an RTL paragraph laid out: Arabic-Indic digits (the bidi
+    algorithm's Arabic numbers: `٤٥٪` stands as `٪٤٥`), or a sign written before a number that
+    stands at its right end (`4.5%-`, `250 ₪`). A European number drawn with its sign on the left
+    reads left to right as it stands (`-4.3`)."""
+    inked = [u.key for u in units if not u.space]
+    if any("\u0660" <= k <= "\u0669" or "\u06f0" <= k <= "\u06f9" for k in inked):
+        return True
+    return len(inked) > 1 and inked[0].isdigit() and not inked[-1].isdigit()
+
+
+def _has_letters(row: list[_Line]) -> bool:
+    return any(c["c"].isalpha() for ln in row for c in ln.chars)
+
+
+def _tail_of_rtl(row: list[_Line]) -> bool:
+    """A line with no RTL letter that an RTL paragraph drew: its sentence punctuation stands at
+    its left end (`.https://example.com/docs`), where an LTR line never puts it."""
+    chars = [c for ln in row for c in ln.chars if not c["c"].isspace()]
+    if len(chars) < 2 or not row[0].horizontal:
+        return False
+    left = min(chars, key=lambda c: c["bbox"][0])
+    right = max(chars, key=lambda c: c["bbox"][2])
+    return left["c"] in _SENTENCE_END and right["c"] not in _SENTENCE_END
+
+
+def _rows(lines: list[_Line], page_rtl: bool) -> list[list[_Line]]:
+    """Lines joined into rows: one MuPDF block (columns and table cells are blocks of their own),
+    same baseline, boxes within a word gap of each other, a Hebrew or Arabic letter among them or
+    on most of the page (other lines stand alone)."""
+    parent = list(range(len(lines)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    ordered = sorted(range(len(lines)), key=lambda i: lines[i].baseline)
+    for k, i in enumerate(ordered):
+        a = lines[i]
+        for j in ordered[k + 1:]:
+            b = lines[j]
+            size = min(a.size, b.size)
+            if b.baseline - a.baseline > BASELINE_SHARE * max(a.size, b.size):
+                break
+            if a.block != b.block or not (a.rtl or b.rtl or page_rtl) or not (a.horizontal and b.horizontal) or abs(a.size - b.size) > 0.25 * max(a.size, b.size):
+                continue
+            gap = max(a.bbox[0], b.bbox[0]) - min(a.bbox[2], b.bbox[2])
+            room = MARKER_GAP if a.marker or b.marker else JOIN_GAP
+            if gap <= room * size and not _overprint(a, b):
+                parent[find(j)] = find(i)
+    groups: dict[int, list[_Line]] = {}
+    for i in range(len(lines)):
+        groups.setdefault(find(i), []).append(lines[i])
+    rows = list(groups.values())
+    rows.sort(key=lambda row: min(ln.order for ln in row))
+    return rows
+
+
+def _overprint(a: _Line, b: _Line) -> bool:
+    """The same characters drawn twice, a hair apart (a producer's simulated bold)."""
+    return abs(a.bbox[0] - b.bbox[0]) < 0.2 * a.size and [c["c"] for c in a.chars] == [c["c"] for c in b.chars]
+
+
+def _as_is(row: list[_Line]) -> dict[str, Any]:
+    """A row that is not rebuilt: its one MuPDF line (rows of several lines are RTL rows)."""
+    return row[0].source
+
+
+def _units(line: _Line) -> list[Unit]:
+    """A MuPDF line's units in stream order: ligature clusters, and glyphs with their marks."""
+    chars, spans = line.chars, line.spans
+    text = "".join([c["c"] for c in chars])
+    kinds = _KINDS.apply(text) if len(text) == len(chars) else "".join(_KINDS.apply(c["c"])[:1] or "o" for c in chars)
+    starts = dict(glyph_clusters(chars, kinds)) if ("R" in kinds and _may_cluster(chars)) else {}
+    units: list[Unit] = []
+    n, i = len(chars), 0
+    while i < n:
+        end = starts.get(i, i + 1)
+        while end < n and kinds[end] == "M":
+            end += 1
+        if end == i + 1:  # most units: one glyph
+            c = chars[i]
+            box = c["bbox"]
+            units.append(Unit([(c, spans[i])], box[0], box[2], kinds[i] == " ", text[i]))
+            i = end
+            continue
+        members = list(zip(chars[i:end], spans[i:end]))
+        wide = [c for c, _ in members if c["bbox"][2] - c["bbox"][0] > ZERO] or [members[0][0]]
+        base = next((text[k] for k in range(i, end) if kinds[k] != "M"), text[i])
+        units.append(Unit(members, min(c["bbox"][0] for c in wide), max(c["bbox"][2] for c in wide),
+                          kinds[i] == " ", base))
+        i = end
+    return units
+
+
+def _may_cluster(chars: list[dict[str, Any]]) -> bool:
+    """Whether a line can hold a ligature cluster at all: a glyph with no width, or two boxes that
+    start at one point (`glyph_clusters`' candidates), looked for in one pass."""
+    starts = [c["bbox"][0] for c in chars]
+    return any(c["bbox"][2] - c["bbox"][0] <= ZERO for c in chars) or any(
+        abs(a - b) <= ZERO for a, b in zip(starts, starts[1:]))
+
+
+def _kind(ch: str) -> str:
+    if ch.isspace():
+        return " "
+    if unicodedata.category(ch).startswith("M"):
+        return "M"
+    return "R" if is_rtl_letter(ch) else "o"
+
+
+_KINDS = LazyTable(_kind)  # one code a character, as `fastwalk.glyph_kinds` gives them
+
+
+def _aligned(row: list[_Line], margins: tuple[float, float]) -> bool | None:
+    """True where the row stands flush with the page's right text edge and not its left one (an
+    RTL paragraph's line), False for the other way round, None where it says nothing."""
+    size = max(ln.size for ln in row)
+    left = min(ln.bbox[0] for ln in row) - margins[0] < 0.5 * size
+    right = margins[1] - max(ln.bbox[2] for ln in row) < 0.5 * size
+    return None if left == right else right
+
+
+def _read_row(row: list[_Line], page_rtl: bool, aligned: bool | None = None) -> tuple[dict[str, Any], list[list[Any]]]:
+    """One row: units in visual order, placeholder spaces set aside, gap repairs marked, then the
+    logical order for the row's direction."""
+    units = [u for line in sorted(row, key=lambda ln: ln.order) for u in _units(line)]
+    units.sort(key=lambda u: u.centre)  # stable: ties keep the stream order
+    size = sorted(ln.size for ln in row)[len(row) // 2]
+    letters = any(ln.rtl for ln in row)
+    set_aside = placeholders(units)
+    units = [u for u in units if u.under is None]
+    visual = mark_gaps(units, size)
+    alternative = None
+    if letters:
+        order, alternative, rtl = _letters_order(visual, page_rtl, aligned)
+    else:
+        rtl = page_rtl and (_tail_of_rtl(row) if _has_letters(row) else _mirrored_number(visual))
+        order, _ = logical_order([u.key for u in visual], rtl)
+    after: dict[int, list[Unit]] = {}
+    for space in set_aside:
+        after.setdefault(id(space.under), []).append(space)
+    kept: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    edits: list[list[Any]] = []
+    for unit in (u for index in order for u in [visual[index], *after.get(id(visual[index]), [])]):
+        members = unit.chars
+        if unit.synthetic:
+            edits.append([len(kept), len(kept), " ", "word_space_inserted"])
+            continue
+        if unit.dropped:
+            edits.append([len(kept), len(kept) + len(members), "", "split_word_rejoined"])
+        elif unit.under is not None:
+            edits.append([len(kept), len(kept) + len(members), "", "space_under_glyph"])
+        elif (swapped := swapped_ligature(members, kept[-1][0]["c"] if kept else "")) is not None:
+            edits.append([len(kept), len(kept) + 2, swapped, "ligature_order"])
+        kept += members
+    line = {**_line_dict(kept), "rtl": rtl}  # the direction it was read in: a repair reads it again
+    if alternative is not None:  # the row reads both ways: the other reading goes to a referee
+        other = "".join(c["c"] for index in alternative for u in [visual[index], *after.get(id(visual[index]), [])]
+                        for c, _ in u.chars)
+        return line, [*_squeeze(edits), [0, len(kept), other, UNRESOLVED, [round(v, 2) for v in line["bbox"]]]]
+    return line, _squeeze(edits)
+
+
+def _squeeze(edits: list[list[Any]]) -> list[list[Any]]:
+    """Edits in order, none overlapping: an insertion next to a removal is dropped with it."""
+    out: list[list[Any]] = []
+    for edit in sorted(edits, key=lambda e: (e[0], e[1])):
+        if out and edit[0] < out[-1][1]:
+            continue
+        if out and out[-1][3] != edit[3] and out[-1][1] == edit[0] == edit[1] and out[-1][0] != out[-1][1]:
+            out.pop()  # a space taken out and put back in the same place: nothing changes
+            continue
+        out.append(edit)
+    return out
+
+
+def _letters_order(units: list[Unit], page_rtl: bool,
+                   aligned: bool | None) -> tuple[list[int], list[int] | None, bool]:
+    """The logical order of a row holding RTL letters, read in both directions: a reading that
+    keeps punctuation with its words clearly better (`(English :באנגלית) אנגלית` is `אנגלית
+    (באנגלית: English)`; brackets a producer mapped to their mirrored glyphs are balanced first, as
+    the repairs will) wins, then the direction the end letters give, then fewer punctuation
+    faults at all, then the side the row is flush with, then the page's direction. Where only the
+    page's direction chose between two different readings, the other comes back too."""
+    keys = [u.key for u in units]
+    texts = [_unit_text(u) for u in units]
+    ends = line_direction("".join(keys))
+    readings = []
+    for rtl in (True, False) if ends is not False else (False, True):
+        order = logical_order(keys, rtl)[0]
+        text = balanced_brackets("".join([texts[i] for i in order]))
+        if rtl is ends and not readings and attachment_faults(text) == 0:
+            return order, None, rtl  # the end letters' direction, and nothing against it
+        faults = attachment_faults(text)
+        readings.append([faults, rtl != ends if ends is not None else 0, faults,
+                         rtl != aligned if aligned is not None else 0, rtl != page_rtl, order, text.split(), rtl])
+    if abs(readings[0][0] - readings[1][0]) < CLEAR_FAULTS:  # then the end letters first
+        readings[0][0] = readings[1][0] = 0
+    readings = [(tuple(r[:5]), r[5], r[6], r[7]) for r in readings]
+    readings.sort(key=lambda r: r[0])
+    best, other = readings
+    if best[0][:4] == other[0][:4] and best[2] != other[2]:
+        return best[1], other[1], best[3]
+    return best[1], None, best[3]
+
+
+def _unit_text(unit: Unit) -> str:
+    return " " if unit.synthetic else "".join(c["c"] for c, _ in unit.chars)
+
+
+def _line_dict(members: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
+    """A rawdict line from (char, span) pairs: consecutive characters of one span share a span."""
+    spans: list[dict[str, Any]] = []
+    source: Any = None
+    for c, span in members:
+        if span is not source:
+            spans.append({**{k: v for k, v in span.items() if k != "chars"}, "chars": []})
+            source = span
+        spans[-1]["chars"].append(c)
+    for span in spans:
+        boxes = [c["bbox"] for c in span["chars"]]
+        span["bbox"] = (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes),
+                        max(b[3] for b in boxes))
+    boxes = [s["bbox"] for s in spans] or [(0.0, 0.0, 0.0, 0.0)]
+    return {"spans": spans, "wmode": 0, "dir": (1.0, 0.0), "rebuilt": True,
+            "bbox": (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes),
+                     max(b[3] for b in boxes))}
+
+
+def _page_edits(blocks: list[dict[str, Any]], rows: list[tuple[int, int, list[list[Any]]]]) -> list[list[Any]]:
+    """The rows' edits moved to page offsets (the page text: every line's characters, lines
+    joined by one newline, in block order)."""
+    pending = {(b, o): e for b, o, e in rows if e}
+    if not pending:
+        return []
+    # the rows in page order, as read_rows laid them out: (block, order) sorted within blocks
+    layout = sorted(((b, o) for b, o, _ in rows), key=lambda t: (t[0], t[1]))
+    lengths = []
+    for block in blocks:
+        for line in block.get("lines", []):
+            lengths.append(sum(len(c["c"]) for s in line["spans"] for c in s["chars"]))
+    out: list[list[Any]] = []
+    offset = 0
+    for (key, length) in zip(layout, lengths):
+        for start, end, *rest in pending.get(key, []):
+            out.append([offset + start, offset + end, *rest])
+        offset += length + 1
+    return out
