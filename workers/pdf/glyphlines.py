@@ -39,9 +39,11 @@ from routing.charclass import LazyTable
 from routing.bidi_order import attachment_faults, balanced_brackets, line_direction, logical_order
 from routing.scripts import is_latin, is_rtl_letter
 from workers.pdf.clusters import glyph_clusters
-from workers.pdf.glyphunits import ZERO, Unit, mark_gaps, placeholders, swapped_ligature
+from workers.pdf.glyphunits import SPACE_GAP, TOUCH_GAP, ZERO, Unit, mark_gaps, placeholders, swapped_ligature
 
 _SENTENCE_END = frozenset(".,:;!?\u060c\u061b\u061f")
+# what the bidi algorithm may move in an RTL line: digits, Latin letters, brackets and the like
+_NOT_PLAIN = re.compile(r"[0-9A-Za-z\u00c0-\u024f\u0660-\u0669\u06f0-\u06f9()\[\]{}<>\"'/\\+\-%$#@&*=_|~^\u20aa\u20ac\u00a3\u00ab\u00bb\u2039\u203a\u200c\u200d\u200e\u200f\u202a-\u202e\u2066-\u2069\ufffd]")
 _MARKER = re.compile(r"[\u2022\u25e6\u25aa\u25cf\u2013\-]|\d{1,3}[.)]|[.)]|[\u05d0-\u05ea\u0621-\u064a][.)]")
 UNRESOLVED = "line_order_alternative"
 CLEAR_FAULTS = 2  # punctuation faults one reading must have fewer of to win on them alone
@@ -88,7 +90,9 @@ def read_rows(raw: dict[str, Any]) -> GlyphReading:
     rebuilt = 0
     for row in rows:
         first = min(row, key=lambda ln: ln.order)
-        if any(ln.rtl for ln in row) or (page_rtl and (len(row) > 1 or _tail_of_rtl(row) or not _has_letters(row))):
+        if len(row) == 1 and _in_order(row[0]):
+            line, edits = _as_is(row), []
+        elif any(ln.rtl for ln in row) or (page_rtl and (len(row) > 1 or _tail_of_rtl(row) or not _has_letters(row))):
             line, edits = _read_row(row, page_rtl, _aligned(row, margins))
             rebuilt += 1
         else:
@@ -200,6 +204,27 @@ def _rows(lines: list[_Line], page_rtl: bool) -> list[list[_Line]]:
     return rows
 
 
+def _in_order(line: _Line) -> bool:
+    """A line read right to left as MuPDF gives it: RTL letters, marks, spaces and sentence
+    punctuation only (no digit, Latin letter or bracket: nothing the bidi algorithm could move),
+    its glyphs' boxes falling from right to left in stream order, and no gap without a space that
+    could be a word boundary. Such a row is its own reading."""
+    if not line.rtl:
+        return False
+    text = "".join([c["c"] for c in line.chars])
+    if _NOT_PLAIN.search(text):
+        return False
+    prev_x0, size = None, line.size
+    for c in line.chars:
+        x0, x1 = c["bbox"][0], c["bbox"][2]
+        if x1 - x0 <= ZERO:
+            return False  # a ligature's or a mark's own box: leave it to the units
+        if prev_x0 is not None and (x1 > prev_x0 + TOUCH_GAP * size or prev_x0 - x1 > SPACE_GAP * size):
+            return False
+        prev_x0 = x0
+    return True
+
+
 def _overprint(a: _Line, b: _Line) -> bool:
     """The same characters drawn twice, a hair apart (a producer's simulated bold)."""
     return abs(a.bbox[0] - b.bbox[0]) < 0.2 * a.size and [c["c"] for c in a.chars] == [c["c"] for c in b.chars]
@@ -272,7 +297,7 @@ def _read_row(row: list[_Line], page_rtl: bool, aligned: bool | None = None) -> 
     units.sort(key=lambda u: u.centre)  # stable: ties keep the stream order
     size = sorted(ln.size for ln in row)[len(row) // 2]
     letters = any(ln.rtl for ln in row)
-    set_aside = placeholders(units)
+    set_aside = placeholders(units) if len(row) > 1 else []  # another text object's glyph: pieces only
     units = [u for u in units if u.under is None]
     visual = mark_gaps(units, size)
     alternative = None
