@@ -42,6 +42,7 @@ from workers.pdf.clusters import glyph_clusters
 from workers.pdf.glyphunits import SPACE_GAP, TOUCH_GAP, ZERO, Unit, mark_gaps, placeholders, swapped_ligature
 
 _SENTENCE_END = frozenset(".,:;!?\u060c\u061b\u061f")
+_BREAKS = frozenset("\n\r\u2028\u2029\x00")
 # what the bidi algorithm may move in an RTL line: digits, Latin letters, brackets and the like
 _NOT_PLAIN = re.compile(r"[0-9A-Za-z\u00c0-\u024f\u0660-\u0669\u06f0-\u06f9()\[\]{}<>\"'/\\+\-%$#@&*=_|~^\u20aa\u20ac\u00a3\u00ab\u00bb\u2039\u203a\u200c\u200d\u200e\u200f\u202a-\u202e\u2066-\u2069\ufffd]")
 _MARKER = re.compile(r"[\u2022\u25e6\u25aa\u25cf\u2013\-]|\d{1,3}[.)]|[.)]|[\u05d0-\u05ea\u0621-\u064a][.)]")
@@ -294,7 +295,8 @@ def _read_row(row: list[_Line], page_rtl: bool, aligned: bool | None = None) -> 
     """One row: units in visual order, placeholder spaces set aside, gap repairs marked, then the
     logical order for the row's direction."""
     units = [u for line in sorted(row, key=lambda ln: ln.order) for u in _units(line)]
-    units.sort(key=lambda u: u.centre)  # stable: ties keep the stream order
+    breaks = [u for u in units if u.key in _BREAKS]  # a line end MuPDF kept stays at the row's end
+    units = sorted((u for u in units if u.key not in _BREAKS), key=lambda u: u.centre)  # stable on ties
     size = sorted(ln.size for ln in row)[len(row) // 2]
     letters = any(ln.rtl for ln in row)
     set_aside = placeholders(units) if len(row) > 1 else []  # another text object's glyph: pieces only
@@ -323,10 +325,11 @@ def _read_row(row: list[_Line], page_rtl: bool, aligned: bool | None = None) -> 
         elif (swapped := swapped_ligature(members, kept[-1][0]["c"] if kept else "")) is not None:
             edits.append([len(kept), len(kept) + 2, swapped, "ligature_order"])
         kept += members
+    kept += [m for u in breaks for m in u.chars]
     line = {**_line_dict(kept), "rtl": rtl}  # the direction it was read in: a repair reads it again
     if alternative is not None:  # the row reads both ways: the other reading goes to a referee
         other = "".join(c["c"] for index in alternative for u in [visual[index], *after.get(id(visual[index]), [])]
-                        for c, _ in u.chars)
+                        for c, _ in u.chars) + "".join(c["c"] for u in breaks for c, _ in u.chars)
         return line, [*_squeeze(edits), [0, len(kept), other, UNRESOLVED, [round(v, 2) for v in line["bbox"]]]]
     return line, _squeeze(edits)
 
