@@ -36,10 +36,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from routing.charclass import LazyTable
-from routing.bidi_order import attachment_faults, balanced_brackets, line_direction, logical_order
+from routing.bidi_order import logical_order
 from routing.scripts import is_latin, is_rtl_letter
 from workers.pdf.clusters import glyph_clusters
-from workers.pdf.glyphunits import SPACE_GAP, TOUCH_GAP, ZERO, Unit, mark_gaps, placeholders, swapped_ligature
+from workers.pdf.glyphunits import (
+    SPACE_GAP, TOUCH_GAP, ZERO, Unit, letters_order, mark_gaps, mirrored_number, placeholders, swapped_ligature,
+)
 
 _SENTENCE_END = frozenset(".,:;!?\u060c\u061b\u061f")
 _BREAKS = frozenset("\n\r\u2028\u2029\x00")
@@ -47,7 +49,6 @@ _BREAKS = frozenset("\n\r\u2028\u2029\x00")
 _NOT_PLAIN = re.compile(r"[0-9A-Za-z\u00c0-\u024f\u0660-\u0669\u06f0-\u06f9()\[\]{}<>\"'/\\+\-%$#@&*=_|~^\u20aa\u20ac\u00a3\u00ab\u00bb\u2039\u203a\u200c\u200d\u200e\u200f\u202a-\u202e\u2066-\u2069\ufffd]")
 _MARKER = re.compile(r"[\u2022\u25e6\u25aa\u25cf\u2013\-]|\d{1,3}[.)]|[.)]|[\u05d0-\u05ea\u0621-\u064a][.)]")
 UNRESOLVED = "line_order_alternative"
-CLEAR_FAULTS = 2  # punctuation faults one reading must have fewer of to win on them alone
 BASELINE_SHARE = 0.35  # of the font size: two lines whose baselines differ by less share a row
 JOIN_GAP = 0.6  # font sizes: pieces of one row are at most this far apart
 MARKER_GAP = 3.0  # font sizes: a list marker drawn alone stands at most this far from its item
@@ -143,17 +144,6 @@ def _page_is_rtl(lines: list[_Line]) -> bool:
             elif is_latin(ch):
                 latin += 1
     return rtl >= latin
-
-
-def _mirrored_number(units: list[Unit]) -> bool:
-    """A row of numbers and signs that an RTL paragraph laid out: Arabic-Indic digits (the bidi
-    algorithm's Arabic numbers: `٤٥٪` stands as `٪٤٥`), or a sign written before a number that
-    stands at its right end (`4.5%-`, `250 ₪`). A European number drawn with its sign on the left
-    reads left to right as it stands (`-4.3`)."""
-    inked = [u.key for u in units if not u.space]
-    if any("\u0660" <= k <= "\u0669" or "\u06f0" <= k <= "\u06f9" for k in inked):
-        return True
-    return len(inked) > 1 and inked[0].isdigit() and not inked[-1].isdigit()
 
 
 def _has_letters(row: list[_Line]) -> bool:
@@ -304,9 +294,9 @@ def _read_row(row: list[_Line], page_rtl: bool, aligned: bool | None = None) -> 
     visual = mark_gaps(units, size)
     alternative = None
     if letters:
-        order, alternative, rtl = _letters_order(visual, page_rtl, aligned)
+        order, alternative, rtl = letters_order(visual, page_rtl, aligned)
     else:
-        rtl = page_rtl and (_tail_of_rtl(row) if _has_letters(row) else _mirrored_number(visual))
+        rtl = page_rtl and (_tail_of_rtl(row) if _has_letters(row) else mirrored_number(visual))
         order, _ = logical_order([u.key for u in visual], rtl)
     after: dict[int, list[Unit]] = {}
     for space in set_aside:
@@ -345,40 +335,6 @@ def _squeeze(edits: list[list[Any]]) -> list[list[Any]]:
             continue
         out.append(edit)
     return out
-
-
-def _letters_order(units: list[Unit], page_rtl: bool,
-                   aligned: bool | None) -> tuple[list[int], list[int] | None, bool]:
-    """The logical order of a row holding RTL letters, read in both directions: a reading that
-    keeps punctuation with its words clearly better (`(English :באנגלית) אנגלית` is `אנגלית
-    (באנגלית: English)`; brackets a producer mapped to their mirrored glyphs are balanced first, as
-    the repairs will) wins, then the direction the end letters give, then fewer punctuation
-    faults at all, then the side the row is flush with, then the page's direction. Where only the
-    page's direction chose between two different readings, the other comes back too."""
-    keys = [u.key for u in units]
-    texts = [_unit_text(u) for u in units]
-    ends = line_direction("".join(keys))
-    readings = []
-    for rtl in (True, False) if ends is not False else (False, True):
-        order = logical_order(keys, rtl)[0]
-        text = balanced_brackets("".join([texts[i] for i in order]))
-        if rtl is ends and not readings and attachment_faults(text) == 0:
-            return order, None, rtl  # the end letters' direction, and nothing against it
-        faults = attachment_faults(text)
-        readings.append([faults, rtl != ends if ends is not None else 0, faults,
-                         rtl != aligned if aligned is not None else 0, rtl != page_rtl, order, text.split(), rtl])
-    if abs(readings[0][0] - readings[1][0]) < CLEAR_FAULTS:  # then the end letters first
-        readings[0][0] = readings[1][0] = 0
-    readings = [(tuple(r[:5]), r[5], r[6], r[7]) for r in readings]
-    readings.sort(key=lambda r: r[0])
-    best, other = readings
-    if best[0][:4] == other[0][:4] and best[2] != other[2]:
-        return best[1], other[1], best[3]
-    return best[1], None, best[3]
-
-
-def _unit_text(unit: Unit) -> str:
-    return " " if unit.synthetic else "".join(c["c"] for c, _ in unit.chars)
 
 
 def _line_dict(members: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
