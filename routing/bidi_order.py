@@ -159,6 +159,7 @@ def attachment_faults(text: str) -> int:
 
 
 _SWAP = str.maketrans("()[]{}", ")(][}{")
+_LETTER = re.compile(r"[^\W\d_]")
 
 
 def balanced_brackets(text: str) -> str:
@@ -186,10 +187,12 @@ def line_direction(line: str) -> bool | None:
     where the ends disagree or there is no letter (the line reads both ways): a paragraph starts
     with its first strong letter (UAX #9, P2), at the right end of an RTL line and the left end of
     an LTR one."""
-    strong = [is_rtl_letter(ch) for ch in line if ch.isalpha()]
-    if not strong or strong[0] != strong[-1]:
+    first = _LETTER.search(line)
+    if first is None:
         return None
-    return strong[-1]
+    last = _LETTER.search(line[::-1])
+    start, end = is_rtl_letter(first.group()), is_rtl_letter(last.group()) if last else False
+    return start if start == end else None
 
 
 def line_is_rtl(line: str, default: bool) -> bool:

@@ -135,15 +135,8 @@ def _lines(raw: dict[str, Any]) -> list[_Line]:
 
 def _page_is_rtl(lines: list[_Line]) -> bool:
     """Hebrew and Arabic letters at least as many as Latin ones on the page."""
-    rtl = latin = 0
-    for line in lines:
-        for c in line.chars:
-            ch = c["c"]
-            if is_rtl_letter(ch):
-                rtl += 1
-            elif is_latin(ch):
-                latin += 1
-    return rtl >= latin
+    scripts = _SCRIPTS.apply("".join([c["c"] for line in lines for c in line.chars]))
+    return scripts.count("R") >= scripts.count("L")
 
 
 def _has_letters(row: list[_Line]) -> bool:
@@ -270,6 +263,7 @@ def _kind(ch: str) -> str:
 
 
 _KINDS = LazyTable(_kind)  # one code a character, as `mupdf.glyph_kinds` gives them
+_SCRIPTS = LazyTable(lambda ch: "R" if is_rtl_letter(ch) else "L" if is_latin(ch) else None)
 
 
 def _aligned(row: list[_Line], margins: tuple[float, float]) -> bool | None:
@@ -312,7 +306,7 @@ def _read_row(row: list[_Line], page_rtl: bool, aligned: bool | None = None) -> 
             edits.append([len(kept), len(kept) + len(members), "", "split_word_rejoined"])
         elif unit.under is not None:
             edits.append([len(kept), len(kept) + len(members), "", "space_under_glyph"])
-        elif (swapped := swapped_ligature(members, kept[-1][0]["c"] if kept else "")) is not None:
+        elif len(members) == 2 and (swapped := swapped_ligature(members, kept[-1][0]["c"] if kept else "")):
             edits.append([len(kept), len(kept) + 2, swapped, "ligature_order"])
         kept += members
     kept += [m for u in breaks for m in u.chars]

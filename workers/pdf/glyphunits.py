@@ -163,4 +163,6 @@ def letters_order(units: list[Unit], page_rtl: bool,
 
 
 def unit_text(unit: Unit) -> str:
-    return " " if unit.synthetic else "".join(c["c"] for c, _ in unit.chars)
+    if unit.synthetic:
+        return " "
+    return unit.chars[0][0]["c"] if len(unit.chars) == 1 else "".join([c["c"] for c, _ in unit.chars])
