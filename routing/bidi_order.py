@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from bidi import algorithm as uba
 from bidi import get_display
 
+from routing.charclass import LazyTable
 from routing.scripts import is_rtl_letter
 
 MIRRORED: dict[str, str] = dict(uba.MIRRORED)
@@ -38,6 +39,10 @@ MIRRORED: dict[str, str] = dict(uba.MIRRORED)
 # edit), so each stands where its glyph stands, as a neutral
 _KEPT_AS_NEUTRAL = frozenset(uba.X9_REMOVED) | {"LRI", "RLI", "FSI", "PDI"}
 _LEVEL = re.compile(r"Level\(\s*(\d+)")
+# a character that can take a level other than an RTL paragraph's own (1): its class is not R, AL
+# or a neutral (paired brackets resolve to the embedding's direction between RTL letters alone)
+_MOVES = LazyTable(lambda ch: None if unicodedata.bidirectional(ch) in {"R", "AL", "WS", "ON", "NSM", "BN", "CS", "B", "S"}
+                   else "x")
 _L1_RESET = frozenset({"WS", "BN", "LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"})
 _SEPARATOR = frozenset({"S", "B"})
 
@@ -49,6 +54,8 @@ def logical_order(units: Sequence[str], rtl: bool) -> tuple[list[int], list[bool
     if not units:
         return [], []
     keys = [(unit[:1] or " ").replace("\n", " ") for unit in units]
+    if rtl and not _MOVES.apply("".join(keys)):  # RTL letters and neutrals only: every level is 1
+        return list(range(len(keys) - 1, -1, -1)), [True] * len(keys)
     levels = _resolved_levels("".join(keys), rtl)
     if levels is None:
         return _pure_python_order(units, rtl)
@@ -152,6 +159,7 @@ def attachment_faults(text: str) -> int:
 
 
 _SWAP = str.maketrans("()[]{}", ")(][}{")
+_LETTER = re.compile(r"[^\W\d_]")
 
 
 def balanced_brackets(text: str) -> str:
@@ -179,10 +187,12 @@ def line_direction(line: str) -> bool | None:
     where the ends disagree or there is no letter (the line reads both ways): a paragraph starts
     with its first strong letter (UAX #9, P2), at the right end of an RTL line and the left end of
     an LTR one."""
-    strong = [is_rtl_letter(ch) for ch in line if ch.isalpha()]
-    if not strong or strong[0] != strong[-1]:
+    first = _LETTER.search(line)
+    if first is None:
         return None
-    return strong[-1]
+    last = _LETTER.search(line[::-1])
+    start, end = is_rtl_letter(first.group()), is_rtl_letter(last.group()) if last else False
+    return start if start == end else None
 
 
 def line_is_rtl(line: str, default: bool) -> bool:

@@ -21,8 +21,8 @@ class Rung(StrEnum):
     GPU_OCR = "gpu_ocr"
 
 
-Route = Literal["text_layer", "text_layer_repaired", "fallback_text", "ocr", "review_required", "failed", "reviewed",
-                "rejected"]  # reviewed, rejected: document.reviewed.json only (workers.review.reviewed)
+Route = Literal["text_layer", "text_layer_repaired", "fallback_text", "ocr", "no_text", "review_required", "failed",
+                "reviewed", "rejected"]  # reviewed, rejected: document.reviewed.json only (workers.review.reviewed)
 RouterSource = Literal["text_layer", "siglip2", "osd", "default"]
 
 

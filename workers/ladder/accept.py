@@ -216,6 +216,22 @@ def review_record(
     )
 
 
+def no_text_record(number: int, router: RouterInfo, attempts: list[Attempt], *, layer: dict[str, Any]) -> PageRecord:
+    """A page with no text anywhere: no text layer, and every engine that read it found nothing.
+    Accepted empty, with a warning that says what the page is (`picture_only` or `blank`)."""
+    picture = bool(layer.get("images") or layer.get("drawings") or layer.get("image_coverage"))
+    return PageRecord(
+        number=number,
+        script="unknown",
+        direction=direction_of("unknown"),
+        router=router,
+        route="no_text",
+        attempts=attempts,
+        quality=Quality(ok=True, warnings=["picture_only" if picture else "blank"]),
+        layer=layer,
+    )
+
+
 def failed_record(
     number: int, router: RouterInfo, attempts: list[Attempt], reasons: list[str], *, layer: dict[str, Any]
 ) -> PageRecord:

@@ -30,7 +30,9 @@ from workers.ladder import fallback, visual
 from workers.pdf.source import render_page
 from workers.engines.base import Engine, EngineHealth, PageImage, create, device_of
 from workers.errors import EngineError, SandboxError
-from workers.ladder.accept import Candidate, PageContext, consider, failed_record, layer_candidate, review_record
+from workers.ladder.accept import (
+    Candidate, PageContext, consider, failed_record, layer_candidate, no_text_record, review_record,
+)
 from workers.ladder.ocr_structure import with_paragraph_boxes
 from workers.model import Attempt, JobSpec, PageRecord, PendingPage, RouterInfo, Rung
 from workers.settings import Settings
@@ -316,8 +318,23 @@ def _give_up(w: PageWork) -> PageRecord:
     if readable:
         best = max(readable, key=Candidate.score)
         return review_record(w.number, best, w.router(), w.attempts, layer=w.pending.layer)
+    if _nothing_to_read(w):
+        return no_text_record(w.number, w.router(), w.attempts, layer=w.pending.layer)
     reasons = sorted({r for a in w.attempts for r in a.reasons}) or ["no_engine_could_read"]
     return failed_record(w.number, w.router(), w.attempts, reasons, layer=w.pending.layer)
+
+
+NO_TEXT_LAYERS = frozenset({"image_only", "blank"})
+
+
+def _nothing_to_read(w: PageWork) -> bool:
+    """No text layer, and every engine that read the page found no text at all (none crashed, timed
+    out or was missing): a photograph, a drawing, a blank page. A page where one did not finish
+    stays failed: its text regions may hold words nobody read."""
+    if w.pending.layer.get("kind") not in NO_TEXT_LAYERS:
+        return False
+    read = [a for a in w.attempts if a.rung in (Rung.OCR, Rung.GPU_OCR)]
+    return bool(read) and all(set(a.reasons) <= {"no_text"} and not a.accepted for a in read)
 
 
 def failed_page(job: JobSpec, number: int, reasons: list[str], settings: Settings, detail: str = "") -> PageRecord:

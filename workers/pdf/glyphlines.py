@@ -36,15 +36,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from routing.charclass import LazyTable
-from routing.bidi_order import attachment_faults, balanced_brackets, line_direction, logical_order
+from routing.bidi_order import logical_order
 from routing.scripts import is_latin, is_rtl_letter
 from workers.pdf.clusters import glyph_clusters
-from workers.pdf.glyphunits import ZERO, Unit, mark_gaps, placeholders, swapped_ligature
+from workers.pdf.glyphunits import (
+    SPACE_GAP, TOUCH_GAP, ZERO, Unit, letters_order, mark_gaps, mirrored_number, placeholders, swapped_ligature,
+)
 
 _SENTENCE_END = frozenset(".,:;!?\u060c\u061b\u061f")
+_BREAKS = frozenset("\n\r\u2028\u2029\x00")
+# what the bidi algorithm may move in an RTL line: digits, Latin letters, brackets and the like
+_NOT_PLAIN = re.compile(r"[0-9A-Za-z\u00c0-\u024f\u0660-\u0669\u06f0-\u06f9()\[\]{}<>\"'/\\+\-%$#@&*=_|~^\u20aa\u20ac\u00a3\u00ab\u00bb\u2039\u203a\u200c\u200d\u200e\u200f\u202a-\u202e\u2066-\u2069\ufffd]")
 _MARKER = re.compile(r"[\u2022\u25e6\u25aa\u25cf\u2013\-]|\d{1,3}[.)]|[.)]|[\u05d0-\u05ea\u0621-\u064a][.)]")
 UNRESOLVED = "line_order_alternative"
-CLEAR_FAULTS = 2  # punctuation faults one reading must have fewer of to win on them alone
 BASELINE_SHARE = 0.35  # of the font size: two lines whose baselines differ by less share a row
 JOIN_GAP = 0.6  # font sizes: pieces of one row are at most this far apart
 MARKER_GAP = 3.0  # font sizes: a list marker drawn alone stands at most this far from its item
@@ -88,7 +92,9 @@ def read_rows(raw: dict[str, Any]) -> GlyphReading:
     rebuilt = 0
     for row in rows:
         first = min(row, key=lambda ln: ln.order)
-        if any(ln.rtl for ln in row) or (page_rtl and (len(row) > 1 or _tail_of_rtl(row) or not _has_letters(row))):
+        if len(row) == 1 and _in_order(row[0]):
+            line, edits = _as_is(row), []
+        elif any(ln.rtl for ln in row) or (page_rtl and (len(row) > 1 or _tail_of_rtl(row) or not _has_letters(row))):
             line, edits = _read_row(row, page_rtl, _aligned(row, margins))
             rebuilt += 1
         else:
@@ -129,26 +135,8 @@ def _lines(raw: dict[str, Any]) -> list[_Line]:
 
 def _page_is_rtl(lines: list[_Line]) -> bool:
     """Hebrew and Arabic letters at least as many as Latin ones on the page."""
-    rtl = latin = 0
-    for line in lines:
-        for c in line.chars:
-            ch = c["c"]
-            if is_rtl_letter(ch):
-                rtl += 1
-            elif is_latin(ch):
-                latin += 1
-    return rtl >= latin
-
-
-def _mirrored_number(units: list[Unit]) -> bool:
-    """A row of numbers and signs that an RTL paragraph laid out: Arabic-Indic digits (the bidi
-    algorithm's Arabic numbers: `٤٥٪` stands as `٪٤٥`), or a sign written before a number that
-    stands at its right end (`4.5%-`, `250 ₪`). A European number drawn with its sign on the left
-    reads left to right as it stands (`-4.3`)."""
-    inked = [u.key for u in units if not u.space]
-    if any("\u0660" <= k <= "\u0669" or "\u06f0" <= k <= "\u06f9" for k in inked):
-        return True
-    return len(inked) > 1 and inked[0].isdigit() and not inked[-1].isdigit()
+    scripts = _SCRIPTS.apply("".join([c["c"] for line in lines for c in line.chars]))
+    return scripts.count("R") >= scripts.count("L")
 
 
 def _has_letters(row: list[_Line]) -> bool:
@@ -198,6 +186,27 @@ def _rows(lines: list[_Line], page_rtl: bool) -> list[list[_Line]]:
     rows = list(groups.values())
     rows.sort(key=lambda row: min(ln.order for ln in row))
     return rows
+
+
+def _in_order(line: _Line) -> bool:
+    """A line read right to left as MuPDF gives it: RTL letters, marks, spaces and sentence
+    punctuation only (no digit, Latin letter or bracket: nothing the bidi algorithm could move),
+    its glyphs' boxes falling from right to left in stream order, and no gap without a space that
+    could be a word boundary. Such a row is its own reading."""
+    if not line.rtl:
+        return False
+    text = "".join([c["c"] for c in line.chars])
+    if _NOT_PLAIN.search(text):
+        return False
+    prev_x0, size = None, line.size
+    for c in line.chars:
+        x0, x1 = c["bbox"][0], c["bbox"][2]
+        if x1 - x0 <= ZERO:
+            return False  # a ligature's or a mark's own box: leave it to the units
+        if prev_x0 is not None and (x1 > prev_x0 + TOUCH_GAP * size or prev_x0 - x1 > SPACE_GAP * size):
+            return False
+        prev_x0 = x0
+    return True
 
 
 def _overprint(a: _Line, b: _Line) -> bool:
@@ -254,6 +263,7 @@ def _kind(ch: str) -> str:
 
 
 _KINDS = LazyTable(_kind)  # one code a character, as `fastwalk.glyph_kinds` gives them
+_SCRIPTS = LazyTable(lambda ch: "R" if is_rtl_letter(ch) else "L" if is_latin(ch) else None)
 
 
 def _aligned(row: list[_Line], margins: tuple[float, float]) -> bool | None:
@@ -269,17 +279,18 @@ def _read_row(row: list[_Line], page_rtl: bool, aligned: bool | None = None) -> 
     """One row: units in visual order, placeholder spaces set aside, gap repairs marked, then the
     logical order for the row's direction."""
     units = [u for line in sorted(row, key=lambda ln: ln.order) for u in _units(line)]
-    units.sort(key=lambda u: u.centre)  # stable: ties keep the stream order
+    breaks = [u for u in units if u.key in _BREAKS]  # a line end MuPDF kept stays at the row's end
+    units = sorted((u for u in units if u.key not in _BREAKS), key=lambda u: u.centre)  # stable on ties
     size = sorted(ln.size for ln in row)[len(row) // 2]
     letters = any(ln.rtl for ln in row)
-    set_aside = placeholders(units)
+    set_aside = placeholders(units) if len(row) > 1 else []  # another text object's glyph: pieces only
     units = [u for u in units if u.under is None]
     visual = mark_gaps(units, size)
     alternative = None
     if letters:
-        order, alternative, rtl = _letters_order(visual, page_rtl, aligned)
+        order, alternative, rtl = letters_order(visual, page_rtl, aligned)
     else:
-        rtl = page_rtl and (_tail_of_rtl(row) if _has_letters(row) else _mirrored_number(visual))
+        rtl = page_rtl and (_tail_of_rtl(row) if _has_letters(row) else mirrored_number(visual))
         order, _ = logical_order([u.key for u in visual], rtl)
     after: dict[int, list[Unit]] = {}
     for space in set_aside:
@@ -295,13 +306,14 @@ def _read_row(row: list[_Line], page_rtl: bool, aligned: bool | None = None) -> 
             edits.append([len(kept), len(kept) + len(members), "", "split_word_rejoined"])
         elif unit.under is not None:
             edits.append([len(kept), len(kept) + len(members), "", "space_under_glyph"])
-        elif (swapped := swapped_ligature(members, kept[-1][0]["c"] if kept else "")) is not None:
+        elif len(members) == 2 and (swapped := swapped_ligature(members, kept[-1][0]["c"] if kept else "")):
             edits.append([len(kept), len(kept) + 2, swapped, "ligature_order"])
         kept += members
+    kept += [m for u in breaks for m in u.chars]
     line = {**_line_dict(kept), "rtl": rtl}  # the direction it was read in: a repair reads it again
     if alternative is not None:  # the row reads both ways: the other reading goes to a referee
         other = "".join(c["c"] for index in alternative for u in [visual[index], *after.get(id(visual[index]), [])]
-                        for c, _ in u.chars)
+                        for c, _ in u.chars) + "".join(c["c"] for u in breaks for c, _ in u.chars)
         return line, [*_squeeze(edits), [0, len(kept), other, UNRESOLVED, [round(v, 2) for v in line["bbox"]]]]
     return line, _squeeze(edits)
 
@@ -317,40 +329,6 @@ def _squeeze(edits: list[list[Any]]) -> list[list[Any]]:
             continue
         out.append(edit)
     return out
-
-
-def _letters_order(units: list[Unit], page_rtl: bool,
-                   aligned: bool | None) -> tuple[list[int], list[int] | None, bool]:
-    """The logical order of a row holding RTL letters, read in both directions: a reading that
-    keeps punctuation with its words clearly better (`(English :באנגלית) אנגלית` is `אנגלית
-    (באנגלית: English)`; brackets a producer mapped to their mirrored glyphs are balanced first, as
-    the repairs will) wins, then the direction the end letters give, then fewer punctuation
-    faults at all, then the side the row is flush with, then the page's direction. Where only the
-    page's direction chose between two different readings, the other comes back too."""
-    keys = [u.key for u in units]
-    texts = [_unit_text(u) for u in units]
-    ends = line_direction("".join(keys))
-    readings = []
-    for rtl in (True, False) if ends is not False else (False, True):
-        order = logical_order(keys, rtl)[0]
-        text = balanced_brackets("".join([texts[i] for i in order]))
-        if rtl is ends and not readings and attachment_faults(text) == 0:
-            return order, None, rtl  # the end letters' direction, and nothing against it
-        faults = attachment_faults(text)
-        readings.append([faults, rtl != ends if ends is not None else 0, faults,
-                         rtl != aligned if aligned is not None else 0, rtl != page_rtl, order, text.split(), rtl])
-    if abs(readings[0][0] - readings[1][0]) < CLEAR_FAULTS:  # then the end letters first
-        readings[0][0] = readings[1][0] = 0
-    readings = [(tuple(r[:5]), r[5], r[6], r[7]) for r in readings]
-    readings.sort(key=lambda r: r[0])
-    best, other = readings
-    if best[0][:4] == other[0][:4] and best[2] != other[2]:
-        return best[1], other[1], best[3]
-    return best[1], None, best[3]
-
-
-def _unit_text(unit: Unit) -> str:
-    return " " if unit.synthetic else "".join(c["c"] for c, _ in unit.chars)
 
 
 def _line_dict(members: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:

@@ -6,6 +6,7 @@
     gaps         a space positioned but never drawn between two letters or digits (inserted), a
                  space between two touching letters (taken out)
     ligature     a ligature ending in alef whose alef MuPDF gives first, after another alef
+    direction    which of a row's two readings (RTL, LTR) a reader takes, and a row of numbers' side
 
 Plain data in the sandbox child.
 """
@@ -16,11 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from routing.arabic import ALEF, LAM
+from routing.bidi_order import attachment_faults, balanced_brackets, line_direction, logical_order
 from routing.scripts import is_latin, is_rtl_letter
 
 ZERO = 0.01  # a box narrower than this (points) has no width
 SPACE_GAP = 0.16  # font sizes: a gap this wide between two glyphs is a word boundary
 TOUCH_GAP = 0.03  # font sizes: glyphs closer than this belong to one word
+CLEAR_FAULTS = 2  # punctuation faults one reading must have fewer of to win on them alone
 MARKER_SPACE = 0.5  # font sizes: a gap this wide beside a list marker's bullet or dot is a space
 
 
@@ -116,3 +119,50 @@ def _same_word(a: Unit, b: Unit) -> bool:
     if is_rtl_letter(ka) and is_rtl_letter(kb):
         return True
     return is_latin(ka) and is_latin(kb)
+
+
+def mirrored_number(units: list[Unit]) -> bool:
+    """A row of numbers and signs that an RTL paragraph laid out: Arabic-Indic digits (the bidi
+    algorithm's Arabic numbers: `٤٥٪` stands as `٪٤٥`), or a sign written before a number that
+    stands at its right end (`4.5%-`, `250 ₪`). A European number drawn with its sign on the left
+    reads left to right as it stands (`-4.3`)."""
+    inked = [u.key for u in units if not u.space]
+    if any("\u0660" <= k <= "\u0669" or "\u06f0" <= k <= "\u06f9" for k in inked):
+        return True
+    return len(inked) > 1 and inked[0].isdigit() and not inked[-1].isdigit()
+
+
+def letters_order(units: list[Unit], page_rtl: bool,
+                   aligned: bool | None) -> tuple[list[int], list[int] | None, bool]:
+    """The logical order of a row holding RTL letters, read in both directions: a reading that
+    keeps punctuation with its words clearly better (`(English :באנגלית) אנגלית` is `אנגלית
+    (באנגלית: English)`; brackets a producer mapped to their mirrored glyphs are balanced first, as
+    the repairs will) wins, then the direction the end letters give, then fewer punctuation
+    faults at all, then the side the row is flush with, then the page's direction. Where only the
+    page's direction chose between two different readings, the other comes back too."""
+    keys = [u.key for u in units]
+    texts = [unit_text(u) for u in units]
+    ends = line_direction("".join(keys))
+    readings = []
+    for rtl in (True, False) if ends is not False else (False, True):
+        order = logical_order(keys, rtl)[0]
+        text = balanced_brackets("".join([texts[i] for i in order]))
+        if rtl is ends and not readings and attachment_faults(text) == 0:
+            return order, None, rtl  # the end letters' direction, and nothing against it
+        faults = attachment_faults(text)
+        readings.append([faults, rtl != ends if ends is not None else 0, faults,
+                         rtl != aligned if aligned is not None else 0, rtl != page_rtl, order, text.split(), rtl])
+    if abs(readings[0][0] - readings[1][0]) < CLEAR_FAULTS:  # then the end letters first
+        readings[0][0] = readings[1][0] = 0
+    readings = [(tuple(r[:5]), r[5], r[6], r[7]) for r in readings]
+    readings.sort(key=lambda r: r[0])
+    best, other = readings
+    if best[0][:4] == other[0][:4] and best[2] != other[2]:
+        return best[1], other[1], best[3]
+    return best[1], None, best[3]
+
+
+def unit_text(unit: Unit) -> str:
+    if unit.synthetic:
+        return " "
+    return unit.chars[0][0]["c"] if len(unit.chars) == 1 else "".join([c["c"] for c, _ in unit.chars])

@@ -8,7 +8,7 @@ result, its stderr; `forkserver.ForkServerClient.scratch_files`) live.
 
 The result file is emptied before every command. On ext4, truncating a file that holds data starts
 its writeback, and the command waited for it: ~0.2 ms of wall a command, ~0.3 ms of a one-page
-document's parent CPU (`bench/profile_small.py`, twenty-ninth round). A tmpfs has no such cost.
+document's parent CPU. A tmpfs has no such cost.
 A command that finds the folder full (ENOSPC: a RAM /dev/shm other processes filled) is not the
 file's fault: `sandbox.run_child` runs it again with the process's scratch moved to the temp dir
 (`ForkServerClient.scratch_to_disk`), and where that is full too raises a retryable StorageError.

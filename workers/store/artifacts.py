@@ -19,7 +19,8 @@ from routing.edits import Edit, verify_edits
 from workers.model import DocumentRecord, EditMapInfo, PageRecord, Quality
 
 TEXT_LAYER_ROUTES = ("text_layer", "text_layer_repaired", "fallback_text")  # the text came from the PDF's layer
-ACCEPTED_ROUTES = (*TEXT_LAYER_ROUTES, "ocr", "reviewed")  # reviewed: approved in review (workers.review)
+# reviewed: approved in review (workers.review); no_text: a picture or blank page, accepted empty
+ACCEPTED_ROUTES = (*TEXT_LAYER_ROUTES, "ocr", "no_text", "reviewed")
 RUNG_OF = {"text_layer": "1_text_layer", "fallback_text": "2_fallback_text", "ocr": "3_cpu_ocr", "gpu_ocr": "4_gpu_ocr"}
 
 
