@@ -27,7 +27,7 @@ CLEAR_FAULTS = 2  # punctuation faults one reading must have fewer of to win on 
 MARKER_SPACE = 0.5  # font sizes: a gap this wide beside a list marker's bullet or dot is a space
 
 
-@dataclass
+@dataclass(slots=True)
 class Unit:
     chars: list[tuple[dict[str, Any], dict[str, Any]]]  # (char, span) in logical order
     x0: float

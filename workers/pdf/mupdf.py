@@ -230,7 +230,7 @@ def _geometry_evidence(raw: dict[str, Any]) -> dict[str, Any]:
             shared_runs += _shared_position_runs(chars, kinds)
             if rtl:
                 clusters += [[offset + a, offset + b] for a, b in glyph_clusters(chars, kinds)]
-                order = run_order(chars, lines[-1])
+                order = None if line.get("rebuilt") else run_order(chars, lines[-1])  # a row is in order
                 if order:
                     run_orders.append([[offset + a, offset + b] for a, b in order])
             offset += len(lines[-1]) + 1
