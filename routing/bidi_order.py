@@ -27,8 +27,8 @@ import unicodedata
 from itertools import accumulate
 from collections.abc import Sequence
 
-from bidi import algorithm as uba
-from bidi import get_display
+from bidi import algorithm as uba  # type: ignore[import-untyped]
+from bidi import get_display  # type: ignore[import-untyped]
 
 from routing.charclass import LazyTable
 from routing.scripts import is_rtl_letter
