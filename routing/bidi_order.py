@@ -33,7 +33,6 @@ from bidi import get_display  # type: ignore[import-untyped]
 from routing.charclass import LazyTable
 from routing.scripts import is_rtl_letter
 
-MIRRORED: dict[str, str] = dict(uba.MIRRORED)
 # rule X9 drops these classes from the pure-Python sequence; a glyph reading keeps every code
 # point it was given (a Persian ZWNJ inside a word, a bidi control the repairs remove later as an
 # edit), so each stands where its glyph stands, as a neutral
@@ -158,28 +157,7 @@ def attachment_faults(text: str) -> int:
     return len(_FAULTS.findall(text))
 
 
-_SWAP = str.maketrans("()[]{}", ")(][}{")
 _LETTER = re.compile(r"[^\W\d_]")
-
-
-def balanced_brackets(text: str) -> str:
-    """`text` with its brackets swapped where only the swap balances them (a producer that maps a
-    bracket drawn mirrored to the mirror's code point)."""
-    if _balanced(text):
-        return text
-    swapped = text.translate(_SWAP)
-    return swapped if _balanced(swapped) else text
-
-
-def _balanced(text: str) -> bool:
-    stack: list[str] = []
-    pairs = {")": "(", "]": "[", "}": "{"}
-    for ch in text:
-        if ch in "([{":
-            stack.append(ch)
-        elif ch in pairs and (not stack or stack.pop() != pairs[ch]):
-            return False
-    return not stack
 
 
 def line_direction(line: str) -> bool | None:
@@ -199,11 +177,6 @@ def line_is_rtl(line: str, default: bool) -> bool:
     """`line_direction`, with `default` (the page's direction) where the line reads both ways."""
     found = line_direction(line)
     return default if found is None else found
-
-
-def mirror(ch: str) -> str:
-    """The character whose glyph mirrors `ch`'s (`(` ↔ `)`), or `ch`."""
-    return MIRRORED.get(ch, ch)
 
 
 def _units(line: str) -> list[str]:

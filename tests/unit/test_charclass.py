@@ -172,7 +172,7 @@ def test_long_texts_are_translated_alike_in_numpy() -> None:
     with_nul = LazyTable(lambda c: "\x00" if c == "a" else "b")
     deleting_then_wide = LazyTable(lambda c: None if c in "ab" else ("x" if c < "\u0590" else c))
     for table in (CLASS_TABLE, FAMILY_TABLE, arabic._LETTER_TABLE, arabic._TOKEN_CODES, lam._WORD_CHARS,
-                  fastwalk._GLYPH_KINDS, LazyTable(lambda c: "ab" if c == "x" else c), narrow_then_wide,
+                  fastwalk.GLYPH_KINDS, LazyTable(lambda c: "ab" if c == "x" else c), narrow_then_wide,
                   narrow_then_deleting, with_nul, deleting_then_wide):
         for n in (LazyTable.LONG - 1, LazyTable.LONG, 3000):
             for _ in range(20):

@@ -408,7 +408,7 @@ def test_the_warm_up_builds_the_character_tables_children_use() -> None:
         "from routing import charclass\n"
         "assert charclass.CLASS_TABLE._array is None and not charclass._FEATURES\n"
         "forkserver._warm_up(mupdf)\n"
-        "tables = (charclass.CLASS_TABLE, fastwalk._GLYPH_KINDS, runs._KINDS)\n"
+        "tables = (charclass.CLASS_TABLE, fastwalk.GLYPH_KINDS, runs._KINDS)\n"
         "print(all(t._array is not None for t in tables), bool(charclass._FEATURES))\n"
     )
     root = Path(__file__).resolve().parents[2]

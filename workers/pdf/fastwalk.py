@@ -205,7 +205,7 @@ def _glyph_kind(ch: str) -> str:
     return "R" if is_rtl_letter(ch) else "o"
 
 
-_GLYPH_KINDS = LazyTable(_glyph_kind)
+GLYPH_KINDS = LazyTable(_glyph_kind)
 
 
 @lru_cache(maxsize=4)
@@ -213,7 +213,7 @@ def glyph_kinds(text: str) -> str:
     """One code per character, in one C-level pass: " " whitespace, "M" combining mark, "R" Hebrew or
     Arabic letter, "o" anything else. Cached for the last few texts: the C walk's evidence and
     `_rtl_page` ask about the same page."""
-    return _GLYPH_KINDS.apply(text)
+    return GLYPH_KINDS.apply(text)
 
 
 def _evidence(lib: ctypes.CDLL, buf: _Buffers, n: int, n_lines: int) -> dict[str, Any]:

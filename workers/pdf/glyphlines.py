@@ -31,7 +31,6 @@ Runs inside the sandbox child with the rest of the MuPDF reading; plain data in 
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +38,7 @@ from routing.charclass import LazyTable
 from routing.bidi_order import logical_order
 from routing.scripts import is_latin, is_rtl_letter
 from workers.pdf.clusters import glyph_clusters
+from workers.pdf.fastwalk import GLYPH_KINDS
 from workers.pdf.glyphunits import (
     SPACE_GAP, TOUCH_GAP, ZERO, Unit, letters_order, mark_gaps, mirrored_number, placeholders, swapped_ligature,
 )
@@ -223,8 +223,8 @@ def _units(line: _Line) -> list[Unit]:
     """A MuPDF line's units in stream order: ligature clusters, and glyphs with their marks."""
     chars, spans = line.chars, line.spans
     text = "".join([c["c"] for c in chars])
-    kinds = _KINDS.apply(text) if len(text) == len(chars) else "".join(_KINDS.apply(c["c"])[:1] or "o" for c in chars)
-    starts = dict(glyph_clusters(chars, kinds)) if ("R" in kinds and _may_cluster(chars)) else {}
+    kinds = GLYPH_KINDS.apply(text) if len(text) == len(chars) else "".join(GLYPH_KINDS.apply(c["c"])[:1] or "o" for c in chars)
+    starts = dict(glyph_clusters(chars, kinds)) if "R" in kinds else {}
     units: list[Unit] = []
     n, i = len(chars), 0
     while i < n:
@@ -246,23 +246,6 @@ def _units(line: _Line) -> list[Unit]:
     return units
 
 
-def _may_cluster(chars: list[dict[str, Any]]) -> bool:
-    """Whether a line can hold a ligature cluster at all: a glyph with no width, or two boxes that
-    start at one point (`glyph_clusters`' candidates), looked for in one pass."""
-    starts = [c["bbox"][0] for c in chars]
-    return any(c["bbox"][2] - c["bbox"][0] <= ZERO for c in chars) or any(
-        abs(a - b) <= ZERO for a, b in zip(starts, starts[1:]))
-
-
-def _kind(ch: str) -> str:
-    if ch.isspace():
-        return " "
-    if unicodedata.category(ch).startswith("M"):
-        return "M"
-    return "R" if is_rtl_letter(ch) else "o"
-
-
-_KINDS = LazyTable(_kind)  # one code a character, as `fastwalk.glyph_kinds` gives them
 _SCRIPTS = LazyTable(lambda ch: "R" if is_rtl_letter(ch) else "L" if is_latin(ch) else None)
 
 

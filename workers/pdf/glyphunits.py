@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from routing.arabic import ALEF, LAM
-from routing.bidi_order import attachment_faults, balanced_brackets, line_direction, logical_order
+from routing.bidi_order import attachment_faults, line_direction, logical_order
+from routing.normalize import BRACKET_SWAP, brackets_balanced
 from routing.scripts import is_latin, is_rtl_letter
 
 ZERO = 0.01  # a box narrower than this (points) has no width
@@ -166,3 +167,12 @@ def unit_text(unit: Unit) -> str:
     if unit.synthetic:
         return " "
     return unit.chars[0][0]["c"] if len(unit.chars) == 1 else "".join([c["c"] for c, _ in unit.chars])
+
+
+def balanced_brackets(text: str) -> str:
+    """`text` with its brackets swapped where only the swap balances them (a producer that maps a
+    bracket drawn mirrored to the mirror's code point), as the repairs' bracket stage does."""
+    if brackets_balanced(text):
+        return text
+    swapped = text.translate(BRACKET_SWAP)
+    return swapped if brackets_balanced(swapped) else text
