@@ -17,6 +17,7 @@ import threading
 from typing import Any
 
 from celery import Celery, bootsteps
+from celery.exceptions import Reject
 from celery.signals import (
     celeryd_init, setup_logging, task_postrun, task_prerun, worker_init, worker_process_init,
     worker_process_shutdown, worker_ready, worker_shutdown, worker_shutting_down,
@@ -105,9 +106,23 @@ def make_app() -> Celery:
 app = make_app()
 
 
+class FleetTask(app.Task):  # type: ignore[name-defined,misc]
+    """A task whose retry that cannot be sent goes back to its queue. Celery drops the message
+    (`Reject(requeue=False)`) when publishing the retry fails — which is exactly when the broker
+    is unreachable, the error the retry was for: a split lost that way leaves no record behind."""
+
+    def retry(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().retry(*args, **kwargs)
+        except Reject as exc:
+            if exc.requeue:
+                raise
+            raise Reject(exc.reason, requeue=True) from exc
+
+
 def task(name: str, **overrides: Any) -> Any:
     """`@task("pagefleet.x")`: a Celery task under the one retry policy (overrides for the odd one)."""
-    return app.task(name=name, **{**RETRY_POLICY, **overrides})
+    return app.task(name=name, base=FleetTask, **{**RETRY_POLICY, **overrides})
 
 
 @worker_process_init.connect

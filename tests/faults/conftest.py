@@ -97,6 +97,17 @@ def finish(d: Any, name: str, extra: dict[str, Any] | None = None) -> dict[str, 
     tally.update(drill=name, orphans=len(orphans), **(extra or {}))
     with RESULTS.open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(tally, ensure_ascii=False) + "\n")
-    assert tally["problems"] == [], tally["problems"]
+    assert tally["problems"] == [], f"{tally['problems']}\n{_log_tails(fleet.tmp)}"
     assert tally["lost"] == 0 and orphans == []
     return tally
+
+
+def _log_tails(folder: Path, lines: int = 25) -> str:
+    """The last warnings and errors of each process the drill started (its logs go with tmp_path,
+    and a CI run keeps only what the assertion prints)."""
+    out = []
+    for log in sorted(folder.glob("*.log")):
+        notable = [ln[:300] for ln in log.read_text(encoding="utf-8", errors="replace").splitlines()
+                   if " WARNING " in ln or " ERROR " in ln or " CRITICAL " in ln or "received" in ln]
+        out.append(f"--- {log.name}\n" + "\n".join(notable[-lines:]))
+    return "\n".join(out)
