@@ -74,7 +74,7 @@ def specs(bodies: list[dict[str, Any]], output: str) -> list[Any]:
     from workers.intake.parse import parse_event_payload
     from workers.settings import EventSettings, Options
 
-    settings = EventSettings(output=output, stat_missing_etag=False, options=Options(structure=False))
+    settings = EventSettings(output=output, head_objects=False, options=Options(structure=False))
     intake = build_intake(settings, jobs.client())
     return [intake.spec_for(parse_event_payload(body).objects[0]) for body in bodies]
 

@@ -11,7 +11,8 @@
     │   ├── UnsupportedTypeError        unsupported_type
     │   ├── InvalidOptionsError         invalid_options
     │   ├── AbortedError                aborted
-    │   └── SourceChangedError          source_changed (the object was overwritten after its event)
+    │   ├── SourceChangedError          source_changed (the object was overwritten after its event)
+    │   └── SourceMissingError          source_missing (the object is gone: deleted, or never written)
     ├── EngineError                     (never fatal: becomes an attempt on a page record)
     │   ├── EngineUnavailable           engine_unavailable
     │   ├── EngineTimeout               engine_timeout   yes
@@ -40,6 +41,7 @@ INPUT_ERROR_CODES = (
     "unsupported_type",
     "aborted",
     "source_changed",
+    "source_missing",
 )
 
 
@@ -100,6 +102,13 @@ class SourceChangedError(InputError):
     since): the bytes this job stands for are gone; the newer upload has its own event and job."""
 
     code = "source_changed"
+
+
+class SourceMissingError(InputError):
+    """The source object does not exist (deleted after its event, never written, or its bucket
+    is gone): no retry brings it back, so the document ends here with this error."""
+
+    code = "source_missing"
 
 
 class EngineError(PagefleetError):

@@ -7,7 +7,7 @@ not serve metrics themselves: they count into one Redis hash on the broker, and 
     pagefleet_queue_depth{queue}                 gauge    waiting messages per Celery queue (LLEN)
     pagefleet_pages_total{route, rung}           counter  finished pages by route and deciding rung
     pagefleet_gate_refusals_total{reason}        counter  refused candidates by gate reason
-    pagefleet_documents_total{status}            counter  finished documents by status
+    pagefleet_documents_total{status}            counter  finished documents by status (error: an error.json)
     pagefleet_rung_seconds{rung}                 summary  seconds spent per rung (_sum, _count)
     pagefleet_receiver_requests_total{outcome}   counter  event receiver requests by outcome
     pagefleet_bridge_submissions_total{gathered} counter  a bridge's submissions (gathered: held while split tasks waited)

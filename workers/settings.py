@@ -159,7 +159,8 @@ class EventSettings(BaseSettings):
     dedup_ttl_s: int = Field(7 * 86400, ge=60, description="how long an enqueued upload is remembered")
     claim_ttl_s: int = Field(120, ge=5, le=3600, description="how long an in-flight enqueue holds its claim")
     max_body_bytes: int = Field(1024 * 1024, ge=1024, le=64 * 1024 * 1024, description="larger event bodies get 413")
-    stat_missing_etag: bool = Field(True, description="HEAD the object when an event carries no ETag")
+    head_objects: bool = Field(True, description="HEAD every object before answering: a missing one ends in "
+                               "`source_missing` at once; one without an ETag gets the store's")
     redis_bridge_list: str | None = Field(None, description="MinIO Redis target key (format=access)")
     redis_bridge_url: str | None = Field(None, description="Redis holding that list (default: broker)")
     inbox_list: str | None = Field(None, description="queue POSTed events on this list of the broker, drained "
@@ -250,6 +251,8 @@ class Settings(BaseSettings):
     s3_region: str | None = Field(None, description="S3 region (default: asked of the endpoint)")
     s3_timeout_s: float = Field(60.0, gt=0, description="an S3 request's connect and read timeout: a stalled "
                                 "connection fails (retried once, then StorageError) instead of waiting minio's 5 minutes")
+    s3_lookup_timeout_s: float = Field(2.0, gt=0, le=60, description="a producer's HEAD of a source (`submit` "
+                                       "of s3:// sources, all at once): its timeout, retried once")
     cache_dir: str = Field("/tmp/pagefleet-cache", description="where workers keep downloaded sources")
 
     gpu: bool = Field(False, description="route OCR to the gpu queue and its VLM chains")

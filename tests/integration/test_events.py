@@ -310,14 +310,16 @@ def _stop(proc: subprocess.Popen) -> None:
 def events_process(service_env: dict[str, str], tmp_path: Path, redis_port: int, *args: str,
                    **env: str) -> Iterator[tuple[str, Path]]:
     """`pagefleet events` as deployed: a subprocess on the private Redis at `redis_port`, with
-    `args` added; yields (its URL, its log) once it serves, and must exit 0 on SIGTERM."""
+    `args` added; yields (its URL, its log) once it serves, and must exit 0 on SIGTERM. Its events
+    name objects never written (the drills here are the broker's): it does not HEAD them."""
     http_port = free_port()
     log_path = tmp_path / "events.log"
     receiver = subprocess.Popen(
         [sys.executable, "-m", "workers.cli.main", "events", "--host", "127.0.0.1", "--port", str(http_port),
          "--token-env", "EVENTS_TOKEN", "--output", "s3://results/out", "--broker", f"redis://127.0.0.1:{redis_port}/0",
          *args],
-        cwd=ROOT, env=dict(os.environ, **service_env, EVENTS_TOKEN=TOKEN, PAGEFLEET_LOGLEVEL="INFO", **env),
+        cwd=ROOT, env=dict(os.environ, **service_env, EVENTS_TOKEN=TOKEN, PAGEFLEET_LOGLEVEL="INFO",
+                           PAGEFLEET_EVENTS_HEAD_OBJECTS="false", **env),
         stdout=subprocess.DEVNULL, stderr=open(log_path, "wb"), start_new_session=True)
     url = f"http://127.0.0.1:{http_port}"
     try:

@@ -46,7 +46,8 @@ MEANING: dict[ExitCode, tuple[str, str]] = {
     ExitCode.INTERNAL_ERROR: ("internal error", "an unexpected exception: a bug (a one-line message, never a traceback)"),
     ExitCode.REVIEW_NEEDED: ("review needed", "artifacts written, but some page needs review (`needs_review`)"),
     ExitCode.INPUT_ERROR: ("input error", "a document could not be processed: no such file, empty, not a PDF, "
-                                          "invalid, no pages, invalid options, the source changed (`error.json`)"),
+                                          "invalid, no pages, invalid options, the source changed or missing "
+                                          "(`error.json`)"),
     ExitCode.ENCRYPTED_PDF: ("input error", "a PDF needs a user password (`encrypted_pdf`)"),
     ExitCode.INPUT_TOO_LARGE: ("input error", "a PDF is over the size or page limit (`pdf_too_large`, "
                                               "`too_many_pages`)"),

@@ -77,6 +77,7 @@ def cmd_submit(args: argparse.Namespace, console: Console) -> int:
     PDFs in name order)."""
     from workers.app import use_broker
     from workers.cli.run import expand_inputs, unique_stems
+    from workers.store import lookup
     from workers.store.uri import is_s3, split_s3_uri
     from workers.split.submit import enqueue_many, spec_for_object, spec_for_path
 
@@ -97,28 +98,16 @@ def cmd_submit(args: argparse.Namespace, console: Console) -> int:
         use_broker(args.broker)
     options = _options(args)
     stems = iter(unique_stems([entry for entry in entries if isinstance(entry, Path)]))
-    sized = len(entries) > 1  # a size decides whether an object joins a batch: none to join alone
-    specs = [spec_for_object(*split_s3_uri(entry), args.storage, options, force=args.force,
-                             size=_object_size(entry) if sized else None,
+    # a size decides whether an object joins a batch (none to join alone): all looked up at once
+    objects = [entry for entry in entries if isinstance(entry, str)]
+    found = dict(zip(objects, lookup.sizes(objects) if len(entries) > 1 else [None] * len(objects)))
+    specs = [spec_for_object(*split_s3_uri(entry), args.storage, options, force=args.force, size=found[entry],
                              prefix_template=args.prefix or "artifacts/{sha256}") if isinstance(entry, str)
              else spec_for_path(str(entry), args.storage, args.prefix or next(stems), options, force=args.force)
              for entry in entries]
     for job_id in enqueue_many(specs):
         print(job_id)
     return 0
-
-
-def _object_size(uri: str) -> int | None:
-    """An object's size by HEAD, so a small one joins its submission's batches; None where the
-    store cannot say now (it goes alone; the split task reports a missing object as usual)."""
-    from workers.errors import StorageError
-    from workers.store.storage import S3Storage, split_s3_uri
-
-    bucket, key = split_s3_uri(uri)
-    try:
-        return S3Storage(bucket).stat_size(key)
-    except (KeyError, StorageError):
-        return None
 
 
 def cmd_status(args: argparse.Namespace, console: Console) -> int:

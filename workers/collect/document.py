@@ -75,6 +75,7 @@ def assemble(job: JobSpec, settings: Settings, storage: Storage, manifest: dict[
     head = DocumentRecord(pipeline_version=PIPELINE_VERSION, job_id=job.job_id, source=SourceInfo(**manifest["source"]),
                           status="accepted", page_count=int(manifest["page_count"]), options=manifest["options"], pages=[])
     structured = manifest["options"].get("structure", True)
+    repaired = bool(manifest.get("repaired"))
 
     def pages(built: assembly.Assembly) -> Iterator[PageRecord]:
         for number, record in found:
@@ -85,6 +86,8 @@ def assemble(job: JobSpec, settings: Settings, storage: Storage, manifest: dict[
                                        layer={})
             if structured:
                 record = ensure_blocks(record)  # OCR pages: blocks from a VLM's Markdown or paragraphs
+            if repaired:
+                record = repaired_warning(record)
             yield built.add(artifacts.verified(record))
 
     Path(settings.cache_dir).mkdir(parents=True, exist_ok=True)  # where a big document's spools go
@@ -104,3 +107,12 @@ def assemble(job: JobSpec, settings: Settings, storage: Storage, manifest: dict[
              "artifact_prefix": manifest["artifact_prefix"], "storage": job.storage, "page_count": head.page_count,
              **({"review": {k: review[k] for k in ("reviewed", "pending", "rejected", "stale")}} if review else {})},
             (document.status, built.counts, report))
+
+
+def repaired_warning(record: PageRecord) -> PageRecord:
+    """A page of a file MuPDF had to repair (truncated, a broken xref) warns `repaired`: what it
+    holds was read from a rebuilt file, and report.json counts it."""
+    if "repaired" in record.quality.warnings:
+        return record
+    quality = record.quality.model_copy(update={"warnings": [*record.quality.warnings, "repaired"]})
+    return record.model_copy(update={"quality": quality})

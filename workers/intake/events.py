@@ -17,12 +17,18 @@ A duplicate that arrives while the first delivery is still enqueueing gets "in p
 non-2xx, so the sender retries) rather than a 2xx: a 2xx promises the job is enqueued. A Redis
 that refuses writes (maxmemory with noeviction: OOM; a read-only replica) or cannot be reached
 raises `BrokerUnavailable`: the receiver answers 503 and the sender replays.
+
+Every object is looked up (a HEAD of the event's version, else of its key) before the event is
+answered. One that is gone ends at once in a typed `error.json` (`source_missing`; `source_changed`
+when it no longer has the event's ETag) where its artifacts would go, its job record `error` and
+counted in the metrics, so the answer can be a 2xx that says so (`refused`) and nothing is retried.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -32,11 +38,12 @@ from typing import Any
 import redis
 from redis.exceptions import LockError
 
-from workers.errors import BrokerUnavailable, PagefleetError, StorageError
+from workers.errors import BrokerUnavailable, InputError, PagefleetError, SourceChangedError
 from workers.intake.parse import (
-    EventFilter, ObjectCreated, clean_etag, output_exclusion, parse_body, parse_event_payload, skipped_entry,
+    EventFilter, ObjectCreated, clean_etag, output_exclusion, parse_body, parse_event_payload,
 )
 from workers.model import JobSpec
+from workers.pdf.fetch import missing
 from workers.settings import EventSettings, Options
 
 log = logging.getLogger(__name__)
@@ -151,18 +158,27 @@ class IntakeResult:
     duplicates: list[dict[str, Any]] = field(default_factory=list)
     in_progress: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)
+    refused: list[dict[str, Any]] = field(default_factory=list)  # ended at once in a typed error.json
 
     @property
     def retry_later(self) -> bool:
         return bool(self.in_progress)
 
+    @property
+    def accepted(self) -> bool:
+        """Some object of the event is (or already was) a job that runs."""
+        return bool(self.enqueued or self.duplicates or self.in_progress)
+
     def summary(self) -> dict[str, Any]:
-        return {"enqueued": self.enqueued, "duplicates": self.duplicates,
-                "in_progress": self.in_progress, "skipped": self.skipped}
+        out = {"accepted": self.accepted, "enqueued": self.enqueued, "duplicates": self.duplicates,
+               "in_progress": self.in_progress, "skipped": self.skipped, "refused": self.refused}
+        if not self.accepted and self.refused:
+            out["reason"] = self.refused[0]["code"]
+        return out
 
 
 Enqueue = Callable[[list[JobSpec], bool], Any]  # one call for the objects of a submission (+ taper its batches)
-StatEtag = Callable[[str, str], "str | None"]
+Head = Callable[[str, str, "str | None"], "tuple[int, str | None] | None"]  # (size, ETag) by HEAD; None: gone
 
 
 class Intake:
@@ -170,7 +186,7 @@ class Intake:
 
     def __init__(self, *, output: str, options: Options, dedup: EventDedup, filters: EventFilter,
                  prefix_template: str = "artifacts/{sha256}", callback_url: str | None = None,
-                 enqueue: Enqueue | None = None, stat_etag: StatEtag | None = None) -> None:
+                 enqueue: Enqueue | None = None, head: Head | None = None) -> None:
         self.output = output
         self.options = options
         self.dedup = dedup
@@ -178,7 +194,7 @@ class Intake:
         self.prefix_template = prefix_template
         self.callback_url = callback_url
         self._enqueue = enqueue or _enqueue_many
-        self._stat_etag = stat_etag
+        self._head = head
 
     def spec_for(self, obj: ObjectCreated) -> JobSpec:
         from workers.split.submit import spec_for_object
@@ -187,15 +203,34 @@ class Intake:
                                version_id=obj.version_id, size=obj.size, prefix_template=self.prefix_template,
                                callback_url=self.callback_url)
 
-    def _with_etag(self, obj: ObjectCreated) -> ObjectCreated | None:
-        """An event without ETag or versionId would make every upload to a key the same job:
-        ask the store for the current ETag. None when the object is gone."""
-        if obj.etag or obj.version_id or self._stat_etag is None:
-            return obj
-        etag = self._stat_etag(obj.bucket, obj.key)
-        if etag is None:
-            return None
-        return ObjectCreated(**{**obj.__dict__, "etag": clean_etag(etag)})
+    def _checked(self, obj: ObjectCreated) -> tuple[ObjectCreated, InputError | None]:
+        """The object as the store has it now (a HEAD of the event's version, else of its key),
+        before the event is answered: `source_missing` when it is gone, `source_changed` when it no
+        longer has the event's ETag (the newer upload has its own event). An event without ETag or
+        version gets the store's ETag: else every upload to a key would be the same job."""
+        if self._head is None:
+            return obj, None
+        found = self._head(obj.bucket, obj.key, obj.version_id)
+        if found is None:
+            return obj, missing(os.path.basename(obj.key) or obj.key, obj.version_id)
+        size, etag = found[0], clean_etag(found[1])
+        if obj.etag and not obj.version_id and etag and etag != obj.etag:
+            return obj, SourceChangedError(f"{os.path.basename(obj.key)} was overwritten after its event (ETag "
+                                           f"{obj.etag[:12]}…, now {etag[:12]}…); the newer upload is its own job")
+        filled = obj.etag or obj.version_id or etag
+        return ObjectCreated(**{**obj.__dict__, "etag": obj.etag if obj.version_id else filled,
+                                "size": obj.size if obj.size is not None else size}), None
+
+    def _refuse(self, spec: JobSpec, problem: InputError) -> bool:
+        """A job whose source is gone ends now, in its typed error.json (`job.refuse`), unless this
+        upload is a job already (a replayed event of one that ran or runs: its outcome stands)."""
+        from workers.fleet import jobs
+        from workers.split.job import refuse
+
+        if self.dedup.state(spec.job_id) or jobs.get(spec.job_id).get("state") not in (None, "error"):
+            return False
+        refuse(spec, problem)
+        return True
 
     def submit(self, objects: Iterable[ObjectCreated], skipped: Iterable[dict[str, str]] = (), *,
                taper: bool = True) -> IntakeResult:
@@ -208,11 +243,15 @@ class Intake:
             if (entry := self.filters.skipped(obj)) is not None:
                 result.skipped.append(entry)
                 continue
-            resolved = self._with_etag(obj)
-            if resolved is None:
-                result.skipped.append(skipped_entry("object_missing", obj))
-                continue
-            found.append((resolved, self.spec_for(resolved)))
+            resolved, problem = self._checked(obj)
+            spec = self.spec_for(resolved)
+            if problem is None:
+                found.append((resolved, spec))
+            elif self._refuse(spec, problem):
+                result.refused.append({"job_id": spec.job_id, "code": problem.code, **resolved.describe()})
+                log.info("event %s → job %s: %s", resolved.event_name, spec.job_id, problem.code)
+            else:
+                result.duplicates.append({"job_id": spec.job_id, **resolved.describe()})
         outcomes = self.dedup.enqueue_once_many([spec.job_id for _, spec in found],
                                                 lambda todo: self._enqueue([found[i][1] for i in todo], taper))
         for (resolved, spec), outcome in zip(found, outcomes, strict=True):
@@ -238,21 +277,11 @@ def _enqueue_many(specs: list[JobSpec], taper: bool) -> list[str]:
     return enqueue_many(specs, taper=taper)
 
 
-def s3_stat_etag(bucket: str, key: str) -> str | None:
-    """The object's current ETag through the workers' S3 settings; None when it does not exist."""
-    from minio.error import MinioException, S3Error
+def s3_head(bucket: str, key: str, version_id: str | None) -> tuple[int, str | None] | None:
+    """The object's (size, ETag) through the workers' S3 settings; None when it does not exist."""
+    from workers.store.lookup import head
 
-    from workers.settings import get_settings
-    from workers.store.storage import s3_client
-
-    try:
-        return s3_client(get_settings()).stat_object(bucket, key).etag
-    except S3Error as exc:
-        if exc.code in ("NoSuchKey", "NoSuchObject", "NoSuchBucket"):
-            return None
-        raise StorageError(f"stat s3://{bucket}/{key} failed: {exc.code}") from exc
-    except (MinioException, OSError) as exc:
-        raise StorageError(f"stat s3://{bucket}/{key} failed: {exc}") from exc
+    return head(bucket, key, version_id)
 
 
 def build_intake(settings: EventSettings, client: redis.Redis) -> Intake:
@@ -264,4 +293,4 @@ def build_intake(settings: EventSettings, client: redis.Redis) -> Intake:
     dedup = EventDedup(client, claim_ttl_s=settings.claim_ttl_s, dedup_ttl_s=settings.dedup_ttl_s)
     return Intake(output=settings.output, options=settings.options, dedup=dedup, filters=filters,
                   prefix_template=settings.prefix_template, callback_url=settings.callback_url,
-                  stat_etag=s3_stat_etag if settings.stat_missing_etag else None)
+                  head=s3_head if settings.head_objects else None)

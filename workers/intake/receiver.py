@@ -2,8 +2,11 @@
 POSTs S3 event records), a Starlette app served by uvicorn.
 
     POST /  or /events   Authorization: Bearer <token>; body = S3 event JSON
-        200  {"enqueued": [...], "duplicates": [...], "in_progress": [], "skipped": [...]}
-             only once every job it names is durably enqueued (or already was)
+        200  {"accepted": true, "enqueued": [...], "duplicates": [...], "in_progress": [], "skipped": [...],
+              "refused": []} only once every job it names is durably enqueued (or already was).
+             An object that is gone is `refused` (`{"job_id", "code": "source_missing", ...}`), its
+             typed error.json written; with nothing else to run: `"accepted": false,
+             "reason": "source_missing"` — still a 200, since no replay can bring the object back
         400  body is not JSON / not an S3 event: retrying cannot fix it
         401  missing or wrong token (compared in constant time; nothing else is said)
         413  body larger than max_body_bytes (Content-Length, or counted while streaming)
@@ -212,8 +215,9 @@ class Receiver:
         if result.retry_later:
             return "in_progress", error(503, "in_progress", "the same upload is being enqueued by another delivery; retry",
                                         self._retry())
-        return ("enqueued" if result.enqueued else "duplicate" if result.duplicates else "skipped"), \
-            JSONResponse(result.summary())
+        outcome = "enqueued" if result.enqueued else "duplicate" if result.duplicates else \
+            "refused" if result.refused else "skipped"
+        return outcome, JSONResponse(result.summary())
 
 
 def redis_ready(client: Any) -> Ready:

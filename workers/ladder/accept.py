@@ -246,3 +246,9 @@ def failed_record(
         needs_review=True,
         layer=layer,
     )
+
+
+def damaged_record(number: int, router: RouterInfo, attempts: list[Attempt], layer: dict[str, Any]) -> PageRecord:
+    """A page with nothing on it from a file MuPDF had to repair (truncated, a broken xref): its
+    content may be what was lost, so it is refused (`source_damaged`), never accepted as blank."""
+    return failed_record(number, router, attempts, ["source_damaged"], layer=layer)

@@ -31,7 +31,7 @@ from workers.pdf.source import render_page
 from workers.engines.base import Engine, EngineHealth, PageImage, create, device_of
 from workers.errors import EngineError, SandboxError
 from workers.ladder.accept import (
-    Candidate, PageContext, consider, failed_record, layer_candidate, no_text_record, review_record,
+    Candidate, PageContext, consider, damaged_record, failed_record, layer_candidate, no_text_record, review_record,
 )
 from workers.ladder.ocr_structure import with_paragraph_boxes
 from workers.model import Attempt, JobSpec, PageRecord, PendingPage, RouterInfo, Rung
@@ -318,6 +318,8 @@ def _give_up(w: PageWork) -> PageRecord:
     if readable:
         best = max(readable, key=Candidate.score)
         return review_record(w.number, best, w.router(), w.attempts, layer=w.pending.layer)
+    if _nothing_to_read(w) and w.pending.layer.get("repaired"):  # lost in the damage, not a blank page
+        return damaged_record(w.number, w.router(), w.attempts, w.pending.layer)
     if _nothing_to_read(w):
         return no_text_record(w.number, w.router(), w.attempts, layer=w.pending.layer)
     reasons = sorted({r for a in w.attempts for r in a.reasons}) or ["no_engine_could_read"]

@@ -5,6 +5,7 @@
                       ├─► only visual_order_rtl ─► reverse flagged lines ─gate─► ok ─► accepted
                       │                                                      └─► climbs
                       ├─► nothing drawn at all ───────────────────────────────► blank page, accepted
+                      │     └─ in a file MuPDF had to repair ─────────────────► refused (source_damaged)
                       └─► anything else ──────────────────────────────────────► climbs (PendingPage)
 
 A text layer that failed for garbage reasons never gives the OCR router a script hint: garbage
@@ -19,7 +20,7 @@ from typing import Any
 
 from routing.quality import GateInput, assess
 from routing.scripts import classify_text_layer, direction_of
-from workers.ladder.accept import LAYER_ENGINE, Candidate, PageContext, consider
+from workers.ladder.accept import LAYER_ENGINE, Candidate, PageContext, consider, damaged_record
 from workers.model import PageRecord, PendingPage, Quality, RouterInfo, Rung
 
 
@@ -50,6 +51,8 @@ def layer_summary(page: dict[str, Any]) -> dict[str, Any]:
     }
     if page.get("error"):
         summary["error"] = page["error"]
+    if page.get("repaired"):
+        summary["repaired"] = True
     return summary
 
 
@@ -63,6 +66,8 @@ def decide_page(page: dict[str, Any], *, ocr: str, gpu: bool) -> PageRecord | Pe
     number = int(page["number"])
     text = page.get("text", "")
     layer = layer_summary(page)
+    if layer["kind"] == "blank" and page.get("repaired"):
+        return damaged_record(number, RouterInfo(source="text_layer", script="unknown"), [], layer)
     if layer["kind"] == "blank" and not page.get("error"):
         return _blank_page(number, layer)
     verdict = assess(gate_input(page))

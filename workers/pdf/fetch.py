@@ -5,7 +5,8 @@ One GET a source (one round trip: a small upload's fetch was three — our HEAD,
 `fget_object` a HEAD of its own before its GET): the response's headers are checked before a byte
 of its body is read — an object over the job's `max_bytes` is refused (`pdf_too_large`) without
 filling the worker's disk (the body is counted too, should a length lie), and the ETag the event
-named is sent as If-Match, so an object overwritten since is `source_changed`. Cached
+named is sent as If-Match, so an object overwritten since is `source_changed`, and one that is gone
+(deleted, never written, its version or bucket removed) is `source_missing`. Cached
 copies are evicted when their job finishes (`evict`) and, on workers that never see the end of a
 job (OCR workers), once they have not been used for `CACHE_MAX_IDLE_S` (`prune`, run at each
 download).
@@ -18,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from workers.errors import PdfTooLargeError, SourceChangedError, StorageError
+from workers.errors import PdfTooLargeError, SourceChangedError, SourceMissingError, StorageError
 from workers.model import JobSpec
 from workers.settings import Settings
 from workers.store.storage import ObjectChanged, S3Storage
@@ -56,9 +57,17 @@ def local_pdf(job: JobSpec, settings: Settings) -> str:
         tmp.replace(target)
     except ObjectChanged:
         raise _changed(job, store, key) from None
+    except KeyError:
+        raise missing(job.filename, job.version_id) from None
     finally:
         tmp.unlink(missing_ok=True)
     return str(target)
+
+
+def missing(filename: str, version_id: str | None = None) -> SourceMissingError:
+    """The error of a source that does not exist (the message names the file, never the bucket)."""
+    what = f"version {version_id[:16]} of {filename}" if version_id else filename
+    return SourceMissingError(f"{what} does not exist (deleted, or never written)")
 
 
 def _too_large(filename: str, size: int, limit: int) -> PdfTooLargeError:

@@ -44,6 +44,7 @@ def probe(pdf: str, extract_upto: int = 0, max_pages: int = 0, structure: bool =
     count = info["page_count"]
     if extract_upto and 0 < count <= min(extract_upto, max_pages or count):
         info["pages"] = _read(doc, 1, count, structure)
+    info["repaired"] = bool(doc.is_repaired)  # after the reads: MuPDF may repair while it loads a page
     return info
 
 
@@ -75,6 +76,9 @@ def _read(doc: pymupdf.Document, first: int, last: int, structure: bool) -> list
     pages = [_extract_page(doc, number, kept) for number in range(first, last + 1)]
     if structure:
         layout.add_layout(doc, pages, _TEXT_FLAGS, kept)
+    if doc.is_repaired:  # a broken file MuPDF rebuilt: a page it left empty may have lost its content
+        for page in pages:
+            page["repaired"] = True
     return pages
 
 

@@ -24,6 +24,7 @@ from workers.errors import (
     InvalidPdfError,
     PdfTooLargeError,
     SandboxError,
+    SourceMissingError,
     TooManyPagesError,
     UnsupportedTypeError,
     ZeroPagesError,
@@ -71,6 +72,8 @@ def local_source(path: str, options: Options, *, hashed: bool = True) -> SourceF
     p = Path(path)
     try:
         size = p.stat().st_size
+    except FileNotFoundError as exc:
+        raise SourceMissingError(f"{p.name} does not exist (deleted, or never written)") from exc
     except OSError as exc:
         raise InvalidPdfError(f"cannot read {p.name}: {exc.strerror or exc}") from exc
     if size > options.max_bytes:

@@ -162,6 +162,7 @@ def split_document(job: JobSpec, settings: Settings,
         "artifact_prefix": resolve_prefix(job.artifact_prefix, source.sha256, job.job_id),
         "options": options.model_dump(mode="json"),
         "producer": info.get("producer", ""),
+        "repaired": bool(info.get("repaired")),  # MuPDF rebuilt a broken file: every page says so
         "split_seconds": 0.0,
         "ranges": [list(r) for r in plan],
     }

@@ -7,22 +7,28 @@ broker is the caller's (`Dispatch`: the tasks build the chords); this module onl
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from redis.lock import Lock
 
+from workers import metrics
 from workers.collect import stream
 from workers.collect.finish import collect_streaming, finish_held
 from workers.fleet import jobs
+from workers.errors import InputError
 from workers.fleet.jobs import JobState
 from workers.ladder.structure import DocumentLayout
 from workers.model import JobSpec
 from workers.settings import Settings, get_settings
 from workers.split import ranges
-from workers.split.document import Head, SplitOutcome, head_outcome, parse_options, split_document, structure_plan
+from workers.split.document import (
+    Head, SplitOutcome, head_outcome, parse_options, split_document, structure_plan, write_error,
+)
 from workers.store import work
+from workers.store.storage import open_storage
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +91,7 @@ def _hand_on(spec: dict, job: JobSpec, outcome: SplitOutcome, record: dict[str, 
     log.info("job %s: %d pages, %d accepted from the text layer, pending %s",  # no file names at INFO
              job.job_id, outcome.page_count, outcome.accepted, outcome.pending)
     if outcome.error:
-        jobs.update(job.job_id, state=JobState.ERROR, status="error", error_code=outcome.error["code"],
-                    error_message=outcome.error["message"])
-        jobs.announce({"job_id": job.job_id, "status": "error", "error": outcome.error, "storage": job.storage})
+        settle_error(job, outcome.error)
         return outcome.as_dict()
     if outcome.held is not None:  # decided whole here, nothing climbs: collected in place
         finish_held(spec, outcome.held, record, outcome.accepted, lock)
@@ -104,6 +108,23 @@ def _hand_on(spec: dict, job: JobSpec, outcome: SplitOutcome, record: dict[str, 
                 pages=outcome.page_count, pages_done=outcome.accepted)
     send.dispatch(spec, outcome, settings.vlm.batch_size)
     return outcome.as_dict()
+
+
+def settle_error(job: JobSpec, error: dict[str, str], **fields: Any) -> None:
+    """A document that ends in its `error.json` (written): its record final, its notice, and its
+    count in the metrics (`documents_total{status="error"}`, once a job)."""
+    jobs.update(job.job_id, state=JobState.ERROR, status="error", error_code=error["code"],
+                error_message=error["message"], **fields)
+    jobs.announce({"job_id": job.job_id, "status": "error", "error": error, "storage": job.storage})
+    metrics.Recorder().document(job.job_id, "error", Counter(), {})
+
+
+def refuse(job: JobSpec, exc: InputError, settings: Settings | None = None) -> dict[str, str]:
+    """A job that ends before any task runs it (its source is gone: the receiver's HEAD): its
+    typed `error.json` where its artifacts would go, then as `settle_error`."""
+    record = write_error(job, open_storage(job.storage, settings or get_settings()), exc)
+    settle_error(job, record, filename=job.filename, storage=job.storage, source=job.source)
+    return record
 
 
 class NotYet(Exception):

@@ -38,6 +38,11 @@ log = logging.getLogger(__name__)
 TRANSIENT_NETWORK_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)
 
 
+# S3 answers that say an object read cannot find what it names: KeyError, never retried (a write
+# to a bucket that is gone stays a retryable StorageError: someone may be creating it)
+MISSING_CODES = ("NoSuchKey", "NoSuchObject", "NoSuchVersion", "NoSuchBucket")
+
+
 class ObjectChanged(Exception):
     """A conditional GET's object no longer has the ETag it was asked for (HTTP 412)."""
 
@@ -172,7 +177,7 @@ class S3Storage(Storage):
         return f"{self.prefix}/{key}" if self.prefix else key
 
     @contextlib.contextmanager
-    def _translate(self, op: str, key: str) -> Iterator[None]:
+    def _translate(self, op: str, key: str, missing: tuple[str, ...] = MISSING_CODES[:2]) -> Iterator[None]:
         """minio/urllib3/network errors → KeyError (no such object) or StorageError (retryable).
 
         An unreachable endpoint surfaces from minio as urllib3's `MaxRetryError`/`ProtocolError`
@@ -184,7 +189,7 @@ class S3Storage(Storage):
         try:
             yield
         except S3Error as exc:
-            if exc.code in ("NoSuchKey", "NoSuchObject"):
+            if exc.code in missing:
                 raise KeyError(key) from exc
             raise StorageError(f"{op} {where} failed: {exc.code}") from exc
         except TRANSIENT_NETWORK_ERRORS as exc:
@@ -232,7 +237,7 @@ class S3Storage(Storage):
         from minio.error import S3Error
 
         headers = {"If-Match": f'"{etag}"'} if etag else None
-        with self._translate("get", key):
+        with self._translate("get", key, MISSING_CODES):
             try:
                 response = self.client.get_object(self.bucket, self._key(key), version_id=version_id,
                                                   request_headers=headers)
@@ -251,8 +256,8 @@ class S3Storage(Storage):
             self.client.fget_object(self.bucket, self._key(key), path)
 
     def stat(self, key: str, *, version_id: str | None = None) -> tuple[int, str | None]:
-        """(size, ETag) by HEAD, of `version_id` when given."""
-        with self._translate("stat", key):
+        """(size, ETag) by HEAD, of `version_id` when given; KeyError when it does not exist."""
+        with self._translate("stat", key, MISSING_CODES):
             info = self.client.stat_object(self.bucket, self._key(key), version_id=version_id)
         return int(info.size), (info.etag or "").strip('"') or None
 
@@ -342,26 +347,27 @@ def s3_client(settings: Settings) -> Any:
     return client
 
 
-def new_s3_client(settings: Settings) -> Any:
+def new_s3_client(settings: Settings, *, timeout_s: float | None = None, retries: Any = None) -> Any:
     """A minio client whose requests give up on a stalled connection after `s3_timeout_s` (minio's
     own waits 5 minutes, past any task's time limit): a refused or reset connection is retried up
     to 5 times with backoff, a read that times out once, a 5xx answer up to 5 times (minio's policy).
     Its connections share one TLS context, whose trusted certificates (`SSL_CERT_FILE`, else
     certifi's bundle) are read once: urllib3 given only a file reads it again for every new
-    connection (~18 ms of CPU for certifi's bundle)."""
+    connection (~18 ms of CPU for certifi's bundle). `timeout_s`, `retries` (a urllib3 `Retry`):
+    a lookup's own, shorter ones (`workers.store.lookup`)."""
     import certifi
     from minio import Minio
     from urllib3.util.ssl_ import create_urllib3_context
 
-    timeout = settings.s3_timeout_s
+    timeout = timeout_s or settings.s3_timeout_s
     tls = None
     if settings.s3_secure:
         tls = create_urllib3_context()  # what urllib3 makes per connection: TLS 1.2 or later, certificates required
         tls.load_verify_locations(cafile=os.environ.get("SSL_CERT_FILE") or certifi.where())
     http = urllib3.PoolManager(timeout=urllib3.Timeout(connect=timeout, read=timeout), maxsize=10,
                                cert_reqs="CERT_REQUIRED", ssl_context=tls,
-                               retries=urllib3.Retry(total=5, read=1, backoff_factor=0.2,
-                                                     status_forcelist=[500, 502, 503, 504]))
+                               retries=retries or urllib3.Retry(total=5, read=1, backoff_factor=0.2,
+                                                                status_forcelist=[500, 502, 503, 504]))
     endpoint = settings.s3_endpoint.removeprefix("http://").removeprefix("https://")
     return Minio(endpoint, credentials=s3_credentials(settings), secure=settings.s3_secure, region=settings.s3_region,
                  http_client=http)
