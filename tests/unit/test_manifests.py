@@ -316,6 +316,15 @@ def test_dockerfile_essentials() -> None:
     assert pinned and text.count(f"pip install {pinned.group(1)}") == 2 and text.count("routing.compiled import build") == 2
 
 
+def test_an_image_can_carry_its_weights() -> None:
+    """The gpu-models stage: weights from a named build context, verified at build time, used offline."""
+    text = (DOCKER / "Dockerfile").read_text(encoding="utf-8")
+    stage = text[text.index("FROM gpu AS gpu-models"):]
+    assert "gpu-models" in dockerfile_stages() and "ARG MODELS_VERSION" in stage
+    assert "COPY --from=models . /models" in stage and "RUN pagefleet models verify /models" in stage
+    assert "PAGEFLEET_MODELS_DIR=/models" in stage and "HF_HUB_OFFLINE=1" in stage
+
+
 def test_licence_is_compatible_with_pymupdf() -> None:
     import tomllib
 
