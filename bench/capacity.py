@@ -296,7 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         from bench import page
 
-        command = "python bench/capacity.py " + " ".join(a for a in (argv or sys.argv[1:]))
+        shown = [os.path.relpath(a, ROOT) if Path(a).is_dir() else a for a in (argv or sys.argv[1:])]
+        command = "python bench/capacity.py " + " ".join(shown)
         page.write(args.markdown, body, command)
     digital = rows[0]
     print(f"redis_ops_per_page={digital.per_page(digital.usage.redis_ops):.1f} "
