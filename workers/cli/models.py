@@ -1,6 +1,6 @@
 """`pagefleet models`: provision model weights the way operators do, before a GPU worker starts.
 
-    pagefleet models pull --from s3://bucket/prefix --to /models    # an initContainer (k8s), models-init (compose)
+    pagefleet models pull --from s3://bucket/prefix --to /models    # the models-pull Job (k8s), models-init (compose)
     pagefleet models pull --from file:///mnt/models-pvc --to /models  # a volume somebody filled once
     pagefleet models pull --from hf --manifest manifest.json --to /models   # sites with internet: the HF hub
     pagefleet models manifest /models ID [ID ...]                    # write DIR/manifest.json for an upload
