@@ -12,7 +12,7 @@ APT_PACKAGES = tesseract-ocr tesseract-ocr-eng tesseract-ocr-heb tesseract-ocr-a
                libreoffice-writer-nogui fonts-noto-core
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup system venv native compiled fixtures run test test-fast bench budget eval eval-structure eval-ocr eval-wse eval-producers faults fuzz docs clean
+.PHONY: setup system venv native compiled fixtures run test test-fast bench budget eval eval-structure eval-ocr eval-wse eval-producers faults fuzz capacity docs clean
 
 setup: system venv native compiled
 
@@ -106,6 +106,12 @@ faults: setup
 
 fuzz: setup
 	$(PAGE) docs/benchmarks/fuzz.md -- $(BIN)/python tests/support/fuzz_inputs.py ../shared/corpus --count 500
+
+# Redis commands and bytes, S3 requests and bytes, per page of each kind, on a real local fleet, and the
+# ceilings they imply (docs/capacity.md); CAPACITY_ARGS=--quick for smaller workloads. Its last line:
+# redis_ops_per_page=X s3_requests_per_page=Y (born-digital pages)
+capacity: setup
+	$(BIN)/python bench/capacity.py ../shared/corpus --markdown docs/capacity.md $(CAPACITY_ARGS)
 
 # the docs site (mkdocs.yml): the generated references rewritten from the code, then a strict build → site/
 docs: venv

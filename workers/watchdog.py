@@ -9,7 +9,10 @@ have no record (as a new chord whose body is the collector), or the collect — 
 exists (missing pages become `failed` pages), or a job that never got through its split gets an
 `aborted` error.json, and a dead-letter record is written either way (`pagefleet deadletter`).
 
-Runs as a Celery beat schedule (`pagefleet.watchdog`, see workers/app.py) and by hand:
+Runs as its own process, apart from every worker (compose's `watchdog` service, k8s/base/watchdog.yaml),
+so a dead collect worker does not take it along; a broker that does not answer skips a sweep, never
+ends the process. A Celery beat schedule (`pagefleet.watchdog`, see workers/app.py) can send the same
+sweep to the collect queue instead:
 
     pagefleet watchdog [--once] [--interval S] [--deadline-minutes M]
 """
@@ -22,6 +25,7 @@ import logging
 import time
 from typing import Any
 
+import redis
 from rich.console import Console
 
 from workers.fleet import jobs
@@ -173,8 +177,14 @@ def _handler(args: argparse.Namespace, console: Console) -> int:
     rel = reliability()
     deadline_s = args.deadline_minutes * 60 if args.deadline_minutes is not None else rel.deadline_s
     while True:
-        for job_id, action in sweep(deadline_s):
-            console.print(f"pagefleet watchdog: job {job_id}: {action}")
+        try:
+            for job_id, action in sweep(deadline_s):
+                console.print(f"pagefleet watchdog: job {job_id}: {action}")
+        except (BrokerUnavailable, redis.RedisError) as exc:
+            if args.once:
+                raise BrokerUnavailable(f"watchdog sweep: {exc}") from exc
+            # the process that must outlive a broker restart or a full Redis: the next sweep tries again
+            log.warning("watchdog: sweep skipped, the broker did not answer: %s", exc)
         if args.once:
             return 0
         time.sleep(args.interval or rel.watchdog_interval_s)

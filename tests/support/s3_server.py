@@ -11,12 +11,16 @@ certifi's bundle, and reading it is part of what a new TLS connection costs.
 
     with MotoServer(tls=True, delay_ms=0) as server:   # or .start() / .stop()
         os.environ.update(server.env())
+
+With `count`, the server counts what it serves (`server.counts()`: requests by S3 operation, body
+bytes in and out), as a bucket's request metrics would (bench/capacity.py).
 """
 
 from __future__ import annotations
 
 import datetime
 import ipaddress
+import os
 import shutil
 import ssl
 import subprocess
@@ -32,12 +36,60 @@ _SERVE = """
 import os, sys
 import uvicorn
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
-port, cert, key = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+port, cert, key, count = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4] == "count"
 os.environ["MOTO_PORT"] = str(port)
 tls = {"ssl_certfile": cert, "ssl_keyfile": key} if cert else {}
-uvicorn.run(DomainDispatcherApplication(create_backend_app), host="127.0.0.1", port=port, interface="wsgi",
-            log_level="warning", timeout_graceful_shutdown=1, **tls)
+app = DomainDispatcherApplication(create_backend_app)
+if count:
+    from tests.support.s3_server import counting
+    app = counting(app)
+uvicorn.run(app, host="127.0.0.1", port=port, interface="wsgi", log_level="warning", timeout_graceful_shutdown=1,
+            **tls)
 """
+COUNTS_PATH = "/_pagefleet/counts"
+
+
+def operation(environ: dict) -> str:
+    """The S3 operation a request is, by the names S3's request metrics use (path-style URLs)."""
+    method, query = environ["REQUEST_METHOD"], environ.get("QUERY_STRING", "")
+    in_bucket = "/" in environ.get("PATH_INFO", "/").strip("/")
+    if method == "GET":
+        if in_bucket:
+            return "GetObject"
+        return "GetBucketLocation" if "location" in query else ("ListObjects" if environ["PATH_INFO"].strip("/")
+                                                                else "ListBuckets")
+    if method == "PUT":
+        return "UploadPart" if "partNumber" in query else ("PutObject" if in_bucket else "CreateBucket")
+    if method == "POST":
+        return "DeleteObjects" if "delete" in query else "Multipart"
+    return {"HEAD": "HeadObject" if in_bucket else "HeadBucket", "DELETE": "DeleteObject"}.get(method, method)
+
+
+def counting(app):  # type: ignore[no-untyped-def]
+    """A WSGI wrapper that counts every request by operation and the body bytes each way, and
+    answers GET COUNTS_PATH with the counts so far as JSON."""
+    import json
+    import threading
+
+    lock = threading.Lock()
+    counts: dict = {"requests": {}, "bytes_in": 0, "bytes_out": 0}
+
+    def wrapped(environ, start_response):  # type: ignore[no-untyped-def]
+        if environ.get("PATH_INFO") == COUNTS_PATH:
+            with lock:
+                body = json.dumps(counts).encode()
+            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+            return [body]
+        chunks = list(app(environ, start_response))
+        with lock:
+            op = operation(environ)
+            counts["requests"][op] = counts["requests"].get(op, 0) + 1
+            counts["bytes_in"] += int(environ.get("CONTENT_LENGTH") or 0)
+            counts["bytes_out"] += sum(len(c) for c in chunks)
+        return chunks
+
+    return wrapped
+
 
 
 def self_signed(folder: Path) -> tuple[Path, Path]:
@@ -72,8 +124,8 @@ class MotoServer:
     through `tests/support/latency_proxy.py` (every byte that much later each way: an object store across
     a network)."""
 
-    def __init__(self, delay_ms: float = 0.0, tls: bool = True) -> None:
-        self.delay_ms, self.tls = delay_ms, tls
+    def __init__(self, delay_ms: float = 0.0, tls: bool = True, count: bool = False) -> None:
+        self.delay_ms, self.tls, self.count = delay_ms, tls, count
         self.port = self.endpoint = free_port()
         self.folder = Path(tempfile.mkdtemp(prefix="pagefleet-s3-"))
         self.cert: Path | None = None
@@ -88,7 +140,7 @@ class MotoServer:
     def start(self) -> "MotoServer":
         cert, key = self_signed(self.folder) if self.tls else ("", "")
         self.cert = Path(cert) if cert else None
-        self._spawn([sys.executable, "-c", _SERVE, str(self.port), str(cert), str(key)])
+        self._spawn([sys.executable, "-c", _SERVE, str(self.port), str(cert), str(key), "count" if self.count else "-"])
         if self.delay_ms > 0:
             self.endpoint = free_port()
             proxy = Path(__file__).with_name("latency_proxy.py")
@@ -109,8 +161,20 @@ class MotoServer:
         raise RuntimeError("moto S3 server did not start")
 
     def _spawn(self, argv: list[str]) -> None:
+        root = str(Path(__file__).resolve().parents[2])  # `count` imports this module in the server
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
         self.procs.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                           start_new_session=True))
+                                           start_new_session=True, env=env))
+
+    def counts(self) -> dict:
+        """What the server has served so far (needs `count`): {requests: {operation: n}, bytes_in, bytes_out}."""
+        import json
+
+        context = ssl.create_default_context(cafile=str(self.cert)) if self.cert else None
+        scheme = "https" if self.cert else "http"
+        with urllib.request.urlopen(f"{scheme}://127.0.0.1:{self.port}{COUNTS_PATH}", timeout=10,
+                                    context=context) as answer:
+            return json.loads(answer.read())
 
     def env(self) -> dict[str, str]:
         env = {"PAGEFLEET_S3_ENDPOINT": f"127.0.0.1:{self.endpoint}", "PAGEFLEET_S3_ACCESS_KEY": "testing",

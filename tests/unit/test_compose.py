@@ -1,6 +1,6 @@
 """docker/compose.yaml: valid against the official Compose specification (vendored, offline), and
 wired as the fleet needs it: MinIO's webhook to the receiver, every queue consumed, Redis with
-maxmemory + noeviction, beat for the watchdog, the GPU profile with its models pulled first."""
+maxmemory + noeviction, the watchdog apart from every worker, the GPU profile with its models pulled first."""
 
 from __future__ import annotations
 
@@ -33,8 +33,6 @@ def test_compose_wiring() -> None:
     redis_cmd = " ".join(services["redis"]["command"])
     assert "--maxmemory-policy noeviction" in redis_cmd and "--appendonly yes" in redis_cmd
     assert re.search(r"--maxmemory \S+", redis_cmd), "noeviction means nothing without a maxmemory"
-    assert services["beat"]["command"][:3] == ["-A", "workers.app", "beat"], "the watchdog schedule must run somewhere"
-    assert "pagefleet.watchdog" in {e["task"] for e in app.conf.beat_schedule.values()}
     assert services["models-init"]["profiles"] == ["gpu"] and services["models-init"]["command"][:2] == ["models", "pull"]
     assert services["worker-gpu"]["depends_on"]["models-init"]["condition"] == "service_completed_successfully"
     for name, service in services.items():
@@ -72,3 +70,21 @@ def _compose_queues(service: dict[str, Any]) -> list[str]:
 def _seconds(duration: str) -> float:
     units = {"h": 3600, "m": 60, "s": 1}
     return sum(float(n) * units[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)([hms])", duration))
+
+
+def test_the_watchdog_runs_apart_from_every_worker() -> None:
+    """In compose and in the README's fleet commands, `pagefleet watchdog` is a process of its own:
+    the sweep does not wait on a collect worker that may be the thing that died."""
+    from tests.unit.test_manifests import ROOT
+
+    services = compose()["services"]
+    watchdogs = [name for name, s in services.items() if s.get("command") == ["watchdog"]]
+    assert watchdogs == ["watchdog"], "compose runs no `pagefleet watchdog`"
+    assert not _compose_queues(services["watchdog"]) and services["watchdog"]["restart"] == "unless-stopped"
+    assert "profiles" not in services["watchdog"], "it runs in every fleet, not only a profile's"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    fleet = readme[readme.index("## The fleet"):]
+    block = fleet[fleet.index("```sh"):fleet.index("```", fleet.index("```sh") + 5)]
+    commands = [line.split("#")[0].split() for line in block.splitlines()[1:]]
+    assert ["pagefleet", "watchdog"] in commands, "README's fleet commands leave out the watchdog"
+    assert not any("watchdog" in c and "worker" in c for c in commands)

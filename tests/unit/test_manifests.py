@@ -48,6 +48,17 @@ def base_objects() -> list[dict[str, Any]]:
     return [doc for name in kustomization(BASE)["resources"] for doc in load_docs(BASE / name)]
 
 
+def secret_keys() -> dict[str, set[str]]:
+    """The keys of every Secret the base generates, from the env examples the operator copies."""
+    from tests.support.kustomize import env_file
+
+    keys: dict[str, set[str]] = {}
+    for generator in kustomization(BASE).get("secretGenerator", []):
+        for name in generator["envs"]:
+            keys.setdefault(generator["name"], set()).update(env_file(BASE / f"{name}.example"))
+    return keys
+
+
 def by_kind(objects: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
     return {o["metadata"]["name"]: o for o in objects if o["kind"] == kind}
 
@@ -192,7 +203,7 @@ def test_keda_objects_are_structurally_valid() -> None:
 # -- queues, KEDA, Deployments ---------------------------------------------------------------------
 def test_every_queue_has_exactly_one_keda_trigger_on_its_list() -> None:
     objects = base_objects()
-    deployments, secrets, configs = by_kind(objects, "Deployment"), by_kind(objects, "Secret"), by_kind(objects, "ConfigMap")
+    deployments, secrets, configs = by_kind(objects, "Deployment"), secret_keys(), by_kind(objects, "ConfigMap")
     auths = by_kind(objects, "TriggerAuthentication")
     scaled = list(by_kind(objects, "ScaledObject").values())
     lists = [t["metadata"]["listName"] for s in scaled for t in s["spec"]["triggers"]]
@@ -205,7 +216,7 @@ def test_every_queue_has_exactly_one_keda_trigger_on_its_list() -> None:
         env_sources = [e["configMapRef"]["name"] for e in pod_spec(target)["containers"][0]["envFrom"] if "configMapRef" in e]
         assert any(trigger["metadata"]["addressFromEnv"] in configs[n]["data"] for n in env_sources)
         for ref in auths[trigger["authenticationRef"]["name"]]["spec"]["secretTargetRef"]:
-            assert ref["key"] in secrets[ref["name"]]["stringData"]
+            assert ref["key"] in secrets[ref["name"]]
 
 
 def test_gpu_scales_to_zero_while_restorers_stay_up() -> None:
@@ -250,7 +261,7 @@ def test_flower_metrics_are_fenced_and_auth_is_required() -> None:
     assert policy["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
     assert policy["spec"]["policyTypes"] == ["Ingress"] and policy["spec"]["ingress"][0]["ports"][0]["port"] == 5555
     sources = {e["secretRef"]["name"] for e in pod_spec(flower)["containers"][0]["envFrom"] if "secretRef" in e}
-    assert any("FLOWER_BASIC_AUTH" in by_kind(objects, "Secret")[name]["stringData"] for name in sources)
+    assert any("FLOWER_BASIC_AUTH" in secret_keys()[name] for name in sources)
     assert "FLOWER_BASIC_AUTH" in compose()["services"]["flower"]["environment"]
 
 
@@ -303,6 +314,15 @@ def test_dockerfile_essentials() -> None:
     # both runtime images compile the gate with the mypy the project pins (the build is part of the product)
     pinned = re.search(r'"(mypy==[^"]+)"', (ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     assert pinned and text.count(f"pip install {pinned.group(1)}") == 2 and text.count("routing.compiled import build") == 2
+
+
+def test_an_image_can_carry_its_weights() -> None:
+    """The gpu-models stage: weights from a named build context, verified at build time, used offline."""
+    text = (DOCKER / "Dockerfile").read_text(encoding="utf-8")
+    stage = text[text.index("FROM gpu AS gpu-models"):]
+    assert "gpu-models" in dockerfile_stages() and "ARG MODELS_VERSION" in stage
+    assert "COPY --from=models . /models" in stage and "RUN pagefleet models verify /models" in stage
+    assert "PAGEFLEET_MODELS_DIR=/models" in stage and "HF_HUB_OFFLINE=1" in stage
 
 
 def test_licence_is_compatible_with_pymupdf() -> None:

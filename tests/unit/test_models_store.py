@@ -45,7 +45,7 @@ def test_manifest_pull_from_a_volume_and_verify(tmp_path: Path) -> None:
     assert pull(Source(f"file://{volume}"), models) == {"org/one": 0, "org/two": 0}, "verified files are kept"
     assert verify(models) == [] and main(["models", "verify", str(models)]) == 0
     (models / "org/one/model.safetensors").write_bytes(b"tampered")
-    assert verify(models) == ["org/one/model.safetensors: checksum mismatch"]
+    assert verify(models) == ["org/one/model.safetensors: 8 bytes, the manifest says 800"]
     assert main(["models", "verify", str(models)]) == 1
     (volume / "org/two/config.json").write_text("{}")  # the source changed after its manifest was written
     with pytest.raises(ModelPullError, match="sha256"):
@@ -77,3 +77,67 @@ def test_engines_say_why_a_model_is_missing(tmp_path: Path, settings_env: pytest
     (models / "org/one" / PULLED_MARK).unlink()
     present, why = weights_present("org/one")
     assert not present and "not pulled completely" in why
+
+
+def test_quick_verify_checks_a_read_only_volume_without_hashing(tmp_path: Path) -> None:
+    """What a GPU pod's initContainer runs: a missing file, a wrong size or an unfinished pull fail
+    it; it trusts the checksums the pull verified (a same-size change passes --quick, not a full verify)."""
+    volume, models = tmp_path / "pvc", tmp_path / "models"
+    _model(volume, "org/one")
+    main(["models", "manifest", str(volume), "org/one"])
+    with pytest.raises(ModelPullError, match="nothing was pulled"):
+        verify(models)
+    assert main(["models", "verify", "--quick", str(models)]) != 0
+    pull(Source(f"file://{volume}"), models)
+    assert verify(models, quick=True) == [] and main(["models", "verify", "--quick", str(models)]) == 0
+    weights = models / "org/one/model.safetensors"
+    weights.write_bytes(weights.read_bytes()[::-1])
+    assert verify(models, quick=True) == [] and verify(models) == ["org/one/model.safetensors: checksum mismatch"]
+    weights.write_bytes(b"short")
+    assert verify(models, quick=True) == ["org/one/model.safetensors: 5 bytes, the manifest says 800"]
+    (models / "org/one/sub/tokenizer.json").unlink()
+    (models / "org/one" / PULLED_MARK).unlink()
+    assert verify(models, quick=True)[:2] == ["org/one: not pulled completely (no .pagefleet-pulled)",
+                                             "org/one/model.safetensors: 5 bytes, the manifest says 800"]
+    assert "org/one/sub/tokenizer.json: missing" in verify(models, quick=True)
+
+
+def _hf_cache(hf_home: Path, model_id: str, files: Path) -> None:
+    """The Hugging Face hub cache as `hf_hub_download` leaves it: blobs, a snapshot per commit, refs/main."""
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = hf_home / "hub" / f"models--{model_id.replace('/', '--')}"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    for path in sorted(files.rglob("*")):
+        if path.is_file() and path.name != PULLED_MARK:
+            target = repo / "snapshots" / commit / path.relative_to(files)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+
+
+def test_pull_from_the_hf_hub_runs_offline_from_its_cache(tmp_path: Path) -> None:
+    """`--from hf` goes through huggingface_hub's own download (no network here: HF_HUB_OFFLINE and
+    a cache the test wrote), then the same checksums as any source: a cached file that differs from
+    the manifest fails the pull."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    volume, models, hf_home = tmp_path / "weights", tmp_path / "models", tmp_path / "hf"
+    _model(volume, "org/one")
+    main(["models", "manifest", str(volume), "org/one"])
+    _hf_cache(hf_home, "org/one", volume / "org/one")
+    env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, "-m", "workers.cli.main", "models", "pull", "--from", "hf",
+            "--manifest", str(volume / MANIFEST), "--to", str(models)]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (models / "org/one/sub/tokenizer.json").read_text() == "{}" and verify(models) == []
+    assert json.loads((models / MANIFEST).read_text())["source"] == "hf"
+    snapshot = next((hf_home / "hub" / "models--org--one" / "snapshots").iterdir())
+    (snapshot / "config.json").write_text('{"model_type": "changed"}')
+    again = subprocess.run([*argv[:-1], str(tmp_path / "fresh")], env=env, capture_output=True, text=True,
+                           timeout=120, check=False)
+    assert again.returncode != 0 and "sha256" in again.stdout + again.stderr

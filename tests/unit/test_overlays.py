@@ -1,22 +1,23 @@
 """The kustomize overlays as a cluster would receive them (rendered by kubectl where installed,
-else by tests/support/kustomize.py): every object validates, KEDA can reach Redis from its own
-namespace, KEDA alone owns replicas, GPU pods get their weights from an initContainer, the
-watchdog is scheduled, and every worker honours the log-level setting."""
+else by tests/support/kustomize.py, with the operator's secret env files written by the test):
+every object validates, no Secret holds a placeholder and a checkout without the env files does
+not build, KEDA can reach Redis from its own namespace, KEDA alone owns replicas, GPU pods find
+their weights on a volume that outlives them, the watchdog runs in its own process, and every
+worker honours the log-level setting."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from tests.support.kustomize import pod_templates, render
-from workers.app import QUEUES, app
+from tests.support.kustomize import KustomizeError, build, pod_templates, render, write_test_secrets
+from workers.app import QUEUES
 
 kubernetes_validate = pytest.importorskip("kubernetes_validate")
 
@@ -27,13 +28,17 @@ KEDA_KINDS = {"ScaledObject", "TriggerAuthentication"}
 FQDN = re.compile(r"^(?P<service>[a-z0-9-]+)\.(?P<namespace>[a-z0-9-]+)\.svc\.cluster\.local:\d+$")
 
 
+PLACEHOLDER = re.compile(r"change[-_ ]?me|example|replace|<[a-z_ ]+>|xxx|todo", re.IGNORECASE)
+
+
 def rendered(overlay: str) -> list[dict[str, Any]]:
-    directory = K8S / "overlays" / overlay
-    if shutil.which("kubectl"):
-        out = subprocess.run(["kubectl", "kustomize", str(directory)], capture_output=True, text=True, timeout=60,
-                             check=True).stdout
-        return [d for d in yaml.safe_load_all(out) if d]
-    return render(directory)
+    return build(overlay)
+
+
+def secret_values(secret: dict[str, Any]) -> dict[str, str]:
+    values = dict(secret.get("stringData") or {})
+    values.update({k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()})
+    return values
 
 
 def by_kind(objects: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
@@ -45,7 +50,7 @@ def config_env(objects: list[dict[str, Any]]) -> dict[str, str]:
     for config in by_kind(objects, "ConfigMap").values():
         env.update(config.get("data") or {})
     for secret in by_kind(objects, "Secret").values():
-        env.update(secret.get("stringData") or {})
+        env.update(secret_values(secret))
     return env
 
 
@@ -97,39 +102,68 @@ def test_keda_alone_owns_replicas(overlay: str) -> None:
         assert "replicas" not in deployments[name]["spec"], f"{name}: kubectl apply would reset KEDA's count"
 
 
-def test_gpu_workers_pull_their_models_first() -> None:
-    objects = rendered("gpu")
-    env = config_env(objects)
-    spec = pod_templates(by_kind(objects, "Deployment")["worker-gpu"])[0]
-    [init] = spec["initContainers"]
-    args = init["args"]
-    assert args[:2] == ["models", "pull"], args
-    source = args[args.index("--from") + 1]
-    source = re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], source)
-    assert source.startswith("s3://"), source
-    target = args[args.index("--to") + 1]
-    assert target == env["PAGEFLEET_MODELS_DIR"]
-    worker = spec["containers"][0]
-    mounted = {m["mountPath"]: m["name"] for m in worker["volumeMounts"]}
-    assert {m["mountPath"]: m["name"] for m in init["volumeMounts"]}[target] == mounted[target]
-    assert {"name": "HF_HUB_OFFLINE", "value": "1"} in worker["env"]
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_no_secret_holds_a_placeholder(overlay: str) -> None:
+    """Every Secret `apply -k` applies comes from the env files the operator wrote (here: the test)."""
+    objects = rendered(overlay)
+    secrets = by_kind(objects, "Secret")
+    assert set(secrets) == {"pagefleet-secrets", "flower-auth"}
+    for name, secret in secrets.items():
+        for key, value in secret_values(secret).items():
+            assert not PLACEHOLDER.search(value), f"Secret {name}: {key} holds a placeholder"
+    for path in K8S.rglob("*.yaml"):  # no Secret, and no value, written into a manifest
+        assert "kind: Secret" not in path.read_text(encoding="utf-8"), path
+    for example in K8S.rglob("*.env.example"):  # the examples name keys, and hold no value to forget
+        values = [line.partition("=")[2] for line in example.read_text().splitlines() if line and line[0] != "#"]
+        assert values and not any(values), f"{example}: leave every value empty"
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_watchdog_is_scheduled(overlay: str) -> None:
+def test_without_the_env_files_the_build_fails_naming_them(overlay: str) -> None:
+    with pytest.raises(KustomizeError, match=r"secrets/pagefleet-secrets\.env"):
+        build(overlay, secrets=False)
+    assert (K8S / "base" / "secrets" / "pagefleet-secrets.env.example").is_file()
+    gitignore = (ROOT / ".gitignore").read_text(encoding="utf-8")
+    assert "k8s/**/*.env" in gitignore.splitlines(), "the operator's secrets stay out of git"
+
+
+def test_gpu_workers_find_their_models_on_a_volume_that_outlives_them() -> None:
+    objects = rendered("gpu")
+    env = config_env(objects)
+    spec = pod_templates(by_kind(objects, "Deployment")["worker-gpu"])[0]
+    claims = {v["name"]: v["persistentVolumeClaim"] for v in spec["volumes"] if "persistentVolumeClaim" in v}
+    worker = spec["containers"][0]
+    models = env["PAGEFLEET_MODELS_DIR"]
+    [mount] = [m for m in worker["volumeMounts"] if m["mountPath"] == models]
+    claim = claims[mount["name"]]
+    pvc = by_kind(objects, "PersistentVolumeClaim")[claim["claimName"]]
+    assert "ReadOnlyMany" in pvc["spec"]["accessModes"] and claim["readOnly"] and mount["readOnly"]
+    [init] = spec["initContainers"]  # verifies, never downloads
+    assert init["args"] == ["models", "verify", "--quick", models], init["args"]
+    assert {m["mountPath"]: m["name"] for m in init["volumeMounts"]}[models] == mount["name"]
+    assert {"name": "HF_HUB_OFFLINE", "value": "1"} in worker["env"]
+    [job] = by_kind(objects, "Job").values()  # fills the claim once
+    job_spec = pod_templates(job)[0]
+    args = job_spec["containers"][0]["args"]
+    assert args[:2] == ["models", "pull"], args
+    source = re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], args[args.index("--from") + 1])
+    assert source.startswith("s3://") and args[args.index("--to") + 1] == models
+    [job_claim] = [v["persistentVolumeClaim"] for v in job_spec["volumes"] if "persistentVolumeClaim" in v]
+    assert job_claim["claimName"] == claim["claimName"] and not job_claim.get("readOnly")
+    cpu = rendered("cpu-only")
+    assert not by_kind(cpu, "PersistentVolumeClaim") and not by_kind(cpu, "Job"), "no GPU, no model volume"
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_watchdog_runs_apart_from_every_worker(overlay: str) -> None:
+    """`pagefleet watchdog` sweeps in its own pod: a dead collect worker cannot take it along."""
     objects = rendered(overlay)
-    jobs = [o for o in objects if o["kind"] == "CronJob"]
-    beat = [o for o in by_kind(objects, "Deployment").values()
-            if (pod_templates(o)[0]["containers"][0].get("args") or [])[2:3] == ["beat"]]
-    scheduled = [pod_templates(o)[0]["containers"][0]["args"] for o in jobs]
-    assert ["watchdog", "--once"] in scheduled or beat, "nothing runs the deadline watchdog"
-    for job in jobs:
-        assert job["spec"]["concurrencyPolicy"] == "Forbid"
-        assert job["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"] < 300  # shorter than the period
-    for deployment in beat:
-        assert deployment["spec"].get("replicas") == 1, "one beat, or every sweep runs twice"
-        assert deployment["spec"]["strategy"]["type"] == "Recreate", "a rolling update runs two beats"
-        assert "pagefleet.watchdog" in {e["task"] for e in app.conf.beat_schedule.values()}
+    watchdogs = [o for o in by_kind(objects, "Deployment").values()
+                 if pod_templates(o)[0]["containers"][0].get("args") == ["watchdog"]]
+    assert len(watchdogs) == 1, "nothing runs the deadline watchdog"
+    [deployment] = watchdogs
+    assert len(pod_templates(deployment)[0]["containers"]) == 1, "no worker shares its pod"
+    assert deployment["spec"].get("replicas") == 1 and deployment["spec"]["strategy"]["type"] == "Recreate"
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -145,11 +179,16 @@ def test_workers_honour_the_log_level_setting(overlay: str) -> None:
         assert args[args.index("--loglevel") + 1] == "$(PAGEFLEET_LOGLEVEL)", deployment["metadata"]["name"]
 
 
-def test_renderer_applies_deletes_and_merges() -> None:
-    """The Python renderer itself: the cpu-only overlay deletes, the gpu overlay merges."""
-    cpu = {(o["kind"], o["metadata"]["name"]) for o in render(K8S / "overlays" / "cpu-only")}
+def test_renderer_applies_deletes_merges_and_generators(tmp_path: Path) -> None:
+    """The Python renderer itself: the cpu-only overlay deletes, the gpu overlay merges, secrets are generated."""
+    shutil.copytree(K8S, tmp_path / "k8s", ignore=shutil.ignore_patterns("*.env"))
+    with pytest.raises(KustomizeError, match="pagefleet-secrets.env"):
+        render(tmp_path / "k8s" / "overlays" / "gpu")
+    write_test_secrets(tmp_path / "k8s")
+    cpu = {(o["kind"], o["metadata"]["name"]) for o in render(tmp_path / "k8s" / "overlays" / "cpu-only")}
     assert ("Deployment", "worker-gpu") not in cpu and ("Deployment", "worker-cpu") in cpu
-    gpu = by_kind(render(K8S / "overlays" / "gpu"), "Deployment")["worker-gpu"]
+    assert ("Secret", "pagefleet-secrets") in cpu and ("PersistentVolumeClaim", "pagefleet-models") not in cpu
+    gpu = by_kind(render(tmp_path / "k8s" / "overlays" / "gpu"), "Deployment")["worker-gpu"]
     spec = pod_templates(gpu)[0]
     assert spec["nodeSelector"] == {"nvidia.com/gpu.present": "true"} and spec["tolerations"]
 

@@ -1,10 +1,11 @@
 """`pagefleet models`: provision model weights the way operators do, before a GPU worker starts.
 
-    pagefleet models pull --from s3://bucket/prefix --to /models    # an initContainer (k8s), models-init (compose)
+    pagefleet models pull --from s3://bucket/prefix --to /models    # the models-pull Job (k8s), models-init (compose)
     pagefleet models pull --from file:///mnt/models-pvc --to /models  # a volume somebody filled once
     pagefleet models pull --from hf --manifest manifest.json --to /models   # sites with internet: the HF hub
     pagefleet models manifest /models ID [ID ...]                    # write DIR/manifest.json for an upload
     pagefleet models verify /models                                  # re-check every file's sha256
+    pagefleet models verify --quick /models                          # sizes and marks: a GPU pod's initContainer
 
 The source holds `manifest.json` (model ids + every file's sha256 and size; see
 workers/engines/models_store.py) and `<model id>/<file>` for each entry. Every file is verified
@@ -119,16 +120,27 @@ def pull(source: Source, root: Path) -> dict[str, int]:
     return fetched
 
 
-def verify(root: Path) -> list[str]:
-    """Problems with the pulled models under `root` (empty: every file matches the manifest)."""
-    manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+def verify(root: Path, quick: bool = False) -> list[str]:
+    """Problems with the pulled models under `root` (empty: every file matches the manifest).
+    `quick` checks presence, sizes and each model's completion mark instead of every sha256: what a
+    GPU pod's initContainer runs against a read-only volume that a pull already verified."""
+    try:
+        manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ModelPullError(f"no {MANIFEST} in {root}: nothing was pulled there (run `pagefleet models pull`)") from exc
+    except json.JSONDecodeError as exc:
+        raise ModelPullError(f"{root / MANIFEST} is not JSON: {exc.msg}") from exc
     problems = []
-    for model_id, entry in manifest["models"].items():
-        for relative, meta in entry["files"].items():
-            path = root / model_id / relative
+    for model_id, entry in sorted(manifest["models"].items()):
+        if not (root / _safe(model_id) / PULLED_MARK).is_file():
+            problems.append(f"{model_id}: not pulled completely (no {PULLED_MARK})")
+        for relative, meta in sorted(entry["files"].items()):
+            path = root / model_id / _safe(relative)
             if not path.is_file():
                 problems.append(f"{model_id}/{relative}: missing")
-            elif sha256_of(path) != meta["sha256"]:
+            elif path.stat().st_size != meta.get("size", path.stat().st_size):
+                problems.append(f"{model_id}/{relative}: {path.stat().st_size} bytes, the manifest says {meta['size']}")
+            elif not quick and sha256_of(path) != meta["sha256"]:
                 problems.append(f"{model_id}/{relative}: checksum mismatch")
     return problems
 
@@ -145,6 +157,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     man.add_argument("ids", nargs="+", metavar="ID", help="model ids (folders under ROOT), e.g. Qwen/Qwen2.5-VL-7B-Instruct")
     ver = verbs.add_parser("verify", help="re-check the sha256 of every pulled file")
     ver.add_argument("root", nargs="?", help="models directory (default: PAGEFLEET_MODELS_DIR)")
+    ver.add_argument("--quick", action="store_true",
+                     help="presence, sizes and completion marks only, no checksums (a read-only volume a pull verified)")
     p.set_defaults(handler=cmd_models)
 
 
@@ -162,9 +176,11 @@ def cmd_models(args: argparse.Namespace, console: Any) -> int:
         raise ModelPullError("no models directory: pass --to DIR or set PAGEFLEET_MODELS_DIR")
     root = Path(root_text)
     if args.models_command == "verify":
-        problems = verify(root)
+        problems = verify(root, quick=args.quick)
         for problem in problems:
             console.print(f"pagefleet models: {problem}", markup=False)
+        if not problems:
+            console.print(f"pagefleet models: every file under {root} matches its manifest", markup=False)
         return 1 if problems else 0
     source_url = args.source or settings.from_url
     if not source_url:
