@@ -1,4 +1,4 @@
-"""The Celery application: Redis broker and result backend, JSON only, four queues.
+"""The Celery application: Redis broker and result backend, JSON only, five queues.
 
 Settings follow ../shared/docs/RELIABILITY.md: late acks with prefetch 1 (KEDA sees waiting work), redelivery
 on a lost worker *with* a per-page delivery cap (counted in the OCR task), soft limit below hard
@@ -48,7 +48,7 @@ TASK_ROUTES = {
     "pagefleet.collect_final": {"queue": "collect"},
     "pagefleet.redispatch": {"queue": "collect"},
     "pagefleet.watchdog": {"queue": "collect"},
-    "pagefleet.callback": {"queue": "collect"},
+    "pagefleet.callback": {"queue": "notify"},  # its own worker: a slow endpoint holds no collect
 }
 
 

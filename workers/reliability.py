@@ -40,7 +40,7 @@ class ReliabilitySettings(BaseModel):
     redis_socket_timeout_s: float = Field(30.0, ge=5, description="a Redis command on a dead connection fails after")
     redis_connect_timeout_s: float = Field(5.0, gt=0, description="connecting to Redis gives up after")
     redis_health_check_s: int = Field(10, ge=1, description="a half-open consumer connection is dropped after ~this")
-    callback_timeout_s: float = Field(10.0, gt=0, description="a completion callback POST gives up after")
+    callback_timeout_s: float = Field(5.0, gt=0, description="a completion callback POST gives up after")
     callback_max_retries: int = Field(8, ge=0, description="retries of a failed callback before it is dead-lettered")
     callback_backoff_max_s: int = Field(600, ge=1, description="longest wait between two callback retries")
 

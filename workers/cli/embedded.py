@@ -102,11 +102,12 @@ def signals_as_interrupt() -> Iterator[None]:
 
 
 class EmbeddedFleet(Fleet):
-    """Redis (unless a broker is given) plus split/collect, cpu (and gpu) workers."""
+    """Redis (unless a broker is given) plus split/collect, cpu, notify (and gpu) workers."""
 
     def __init__(self, *, broker_url: str | None, cpu_workers: int, gpu: bool, logdir: Path) -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="pagefleet-run-"))
-        queues: list[tuple[str, int | None]] = [("split,collect", 1), ("cpu", cpu_workers)]
+        # callbacks on a worker of their own (task threads): a slow endpoint never holds a collect
+        queues: list[tuple[str, int | None]] = [("split,collect", 1), ("cpu", cpu_workers), ("notify", 2)]
         super().__init__(self.tmp, [*queues, *([("gpu", None)] if gpu else [])], broker_url=broker_url,
                          env={"PAGEFLEET_GPU": "1" if gpu else "0", "OMP_THREAD_LIMIT": "1"}, logdir=logdir)
 

@@ -112,29 +112,39 @@ class RedisServer:
         self.proc = None
 
 
+NOTIFY_THREADS = 8  # a notify worker's default task threads: callbacks in flight at once
+
+
 def pool_for(queues: str) -> list[str]:
     """Celery's pool option for a worker of these queues: a worker of the gpu queue alone runs its
     tasks on threads (`gpu_pool`), so that its concurrent tasks' pages share the VLM's generate
-    calls (`workers.engines.batching`) and one copy of each model; every other worker forks."""
+    calls (`workers.engines.batching`) and one copy of each model; a worker of the notify queue
+    alone runs its callback POSTs on threads (they wait on the network, and a slow endpoint holds
+    one thread); every other worker forks."""
     from workers.settings import get_settings
 
-    return ["-P", get_settings().gpu_pool] if _gpu_only(queues) else []
+    if _only(queues, "gpu"):
+        return ["-P", get_settings().gpu_pool]
+    return ["-P", "threads"] if _only(queues, "notify") else []
 
 
 def default_concurrency(queues: str) -> int:
     """A worker's pool size when none is given: on task threads, a gpu worker takes `vlm.batch_size`
     tasks at once (their pages fill one generate call); a prefork gpu worker one process (each
-    would load its own models); any other worker a process a CPU."""
+    would load its own models); a notify worker `NOTIFY_THREADS` callbacks; any other worker a
+    process a CPU."""
     from workers.settings import get_settings
 
     settings = get_settings()
-    if _gpu_only(queues):
+    if _only(queues, "gpu"):
         return settings.vlm.batch_size if settings.gpu_pool == "threads" else 1
+    if _only(queues, "notify"):
+        return NOTIFY_THREADS
     return os.cpu_count() or 2
 
 
-def _gpu_only(queues: str) -> bool:
-    return [q.strip() for q in queues.split(",")] == ["gpu"]
+def _only(queues: str, queue: str) -> bool:
+    return [q.strip() for q in queues.split(",")] == [queue]
 
 
 class WorkerProcess:
