@@ -26,7 +26,7 @@ from kombu.exceptions import OperationalError
 import redis
 
 from routing import compiled
-from workers.fleet import heartbeat, logs, observability
+from workers.fleet import broker, heartbeat, logs, observability
 from workers.errors import BrokerUnavailable, StorageError
 from workers.settings import QUEUES, get_settings
 
@@ -61,7 +61,14 @@ def make_app() -> Celery:
                                           "tasks.watchdog", "tasks.notify"])
     celery.conf.update(
         broker_url=s.broker_url,
+        # kombu's Redis transport, with an ack that works at maxmemory (workers/fleet/broker.py)
+        broker_transport="workers.fleet.broker:Transport",
+        # a Redis error on the consumer's connection (a refused write) reconnects, never stops the worker
+        broker_channel_error_retry=True,
         result_backend=s.result_backend or s.broker_url,
+        # the job hash is the one record of a job's state: no task's result is stored (a chord's
+        # header results still reach its body: the backend keeps those in the chord's own keys)
+        task_ignore_result=True,
         task_serializer="json",
         result_serializer="json",
         accept_content=["json"],
@@ -293,6 +300,12 @@ def _queues(options: dict[str, Any] | None) -> list[str]:
     """The queues a `celery worker` command consumes (its -Q option, a list or a comma-separated string)."""
     queues = (options or {}).get("queues") or []
     return queues.split(",") if isinstance(queues, str) else list(queues)
+
+
+@celeryd_init.connect
+def _wait_when_broker_full(**_: object) -> None:
+    """A worker (its main process, then its pool) waits for a full Redis instead of failing."""
+    broker.wait_when_full()
 
 
 @celeryd_init.connect

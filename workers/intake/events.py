@@ -32,7 +32,7 @@ from typing import Any
 import redis
 from redis.exceptions import LockError
 
-from workers.errors import BrokerUnavailable, PagefleetError, StorageError
+from workers.errors import BrokerFull, BrokerUnavailable, PagefleetError, StorageError
 from workers.intake.parse import (
     EventFilter, ObjectCreated, clean_etag, output_exclusion, parse_body, parse_event_payload, skipped_entry,
 )
@@ -57,7 +57,9 @@ def redis_guard(what: str) -> Iterator[None]:
     try:
         yield
     except REDIS_UNAVAILABLE as exc:
-        refuses = isinstance(exc, (redis.exceptions.OutOfMemoryError, redis.exceptions.ReadOnlyError))
+        if isinstance(exc, redis.exceptions.OutOfMemoryError):
+            raise BrokerFull(f"the broker is full (Redis at maxmemory) ({what}): {exc}") from exc
+        refuses = isinstance(exc, redis.exceptions.ReadOnlyError)
         raise BrokerUnavailable(f"redis {'refuses writes' if refuses else 'unavailable'} ({what}): {exc}") from exc
 
 
