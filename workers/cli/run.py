@@ -115,7 +115,8 @@ def run(paths: list[str], out: str, options: Options, *, workers: int, broker: s
     tracked: list[Tracked] = []
     failure: ExitCode | None = None
     try:
-        with out_lock(outdir, get_settings().job_deadline_s, waiting):
+        # SIGTERM is `Terminated` (exit 143) from here on, also while waiting for another run's lock
+        with signals_as_interrupt(), out_lock(outdir, get_settings().job_deadline_s, waiting):
             _account_dead_run(outdir, storage, console)
             tracked = [Tracked(spec_for_path(str(f), storage.url, stem, options, force=force), stem)
                        for f, stem in zip(files, unique_stems(files))]
