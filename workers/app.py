@@ -13,6 +13,7 @@ import gc
 import importlib
 import logging
 import os
+import signal
 import threading
 from typing import Any
 
@@ -27,6 +28,7 @@ import redis
 
 from routing import compiled
 from workers.fleet import broker, heartbeat, logs, observability
+from workers.fleet.launcher import die_with_parent
 from workers.errors import BrokerUnavailable, StorageError
 from workers.settings import QUEUES, get_settings
 
@@ -119,8 +121,11 @@ def task(name: str, **overrides: Any) -> Any:
 
 @worker_process_init.connect
 def _process_init(**_: object) -> None:
-    """Cheap: the pod's CPU share for Tesseract/OpenMP; models load lazily on first use."""
+    """Cheap: the pod's CPU share for Tesseract/OpenMP; models load lazily on first use. A pool
+    process dies with the worker's main process (SIGKILLed, or by the OOM killer): an orphan could
+    not report or acknowledge its task, which comes back to another worker anyway."""
     os.environ["OMP_THREAD_LIMIT"] = str(get_settings().omp_thread_limit)
+    die_with_parent(signal.SIGKILL, os.getppid())
 
 
 @worker_init.connect
