@@ -18,6 +18,7 @@ import threading
 from typing import Any
 
 from celery import Celery, bootsteps
+from celery.backends.redis import RedisBackend
 from celery.signals import (
     celeryd_init, setup_logging, task_postrun, task_prerun, worker_init, worker_process_init,
     worker_process_shutdown, worker_ready, worker_shutdown, worker_shutting_down,
@@ -54,6 +55,17 @@ TASK_ROUTES = {
 }
 
 
+class ResultBackend(RedisBackend):
+    """Celery's Redis result backend, whose count of a chord's finished header tasks waits for a
+    full Redis in a worker (`workers.fleet.broker`): a count refused at maxmemory would leave the
+    chord one short for ever, and the document to the watchdog's deadline. Redis refuses the
+    counting script before it runs, so sending it again counts the task once."""
+
+    def on_chord_part_return(self, request: Any, state: Any, result: Any, **kwargs: Any) -> None:
+        count = super().on_chord_part_return
+        broker.wait_out_full(lambda: count(request, state, result, **kwargs))
+
+
 def make_app() -> Celery:
     s = get_settings()
     # longer than the longest task (its hard limit), short enough that a dead worker's unacked
@@ -67,7 +79,7 @@ def make_app() -> Celery:
         broker_transport="workers.fleet.broker:Transport",
         # a Redis error on the consumer's connection (a refused write) reconnects, never stops the worker
         broker_channel_error_retry=True,
-        result_backend=s.result_backend or s.broker_url,
+        result_backend=f"workers.app:ResultBackend+{s.result_backend or s.broker_url}",
         # the job hash is the one record of a job's state: no task's result is stored (a chord's
         # header results still reach its body: the backend keeps those in the chord's own keys)
         task_ignore_result=True,

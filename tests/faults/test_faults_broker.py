@@ -20,6 +20,8 @@ from workers.cli.exitcodes import ExitCode
 pytestmark = [pytest.mark.faults, pytest.mark.integration]
 ROOT = Path(__file__).resolve().parent.parent.parent
 FULL_S = 15.0  # below the drills' 25 s soft time limit: a task that waits is not cut off meanwhile
+# the default watchdog deadline (15 min): the documents must finish on their own, not be rescued by it
+DEFAULT_DEADLINE = {"PAGEFLEET_RELIABILITY__JOB_DEADLINE_MINUTES": "15"}
 
 
 def _until(predicate, timeout_s: float = 60, every_s: float = 0.05):
@@ -32,7 +34,7 @@ def _until(predicate, timeout_s: float = 60, every_s: float = 0.05):
 
 
 def test_redis_at_maxmemory_with_documents_in_ocr(drill, tmp_path: Path) -> None:
-    with drill(env_extra=SLOW_ENGINE_ENV, queues=(("split,collect", 1), ("cpu", 2))) as fleet:
+    with drill(env_extra={**SLOW_ENGINE_ENV, **DEFAULT_DEADLINE}, queues=(("split,collect", 1), ("cpu", 2))) as fleet:
         ids = submit(drill, drill.docs(4, 3), pages=3)
         _until(lambda: any(busy_child(w.proc.pid) for w in fleet.workers[1:]), 60)
         client = redis.Redis.from_url(fleet.redis.url)

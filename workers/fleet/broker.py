@@ -117,10 +117,29 @@ class QoS(kombu_redis.QoS):
 
 
 class Channel(kombu_redis.Channel):
+    """Reads outside MULTI (at maxmemory Redis refuses to queue even a read in MULTI: a publish's
+    queue declaration failed on its LLEN); writes wait out a full Redis in a worker."""
+
     QoS = QoS
 
     def _put(self, queue: str, message: Any, **kwargs: Any) -> None:
         wait_out_full(lambda: super(Channel, self)._put(queue, message, **kwargs))
+
+    def _queue_bind(self, exchange: str, routing_key: str, pattern: str, queue: str) -> None:
+        wait_out_full(lambda: super(Channel, self)._queue_bind(exchange, routing_key, pattern, queue))
+
+    def _reads(self, command: str, queue: str) -> list[Any]:
+        with self.conn_or_acquire() as client:
+            pipe = client.pipeline(transaction=False)
+            for pri in self.priority_steps:
+                getattr(pipe, command)(self._q_for_pri(queue, pri))
+            return list(pipe.execute())
+
+    def _size(self, queue: str) -> int:
+        return sum(n for n in self._reads("llen", queue) if isinstance(n, int))
+
+    def _has_queue(self, queue: str, **kwargs: Any) -> bool:
+        return any(self._reads("exists", queue))
 
 
 class Transport(kombu_redis.Transport):

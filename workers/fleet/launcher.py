@@ -28,7 +28,7 @@ REDIS_HINT = "install it: apt-get install redis-server"
 _PR_SET_PDEATHSIG = 1
 
 
-def die_with_parent(sig: int = signal.SIGTERM, parent: int | None = None) -> None:  # pragma: no cover - in the child before exec
+def die_with_parent(sig: int = signal.SIGTERM, parent: int | None = None) -> None:  # pragma: no cover - in a child
     """Linux: the child gets `sig` when the process that started it dies (even by SIGKILL). With
     `parent` (the starter's pid), a starter that died before this ran is caught too."""
     with contextlib.suppress(OSError, AttributeError):
