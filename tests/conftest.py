@@ -107,11 +107,12 @@ def service_env(redis_server: str, s3_server: str) -> Iterator[dict[str, str]]:
 
 @pytest.fixture(scope="session")
 def fleet(service_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[list]:
-    """Real Celery workers: split+collect and cpu queues, prefork, against the test Redis."""
+    """Real Celery workers: split+collect and cpu queues, prefork, and notify (callbacks, threads),
+    against the test Redis."""
     from workers.fleet.launcher import Fleet
 
     logdir = tmp_path_factory.mktemp("worker-logs")
-    started = Fleet(logdir, (("split,collect", 1), ("cpu", 2)), broker_url=service_env["PAGEFLEET_BROKER_URL"],
+    started = Fleet(logdir, (("split,collect", 1), ("cpu", 2), ("notify", 2)), broker_url=service_env["PAGEFLEET_BROKER_URL"],
                     env={**service_env, "PAGEFLEET_CACHE_DIR": str(logdir / "cache")}).start()
     yield started.workers
     started.stop()

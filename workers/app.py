@@ -1,4 +1,4 @@
-"""The Celery application: Redis broker and result backend, JSON only, four queues.
+"""The Celery application: Redis broker and result backend, JSON only, five queues.
 
 Settings follow ../shared/docs/RELIABILITY.md: late acks with prefetch 1 (KEDA sees waiting work), redelivery
 on a lost worker *with* a per-page delivery cap (counted in the OCR task), soft limit below hard
@@ -13,10 +13,12 @@ import gc
 import importlib
 import logging
 import os
+import signal
 import threading
 from typing import Any
 
 from celery import Celery, bootsteps
+from celery.backends.redis import RedisBackend
 from celery.exceptions import Reject
 from celery.signals import (
     celeryd_init, setup_logging, task_postrun, task_prerun, worker_init, worker_process_init,
@@ -27,7 +29,8 @@ from kombu.exceptions import OperationalError
 import redis
 
 from routing import compiled
-from workers.fleet import heartbeat, logs, observability
+from workers.fleet import broker, heartbeat, logs, observability
+from workers.fleet.launcher import die_with_parent
 from workers.errors import BrokerUnavailable, StorageError
 from workers.settings import QUEUES, get_settings
 
@@ -49,8 +52,19 @@ TASK_ROUTES = {
     "pagefleet.collect_final": {"queue": "collect"},
     "pagefleet.redispatch": {"queue": "collect"},
     "pagefleet.watchdog": {"queue": "collect"},
-    "pagefleet.callback": {"queue": "collect"},
+    "pagefleet.callback": {"queue": "notify"},  # its own worker: a slow endpoint holds no collect
 }
+
+
+class ResultBackend(RedisBackend):
+    """Celery's Redis result backend, whose count of a chord's finished header tasks waits for a
+    full Redis in a worker (`workers.fleet.broker`): a count refused at maxmemory would leave the
+    chord one short for ever, and the document to the watchdog's deadline. Redis refuses the
+    counting script before it runs, so sending it again counts the task once."""
+
+    def on_chord_part_return(self, request: Any, state: Any, result: Any, **kwargs: Any) -> None:
+        count = super().on_chord_part_return
+        broker.wait_out_full(lambda: count(request, state, result, **kwargs))
 
 
 def make_app() -> Celery:
@@ -62,7 +76,14 @@ def make_app() -> Celery:
                                           "tasks.watchdog", "tasks.notify"])
     celery.conf.update(
         broker_url=s.broker_url,
-        result_backend=s.result_backend or s.broker_url,
+        # kombu's Redis transport, with an ack that works at maxmemory (workers/fleet/broker.py)
+        broker_transport="workers.fleet.broker:Transport",
+        # a Redis error on the consumer's connection (a refused write) reconnects, never stops the worker
+        broker_channel_error_retry=True,
+        result_backend=f"workers.app:ResultBackend+{s.result_backend or s.broker_url}",
+        # the job hash is the one record of a job's state: no task's result is stored (a chord's
+        # header results still reach its body: the backend keeps those in the chord's own keys)
+        task_ignore_result=True,
         task_serializer="json",
         result_serializer="json",
         accept_content=["json"],
@@ -127,8 +148,11 @@ def task(name: str, **overrides: Any) -> Any:
 
 @worker_process_init.connect
 def _process_init(**_: object) -> None:
-    """Cheap: the pod's CPU share for Tesseract/OpenMP; models load lazily on first use."""
+    """Cheap: the pod's CPU share for Tesseract/OpenMP; models load lazily on first use. A pool
+    process dies with the worker's main process (SIGKILLed, or by the OOM killer): an orphan could
+    not report or acknowledge its task, which comes back to another worker anyway."""
     os.environ["OMP_THREAD_LIMIT"] = str(get_settings().omp_thread_limit)
+    die_with_parent(signal.SIGKILL, os.getppid())
 
 
 @worker_init.connect
@@ -308,6 +332,12 @@ def _queues(options: dict[str, Any] | None) -> list[str]:
     """The queues a `celery worker` command consumes (its -Q option, a list or a comma-separated string)."""
     queues = (options or {}).get("queues") or []
     return queues.split(",") if isinstance(queues, str) else list(queues)
+
+
+@celeryd_init.connect
+def _wait_when_broker_full(**_: object) -> None:
+    """A worker (its main process, then its pool) waits for a full Redis instead of failing."""
+    broker.wait_when_full()
 
 
 @celeryd_init.connect

@@ -22,6 +22,7 @@
     ├── SandboxError                    sandbox_failed   (a child parsing an untrusted PDF died)
     ├── StorageError                    storage_error    yes
     ├── BrokerUnavailable               broker_unavailable yes
+    │   └── BrokerFull                  broker_full      yes (Redis at maxmemory: producers refuse, workers wait)
     └── SetupError                      missing_binary   (a tool is not installed: name it, say how)
 
 `error_record` is the one boundary that turns any of them into the `error.json` payload; the CLI
@@ -147,6 +148,13 @@ class StorageError(PagefleetError):
 class BrokerUnavailable(PagefleetError):
     code = "broker_unavailable"
     retryable = True
+
+
+class BrokerFull(BrokerUnavailable):
+    """Redis refuses writes at its `maxmemory` (noeviction), or is so close to it that a job accepted
+    now might not run: a producer refuses the job (503 + Retry-After, the CLI's BROKER_FULL)."""
+
+    code = "broker_full"
 
 
 class SetupError(PagefleetError):

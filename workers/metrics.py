@@ -5,6 +5,8 @@ not serve metrics themselves: they count into one Redis hash on the broker, and 
 (`pagefleet metrics`, k8s/base/metrics.yaml) reads it and the queue lengths at scrape time.
 
     pagefleet_queue_depth{queue}                 gauge    waiting messages per Celery queue (LLEN)
+    pagefleet_broker_memory_bytes                gauge    Redis `used_memory`
+    pagefleet_broker_maxmemory_bytes             gauge    Redis `maxmemory` (0: no limit); alert on used/max
     pagefleet_pages_total{route, rung}           counter  finished pages by route and deciding rung
     pagefleet_gate_refusals_total{reason}        counter  refused candidates by gate reason
     pagefleet_documents_total{status}            counter  finished documents by status (error: an error.json)
@@ -34,6 +36,8 @@ from collections import Counter
 from typing import Any
 
 import redis
+
+from workers.fleet.broker import memory
 
 log = logging.getLogger(__name__)
 
@@ -216,6 +220,9 @@ class FleetCollector:
         for queue, length in zip(QUEUES, lengths):
             depth.add_metric([queue], float(length))
         yield depth
+        used, limit = memory(self.client)  # producers refuse jobs above reliability.broker_full_ratio of it
+        yield GaugeMetricFamily("pagefleet_broker_memory_bytes", "Redis used_memory", value=float(used))
+        yield GaugeMetricFamily("pagefleet_broker_maxmemory_bytes", "Redis maxmemory (0: no limit)", value=float(limit))
         raw = self.client.hgetall(HASH)
         series: dict[str, list[tuple[dict[str, str], float]]] = {}
         for key, value in raw.items():

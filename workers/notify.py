@@ -1,6 +1,6 @@
 """Completion notices: a JSON message on the Redis channel `pagefleet:done`, and — when the job has
-a callback URL — an HTTP POST made by its own task (`pagefleet.callback`, tasks/notify.py), never
-inside the collector: a slow or failing endpoint cannot hold up a document. The task retries with
+a callback URL — an HTTP POST made by its own task (`pagefleet.callback`, tasks/notify.py) on its own queue (`notify`)
+and worker, never inside the collector: a slow or failing endpoint delays only its own notices. The task retries with
 backoff; when the retries are spent the notice is dead-lettered (`pagefleet deadletter replay`
 sends it again). Every POST carries `Idempotency-Key: <job id>`, and a notice that got a 2xx is
 remembered, so a redelivered task does not post it twice."""
@@ -45,7 +45,7 @@ def call_back(job: JobSpec, notice: dict[str, Any]) -> None:
     if job.callback_url:
         from workers.app import send
 
-        send("pagefleet.callback", [job.callback_url, notice], queue="collect", label=f"(job {job.job_id})")
+        send("pagefleet.callback", [job.callback_url, notice], queue="notify", label=f"(job {job.job_id})")
 
 
 def post_callback(url: str, notice: dict[str, Any], timeout_s: float = 10.0) -> int:

@@ -14,6 +14,10 @@ are retried.
                            failover, a NAT or firewall drop leaves connections half-open, no RST.
     redis_health_check_s   a consumer's BRPOP connection whose answer is this much overdue is dropped
                            and made again (kombu's check); redis-py pings a connection idle longer.
+    broker_full_ratio      producers refuse new jobs (`broker_full`) once Redis uses this share of its
+                           `maxmemory`: a job accepted at the very limit could not run.
+    broker_full_wait_s     a worker whose write Redis refuses at `maxmemory` waits (backing off) up
+                           to this long for memory to free, instead of failing the task.
 """
 
 from __future__ import annotations
@@ -40,9 +44,11 @@ class ReliabilitySettings(BaseModel):
     redis_socket_timeout_s: float = Field(30.0, ge=5, description="a Redis command on a dead connection fails after")
     redis_connect_timeout_s: float = Field(5.0, gt=0, description="connecting to Redis gives up after")
     redis_health_check_s: int = Field(10, ge=1, description="a half-open consumer connection is dropped after ~this")
-    callback_timeout_s: float = Field(10.0, gt=0, description="a completion callback POST gives up after")
+    callback_timeout_s: float = Field(5.0, gt=0, description="a completion callback POST gives up after")
     callback_max_retries: int = Field(8, ge=0, description="retries of a failed callback before it is dead-lettered")
     callback_backoff_max_s: int = Field(600, ge=1, description="longest wait between two callback retries")
+    broker_full_ratio: float = Field(0.95, gt=0, le=1, description="producers refuse jobs above this share of Redis maxmemory")
+    broker_full_wait_s: float = Field(300.0, ge=0, description="a worker waits this long for a full Redis to free memory")
 
     @property
     def deadline_s(self) -> float:

@@ -29,7 +29,7 @@ from workers.reliability import ReliabilitySettings
 from workers.store.uri import is_s3, is_storage_url, s3_prefix
 
 PIPELINE_VERSION = "0.3.0"  # 0.3: RTL rows read from their glyphs; 0.2: structure (blocks, chunks.jsonl)
-QUEUES = ("split", "cpu", "gpu", "collect")  # the Celery queues, one Deployment/ScaledObject each
+QUEUES = ("split", "cpu", "gpu", "collect", "notify")  # the Celery queues, one Deployment/ScaledObject each
 
 
 class Options(BaseModel):

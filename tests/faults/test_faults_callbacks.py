@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.faults, pytest.mark.integration]
 
 class Endpoint:
     """/fail: always 500; /flaky: 500 twice per job, then 200; /slow: the first POST of a job takes
-    longer than the client's timeout, later ones answer at once."""
+    longer than the client's timeout, later ones answer at once; /sleep30: every POST takes 30 s."""
 
     def __init__(self) -> None:
         self.seen: dict[str, list[tuple[str, str, int]]] = defaultdict(list)  # job -> (path, key, status)
@@ -37,6 +37,8 @@ class Endpoint:
                     status = 500
                 if self.path == "/slow" and earlier == 0:
                     time.sleep(4)
+                if self.path == "/sleep30":
+                    time.sleep(30)
                 with lock:
                     outer.seen[job].append((self.path, key, status))
                 self.send_response(status)
@@ -74,3 +76,32 @@ def test_callback_endpoint_fails_or_is_slow(drill) -> None:
     assert {k for _, k, _ in endpoint.seen[ids[2]]} == {ids[2]}  # a receiver can drop the duplicate
     finish(drill, "callback endpoint answers 500 / slowly",
            {"callbacks_delivered": len(delivered), "callbacks_dead_lettered": len(dead), "settled_s": round(took, 1)})
+
+
+def test_a_sleeping_endpoint_delays_only_its_own_notices(drill) -> None:
+    """Eight jobs call back an endpoint that answers after 30 s; documents submitted after them
+    (no callback) finish as fast as on an idle fleet: the POSTs wait on the notify worker's
+    threads, never on the collect worker."""
+    from workers.fleet import jobs
+
+    endpoint = Endpoint()
+    with drill():
+        slow = submit(drill, drill.docs(8, 1), pages=1, callback_url=endpoint.url + "/sleep30")
+        settle(slow, 120)
+        time.sleep(1)  # their callbacks are in flight now
+        started = time.monotonic()
+        others = submit(drill, drill.docs(3, 1), pages=1)
+        took = settle(others, 120)
+        in_flight = sum(1 for calls in endpoint.seen.values() if calls) < len(slow)
+        deadline = time.monotonic() + 150
+        while time.monotonic() < deadline:
+            dead = {d["job_id"] for d in jobs.dead_letters() if d.get("reason") == "callback_failed"}
+            if set(slow) <= dead:
+                break
+            time.sleep(1)
+        waited_s = round(time.monotonic() - started, 1)
+    assert took < 20, f"documents after the slow callbacks took {took:.1f}s"
+    assert in_flight, "the slow callbacks had all finished before the other documents: no drill"
+    assert set(slow) <= dead, "a slow endpoint's notices must end dead-lettered, never dropped"
+    finish(drill, "callback endpoint sleeps 30 s", {"settled_s": round(took, 1),
+                                                     "slow_callbacks_dead_lettered_s": waited_s})

@@ -1,5 +1,5 @@
-"""Drills on `pagefleet run` (the embedded fleet): its Redis dies, it gets SIGTERM, two runs share
-one --out. Every input ends in artifacts or a typed error.json, nothing it started outlives it."""
+"""Drills on `pagefleet run` (the embedded fleet): its Redis dies, it gets SIGTERM or SIGKILL, two
+runs share one --out. Every input ends in artifacts or a typed error.json, nothing it started outlives it."""
 
 from __future__ import annotations
 
@@ -136,3 +136,31 @@ def test_two_runs_over_one_out(tmp_path: Path) -> None:
     assert "waiting for another run" in (tmp_path / "second.log").read_text()
     _outcome(paths, tmp_path / "out", 2, "two pagefleet run over the same --out", max(rcs), set(),
              {"settled_s": round(time.monotonic() - started, 1)})
+
+
+def test_sigkill_of_run_is_accounted_for_by_the_next_run(tmp_path: Path) -> None:
+    """SIGKILL (what the OOM killer sends): the run cannot clean up, so the kernel's parent-death
+    signal stops what it started, and the next run over the same --out (here with another document)
+    takes over the lock and writes `aborted` for each document the killed one left with nothing."""
+    paths = make_docs(tmp_path / "in", 4, 2)
+    out = tmp_path / "out"
+    run = _run(paths, out, tmp_path / "run.log")
+    _wait_busy(run)
+    groups = set(_descendants(run.pid))
+    run.kill()
+    killed = time.monotonic()
+    run.wait(timeout=10)
+    while any(process_group_alive(g) for g in groups) and time.monotonic() - killed < 10:
+        time.sleep(0.1)
+    stopped_s = round(time.monotonic() - killed, 1)
+    assert not [p for g in groups for p in process_group_alive(g)], "a process of the killed run outlived it by 10 s"
+    other = make_docs(tmp_path / "other", 1, 1)
+    started = time.monotonic()
+    rc = _run(other, out, tmp_path / "next.log", slow=False).wait(timeout=240)
+    assert rc in (0, 2), (tmp_path / "next.log").read_text()[-2000:]
+    assert "earlier run" in (tmp_path / "next.log").read_text()
+    _outcome(paths, out, 2, "SIGKILL of pagefleet run, then the next run", -9, groups,
+             {"stopped_s": stopped_s, "next_run_s": round(time.monotonic() - started, 1)})
+    for path in paths:
+        error = out / path.stem / "error.json"
+        assert not error.exists() or json.loads(error.read_text())["code"] == "aborted"

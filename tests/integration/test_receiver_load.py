@@ -4,7 +4,8 @@ against a private redis-server:
 - 200 concurrent POSTs (50 uploads, each delivered 4 times at once, as MinIO does after a
   restart): every answer is 2xx or 503 + Retry-After; replaying the 503s as MinIO would, every
   upload ends up enqueued exactly once (counted in the split queue itself).
-- Redis at maxmemory (noeviction): a POST gets 503 and /readyz 503 saying why, until memory frees.
+- Redis at maxmemory (noeviction), or right below it: a POST gets 503 (`broker_full`) and /readyz 503
+  saying why, until memory frees.
 """
 
 from __future__ import annotations
@@ -110,11 +111,18 @@ def test_redis_at_maxmemory_gives_503_and_readyz_says_why(tmp_path: Path) -> Non
                 for n in range(10_000):
                     client.set(f"ballast:{n}", b"x" * 4096)
             status, body, retry = post(server.url + "/events", event(1))
-            assert status == 503 and body["error"]["code"] == "broker_unavailable" and retry, body
+            assert status == 503 and body["error"]["code"] == "broker_full" and retry, body
+            assert "broker is full" in body["error"]["message"], body
             status, body = get(server.url + "/readyz")
             assert status == 503 and "maxmemory" in body["reason"], body
             assert client.llen("split") == 0
             client.delete(*client.keys("ballast:*"))
+            # hovering right below the limit: writes still pass, but a job accepted now might not run
+            client.config_set("maxmemory", int(client.info("memory")["used_memory"]) + 32 * 1024)
+            status, body, retry = post(server.url + "/events", event(1))
+            assert status == 503 and body["error"]["code"] == "broker_full" and retry, body
+            assert get(server.url + "/readyz")[0] == 503 and client.llen("split") == 0
+            client.config_set("maxmemory", "4mb")
             assert post(server.url + "/events", event(1))[0] == 200
             assert get(server.url + "/readyz")[0] == 200 and client.llen("split") == 1
         finally:

@@ -163,7 +163,8 @@ class DrillFleet:
     """Redis (AOF) + S3 behind a proxy + workers + beat, for one drill."""
 
     def __init__(self, tmp: Path, s3_upstream: str, env_extra: dict[str, str] | None = None,
-                 queues: tuple[tuple[str, int], ...] = (("split,collect", 1), ("cpu", 1)), beat: bool = True,
+                 queues: tuple[tuple[str, int], ...] = (("split,collect", 1), ("cpu", 1), ("notify", 2)),
+                 beat: bool = True,
                  redis_proxy: bool = False) -> None:
         self.tmp = tmp
         self.redis = RedisServer(tmp, aof=True)  # killed and started again by the drills

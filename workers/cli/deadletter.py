@@ -60,7 +60,7 @@ def replay_one(record: dict[str, Any]) -> str:
 
     job_id = str(record.get("job_id"))
     if record.get("reason") == "callback_failed":
-        send("pagefleet.callback", [record["callback_url"], record["notice"]], queue="collect",
+        send("pagefleet.callback", [record["callback_url"], record["notice"]], queue="notify",
              label=f"(job {job_id})")
         return "callback sent again"
     spec = _spec(record)

@@ -5,7 +5,8 @@ fleet that failed from a bug. docs/reference/exit-codes.md is generated from thi
     2        REVIEW_NEEDED        artifacts written, some page needs review
     3 4 5    input errors         a document could not be processed (error.json says which)
     6        MISSING_DEPENDENCY   a program pagefleet needs is not installed
-    10–13    fleet failures       a worker died, the broker was lost, the deadline passed, storage failed
+    10–14    fleet failures       a worker died, the broker was lost, the deadline passed, storage failed,
+                                  the broker is full (Redis at maxmemory: retry later)
     1        INTERNAL_ERROR       a bug: an unexpected exception
     64       USAGE                a bad option or argument (never 2, which means "needs review")
     130 143  signals              interrupted (Ctrl-C), terminated (SIGTERM)
@@ -35,6 +36,7 @@ class ExitCode(IntEnum):
     BROKER_LOST = 11
     DEADLINE = 12
     STORAGE_FAILED = 13
+    BROKER_FULL = 14
     USAGE = 64
     INTERRUPTED = 130
     TERMINATED = 143
@@ -57,6 +59,8 @@ MEANING: dict[ExitCode, tuple[str, str]] = {
     ExitCode.DEADLINE: ("fleet failure", "the run's deadline passed (`job_deadline_s`), or a job was finished "
                                          "as `aborted`"),
     ExitCode.STORAGE_FAILED: ("fleet failure", "object storage could not be reached"),
+    ExitCode.BROKER_FULL: ("fleet failure", "the broker is full (Redis at or near `maxmemory`): nothing was "
+                                            "enqueued; retry later (`broker_full`)"),
     ExitCode.USAGE: ("usage", "a bad option or argument (`EX_USAGE`)"),
     ExitCode.INTERRUPTED: ("signal", "interrupted: Ctrl-C (SIGINT)"),
     ExitCode.TERMINATED: ("signal", "terminated (SIGTERM)"),
@@ -65,8 +69,8 @@ MEANING: dict[ExitCode, tuple[str, str]] = {
 # most severe first
 SEVERITY: tuple[ExitCode, ...] = (
     ExitCode.TERMINATED, ExitCode.INTERRUPTED, ExitCode.INTERNAL_ERROR, ExitCode.WORKER_DIED, ExitCode.BROKER_LOST,
-    ExitCode.DEADLINE, ExitCode.STORAGE_FAILED, ExitCode.MISSING_DEPENDENCY, ExitCode.USAGE, ExitCode.ENCRYPTED_PDF,
-    ExitCode.INPUT_TOO_LARGE, ExitCode.INPUT_ERROR, ExitCode.REVIEW_NEEDED, ExitCode.OK,
+    ExitCode.DEADLINE, ExitCode.STORAGE_FAILED, ExitCode.BROKER_FULL, ExitCode.MISSING_DEPENDENCY, ExitCode.USAGE,
+    ExitCode.ENCRYPTED_PDF, ExitCode.INPUT_TOO_LARGE, ExitCode.INPUT_ERROR, ExitCode.REVIEW_NEEDED, ExitCode.OK,
 )
 
 # an error's stable code (workers.errors, error.json) → its exit status; other input codes: INPUT_ERROR
@@ -78,6 +82,7 @@ _BY_CODE: dict[str, ExitCode] = {
     "time_limit": ExitCode.DEADLINE,
     "missing_binary": ExitCode.MISSING_DEPENDENCY,
     "broker_unavailable": ExitCode.BROKER_LOST,
+    "broker_full": ExitCode.BROKER_FULL,
     "storage_error": ExitCode.STORAGE_FAILED,
     "internal_error": ExitCode.INTERNAL_ERROR,
 }

@@ -164,10 +164,11 @@ def parser() -> argparse.ArgumentParser:
     _structure_options(run)
 
     worker = sub.add_parser("worker", help="run a Celery worker for some queues")
-    worker.add_argument("--queues", required=True, help="comma-separated: split,cpu,gpu,collect")
+    worker.add_argument("--queues", required=True, help="comma-separated: split,cpu,gpu,collect,notify")
     worker.add_argument("--concurrency", type=int, default=None,
                         help="pool processes (default: the CPU count); for the gpu queue alone, task "
-                             "threads whose pages share generate calls (default: vlm.batch_size)")
+                             "threads whose pages share generate calls (default: vlm.batch_size); for the "
+                             "notify queue alone, task threads making callback POSTs (default: 8)")
     worker.add_argument("--loglevel", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
 
     submit = sub.add_parser("submit", help="enqueue documents (one submission: small ones go in batches)")

@@ -8,7 +8,9 @@ SIGINT or SIGTERM. A batch exits with its most severe outcome and prints the cou
 Whatever ends the run early — a dead worker, its Redis dying or unreachable, the deadline, SIGINT
 or SIGTERM — everything it started is stopped first, then every document that has no complete
 artifacts gets an `aborted` error.json: no document is left with nothing. Two runs over one
-`--out` are serialized by a lock file (the second finds the first one's documents done).
+`--out` are serialized by a lock file (the second finds the first one's documents done). A run that
+could not do this itself (SIGKILL, the OOM killer) leaves its list of documents in `--out`; the next
+run over that folder writes `aborted` for those that have neither artifacts nor an error.json.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from workers.cli.embedded import EmbeddedFleet, Terminated, out_lock, signals_as_interrupt
+from workers.cli.embedded import (
+    EmbeddedFleet, Terminated, end_run, left_by_dead_run, out_lock, record_run, signals_as_interrupt,
+)
 from workers.cli.exitcodes import ExitCode, for_code, for_error, summary
 from workers.errors import AbortedError, BrokerUnavailable, PagefleetError, error_record
 from workers.fleet import jobs
@@ -111,10 +115,14 @@ def run(paths: list[str], out: str, options: Options, *, workers: int, broker: s
     tracked: list[Tracked] = []
     failure: ExitCode | None = None
     try:
-        with out_lock(outdir, get_settings().job_deadline_s, waiting):
+        # SIGTERM is `Terminated` (exit 143) from here on, also while waiting for another run's lock
+        with signals_as_interrupt(), out_lock(outdir, get_settings().job_deadline_s, waiting):
+            _account_dead_run(outdir, storage, console)
             tracked = [Tracked(spec_for_path(str(f), storage.url, stem, options, force=force), stem)
                        for f, stem in zip(files, unique_stems(files))]
+            record_run(outdir, [t.stem for t in tracked])
             failure = _run_locked(tracked, outdir, storage, broker=broker, workers=workers, gpu=gpu, console=console)
+            end_run(outdir)  # on any other end the record stays: the next run accounts for what is left
     except KeyboardInterrupt as exc:  # the fleet is stopped and unfinished documents aborted by now
         failure = ExitCode.TERMINATED if isinstance(exc, Terminated) else ExitCode.INTERRUPTED
     wall = time.monotonic() - started
@@ -122,6 +130,15 @@ def run(paths: list[str], out: str, options: Options, *, workers: int, broker: s
     code, line = summary([outcome(t, failure) for t in tracked], failure)
     console.print(line)
     return code
+
+
+def _account_dead_run(outdir: Path, storage: LocalStorage, console: Console) -> None:
+    """The documents a killed run left with nothing get `aborted` (this run redoes those it was given)."""
+    stems = left_by_dead_run(outdir)
+    if stems:
+        console.print(f"pagefleet: an earlier run over {outdir} was killed; {len(stems)} of its documents aborted")
+    for stem in stems:
+        storage.put_json(f"{stem}/error.json", error_record(AbortedError("aborted: the run writing it was killed")))
 
 
 def _run_locked(tracked: list[Tracked], outdir: Path, storage: LocalStorage, *, broker: str | None,

@@ -28,6 +28,7 @@ from redis.exceptions import LockError
 from redis.lock import Lock
 
 from workers.errors import BrokerUnavailable
+from workers.fleet import broker
 from workers.settings import get_settings, reliability
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,9 @@ NONFINAL = (JobState.QUEUED, JobState.SPLITTING, JobState.OCR, JobState.COLLECTI
 
 @functools.lru_cache(maxsize=4)
 def _client(url: str) -> redis.Redis:
-    return redis.Redis.from_url(url, decode_responses=True, socket_timeout=10, socket_connect_timeout=5)
+    # in a worker, a write refused at maxmemory waits for memory (workers.fleet.broker)
+    return redis.Redis.from_url(url, decode_responses=True, socket_timeout=10, socket_connect_timeout=5,
+                                **broker.client_options())
 
 
 def client(url: str | None = None) -> redis.Redis:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import shutil
 import signal
@@ -16,7 +17,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import redis
@@ -27,10 +28,21 @@ REDIS_HINT = "install it: apt-get install redis-server"
 _PR_SET_PDEATHSIG = 1
 
 
-def die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
-    """Linux: the child gets SIGTERM when the process that started it dies (even by SIGKILL)."""
+def die_with_parent(sig: int = signal.SIGTERM, parent: int | None = None) -> None:  # pragma: no cover - in a child
+    """Linux: the child gets `sig` when the process that started it dies (even by SIGKILL). With
+    `parent` (the starter's pid), a starter that died before this ran is caught too."""
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
+    if parent is not None and os.getppid() != parent:
+        os.kill(os.getpid(), sig)
+
+
+def worker_dies_with_parent() -> Callable[[], None]:
+    """A Celery worker's `preexec_fn`: SIGKILL when its starter dies (its pool processes follow it:
+    `workers.app`). Any shutdown Celery does itself — warm, or cold after its soft-shutdown window —
+    would wait for the running tasks, a split waiting for its pages up to the hard time limit, for a
+    run that is gone along with its Redis."""
+    return functools.partial(die_with_parent, signal.SIGKILL, os.getpid())
 
 
 def free_port() -> int:
@@ -112,29 +124,39 @@ class RedisServer:
         self.proc = None
 
 
+NOTIFY_THREADS = 8  # a notify worker's default task threads: callbacks in flight at once
+
+
 def pool_for(queues: str) -> list[str]:
     """Celery's pool option for a worker of these queues: a worker of the gpu queue alone runs its
     tasks on threads (`gpu_pool`), so that its concurrent tasks' pages share the VLM's generate
-    calls (`workers.engines.batching`) and one copy of each model; every other worker forks."""
+    calls (`workers.engines.batching`) and one copy of each model; a worker of the notify queue
+    alone runs its callback POSTs on threads (they wait on the network, and a slow endpoint holds
+    one thread); every other worker forks."""
     from workers.settings import get_settings
 
-    return ["-P", get_settings().gpu_pool] if _gpu_only(queues) else []
+    if _only(queues, "gpu"):
+        return ["-P", get_settings().gpu_pool]
+    return ["-P", "threads"] if _only(queues, "notify") else []
 
 
 def default_concurrency(queues: str) -> int:
     """A worker's pool size when none is given: on task threads, a gpu worker takes `vlm.batch_size`
     tasks at once (their pages fill one generate call); a prefork gpu worker one process (each
-    would load its own models); any other worker a process a CPU."""
+    would load its own models); a notify worker `NOTIFY_THREADS` callbacks; any other worker a
+    process a CPU."""
     from workers.settings import get_settings
 
     settings = get_settings()
-    if _gpu_only(queues):
+    if _only(queues, "gpu"):
         return settings.vlm.batch_size if settings.gpu_pool == "threads" else 1
+    if _only(queues, "notify"):
+        return NOTIFY_THREADS
     return os.cpu_count() or 2
 
 
-def _gpu_only(queues: str) -> bool:
-    return [q.strip() for q in queues.split(",")] == ["gpu"]
+def _only(queues: str, queue: str) -> bool:
+    return [q.strip() for q in queues.split(",")] == [queue]
 
 
 class WorkerProcess:
@@ -145,7 +167,7 @@ class WorkerProcess:
                 *pool_for(queues), "-n", f"{self.name}@%h", "--without-mingle", "--without-gossip", "-l", loglevel,
                 "--logfile", str(self.logfile), "-E"]
         self.proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=open(self.logfile.with_suffix(".err"), "wb"),
-                                     start_new_session=True, preexec_fn=die_with_parent)
+                                     start_new_session=True, preexec_fn=worker_dies_with_parent())
 
     def alive(self) -> bool:
         return self.proc.poll() is None

@@ -38,7 +38,7 @@ from typing import Any
 import redis
 from redis.exceptions import LockError
 
-from workers.errors import BrokerUnavailable, InputError, PagefleetError, SourceChangedError
+from workers.errors import BrokerFull, BrokerUnavailable, InputError, PagefleetError, SourceChangedError
 from workers.intake.parse import (
     EventFilter, ObjectCreated, clean_etag, output_exclusion, parse_body, parse_event_payload,
 )
@@ -64,7 +64,9 @@ def redis_guard(what: str) -> Iterator[None]:
     try:
         yield
     except REDIS_UNAVAILABLE as exc:
-        refuses = isinstance(exc, (redis.exceptions.OutOfMemoryError, redis.exceptions.ReadOnlyError))
+        if isinstance(exc, redis.exceptions.OutOfMemoryError):
+            raise BrokerFull(f"the broker is full (Redis at maxmemory) ({what}): {exc}") from exc
+        refuses = isinstance(exc, redis.exceptions.ReadOnlyError)
         raise BrokerUnavailable(f"redis {'refuses writes' if refuses else 'unavailable'} ({what}): {exc}") from exc
 
 

@@ -45,7 +45,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from workers.errors import BrokerUnavailable, StorageError
+from workers.errors import BrokerFull, BrokerUnavailable, StorageError
+from workers.fleet.broker import check_room
 from workers.intake.events import Intake, redis_guard
 from workers.intake.parse import EventFilter, EventParseError, parse_body
 
@@ -98,6 +99,7 @@ class Inbox:
         skipped = [*parsed.skipped, *(entry for entry in dropped if entry is not None)]
         kept = dropped.count(None)
         if kept:
+            check_room(self.client)  # at (or right below) maxmemory the jobs could not run: 503
             with redis_guard("queue event"):
                 self.client.rpush(self.list_name, body)
         return {"queued": kept, "skipped": skipped}
@@ -208,7 +210,8 @@ class Receiver:
             return "invalid", error(400, exc.code, exc.message)
         except (BrokerUnavailable, StorageError) as exc:
             log.warning("event not accepted, sender will retry: %s", exc.message)
-            return "unavailable", error(503, exc.code, "temporarily unavailable; retry", self._retry())
+            why = exc.message if isinstance(exc, BrokerFull) else "temporarily unavailable; retry"
+            return "unavailable", error(503, exc.code, why, self._retry())
         except Exception:  # noqa: BLE001 - the boundary: log it, tell the client nothing about internals
             log.exception("event request failed")
             return "error", error(500, "internal_error", "internal error; see the receiver's log")
@@ -228,6 +231,9 @@ def redis_ready(client: Any) -> Ready:
     def ready() -> tuple[bool, str]:
         try:
             client.set("pagefleet:events:readyz", "1", ex=60)
+            check_room(client)
+        except BrokerUnavailable as exc:  # full: at or right below maxmemory
+            return False, exc.message
         except redis.exceptions.OutOfMemoryError as exc:
             return False, f"redis refuses writes (maxmemory reached): {exc}"
         except redis.exceptions.ReadOnlyError as exc:

@@ -17,7 +17,10 @@ from typing import Any
 
 from kombu.exceptions import OperationalError
 
-from workers.errors import BrokerUnavailable
+import redis
+
+from workers.errors import BrokerFull, BrokerUnavailable
+from workers.fleet.broker import check_room
 from workers.fleet import jobs
 from workers.model import JobSpec
 from workers.pdf.source import sha256_file
@@ -141,6 +144,7 @@ def enqueue_many(specs: list[JobSpec], *, taper: bool = True) -> list[str]:
     size = batch_size(len(specs), settings)
     small = [spec.bytes is not None and spec.bytes <= settings.split_batch_max_bytes for spec in specs]
     out = _Batches(sum(small), settings, taper)
+    check_room(jobs.client())  # a job accepted at Redis's memory limit could not run: refuse it now
     try:
         for first in range(0, len(specs), size):  # one round trip starts up to a batch's worth of runs
             chunk = specs[first:first + size]
@@ -153,6 +157,9 @@ def enqueue_many(specs: list[JobSpec], *, taper: bool = True) -> list[str]:
             for payload, is_small in fresh:
                 out.add(payload, is_small)
         out.flush()
+    except redis.exceptions.OutOfMemoryError as exc:
+        jobs.abandon_runs(list(out.unsent))
+        raise BrokerFull(f"cannot enqueue {len(specs)} job(s): the broker is full (Redis at maxmemory)") from exc
     except (OperationalError, OSError) as exc:
         jobs.abandon_runs(list(out.unsent))  # started, never sent: the producer's retry starts and sends them
         raise BrokerUnavailable(f"cannot enqueue {len(specs)} job(s): broker unavailable ({exc})") from exc

@@ -39,12 +39,13 @@ from workers.cli.studio.images import SourceImages, SourceUnavailable
 from workers.cli.studio.library import DocRef, Library, NotFound
 from workers.cli.studio.security import Guard, check_csrf, new_csrf
 from workers.cli.studio.uploads import Uploads, receive, scratch
-from workers.errors import InputError, PagefleetError, PdfTooLargeError, error_record
+from workers.errors import BrokerUnavailable, InputError, PagefleetError, PdfTooLargeError, error_record
 from workers.review import decisions
 from workers.settings import get_settings
 
 HERE = Path(__file__).parent
 MAX_FORM_BYTES = 2 << 20  # a decision's form carries the page's corrected text
+RETRY_AFTER_S = 5  # an upload refused while the broker is full or away
 
 
 class Studio:
@@ -251,6 +252,8 @@ async def upload(request: Request) -> Response:
             made = await run_in_threadpool(studio.uploads.submit, path, request.query_params.get("name", ""))
     except InputError as exc:
         return JSONResponse(error_record(exc), status_code=413 if exc.code == "pdf_too_large" else 400)
+    except BrokerUnavailable as exc:  # full (maxmemory) or away: nothing was enqueued; retry later
+        return JSONResponse(error_record(exc), status_code=503, headers={"Retry-After": str(RETRY_AFTER_S)})
     return JSONResponse({"job_id": made.job_id, "doc": made.doc, "filename": made.filename,
                          "progress": f"/uploads/{made.job_id}"}, status_code=202)
 
