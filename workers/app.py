@@ -18,7 +18,7 @@ from typing import Any
 
 from celery import Celery, bootsteps
 from celery.signals import (
-    celeryd_init, setup_logging, task_postrun, task_prerun, worker_init, worker_process_init,
+    celeryd_init, setup_logging, task_postrun, task_prerun, task_received, worker_init, worker_process_init,
     worker_process_shutdown, worker_ready, worker_shutdown, worker_shutting_down,
 )
 from kombu import Queue
@@ -26,7 +26,7 @@ from kombu.exceptions import OperationalError
 import redis
 
 from routing import compiled
-from workers.fleet import heartbeat, logs, observability
+from workers.fleet import heartbeat, liveness, logs, observability
 from workers.errors import BrokerUnavailable, StorageError
 from workers.settings import QUEUES, get_settings
 
@@ -240,6 +240,65 @@ class HeartbeatStep(bootsteps.StartStopStep):
 
 
 app.steps["worker"].add(HeartbeatStep)
+
+
+class LivenessStep(bootsteps.StartStopStep):
+    """The consumer's side of `workers.fleet.liveness`: at every connection, what the last one held
+    goes back on its queues; then a beat on the event loop's timer, which also puts a dead peer's
+    messages back."""
+
+    requires = {"celery.worker.consumer.tasks:Tasks"}
+
+    def __init__(self, c: Any, **kwargs: Any) -> None:
+        super().__init__(c, **kwargs)
+        self.tref: Any = None
+        self.restore = liveness.Restorer(app.connection_for_write)
+
+    def start(self, c: Any) -> None:
+        if not liveness.SELF["worker"]:
+            liveness.start(c.hostname)
+        _quietly("putting back what the last connection held", liveness.put_back, liveness.SELF["worker"],
+                 self.restore)
+        interval = get_settings().reliability.worker_heartbeat_s
+        self.beat(c)
+        self.tref = c.timer.call_repeatedly(interval, self.beat, (c,), priority=10)
+
+    def beat(self, c: Any) -> None:
+        pool = (c.pool.info or {}).get("processes") or [] if c.pool is not None else []
+        if _quietly("the worker's beat", liveness.beat, list(pool)):
+            _quietly("looking for dead workers", liveness.reap, self.restore)
+
+    def stop(self, c: Any) -> None:
+        if self.tref is not None:
+            self.tref.cancel()
+            self.tref = None
+        self.restore.close()
+
+
+def _quietly(what: str, fn: Any, *args: Any) -> bool:
+    """Run a liveness step on the event loop; a broker that is away only delays it."""
+    try:
+        fn(*args)
+        return True
+    except (redis.RedisError, BrokerUnavailable, OperationalError, OSError) as exc:
+        logging.getLogger(__name__).warning("%s failed: %s", what, exc)
+        return False
+
+
+app.steps["consumer"].add(LivenessStep)
+
+
+@celeryd_init.connect
+def _liveness_self(sender: Any = None, **_: object) -> None:
+    liveness.start(str(sender))  # before the pool forks: its processes know their worker
+
+
+@task_received.connect
+def _received(request: Any = None, **_: object) -> None:
+    """Which worker holds the message, for its peers to put back if it dies (`workers.fleet.liveness`)."""
+    tag = getattr(getattr(request, "message", None), "delivery_tag", None)
+    if tag is not None:
+        _quietly("recording a held message", liveness.hold, str(tag), request.id)
 
 
 @setup_logging.connect

@@ -14,6 +14,10 @@ are retried.
                            failover, a NAT or firewall drop leaves connections half-open, no RST.
     redis_health_check_s   a consumer's BRPOP connection whose answer is this much overdue is dropped
                            and made again (kombu's check); redis-py pings a connection idle longer.
+    worker_heartbeat_s     how often a worker's consumer beats in Redis (`workers.fleet.liveness`):
+                           its pool's processes, the messages it holds; it looks for dead peers then.
+    worker_dead_after_s    a worker silent this long is dead: its unacknowledged messages go back
+                           on their queues at once, not after the visibility timeout.
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ class ReliabilitySettings(BaseModel):
     redis_socket_timeout_s: float = Field(30.0, ge=5, description="a Redis command on a dead connection fails after")
     redis_connect_timeout_s: float = Field(5.0, gt=0, description="connecting to Redis gives up after")
     redis_health_check_s: int = Field(10, ge=1, description="a half-open consumer connection is dropped after ~this")
+    worker_heartbeat_s: float = Field(5.0, gt=0, description="how often a worker beats and looks for dead peers")
+    worker_dead_after_s: float = Field(30.0, gt=0, description="a worker silent this long is dead: its messages go back")
     callback_timeout_s: float = Field(10.0, gt=0, description="a completion callback POST gives up after")
     callback_max_retries: int = Field(8, ge=0, description="retries of a failed callback before it is dead-lettered")
     callback_backoff_max_s: int = Field(600, ge=1, description="longest wait between two callback retries")

@@ -1,0 +1,84 @@
+"""One truth per job and a dead worker's messages back in seconds, against a real redis-server:
+a state never goes back from done, a dead worker's unacknowledged message is put back on its queue
+by kombu's own restore, and a split lock's owner is known dead by its pid or its worker's beats."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from tests.integration.test_reliability_state import private_redis, redis_url  # noqa: F401 - fixtures
+from workers.fleet import jobs, liveness
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_state_never_goes_back_from_done(redis_url: str) -> None:
+    jobs.update("job-d", state=jobs.JobState.COLLECTING)
+    jobs.update("job-d", state=jobs.JobState.DONE, status="accepted")
+    jobs.update("job-d", state=jobs.JobState.COLLECTING, pages_done=3)  # a late second chain of the job
+    jobs.update("job-d", state=jobs.JobState.ERROR)
+    record = jobs.get("job-d")
+    assert record["state"] == "done" and record["status"] == "accepted" and "pages_done" not in record
+    jobs.update("job-d", redispatched=1)  # fields without a state still land
+    assert jobs.get("job-d")["redispatched"] == "1"
+
+
+def _unacked_message(url: str, queue: str):
+    """A message taken from `queue` and not acknowledged: kombu lists it in `unacked`."""
+    from kombu import Connection
+
+    conn = Connection(url)
+    q = conn.SimpleQueue(queue)
+    q.put({"page": 7})
+    message = q.get(timeout=5)
+    return conn, message
+
+
+def test_a_silent_workers_unacknowledged_message_goes_back_on_its_queue(redis_url: str, monkeypatch) -> None:
+    from kombu import Connection
+
+    conn, message = _unacked_message(redis_url, "drill-q")
+    r = jobs.client()
+    assert r.hexists(liveness.UNACKED, message.delivery_tag) and r.llen("drill-q") == 0
+    monkeypatch.setitem(liveness.SELF, "worker", "cpu1@host/4242")
+    liveness.hold(message.delivery_tag, "job-p7")
+    liveness.beat([4243])
+    monkeypatch.setitem(liveness.SELF, "worker", "cpu2@host/4343")  # a peer, 31 s later
+    restore = liveness.Restorer(lambda: Connection(redis_url))
+    assert liveness.reap(restore, now=time.time() + 10) == {}  # not silent long enough yet
+    assert liveness.reap(restore, now=time.time() + 31) == {"cpu1@host/4242": 1}
+    restore.close()
+    assert r.llen("drill-q") == 1 and not r.hexists(liveness.UNACKED, message.delivery_tag)
+    assert r.zscore(liveness.WORKERS, "cpu1@host/4242") is None and not r.exists("pagefleet:held:cpu1@host/4242")
+    conn.release()
+
+
+def test_a_beat_forgets_held_messages_once_acknowledged(redis_url: str, monkeypatch) -> None:
+    conn, message = _unacked_message(redis_url, "drill-q2")
+    monkeypatch.setitem(liveness.SELF, "worker", "cpu1@host/4242")
+    liveness.hold(message.delivery_tag, "job-p1")
+    message.ack()
+    liveness.beat([])
+    assert jobs.client().hlen("pagefleet:held:cpu1@host/4242") == 0
+    conn.release()
+
+
+def test_a_lock_owner_is_dead_by_its_pid_or_its_workers_beats(redis_url: str, monkeypatch) -> None:
+    monkeypatch.setitem(liveness.SELF, "worker", "split@host/1")
+    liveness.beat([os.getpid()])
+    assert not liveness.owner_dead(liveness.owner())  # this process, beating
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead_child = json.loads(liveness.owner()) | {"pid": gone.pid}
+    assert liveness.owner_dead(json.dumps(dead_child))  # its pid is gone on this host
+    elsewhere = json.loads(liveness.owner()) | {"host": "another-host", "pid": 999_999, "at": time.time() - 5}
+    assert liveness.owner_dead(json.dumps(elsewhere))  # a beat after the claim lists no such pool process
+    assert not liveness.owner_dead(json.dumps(elsewhere | {"at": time.time() + 5}))  # claimed after the last beat
+    jobs.client().zadd(liveness.WORKERS, {"split@host/1": time.time() - 60})
+    assert liveness.owner_dead(json.dumps(elsewhere | {"pid": os.getpid(), "at": time.time() + 5}))  # its worker is silent
+    assert not liveness.owner_dead(None) and not liveness.owner_dead("")
