@@ -14,7 +14,7 @@ from workers.split.document import split_range as split_pages
 
 @task("pagefleet.split", bind=True)
 def split(self, spec: dict) -> dict:
-    outcome = job.split_one(spec, chords)
+    outcome = job.split_one(spec, chords, task_id=self.request.id or "")
     # another split holds the job: asked again until its owner is done or seen dead (then taken over)
     if outcome.get("retry_in") and self.request.retries < job.held_retries(get_settings()):
         raise self.retry(countdown=outcome["retry_in"], max_retries=None)

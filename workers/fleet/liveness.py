@@ -109,17 +109,24 @@ def reap(restore: Callable[[str], None], r: redis.Redis | None = None, now: floa
     return done
 
 
-def owner() -> str:
-    """Who claims a lock now: this worker, this process, this host, this time (`owner_dead`)."""
-    return json.dumps({"worker": SELF["worker"], "pid": os.getpid(), "host": socket.gethostname(), "at": time.time()})
+def owner(task_id: str = "") -> str:
+    """Who claims a lock now: this worker, this process, this host, this time, the task (its
+    message) it runs (`owner_dead`)."""
+    return json.dumps({"worker": SELF["worker"], "pid": os.getpid(), "host": socket.gethostname(), "at": time.time(),
+                       "task": task_id})
 
 
-def owner_dead(claimed: str | None, r: redis.Redis | None = None) -> bool:
-    """Whether the owner `owner()` described is known dead; an owner not described is not."""
+def owner_dead(claimed: str | None, task_id: str = "", r: redis.Redis | None = None) -> bool:
+    """Whether the owner `owner()` described is known dead (or gone from the lock's work); an owner
+    not described is not. A claim made by an earlier delivery of the message `task_id` is: a message
+    goes to one consumer at a time, so that delivery ended without releasing (its worker lost, its
+    Redis away when it let go)."""
     try:
         who: dict[str, Any] = json.loads(claimed or "")
     except ValueError:
         return False
+    if task_id and who.get("task") == task_id:
+        return True
     pid = int(who.get("pid") or 0)
     if who.get("host") == socket.gethostname() and pid and not _alive(pid):
         return True

@@ -46,18 +46,20 @@ def streams(job: JobSpec, settings: Settings) -> bool:
         not parse_options(job.options).structure
 
 
-def split_one(spec: dict, send: Dispatch, may_stream: bool = True, ahead: Callable[[], Head] | None = None) -> dict:
+def split_one(spec: dict, send: Dispatch, may_stream: bool = True, ahead: Callable[[], Head] | None = None,
+              task_id: str = "") -> dict:
     """Rung 1 for one document: validate, read every page of the split task's own range (a big
     document's other ranges go out as a chord first, and with `may_stream` this task then collects
     it as they come in: `workers.collect.stream`), then its OCR chord or, when nothing climbs, its
     collection in place. `ahead`: the document's head, read beforehand (`split_batch`); a document
-    skipped here ignores it (a cached S3 source it fetched goes when idle: `fetch.prune`)."""
+    skipped here ignores it (a cached S3 source it fetched goes when idle: `fetch.prune`). `task_id`:
+    the message this split runs for (a lock an earlier delivery of it left is taken over)."""
     job = JobSpec.model_validate(spec)
     settings = get_settings()
     settled = (JobState.OCR, JobState.COLLECTING, *jobs.TERMINAL)  # a redelivery or a duplicate finds these
-    record, lock = _claim(job, settings, settled)
+    record, lock = _claim(job, settings, settled, task_id)
     state = record.get("state")
-    if state in settled:
+    if state in jobs.TERMINAL or (state in settled and record.get(SENT)):  # past the split, its chord out
         if lock is not None:
             jobs.release(lock)
         return {"job_id": job.job_id, "skipped": f"already {state}"}
@@ -83,6 +85,9 @@ def split_one(spec: dict, send: Dispatch, may_stream: bool = True, ahead: Callab
         jobs.release(lock)
 
 
+# set once the document's OCR chord (or its collection) went out (`tasks.chords.dispatch`): a job in
+# `ocr` or `collecting` without it lost its split between the state and the send, and is split again
+SENT = "chord_sent"
 HELD_RETRY_S = 3.0  # a split that finds the job's lock taken asks again after this (`owner_dead`)
 
 
@@ -91,16 +96,18 @@ def held_retries(settings: Settings) -> int:
     return math.ceil(settings.reliability.worker_dead_after_s / HELD_RETRY_S) + 2
 
 
-def _claim(job: JobSpec, settings: Settings, settled: tuple[str, ...]) -> tuple[dict[str, str], Lock | None]:
+def _claim(job: JobSpec, settings: Settings, settled: tuple[str, ...],
+           task_id: str) -> tuple[dict[str, str], Lock | None]:
     """The job's split lock and its record (`jobs.claim`), the claim naming its owner. A lock whose
     owner is dead (a pool process killed mid-split, a worker gone: `liveness.owner_dead`) is taken
     over at once: the redelivered split does the work, not the watchdog at the job's deadline."""
     name = f"split:{job.job_id}"
     for _ in range(2):
         mark = {"state": JobState.SPLITTING, "filename": job.filename, "storage": job.storage,
-                "split_owner": liveness.owner()}
+                "split_owner": liveness.owner(task_id)}
         record, lock = jobs.claim(job.job_id, name, settings.task_time_limit + 60, unless=settled, mark=mark)
-        if lock is not None or record.get("state") in settled or not liveness.owner_dead(record.get("split_owner")):
+        if lock is not None or record.get("state") in jobs.TERMINAL or \
+                not liveness.owner_dead(record.get("split_owner"), task_id):
             break
         log.warning("job %s: the split that held it is dead: taken over", job.job_id)
         jobs.break_lock(name)
