@@ -16,7 +16,8 @@ import os
 import threading
 from typing import Any
 
-from celery import Celery, bootsteps
+from celery import Celery, Task, bootsteps
+from celery.exceptions import Reject
 from celery.signals import (
     celeryd_init, setup_logging, task_postrun, task_prerun, task_received, worker_init, worker_process_init,
     worker_process_shutdown, worker_ready, worker_shutdown, worker_shutting_down,
@@ -105,9 +106,20 @@ def make_app() -> Celery:
 app = make_app()
 
 
+class PagefleetTask(Task):
+    """A retry that cannot be sent (the broker connection broke under it) puts the message back on
+    its queue: Celery would reject it without requeueing, and the work would wait for the watchdog."""
+
+    def retry(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().retry(*args, **kwargs)
+        except Reject as exc:
+            raise Reject(exc.reason, requeue=True) from exc
+
+
 def task(name: str, **overrides: Any) -> Any:
     """`@task("pagefleet.x")`: a Celery task under the one retry policy (overrides for the odd one)."""
-    return app.task(name=name, **{**RETRY_POLICY, **overrides})
+    return app.task(name=name, base=PagefleetTask, **{**RETRY_POLICY, **overrides})
 
 
 @worker_process_init.connect
