@@ -10,7 +10,7 @@
     pagefleet:deadletter        list of JSON records (job, page, reason, at)
     pagefleet:done              pub/sub channel: one JSON notice per finished job
 
-States (`JobState`): queued → splitting → ocr → collecting → done | error.
+States (`JobState`): queued → splitting → ocr → collecting → done | error; never back from done.
 """
 
 from __future__ import annotations

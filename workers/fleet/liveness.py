@@ -1,7 +1,7 @@
 """Which worker is alive and which unacknowledged messages it holds, in the broker's Redis: a dead
 worker's pages go back on their queues within seconds, not after the visibility timeout.
 
-    pagefleet:workers        sorted set: worker id (`<nodename>/<main pid>`) -> its last beat
+    pagefleet:workers        sorted set: worker id (`<nodename>/<main pid>/<nonce>`) -> its last beat
     pagefleet:worker:<id>    hash: host, pool (JSON list of its processes' pids), at
     pagefleet:held:<id>      hash: delivery tag -> task id, every message the worker received and
                              kombu still lists as unacknowledged (`unacked`)
@@ -27,6 +27,7 @@ import logging
 import os
 import socket
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -51,8 +52,9 @@ def _info(worker: str) -> str:
 
 
 def start(nodename: str) -> str:
-    """This process is the worker `nodename`'s main process: its id (its pool inherits it)."""
-    SELF["worker"] = f"{nodename}/{os.getpid()}"
+    """This process is the worker `nodename`'s main process: its id (its pool inherits it), unique
+    even where a restarted container has the same name and pid (its peers reap the one before)."""
+    SELF["worker"] = f"{nodename}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
     return SELF["worker"]
 
 
