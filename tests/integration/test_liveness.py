@@ -82,3 +82,36 @@ def test_a_lock_owner_is_dead_by_its_pid_or_its_workers_beats(redis_url: str, mo
     jobs.client().zadd(liveness.WORKERS, {"split@host/1": time.time() - 60})
     assert liveness.owner_dead(json.dumps(elsewhere | {"pid": os.getpid(), "at": time.time() + 5}))  # its worker is silent
     assert not liveness.owner_dead(None) and not liveness.owner_dead("")
+
+
+def test_a_lock_left_by_an_earlier_delivery_of_the_same_message_is_taken_over(redis_url: str) -> None:
+    claimed = liveness.owner("job-s-split")  # this very process, alive: only the message tells
+    assert liveness.owner_dead(claimed, "job-s-split")
+    assert not liveness.owner_dead(claimed, "job-s-split-dup")
+
+
+def test_a_second_chain_of_a_done_job_sends_nothing(redis_url: str) -> None:
+    from tasks import chords
+    from workers.split.document import SplitOutcome
+
+    jobs.update("job-e", state=jobs.JobState.DONE)
+    outcome = SplitOutcome("job-e", page_count=3, pending={"cpu": [1, 2, 3]})
+    assert chords.climb({"job_id": "job-e"}, outcome) == {"job_id": "job-e", "skipped": "already final"}
+    assert jobs.get("job-e")["state"] == "done"
+
+
+def test_the_watchdog_marks_a_collected_job_done_instead_of_redoing_it(redis_url: str, tmp_path) -> None:
+    """Past its split, its manifest gone (its collect removed it), report.json stored: done, not
+    every page re-sent."""
+    from workers import watchdog
+    from workers.settings import get_settings
+    from workers.store.storage import open_storage
+
+    spec = {"job_id": "job-c", "source": "/nonexistent.pdf", "filename": "x.pdf", "storage": tmp_path.as_uri(),
+            "artifact_prefix": "out/x", "options": {}}
+    assert jobs.start_run(spec, force=False, stale_after_s=60) == "started"
+    jobs.update("job-c", state=jobs.JobState.COLLECTING, pages=3)
+    open_storage(spec["storage"], get_settings()).put_json("out/x/report.json", {"status": "accepted"})
+    assert watchdog.sweep(deadline_s=0, now=time.time() + 1) == [("job-c", "artifacts found: done")]
+    record = jobs.get("job-c")
+    assert record["state"] == "done" and record["status"] == "accepted" and jobs.dead_letters() == []
