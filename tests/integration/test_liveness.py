@@ -80,7 +80,8 @@ def test_a_lock_owner_is_dead_by_its_pid_or_its_workers_beats(redis_url: str, mo
     assert liveness.owner_dead(json.dumps(elsewhere))  # a beat after the claim lists no such pool process
     assert not liveness.owner_dead(json.dumps(elsewhere | {"at": time.time() + 5}))  # claimed after the last beat
     jobs.client().zadd(liveness.WORKERS, {"split@host/1": time.time() - 60})
-    assert liveness.owner_dead(json.dumps(elsewhere | {"pid": os.getpid(), "at": time.time() + 5}))  # its worker is silent
+    silent = elsewhere | {"pid": os.getpid(), "at": time.time() + 5}
+    assert liveness.owner_dead(json.dumps(silent))  # its worker is silent
     assert not liveness.owner_dead(None) and not liveness.owner_dead("")
 
 

@@ -80,9 +80,9 @@ PROGRESS = "pagefleet:progress"  # when any job last changed state or finished a
 # Lua function every script of this module that changes a record starts with. KEYS[1..5]: the
 # record, its attempts, the index, the active set, the progress mark; from ARGV[o] (`record(o)`):
 # now, the job id, what the update does to the state ('' none, 'active' a non-final state, 'done',
-# 'error'; a record in `done` takes no other state), whether a state change counts as progress ('1'), the finished record's TTL, the
-# index's size, the number of fields n, then the fields, name and value in turn. Returns the index
-# of the ARGV after them (the calling script's own arguments).
+# 'error'; a record in `done` takes no other), whether a state change counts as progress ('1'), the
+# finished record's TTL, the index's size, the number of fields n, then the fields, name and value in
+# turn. Returns the index of the ARGV after them (the calling script's own arguments).
 _RECORD = """
 local function record(o)
   local now, id, kind, n = ARGV[o], ARGV[o + 1], ARGV[o + 2], tonumber(ARGV[o + 6])
