@@ -265,6 +265,7 @@ class LivenessStep(bootsteps.StartStopStep):
         super().__init__(c, **kwargs)
         self.tref: Any = None
         self.restore = liveness.Restorer(app.connection_for_write)
+        self.keeper = liveness.Keeper(self.restore)
 
     def start(self, c: Any) -> None:
         if not liveness.SELF["worker"]:
@@ -277,8 +278,7 @@ class LivenessStep(bootsteps.StartStopStep):
 
     def beat(self, c: Any) -> None:
         pool = (c.pool.info or {}).get("processes") or [] if c.pool is not None else []
-        if _quietly("the worker's beat", liveness.beat, list(pool)):
-            _quietly("looking for dead workers", liveness.reap, self.restore)
+        _quietly("the worker's beat", self.keeper, list(pool))
 
     def stop(self, c: Any) -> None:
         if self.tref is not None:

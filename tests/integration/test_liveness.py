@@ -116,3 +116,20 @@ def test_the_watchdog_marks_a_collected_job_done_instead_of_redoing_it(redis_url
     assert watchdog.sweep(deadline_s=0, now=time.time() + 1) == [("job-c", "artifacts found: done")]
     record = jobs.get("job-c")
     assert record["state"] == "done" and record["status"] == "accepted" and jobs.dead_letters() == []
+
+
+def test_a_worker_back_from_an_outage_takes_no_live_peer_for_dead(redis_url: str, monkeypatch) -> None:
+    from kombu import Connection
+
+    conn, message = _unacked_message(redis_url, "drill-q3")
+    monkeypatch.setitem(liveness.SELF, "worker", "cpu1@host/1/a")
+    liveness.hold(message.delivery_tag, "job-p3")
+    jobs.client().zadd(liveness.WORKERS, {"cpu1@host/1/a": time.time() - 60})  # its beat is as old as Redis's outage
+    monkeypatch.setitem(liveness.SELF, "worker", "cpu2@host/2/b")
+    restore = liveness.Restorer(lambda: Connection(redis_url))
+    keeper = liveness.Keeper(restore)
+    assert keeper([]) == {}  # beating again only just now: no judge of others yet
+    keeper.steady_since = time.monotonic() - 31  # 31 s of beats without a gap
+    assert keeper([]) == {"cpu1@host/1/a": 1}
+    restore.close()
+    conn.release()

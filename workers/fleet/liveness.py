@@ -156,6 +156,30 @@ def _alive(pid: int) -> bool:
         return True
 
 
+class Keeper:
+    """A worker's beats (`__call__(pool)`, on its event loop's timer). It reaps dead peers only once
+    it has itself beaten without a gap for `worker_dead_after_s`: after Redis was away, every beat
+    in it is old, and the first worker back must not take its live peers for dead."""
+
+    def __init__(self, restore: Callable[[str], None]) -> None:
+        self.restore = restore
+        self.steady_since: float | None = None  # monotonic: since when the beats land without a gap
+        self.last = 0.0
+
+    def __call__(self, pool: list[int]) -> dict[str, int]:
+        rel = reliability()
+        now = time.monotonic()
+        try:
+            beat(pool)
+        except Exception:
+            self.steady_since = None
+            raise
+        if self.steady_since is None or now - self.last > 2 * rel.worker_heartbeat_s:
+            self.steady_since = now
+        self.last = now
+        return reap(self.restore) if now - self.steady_since >= rel.worker_dead_after_s else {}
+
+
 class Restorer:
     """kombu's restore of one unacknowledged message, on a connection of its own (`connect()`:
     a kombu connection to the broker), made again after an error."""
