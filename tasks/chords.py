@@ -11,10 +11,11 @@ from celery import Signature, chord
 from workers.app import app
 from workers.collect.document import PagesMissing
 from workers.collect.finish import finish
+from workers.fleet import jobs
 from workers.ladder.structure import DocumentLayout
 from workers.settings import get_settings
 from workers.split.document import SplitOutcome
-from workers.split.job import climbing
+from workers.split.job import SENT, climbing
 
 
 def _si(name: str, *args: Any, job_id: str, **options: Any) -> Signature:
@@ -41,11 +42,12 @@ def dispatch(spec: dict, outcome: SplitOutcome, gpu_batch: int) -> None:
     body = _si("pagefleet.collect", spec, task_id=f"{job_id}-collect", job_id=job_id).on_error(_after_error(spec))
     if header:
         chord(header)(body)
-        return
-    try:  # nothing climbs (a document of several ranges): collect here and now, not in a second task
-        finish(spec, final_attempt=False)
-    except PagesMissing:
-        body.apply_async()
+    else:
+        try:  # nothing climbs (a document of several ranges): collect here and now, not in a second task
+            finish(spec, final_attempt=False)
+        except PagesMissing:
+            body.apply_async()
+    jobs.update(job_id, **{SENT: 1})  # only now: a split lost before this is redone by its redelivery
 
 
 def dispatch_ranges(spec: dict, job_id: str, left: list[tuple[int, int]], queue: str) -> None:
@@ -70,7 +72,8 @@ def dispatch_structure(spec: dict, outcome: SplitOutcome, layout: DocumentLayout
 
 
 def climb(spec: dict, outcome: SplitOutcome) -> dict:
-    """The document's pages that climb go out as its OCR chord."""
-    climbing(outcome)
+    """The document's pages that climb go out as its OCR chord; a job already final sends nothing."""
+    if not climbing(outcome):
+        return {"job_id": outcome.job_id, "skipped": "already final"}
     dispatch(spec, outcome, get_settings().vlm.batch_size)
     return outcome.as_dict()

@@ -12,9 +12,13 @@ from workers.split import batch, job
 from workers.split.document import split_range as split_pages
 
 
-@task("pagefleet.split")
-def split(spec: dict) -> dict:
-    return job.split_one(spec, chords)
+@task("pagefleet.split", bind=True)
+def split(self, spec: dict) -> dict:
+    outcome = job.split_one(spec, chords, task_id=self.request.id or "")
+    # another split holds the job: asked again until its owner is done or seen dead (then taken over)
+    if outcome.get("retry_in") and self.request.retries < job.held_retries(get_settings()):
+        raise self.retry(countdown=outcome["retry_in"], max_retries=None)
+    return outcome
 
 
 @task("pagefleet.split_batch")

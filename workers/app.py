@@ -17,7 +17,7 @@ import signal
 import threading
 from typing import Any
 
-from celery import Celery, bootsteps
+from celery import Celery
 from celery.backends.redis import RedisBackend
 from celery.exceptions import Reject
 from celery.signals import (
@@ -29,7 +29,7 @@ from kombu.exceptions import OperationalError
 import redis
 
 from routing import compiled
-from workers.fleet import broker, heartbeat, logs, observability
+from workers.fleet import broker, logs, observability, steps
 from workers.fleet.launcher import die_with_parent
 from workers.errors import BrokerUnavailable, StorageError
 from workers.settings import QUEUES, get_settings
@@ -254,31 +254,9 @@ def use_broker(url: str) -> None:
     app.conf.result_backend = url
 
 
-# --- probes and error reporting: heartbeat bootstep, Sentry init -----------------------------------
-_heartbeat = heartbeat.Heartbeat()
-
-
-class HeartbeatStep(bootsteps.StartStopStep):
-    """Touches the liveness file on the worker's event-loop timer (see workers/fleet/heartbeat.py)."""
-
-    requires = {"celery.worker.components:Timer"}
-
-    def __init__(self, worker: Any, **kwargs: Any) -> None:
-        super().__init__(worker, **kwargs)
-        self.tref: Any = None
-
-    def start(self, worker: Any) -> None:
-        if _heartbeat.enabled:
-            _heartbeat.start()
-            self.tref = worker.timer.call_repeatedly(_heartbeat.settings.interval_s, _heartbeat.beat, priority=10)
-
-    def stop(self, worker: Any) -> None:
-        if self.tref is not None:
-            self.tref.cancel()
-            self.tref = None
-
-
-app.steps["worker"].add(HeartbeatStep)
+# --- probes: the heartbeat file and the beats in Redis (workers/fleet/steps.py), Sentry init -------
+app.steps["worker"].add(steps.HeartbeatStep)
+app.steps["consumer"].add(steps.LivenessStep)
 
 
 @setup_logging.connect
@@ -353,14 +331,14 @@ def _sentry_child(**_: object) -> None:
 @worker_ready.connect
 def _ready(**_: object) -> None:
     logging.getLogger(__name__).info("quality gate: %s", "compiled (mypyc)" if compiled.active() else "from its sources")
-    if _heartbeat.enabled:
-        _heartbeat.mark_ready()
+    if steps.HEARTBEAT.enabled:
+        steps.HEARTBEAT.mark_ready()
 
 
 @worker_shutting_down.connect
 def _stopping(**_: object) -> None:
-    if _heartbeat.enabled:
-        _heartbeat.mark_stopping()
+    if steps.HEARTBEAT.enabled:
+        steps.HEARTBEAT.mark_stopping()
 
 
 @worker_shutdown.connect

@@ -18,6 +18,10 @@ are retried.
                            `maxmemory`: a job accepted at the very limit could not run.
     broker_full_wait_s     a worker whose write Redis refuses at `maxmemory` waits (backing off) up
                            to this long for memory to free, instead of failing the task.
+    worker_heartbeat_s     how often a worker's consumer beats in Redis (`workers.fleet.liveness`):
+                           its pool's processes, the messages it holds; it looks for dead peers then.
+    worker_dead_after_s    a worker silent this long is dead: its unacknowledged messages go back
+                           on their queues at once, not after the visibility timeout.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ class ReliabilitySettings(BaseModel):
     redis_socket_timeout_s: float = Field(30.0, ge=5, description="a Redis command on a dead connection fails after")
     redis_connect_timeout_s: float = Field(5.0, gt=0, description="connecting to Redis gives up after")
     redis_health_check_s: int = Field(10, ge=1, description="a half-open consumer connection is dropped after ~this")
+    worker_heartbeat_s: float = Field(5.0, gt=0, description="how often a worker beats and looks for dead peers")
+    worker_dead_after_s: float = Field(30.0, gt=0, description="a worker silent this long is dead: its messages go back")
     callback_timeout_s: float = Field(5.0, gt=0, description="a completion callback POST gives up after")
     callback_max_retries: int = Field(8, ge=0, description="retries of a failed callback before it is dead-lettered")
     callback_backoff_max_s: int = Field(600, ge=1, description="longest wait between two callback retries")

@@ -120,7 +120,13 @@ def _act(job_id: str, info: dict[str, str], settings: Settings, rel: Reliability
     job = JobSpec.model_validate(spec)
     tries = int(info.get("redispatched") or 0)
     label = f"(job {job_id})"
-    if info.get("state") in SPLIT_STATES:
+    in_split = info.get("state") in SPLIT_STATES
+    if not in_split and not open_storage(job.storage, settings).exists(keys.job_manifest(job_id)):
+        # past its split, its manifest gone: a collect of this run removed it, or the split never stored it
+        if _collected(job, info, settings):
+            return "artifacts found: done"
+        in_split = True
+    if in_split:
         if backlogged(["split"], deadline_s, now):
             return None
         if tries < rel.max_redispatch:
@@ -145,6 +151,20 @@ def _act(job_id: str, info: dict[str, str], settings: Settings, rel: Reliability
     jobs.update(job_id, state=JobState.COLLECTING, watchdog=time.time(), progress=False)
     send("pagefleet.collect_final", [spec], queue="collect", label=label)
     return f"finished with missing pages {missing}, dead-lettered"
+
+
+def _collected(job: JobSpec, info: dict[str, str], settings: Settings) -> bool:
+    """A job whose artifacts are complete (report.json, stored last) is marked done, not redone."""
+    from workers.split.document import resolve_prefix
+
+    prefix = info.get("artifact_prefix") or resolve_prefix(job.artifact_prefix, job.sha256 or None, job.job_id)
+    try:
+        report = open_storage(job.storage, settings).get_json(keys.artifact(prefix, "report.json"))
+    except KeyError:
+        return False
+    jobs.update(job.job_id, state=JobState.DONE, status=report.get("status"), artifact_prefix=prefix, progress=False)
+    jobs.announce({"job_id": job.job_id, "status": report.get("status"), "storage": job.storage})
+    return True
 
 
 def _abandon(job: JobSpec, info: dict[str, str], settings: Settings) -> None:

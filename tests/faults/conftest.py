@@ -42,12 +42,14 @@ def drill(tmp_path: Path, s3_server: str, request: pytest.FixtureRequest) -> Ite
 
 
 def submit(d: Any, paths: list[Path], pages: int, *, on_s3: bool = False, force: bool = False,
-           callback_url: str | None = None, together: bool = False) -> list[str]:
+           callback_url: str | None = None, together: bool = False,
+           options: dict[str, Any] | None = None) -> list[str]:
     """One job a path, each enqueued alone, or with `together` as one submission (`enqueue_many`:
-    small documents in batches)."""
+    small documents in batches). `options`: the jobs' options (default: the drills' OCR on every page)."""
     from workers.settings import Options
     from workers.split.submit import enqueue, enqueue_many, spec_for_object, spec_for_path
 
+    opts = Options(**(OPTIONS if options is None else options))
     ids, specs = [], []
     for path in paths:
         prefix = f"out/{path.stem}"
@@ -55,10 +57,10 @@ def submit(d: Any, paths: list[Path], pages: int, *, on_s3: bool = False, force:
         if on_s3:
             key = f"in/{path.name}"
             info = d.ledger.client.fput_object(d.bucket, key, str(path))
-            spec = spec_for_object(d.bucket, key, storage, Options(**OPTIONS), etag=info.etag,
+            spec = spec_for_object(d.bucket, key, storage, opts, etag=info.etag,
                                    prefix_template=prefix, force=force, callback_url=callback_url)
         else:
-            spec = spec_for_path(str(path), storage, prefix, Options(**OPTIONS), force=force,
+            spec = spec_for_path(str(path), storage, prefix, opts, force=force,
                                  callback_url=callback_url)
         if together:
             specs.append(spec)
@@ -89,8 +91,8 @@ def settle(job_ids: list[str], timeout_s: float) -> float:
 
 def finish(d: Any, name: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Assert the invariant, stop the fleet, assert nothing of it is left; record the tallies."""
-    tally = d.ledger.check()
     fleet = d.fleet
+    tally = d.ledger.check(fleet.snapshot)
     fleet.__exit__(None, None, None)
     time.sleep(0.5)
     orphans = fleet.orphans()

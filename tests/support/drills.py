@@ -48,6 +48,16 @@ FAST_ENV = {
     "PAGEFLEET_S3_TIMEOUT_S": "4",  # a stalled S3 request fails inside the 25 s soft limit (twice: one retry)
 }
 OPTIONS = {"ocr": "force", "dpi": 72}
+# FAST_ENV's short task limits, visibility timeout and job deadline put back to the defaults: a
+# recovery measured under these owes nothing to them (the visibility timeout is 540 s, the deadline 15 min)
+DEFAULT_LIMITS = {
+    "PAGEFLEET_TASK_SOFT_TIME_LIMIT": "420",
+    "PAGEFLEET_TASK_TIME_LIMIT": "480",
+    "PAGEFLEET_RELIABILITY__VISIBILITY_MARGIN_S": "60",
+    "PAGEFLEET_RELIABILITY__UNACKED_RESTORE_INTERVAL_S": "10",
+    "PAGEFLEET_RELIABILITY__JOB_DEADLINE_MINUTES": "15",
+    "PAGEFLEET_RELIABILITY__WATCHDOG_INTERVAL_S": "60",
+}
 
 
 def make_docs(folder: Path, count: int, pages: int, tag: str = "") -> list[Path]:
@@ -99,11 +109,15 @@ class Ledger:
             response.close()
             response.release_conn()
 
-    def check(self) -> dict[str, Any]:
-        """The invariant, for every document submitted; returns the tallies for the drills' table."""
+    def check(self, snapshot: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The invariant, for every document submitted; returns the tallies for the drills' table.
+        `snapshot`: the job records and dead letters of a fleet already stopped (`DrillFleet.snapshot`):
+        its Redis is gone, and the default one is not the fleet's."""
         from workers.fleet import jobs
 
-        dead = {d.get("job_id") for d in jobs.dead_letters()}
+        records = snapshot["jobs"] if snapshot is not None else None
+        letters = snapshot["dead"] if snapshot is not None else jobs.dead_letters()
+        dead = {d.get("job_id") for d in letters}
         seen: dict[str, Submitted] = {}
         tally = {"documents_in": 0, "pages_in": 0, "artifacts": 0, "errors": 0, "dead_lettered": 0,
                  "pages_out": 0, "lost": 0, "problems": []}
@@ -113,7 +127,8 @@ class Ledger:
             seen[item.job_id] = item
             tally["documents_in"] += 1
             tally["pages_in"] += item.pages
-            self._check_one(item, dead, jobs.get(item.job_id), tally)
+            info = records.get(item.job_id, {}) if records is not None else jobs.get(item.job_id)
+            self._check_one(item, dead, info, tally)
         return tally
 
     def _check_one(self, item: Submitted, dead: set, info: dict[str, str], tally: dict[str, Any]) -> None:
@@ -181,6 +196,7 @@ class DrillFleet:
         self.beat: subprocess.Popen[bytes] | None = None
         self.groups: list[int] = []
         self.saved_env: dict[str, str | None] = {}
+        self.snapshot: dict[str, Any] | None = None  # job records and dead letters, once stopped
 
     def __enter__(self) -> "DrillFleet":
         from workers.app import use_broker
@@ -239,6 +255,7 @@ class DrillFleet:
                 self.beat.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 os.killpg(self.beat.pid, signal.SIGKILL)
+        self.snapshot = self._snapshot() or self.snapshot  # a second stop keeps the first one's
         self.redis.stop()
         self.proxy.cut()
         if self.redis_proxy is not None:
@@ -252,6 +269,18 @@ class DrillFleet:
                 os.environ[key] = value
         get_settings.cache_clear()
         app.conf.broker_url = app.conf.result_backend = os.environ.get("PAGEFLEET_BROKER_URL")
+
+    def _snapshot(self) -> dict[str, Any] | None:
+        """Every job record and dead letter of the fleet's Redis, read before it stops."""
+        import redis
+
+        try:
+            r = redis.Redis.from_url(self.redis.url, decode_responses=True, socket_timeout=5)
+            ids = [k.split(":", 2)[2] for k in r.scan_iter("pagefleet:job:*")]
+            return {"jobs": {i: r.hgetall(f"pagefleet:job:{i}") for i in ids},
+                    "dead": [json.loads(x) for x in r.lrange("pagefleet:deadletter", 0, -1)]}
+        except redis.RedisError:
+            return None
 
     def orphans(self) -> list[int]:
         return [pid for group in self.groups for pid in process_group_alive(group)]

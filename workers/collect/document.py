@@ -46,7 +46,10 @@ def collect_document(job: JobSpec, settings: Settings, *, final_attempt: bool,
     final_attempt. `on_complete` runs once every page is there (or this is the final attempt),
     before anything is written; `ready(first)` before each range is read (`work.iter_records`)."""
     storage = open_storage(job.storage, settings)
-    manifest = storage.get_json(keys.job_manifest(job.job_id))
+    try:
+        manifest = storage.get_json(keys.job_manifest(job.job_id))
+    except KeyError:  # its split has not stored it yet, or a collect of the job has just removed it
+        raise PagesMissing(f"job {job.job_id}: no manifest stored") from None
     found = work.iter_records(storage, job.job_id, manifest, ready)
     result, counted = assemble(job, settings, storage, manifest, found, final_attempt=final_attempt,
                                on_complete=on_complete)

@@ -10,7 +10,7 @@
     pagefleet:deadletter        list of JSON records (job, page, reason, at)
     pagefleet:done              pub/sub channel: one JSON notice per finished job
 
-States (`JobState`): queued → splitting → ocr → collecting → done | error.
+States (`JobState`): queued → splitting → ocr → collecting → done | error; never back from done.
 """
 
 from __future__ import annotations
@@ -82,16 +82,19 @@ PROGRESS = "pagefleet:progress"  # when any job last changed state or finished a
 # A job record's update, the same steps wherever it is made (`update`, `claim`'s mark, `done`): a
 # Lua function every script of this module that changes a record starts with. KEYS[1..5]: the
 # record, its attempts, the index, the active set, the progress mark; from ARGV[o] (`record(o)`):
-# now, the job id, what the update does to the state ('' none, 'active' a non-final state, 'final'
-# done or error), whether a state change counts as progress ('1'), the finished record's TTL, the
-# index's size, the number of fields n, then the fields, name and value in turn. Returns the index
-# of the ARGV after them (the calling script's own arguments).
+# now, the job id, what the update does to the state ('' none, 'active' a non-final state, 'done',
+# 'error'; a record in `done` takes no other), whether a state change counts as progress ('1'), the
+# finished record's TTL, the index's size, the number of fields n, then the fields, name and value in
+# turn. Returns the index of the ARGV after them (the calling script's own arguments).
 _RECORD = """
 local function record(o)
   local now, id, kind, n = ARGV[o], ARGV[o + 1], ARGV[o + 2], tonumber(ARGV[o + 6])
+  if kind ~= '' and kind ~= 'done' and redis.call('HGET', KEYS[1], 'state') == 'done' then
+    return o + 7 + 2 * n  -- a state never goes back from done: the whole update is dropped
+  end
   redis.call('HSET', KEYS[1], 'updated', now, unpack(ARGV, o + 7, o + 6 + 2 * n))
   redis.call('ZADD', KEYS[3], now, id)
-  if kind == 'final' then
+  if kind == 'done' or kind == 'error' then
     local ttl = tonumber(ARGV[o + 4])
     redis.call('EXPIRE', KEYS[1], ttl)
     redis.call('EXPIRE', KEYS[2], ttl)
@@ -117,7 +120,7 @@ def _record(job_id: str, fields: dict[str, Any], progress: bool = True) -> tuple
     rel = reliability()
     mapping = _mapping(fields)
     state = fields.get("state")
-    kind = "" if state is None else "final" if state in TERMINAL else "active"
+    kind = "" if state is None else str(state) if state in TERMINAL else "active"
     keys = [_key(job_id), f"pagefleet:attempts:{job_id}", "pagefleet:jobs", ACTIVE, PROGRESS]
     args = [time.time(), job_id, kind, "1" if progress else "0", rel.job_record_ttl_s, rel.jobs_index_max,
             len(mapping), *(x for pair in mapping.items() for x in pair)]

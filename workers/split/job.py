@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -17,7 +18,7 @@ from redis.lock import Lock
 from workers import metrics
 from workers.collect import stream
 from workers.collect.finish import collect_streaming, finish_held
-from workers.fleet import jobs
+from workers.fleet import jobs, liveness
 from workers.errors import InputError
 from workers.fleet.jobs import JobState
 from workers.ladder.structure import DocumentLayout
@@ -51,30 +52,36 @@ def streams(job: JobSpec, settings: Settings) -> bool:
         not parse_options(job.options).structure
 
 
-def split_one(spec: dict, send: Dispatch, may_stream: bool = True, ahead: Callable[[], Head] | None = None) -> dict:
+def split_one(spec: dict, send: Dispatch, may_stream: bool = True, ahead: Callable[[], Head] | None = None,
+              task_id: str = "") -> dict:
     """Rung 1 for one document: validate, read every page of the split task's own range (a big
     document's other ranges go out as a chord first, and with `may_stream` this task then collects
     it as they come in: `workers.collect.stream`), then its OCR chord or, when nothing climbs, its
     collection in place. `ahead`: the document's head, read beforehand (`split_batch`); a document
-    skipped here ignores it (a cached S3 source it fetched goes when idle: `fetch.prune`)."""
+    skipped here ignores it (a cached S3 source it fetched goes when idle: `fetch.prune`). `task_id`:
+    the message this split runs for (a lock an earlier delivery of it left is taken over)."""
     job = JobSpec.model_validate(spec)
     settings = get_settings()
     settled = (JobState.OCR, JobState.COLLECTING, *jobs.TERMINAL)  # a redelivery or a duplicate finds these
-    record, lock = jobs.claim(job.job_id, f"split:{job.job_id}", settings.task_time_limit + 60, unless=settled,
-                              mark={"state": JobState.SPLITTING, "filename": job.filename, "storage": job.storage})
+    record, lock = _claim(job, settings, settled, task_id)
     state = record.get("state")
-    if state in settled:
+    if state in jobs.TERMINAL or (state in settled and record.get(SENT)):  # past the split, its chord out
         if lock is not None:
             jobs.release(lock)
         return {"job_id": job.job_id, "skipped": f"already {state}"}
-    if lock is None:
-        return {"job_id": job.job_id, "skipped": "already splitting"}
+    if lock is None:  # its owner lives, as far as anyone knows yet: the task asks again soon
+        return {"job_id": job.job_id, "skipped": "already splitting", "retry_in": HELD_RETRY_S}
+    sent = f"ranges:{record.get('redispatched') or 0}"  # this run's range chord is out (a watchdog re-split sends anew)
     leases: list[Lock] = []  # this task's claim on collecting the document with its ranges
     try:
         def start_ranges(left: list[tuple[int, int]]) -> None:  # before this task reads its own pages
+            if record.get(sent):  # a split that died sent them: its chord waits for this task's manifest
+                stream.stop(job.job_id)  # the dead split's lease: `split_done` collects
+                return
             if may_stream and streams(job, settings) and (lease := stream.lease(job.job_id)) is not None:
                 leases.append(lease)
             send.dispatch_ranges(spec, job.job_id, left, settings.split_range_queue)
+            jobs.update(job.job_id, **{sent: 1})  # after the send: a death between them sends twice, never never
 
         outcome = split_document(job, settings, on_ranges=start_ranges, ahead=ahead)
         return _hand_on(spec, job, outcome, record, lock, leases, send, settings)
@@ -82,6 +89,35 @@ def split_one(spec: dict, send: Dispatch, may_stream: bool = True, ahead: Callab
         for lease in leases:  # not collecting after all (its own pages climb, or it failed)
             jobs.release(lease)
         jobs.release(lock)
+
+
+# set once the document's OCR chord (or its collection) went out (`tasks.chords.dispatch`): a job in
+# `ocr` or `collecting` without it lost its split between the state and the send, and is split again
+SENT = "chord_sent"
+HELD_RETRY_S = 3.0  # a split that finds the job's lock taken asks again after this (`owner_dead`)
+
+
+def held_retries(settings: Settings) -> int:
+    """How often a split that finds the job held asks again: until a dead owner's worker is seen dead."""
+    return math.ceil(settings.reliability.worker_dead_after_s / HELD_RETRY_S) + 2
+
+
+def _claim(job: JobSpec, settings: Settings, settled: tuple[str, ...],
+           task_id: str) -> tuple[dict[str, str], Lock | None]:
+    """The job's split lock and its record (`jobs.claim`), the claim naming its owner. A lock whose
+    owner is dead (a pool process killed mid-split, a worker gone: `liveness.owner_dead`) is taken
+    over at once: the redelivered split does the work, not the watchdog at the job's deadline."""
+    name = f"split:{job.job_id}"
+    for _ in range(2):
+        mark = {"state": JobState.SPLITTING, "filename": job.filename, "storage": job.storage,
+                "split_owner": liveness.owner(task_id)}
+        record, lock = jobs.claim(job.job_id, name, settings.task_time_limit + 60, unless=settled, mark=mark)
+        if lock is not None or record.get("state") in jobs.TERMINAL or \
+                not liveness.owner_dead(record.get("split_owner"), task_id):
+            break
+        log.warning("job %s: the split that held it is dead: taken over", job.job_id)
+        jobs.break_lock(name)
+    return record, lock
 
 
 def _hand_on(spec: dict, job: JobSpec, outcome: SplitOutcome, record: dict[str, str], lock: Lock,
@@ -168,7 +204,11 @@ def ranges_in(spec: dict, results: list[dict], head: list[int]) -> RangesIn:
     return done
 
 
-def climbing(outcome: SplitOutcome) -> None:
-    """The job's state once its pages go out to the OCR stage (or straight to collection)."""
+def climbing(outcome: SplitOutcome) -> bool:
+    """The job's state once its pages go out to the OCR stage (or straight to collection); False,
+    and nothing changed, for a job already final (a second chain of a document: nothing to send)."""
+    if jobs.get(outcome.job_id).get("state") in jobs.TERMINAL:
+        return False
     jobs.update(outcome.job_id, state=JobState.OCR if outcome.pending else JobState.COLLECTING,
                 pages_done=outcome.accepted)
+    return True
