@@ -43,7 +43,8 @@ ROOT = Path(__file__).resolve().parent.parent
 STAMP = ROOT / "routing" / "_compiled.json"
 MODULES = (
     "routing.charclass", "routing.scripts", "routing.rtl_order", "routing.order", "routing.arabic",
-    "routing.lam", "routing.spans", "routing.edits", "routing.normalize", "routing.quality",
+    "routing.lam", "routing.spans", "routing.edits", "routing.normalize", "routing.evidence", "routing.detectors",
+    "routing.quality",
     "routing.structure.chunking", "routing.structure.offsets",
     "workers.pdf.runs", "workers.ladder.accept", "workers.ladder.textlayer",
 )

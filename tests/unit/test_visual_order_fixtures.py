@@ -12,6 +12,7 @@ import pytest
 from routing.edits import Edit, apply_edits
 from workers.ladder.accept import repair
 from routing.order import page_order
+from routing.evidence import GlyphFacts
 from routing.quality import GateInput, assess
 from routing.bidi_order import reread_line
 from routing.rtl_order import hebrew_order_evidence
@@ -27,7 +28,7 @@ def _page(path: Path, number: int = 1) -> dict:
 
 def _repair(page: dict) -> tuple[str, list]:
     """What rung 1 does with a page: gate with the layer's geometry, then repair."""
-    verdict = assess(GateInput(text=page["text"], origin="text_layer", layer=page))
+    verdict = assess(GateInput(text=page["text"], origin="text_layer", glyphs=GlyphFacts.from_layer(page)))
     fixed = repair(page["text"], verdict, from_ocr=False)
     assert fixed.replay_ok and apply_edits(page["text"], [Edit.from_dict(e) for e in fixed.edits]) == fixed.text
     return fixed.text, [Edit.from_dict(e) for e in fixed.edits]
