@@ -13,7 +13,7 @@ import unicodedata
 
 import pytest
 
-from routing import arabic, charclass, lam, normalize, order, quality, rtl_order
+from routing import arabic, charclass, detectors, lam, normalize, order, quality, rtl_order
 from routing.charclass import FEATURE_RANGES, features
 
 ALL = "".join(chr(cp) for cp in range(0x110000))  # every code point, surrogates included
@@ -33,7 +33,7 @@ GUARDS = [
     (normalize._LINE_END, charclass.F_CR),
     (normalize._UNICODE_SPACE, charclass.F_SPACE),
     (normalize._BIDI_CONTROL, charclass.F_BIDI),
-    (quality._BIDI_CONTROL, charclass.F_BIDI),
+    (detectors._BIDI_CONTROL, charclass.F_BIDI),
     (normalize._SYMBOL_PUA, charclass.F_PRIVATE_USE),
     (normalize._BRACKET, charclass.F_BRACKET),
     (rtl_order._RTL_MARK, charclass.F_HEBREW | charclass.F_ARABIC),
