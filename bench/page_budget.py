@@ -161,7 +161,7 @@ def _collections(pdf: Path, tmp: Path) -> tuple[Callable[[], Any], Callable[[], 
     work state's removal, so each pass finds the range objects again; None for one range). The
     held records of a document of several ranges are its range objects' records, read back."""
     from workers.store import keys
-    from workers.split import document as split
+    from workers.split import pages as split
     from workers.store.keys import job_id_for
     from workers.model import JobSpec
     from workers.store.work import iter_records

@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parent.parent
 STAMP = ROOT / "routing" / "_compiled.json"
 MODULES = (
-    "routing.charclass", "routing.scripts", "routing.rtl_order", "routing.order", "routing.arabic",
+    "routing.charclass", "routing.scripts", "routing.mirrored_lines", "routing.visual_order", "routing.arabic",
     "routing.lam", "routing.spans", "routing.edits", "routing.normalize", "routing.evidence", "routing.detectors",
     "routing.quality",
     "routing.structure.chunking", "routing.structure.offsets",

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from routing.arabic import ArabicSignals
-from routing.order import PageOrder
+from routing.visual_order import PageOrder
 from routing.scripts import ScriptStats
 
 Origin = Literal["text_layer", "fallback_text", "ocr"]

@@ -52,7 +52,7 @@ from routing.charclass import F_CONTROL, F_PRESENTATION, F_PRIVATE_USE, features
 from routing.detectors import DETECTORS
 from routing.evidence import NO_GLYPHS, Evidence, Finding, GateInput, GateThresholds, TableFacts
 from routing.lam import lam_violations
-from routing.order import PageOrder, page_order
+from routing.visual_order import PageOrder, page_order
 from routing.scripts import script_stats
 
 REPAIRABLE = frozenset({"visual_order_rtl"})

@@ -13,7 +13,7 @@ from workers.collect.document import PagesMissing
 from workers.collect.finish import finish
 from workers.ladder.structure import DocumentLayout
 from workers.settings import get_settings
-from workers.split.document import SplitOutcome
+from workers.split.pages import SplitOutcome
 from workers.split.job import climbing
 
 

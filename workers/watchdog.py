@@ -145,7 +145,7 @@ def _act(job_id: str, info: dict[str, str], settings: Settings, rel: Reliability
 
 def _abandon(job: JobSpec, info: dict[str, str], settings: Settings) -> None:
     """A job that never got through its split: `aborted` error.json, a dead letter, state error."""
-    from workers.split.document import write_error
+    from workers.split.pages import write_error
 
     record = write_error(job, open_storage(job.storage, settings),
                          AbortedError("aborted: the split did not finish within the deadline"))

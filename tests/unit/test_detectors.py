@@ -8,7 +8,7 @@ import routing.quality
 from routing.arabic import arabic_signals
 from routing.detectors import DETECTORS, tables
 from routing.evidence import Evidence, GateInput, GateThresholds, GlyphFacts, TableFacts
-from routing.order import page_order
+from routing.visual_order import page_order
 from routing.quality import assess_tables
 from routing.scripts import script_stats
 

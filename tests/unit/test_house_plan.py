@@ -10,6 +10,7 @@ modules stay small.
     no scheme check ("s3://", an isinstance on a storage class) outside workers/store/
     no file in tasks/ over 80 lines: a task picks what runs and maps the outcome; no task imports
     another task module's private names
+    no two modules under routing/, workers/ and tasks/ share a file name
 """
 
 from __future__ import annotations
@@ -296,9 +297,9 @@ def test_parts_import_only_what_the_architecture_allows() -> None:
 
 def test_the_architecture_check_finds_a_breach() -> None:
     parts, arrows = _architecture()
-    graph = {"workers.store.keys": {"workers.ladder.ocr", "workers.settings"}, "routing.chains": {"workers.model"}}
+    graph = {"workers.store.keys": {"workers.ladder.ocr_stage", "workers.settings"}, "routing.chains": {"workers.model"}}
     assert _architecture_breaches(graph, parts, arrows) == [
-        "routing.chains (Routing) -> workers.model (Core)", "workers.store.keys (Store) -> workers.ladder.ocr (Ladder)"]
+        "routing.chains (Routing) -> workers.model (Core)", "workers.store.keys (Store) -> workers.ladder.ocr_stage (Ladder)"]
 
 
 def test_the_stages_form_no_loop() -> None:
@@ -319,3 +320,14 @@ def test_the_picture_draws_the_table() -> None:
             source, _, targets = line.partition("-->")
             drawn |= {(source.strip(), t.strip()) for t in targets.split("&")}
     assert drawn == {(p, q) for p, targets in arrows.items() for q in targets}
+
+
+def test_no_two_modules_share_a_name() -> None:
+    """A module's file name says what it holds, once: `routing/visual_order.py`, not a third `order.py`."""
+    seen: dict[str, list[str]] = {}
+    for package in PACKAGES:
+        for path in _modules(package):
+            if path.name != "__init__.py":
+                seen.setdefault(path.name, []).append(_rel(path))
+    shared = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert shared == {}, f"modules sharing a file name: {shared}"

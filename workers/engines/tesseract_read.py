@@ -29,7 +29,7 @@ import numpy as np
 
 from routing.charclass import has_rtl_letter
 from routing.scripts import classify_text_layer
-from routing.structure.order import reading_order
+from routing.structure.reading_order import reading_order
 from routing.structure.tsv import tsv_paragraphs
 from workers.engines import coverage
 from workers.engines.base import PageImage
