@@ -213,6 +213,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--pages", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=3, help="passes a stage; its least CPU is reported")
     args = ap.parse_args(argv)
+    import workers  # noqa: F401 - the fleet's start-up: the gate's compiled build, where current
     from bench.bench_docs import digital_pdf
     from routing import compiled
 
