@@ -63,7 +63,8 @@ def characters(ev: Evidence) -> Finding:
     letters = stats.all_letters
     unexpected = letters - stats.known_letters + pua
     latin, rtl = stats.latin, stats.he + stats.ar
-    found.metrics.update(control_chars=controls, private_use=pua, unexpected_letters=unexpected, mojibake_chars=moji)
+    found.metrics.update(control_chars=controls, private_use=pua, unexpected_letters=unexpected,
+                         mojibake_chars=moji)
     if controls:
         found.reasons.append("control_chars")
     if unmapped_pua:
@@ -98,11 +99,14 @@ def arabic(ev: Evidence) -> Finding:
         found.reasons.append("foreign_letters_in_words")
     if sig.isolated_letter_fragments >= ev.thresholds.fragment_runs:
         found.reasons.append("letter_fragmentation")
-    for flag, code in ((sig.presentation_forms, "presentation_forms"), (sig.decomposed_lam_alef, "decomposed_lam_alef"),
-                       (sig.ligature_order_suspects, "ligature_order"), (sig.tatweel_runs, "tatweel"),
-                       (sig.kashida_fffd, "kashida_unmapped")):
-        if flag:
-            found.warnings.append(code)
+    flags = (
+        (sig.presentation_forms, "presentation_forms"),
+        (sig.decomposed_lam_alef, "decomposed_lam_alef"),
+        (sig.ligature_order_suspects, "ligature_order"),
+        (sig.tatweel_runs, "tatweel"),
+        (sig.kashida_fffd, "kashida_unmapped"),
+    )
+    found.warnings += [code for flag, code in flags if flag]
     return found
 
 
@@ -138,8 +142,11 @@ def mixed_scripts(ev: Evidence) -> Finding:
 def reading_direction(ev: Evidence) -> Finding:
     """Visual-order RTL lines and Hebrew letter soup, from the shared run-order pass."""
     order, t = ev.order, ev.thresholds
-    found = Finding(metrics={"visual_votes": order.page.visual_votes, "logical_votes": order.page.logical_votes,
-                             "visual_lines": order.visual_lines})
+    found = Finding(metrics={
+        "visual_votes": order.page.visual_votes,
+        "logical_votes": order.page.logical_votes,
+        "visual_lines": order.visual_lines,
+    })
     hebrew_words = max(order.page.hebrew_words, 1)
     if order.page.final_mid_word >= 2 and order.page.final_mid_word / hebrew_words >= t.soup_share:
         found.reasons.append("hebrew_letter_soup")
@@ -241,8 +248,8 @@ def lam_ligatures(ev: Evidence) -> Finding:
     sig = lam_signals(ev.gate.text, clusters)
     if not sig.arabic_words:
         return Finding()
-    return Finding(warnings=(["swapped_lam_ligature"] if sig.swapped else []) + (["lone_al"] if sig.lone_al else []),
-                   metrics={"swapped_lam_clusters": sig.swapped_clusters, "lone_al": sig.lone_al})
+    warnings = (["swapped_lam_ligature"] if sig.swapped else []) + (["lone_al"] if sig.lone_al else [])
+    return Finding(warnings=warnings, metrics={"swapped_lam_clusters": sig.swapped_clusters, "lone_al": sig.lone_al})
 
 
 def tables(facts: TableFacts, t: GateThresholds) -> Finding:
@@ -285,7 +292,8 @@ DETECTORS: tuple[Detector, ...] = (
     Detector("mixed_scripts", ("mixed_script_words",), page=mixed_scripts),
     Detector("reading_direction", ("hebrew_letter_soup", "visual_order_rtl", "ocr_visual_order_suspect"),
              page=reading_direction),
-    Detector("glyph_defects", ("broken_tounicode", "text_below_visible", "line_order_unresolved"), page=glyph_defects),
+    Detector("glyph_defects", ("broken_tounicode", "text_below_visible", "line_order_unresolved"),
+             page=glyph_defects),
     Detector("ocr_reading", ("low_confidence", "text_missing", "repetition_loop", "expected_script_low"),
              page=ocr_reading),
     Detector("engine_agreement", ("engine_disagreement",), page=engine_agreement),

@@ -297,15 +297,19 @@ def test_parts_import_only_what_the_architecture_allows() -> None:
 
 def test_the_architecture_check_finds_a_breach() -> None:
     parts, arrows = _architecture()
-    graph = {"workers.store.keys": {"workers.ladder.ocr_stage", "workers.settings"}, "routing.chains": {"workers.model"}}
+    graph = {"workers.store.keys": {"workers.ladder.ocr_stage", "workers.settings"},
+             "routing.chains": {"workers.model"}}
     assert _architecture_breaches(graph, parts, arrows) == [
-        "routing.chains (Routing) -> workers.model (Core)", "workers.store.keys (Store) -> workers.ladder.ocr_stage (Ladder)"]
+        "routing.chains (Routing) -> workers.model (Core)",
+        "workers.store.keys (Store) -> workers.ladder.ocr_stage (Ladder)",
+    ]
 
 
 def test_the_stages_form_no_loop() -> None:
     """Between the stage parts the arrows point one way (Core and App are the fleet's plumbing)."""
     _, arrows = _architecture()
-    stages = {p: {q for q in targets if q not in ("Core", "App")} for p, targets in arrows.items() if p not in ("Core", "App")}
+    plumbing = ("Core", "App")
+    stages = {p: {q for q in targets if q not in plumbing} for p, targets in arrows.items() if p not in plumbing}
     assert _loops(stages) == []
 
 
