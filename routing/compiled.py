@@ -148,6 +148,14 @@ def extensions(modules: Sequence[str] = MODULES, root: Path = ROOT, group: str =
     return sorted(where.rglob("*.so")) if where.is_dir() else []
 
 
+def beside_sources(modules: Sequence[str] = MODULES, root: Path = ROOT, group: str = GROUP) -> list[Path]:
+    """Extensions that builds of earlier versions left beside the sources, which Python's own
+    finder would load before the source: `build()` removes them."""
+    found = [p for py in (source(m, root) for m in modules) for p in py.parent.glob(py.stem + ".cpython-*.so")]
+    package, name = group.rsplit(".", 1)
+    return found + sorted(root.joinpath(*package.split(".")).glob(name + "__mypyc.*.so"))
+
+
 def build(root: Path = ROOT, modules: Sequence[str] = MODULES, group: str = GROUP) -> Path:
     """Compile `modules` with mypyc into the build folder of `group`'s package, then record the
     sources it compiled (read before the compiler starts: a source edited meanwhile no longer
@@ -160,6 +168,8 @@ def build(root: Path = ROOT, modules: Sequence[str] = MODULES, group: str = GROU
     stamp = build_dir(root, group).parent / STAMP.name
     stamp.unlink(missing_ok=True)  # a failed or partial build is never taken for a current one
     shutil.rmtree(build_dir(root, group), ignore_errors=True)
+    for path in beside_sources(modules, root, group):
+        path.unlink()  # an older build's: Python would import it before its source
     sources = digests(modules, root)
     files = [str(source(m, root).relative_to(root)) for m in modules]
     with tempfile.TemporaryDirectory(prefix="pagefleet-mypyc-") as work:

@@ -123,7 +123,10 @@ def test_a_build_runs_where_enabled_from_any_directory(tmp_path: Path) -> None:
     """The build lies in its package's build folder; an import loads the source until `enable()`,
     and then the build, from whatever directory the process started in."""
     root, modules = _tiny(tmp_path / "src", "def twice(x: int) -> int:\n    return 2 * x\n")
+    older = root / "pfx_tiny" / f"calc{importlib.machinery.EXTENSION_SUFFIXES[0]}"  # an in-place build's
+    older.write_bytes(b"older build")
     stamp = compiled.build(root, modules, group="pfx_tiny._gate")
+    assert not older.exists()
     assert stamp == root / "pfx_tiny" / compiled.STAMP.name
     assert json.loads(stamp.read_text(encoding="utf-8"))["sources"] == compiled.digests(modules, root)
     made = compiled.extensions(modules, root, group="pfx_tiny._gate")
