@@ -41,9 +41,10 @@ $(NATIVE): workers/pdf/stextwalk.c $(VENV)/.installed
 	@command -v $${CC:-cc} >/dev/null || { echo "no C compiler: the text walk stays in Python"; exit 0; }; \
 	$(BIN)/python -m workers.pdf.fastwalk build
 
-# the gate, repairs, run order and chunking compiled with mypyc (routing/compiled.py): less gate
-# CPU, the same decisions. Without a C compiler, or if the build fails, the sources
-# run (nothing fails; the build removes what it left). PAGEFLEET_COMPILED=0 runs the sources anyway
+# the gate, repairs, run order and chunking compiled with mypyc (routing/compiled.py) into
+# routing/_build/: less gate CPU, the same decisions. The fleet's start-up (workers/__init__.py)
+# runs the build while it matches its sources. Without a C compiler, or if the build fails, the
+# sources run (nothing fails; the build removes what it left). PAGEFLEET_COMPILED=0 runs the sources anyway
 COMPILED = routing/_compiled.json
 COMPILED_SRC = $(wildcard routing/*.py routing/structure/*.py) workers/pdf/runs.py workers/ladder/accept.py \
                workers/ladder/textlayer.py
@@ -120,4 +121,4 @@ docs: venv
 
 clean:
 	rm -rf $(OUT) $(NATIVE) fixtures/*.pdf fixtures/bad fixtures/structure fixtures/wse .pytest_cache
-	rm -f $(COMPILED) *__mypyc*.so && find routing workers -name '*.cpython-*.so' -delete
+	rm -rf $(COMPILED) routing/_build *__mypyc*.so && find routing workers -name '*.cpython-*.so' -delete

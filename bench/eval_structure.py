@@ -47,7 +47,7 @@ BODY = ("heading", "paragraph", "list_item")
 
 
 def pagefleet_pages(pdf: Path) -> list[Any]:
-    """Rung 1 + structure for every page, as `workers.split.document.split_document` runs it."""
+    """Rung 1 + structure for every page, as `workers.split.pages.split_document` runs it."""
     from workers.ladder import structure
     from workers.ladder.textlayer import decide_page
     from workers.pdf import source

@@ -161,7 +161,7 @@ def _collections(pdf: Path, tmp: Path) -> tuple[Callable[[], Any], Callable[[], 
     work state's removal, so each pass finds the range objects again; None for one range). The
     held records of a document of several ranges are its range objects' records, read back."""
     from workers.store import keys
-    from workers.split import document as split
+    from workers.split import pages as split
     from workers.store.keys import job_id_for
     from workers.model import JobSpec
     from workers.store.work import iter_records
@@ -213,6 +213,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--pages", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=3, help="passes a stage; its least CPU is reported")
     args = ap.parse_args(argv)
+    import workers  # noqa: F401 - the fleet's start-up: the gate's compiled build, where current
     from bench.bench_docs import digital_pdf
     from routing import compiled
 

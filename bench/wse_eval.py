@@ -11,7 +11,7 @@ the page's own text layer on a hand-given grid) — and per parser, both routes:
     direct   the parser on the original page, its text and cells given pagefleet's repair
     pagefleet  pagefleet's own text-layer tables (rung 1 + structure, `bench/eval_structure.py`)
 
-Columns: TEDS and cell accuracy of the predicted table closest to the truth (`workers.wse.metrics`;
+Columns: TEDS and cell accuracy of the predicted table closest to the truth (`workers.wse.table_scores`;
 corpus tables: body rows only, the prediction cut to the rows that match them), word recovery
 (the page's words found in the decoded output, `workers.wse.decode.word_recovery`), seconds per
 page (wse: encode + parse + decode; pymupdf4llm runs in a child process on both routes). The last
@@ -34,7 +34,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "fixtures")]
 
 from wse_corpus import SPECS, WORDS_ONLY, truth_table  # noqa: E402
 
-from workers.wse.metrics import best_match, cell_accuracy, crop_to_truth, teds  # noqa: E402
+from workers.wse.table_scores import best_match, cell_accuracy, crop_to_truth, teds  # noqa: E402
 from workers.wse.recover import PageRun, run_direct, run_wse  # noqa: E402
 
 ROUTES = {"wse": run_wse, "direct": run_direct}

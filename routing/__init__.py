@@ -1,3 +1,4 @@
-from routing.compiled import guard
+"""Pure decisions over plain data: no I/O, no Celery, no worker imports, nothing done on import.
 
-guard()  # a compiled build of the gate runs only while it matches its sources (routing/compiled.py)
+The compiled build of the gate is an explicit step: `routing.compiled.enable()`.
+"""

@@ -5,16 +5,15 @@
                         Tesseract OSD (cpu)  ─► source=osd, script confidence as margin
     both failed or undecided ────────────────► source=default (the multilingual safe chain)
 
-Chains are configuration (`Settings.chains`), not code. This module never dispatches and does no I/O.
+Chains are configuration (`Settings.chains`), not code. What an engine reads is the engine's own
+declaration (`workers.engines.base.Engine.reads`); the caller hands it in as data
+(`scripts_by_entry`), so routing never imports an engine. This module never dispatches and does no I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-
-RTL_LANGS = {"he": "heb", "ar": "ara"}
-ENGLISH_ONLY = frozenset({"tesseract:eng", "lightonocr", "paddle"})  # engines that cannot read RTL
 
 
 @dataclass(frozen=True)
@@ -64,14 +63,9 @@ def decide(
     return RouteDecision("default", "default", None, chain_for("default", chains, gpu=gpu), tried)
 
 
-def reads_script(engine_entry: str, script: str) -> bool:
-    """Can this chain entry read `script`? Used by tests and the routing table: an RTL page must
-    never be read by an English-only engine."""
-    if script not in RTL_LANGS:
-        return True
-    name, _, variant = engine_entry.partition(":")
-    if name == "tesseract":
-        return RTL_LANGS[script] in (variant or "").split("+")
-    if name == "paddle":
-        return script == "ar" and variant == "arabic"
-    return engine_entry not in ENGLISH_ONLY
+def reads_script(engine_entry: str, script: str, reads: Mapping[str, Collection[str]]) -> bool:
+    """Can this chain entry read `script`? `reads` maps chain entries to the scripts each engine
+    declares it reads; an entry it does not hold reads nothing. Used by the routing table and the
+    chain tests: an RTL page must never be read by an engine that cannot read its script."""
+    return script in reads.get(engine_entry, ())
+

@@ -50,7 +50,7 @@ from routing.charclass import (
 from routing.edits import EDIT_KINDS, Edit, EditMapBuilder, Replacement
 from routing.lam import is_lam_alef, swapped_clusters
 from routing.spans import current_span_groups, current_spans
-from routing.rtl_order import (
+from routing.mirrored_lines import (
     OrderEvidence,
     hebrew_order_evidence,
     looks_visual_order,

@@ -14,7 +14,7 @@ from workers.collect.finish import finish
 from workers.fleet import jobs
 from workers.ladder.structure import DocumentLayout
 from workers.settings import get_settings
-from workers.split.document import SplitOutcome
+from workers.split.pages import SplitOutcome
 from workers.split.job import SENT, climbing
 
 

@@ -16,7 +16,7 @@ from workers.app import task
 from workers.errors import TaskDeadline
 from workers.fleet import deadline, jobs
 from workers.fleet.jobs import JobState
-from workers.ladder.ocr import failed_page, ocr_pages, summary
+from workers.ladder.ocr_stage import failed_page, ocr_pages, summary
 from workers.model import JobSpec
 from workers.settings import get_settings
 

@@ -9,7 +9,7 @@ from workers.fleet import jobs
 from workers.model import JobSpec
 from workers.settings import get_settings
 from workers.split import batch, job
-from workers.split.document import split_range as split_pages
+from workers.split.pages import split_range as split_pages
 
 
 @task("pagefleet.split", bind=True)

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+import workers  # noqa: F401 - the fleet's start-up first: the gate's compiled build, where current, for every test
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
 

@@ -1,1 +1,13 @@
-import routing  # noqa: F401 - the compiled-build guard runs before any compiled module of workers loads
+"""The fleet: everything that does things (DESIGN.md "Layout", docs/architecture.md).
+
+Importing `workers` is the fleet's start-up, before any module of the gate's compiled build
+(`routing.compiled.MODULES`, some of them here) is imported: the build runs where it matches its
+sources, unless `PAGEFLEET_COMPILED=0` (benchmarks, the parity test) asks for the sources.
+"""
+
+import os
+
+from routing import compiled
+
+if os.environ.get("PAGEFLEET_COMPILED", "1").strip().lower() not in ("0", "false", "no", "off"):
+    compiled.enable()

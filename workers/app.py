@@ -72,8 +72,8 @@ def make_app() -> Celery:
     # longer than the longest task (its hard limit), short enough that a dead worker's unacked
     # pages come back in minutes; the watchdog's deadline (reliability) covers what never comes back
     visibility = s.reliability.visibility_for(s.task_time_limit)
-    celery = Celery("pagefleet", include=["tasks.split", "tasks.ranges", "tasks.ocr", "tasks.collect",
-                                          "tasks.watchdog", "tasks.notify"])
+    celery = Celery("pagefleet", include=["tasks.split", "tasks.big_document", "tasks.ocr", "tasks.collect",
+                                          "tasks.sweep", "tasks.callback"])
     celery.conf.update(
         broker_url=s.broker_url,
         # kombu's Redis transport, with an ack that works at maxmemory (workers/fleet/broker.py)

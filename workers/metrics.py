@@ -19,7 +19,7 @@ not serve metrics themselves: they count into one Redis hash on the broker, and 
     pagefleet_generate_tasks_total{engine}       counter  tasks whose pages they read (÷ calls: tasks sharing a call)
     pagefleet_review_decisions_total{decision}   counter  review decisions (approve/reject/flag), from the studio
     pagefleet_review_corrected_total             counter  approvals that carried a correction
-    pagefleet_review_decision_seconds            summary  artifacts written → decision (workers.review.metrics)
+    pagefleet_review_decision_seconds            summary  artifacts written → decision (workers.review.decision_metrics)
 
 A document is counted once (a marker per job id), when the collector has written its artifacts.
 The receiver and a gpu worker's shared generate calls (`workers.engines.batching`) count in memory

@@ -1,5 +1,5 @@
 """Completion notices: a JSON message on the Redis channel `pagefleet:done`, and — when the job has
-a callback URL — an HTTP POST made by its own task (`pagefleet.callback`, tasks/notify.py) on its own queue (`notify`)
+a callback URL — an HTTP POST made by its own task (`pagefleet.callback`, tasks/callback.py) on its own queue (`notify`)
 and worker, never inside the collector: a slow or failing endpoint delays only its own notices. The task retries with
 backoff; when the retries are spent the notice is dead-lettered (`pagefleet deadletter replay`
 sends it again). Every POST carries `Idempotency-Key: <job id>`, and a notice that got a 2xx is

@@ -133,7 +133,7 @@ class RouterSettings(BaseModel):
     confirm_latin: bool = Field(True, description="a SigLIP2 Latin verdict is checked by OSD for RTL letters")
     # CPU pages with no text-layer hint: the default chain's multilingual Tesseract reads the page
     # first and the script of its reading routes it (OSD only where that reading is refused);
-    # false: OSD (+ the recognition probe) before any reading (workers/ladder/ocr.py, make eval-ocr)
+    # false: OSD (+ the recognition probe) before any reading (workers/ladder/ocr_stage.py, make eval-ocr)
     read_first: bool = Field(True, description="CPU pages without a hint: the multilingual reading routes the "
                              "page; false: OSD first")
     # a scan with no trustworthy text layer is turned upright first when OSD is this sure

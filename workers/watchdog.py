@@ -155,7 +155,7 @@ def _act(job_id: str, info: dict[str, str], settings: Settings, rel: Reliability
 
 def _collected(job: JobSpec, info: dict[str, str], settings: Settings) -> bool:
     """A job whose artifacts are complete (report.json, stored last) is marked done, not redone."""
-    from workers.split.document import resolve_prefix
+    from workers.split.pages import resolve_prefix
 
     prefix = info.get("artifact_prefix") or resolve_prefix(job.artifact_prefix, job.sha256 or None, job.job_id)
     try:
@@ -169,7 +169,7 @@ def _collected(job: JobSpec, info: dict[str, str], settings: Settings) -> bool:
 
 def _abandon(job: JobSpec, info: dict[str, str], settings: Settings) -> None:
     """A job that never got through its split: `aborted` error.json, a dead letter, state error."""
-    from workers.split.document import write_error
+    from workers.split.pages import write_error
 
     record = write_error(job, open_storage(job.storage, settings),
                          AbortedError("aborted: the split did not finish within the deadline"))

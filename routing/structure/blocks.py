@@ -2,7 +2,7 @@
 
     lines ─► furniture (header/footer blocks, listed first / last)
           ─► lines inside a recovered table ─► one `table` block
-          ─► same-baseline pieces merged into rows ─► reading order (order.py)
+          ─► same-baseline pieces merged into rows ─► reading order (reading_order.py)
           ─► rows grouped into blocks: a new block at a style change, a list marker, a gap wider
              than `gap_ratio` × line height, or where the text is not contiguous
           ─► caption ("Figure 2.", "טבלה 3") | footnote (small print low on the page) | heading (style has a level, short text; a section
@@ -22,7 +22,7 @@ from typing import Any
 from routing.charclass import classes
 from routing.structure.headings import FontStats, HeadingRules, is_heading_text, semantic_heading
 from routing.structure.markers import is_caption, list_marker
-from routing.structure.order import Box, reading_order
+from routing.structure.reading_order import Box, reading_order
 
 
 @dataclass

@@ -156,7 +156,7 @@ def inbox_receiver(service_env: dict[str, str]):
     """An in-process receiver with an inbox and the bridges `pagefleet events` starts beside it."""
     from workers.fleet import jobs
     from workers.fleet.asgi import AsgiServer
-    from workers.cli.events import start_bridges
+    from workers.cli.event_receiver import start_bridges
     from workers.intake.bridge import stop_bridges
     from workers.intake.events import build_intake
     from workers.intake.receiver import BearerAuth, Inbox, Receiver, redis_ready

@@ -90,7 +90,7 @@ def test_an_event_whose_object_was_overwritten_is_source_changed(receiver, s3_bu
 
 def test_a_split_whose_source_is_gone_writes_source_missing(service_env, s3_bucket) -> None:
     from workers.settings import Options, get_settings
-    from workers.split.document import split_document
+    from workers.split.pages import split_document
     from workers.split.submit import spec_for_object
 
     bucket, _ = s3_bucket

@@ -94,7 +94,7 @@ def test_a_lock_left_by_an_earlier_delivery_of_the_same_message_is_taken_over(re
 
 def test_a_second_chain_of_a_done_job_sends_nothing(redis_url: str) -> None:
     from tasks import chords
-    from workers.split.document import SplitOutcome
+    from workers.split.pages import SplitOutcome
 
     jobs.update("job-e", state=jobs.JobState.DONE)
     outcome = SplitOutcome("job-e", page_count=3, pending={"cpu": [1, 2, 3]})

@@ -112,7 +112,7 @@ def test_a_task_on_a_thread_keeps_its_soft_time_limit(fixtures_dir: Path, tmp_pa
     from workers.settings import get_settings
 
     from workers.model import JobSpec
-    from workers.split.document import split_document
+    from workers.split.pages import split_document
 
     def split(out: Path) -> dict:  # rung 1's work state stored; no OCR task is sent
         spec = spec_for_path(str(fixtures_dir / "image_only_hebrew_scan.pdf"), LocalStorage(out).url, "doc", Options())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from routing.chains import VisualVote, decide, reads_script
+from workers.engines.base import scripts_by_entry
 from workers.settings import Chains
 
 CHAINS = Chains().model_dump()
@@ -27,10 +28,20 @@ def test_nobody_decides_safe_default() -> None:
 
 
 def test_every_rtl_chain_ends_with_an_engine_that_reads_it() -> None:
+    entries = [entry for chain in CHAINS.values() for entry in chain]
+    reads = scripts_by_entry(entries)
     for script in ("he", "ar"):
         for gpu in (True, False):
             chain = decide(script, 0.5, [], CHAINS, gpu=gpu).chain
-            assert reads_script(chain[-1], script), (script, gpu, chain)
-    assert not reads_script("tesseract:eng", "he") and not reads_script("lightonocr", "ar")
-    assert reads_script("paddle:arabic", "ar") and not reads_script("paddle", "ar")
-    assert reads_script("tesseract:heb+ara+eng", "he") and reads_script("tesseract:eng", "latin")
+            assert reads_script(chain[-1], script, reads), (script, gpu, chain)
+
+
+def test_engines_declare_what_they_read() -> None:
+    reads = scripts_by_entry(["tesseract:eng", "lightonocr", "paddle:arabic", "paddle", "tesseract:heb+ara+eng",
+                              "dots", "http:lightonocr", "http:some/model", "no-such-engine"])
+    assert not reads_script("tesseract:eng", "he", reads) and not reads_script("lightonocr", "ar", reads)
+    assert reads_script("paddle:arabic", "ar", reads) and not reads_script("paddle", "ar", reads)
+    assert reads_script("tesseract:heb+ara+eng", "he", reads) and reads_script("tesseract:eng", "latin", reads)
+    assert reads_script("dots", "he", reads) and not reads_script("http:lightonocr", "he", reads)
+    assert reads_script("http:some/model", "ar", reads)
+    assert reads["no-such-engine"] == frozenset()  # an unknown entry reads nothing

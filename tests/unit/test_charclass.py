@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from routing.arabic import arabic_signals
 from routing.normalize import SYMBOL_PUA_MAP
-from routing.quality import GateInput, assess, canonical_violations, mixed_script_words
+from routing.detectors import mixed_script_words
+from routing.quality import GateInput, assess, canonical_violations
 from routing.scripts import script_stats
 
 HE = ((0x0590, 0x05FF), (0xFB1D, 0xFB4F))

@@ -1,5 +1,6 @@
-"""The mypyc build of the gate (routing/compiled.py): the guard lets only a build that matches its
-sources run, and the build decides every page of the project's fixtures exactly as the sources do."""
+"""The mypyc build of the gate (routing/compiled.py): importing routing loads the sources, `enable()`
+lets only a build that matches its sources run, and the build decides every page of the project's
+fixtures exactly as the sources do."""
 
 from __future__ import annotations
 
@@ -38,29 +39,32 @@ def test_a_stamp_names_the_sources_that_changed_since_the_build(tmp_path: Path) 
     assert compiled.stale(stamp, modules, root) == modules
 
 
-def test_the_source_first_finder_loads_the_py_file_over_an_extension_beside_it(tmp_path: Path) -> None:
+def test_enable_runs_no_build_that_is_missing_or_older_than_its_sources(tmp_path: Path) -> None:
     root, modules = _package(tmp_path)
-    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    (root / "pfx_pkg" / f"one{suffix}").write_bytes(b"not a shared object")  # an import of it would fail
-    assert compiled.built(modules, root)
-    finder = compiled.SourceFirst(modules, root)
-    sys.path.insert(0, str(root))
-    sys.meta_path.insert(0, finder)
-    try:
-        import pfx_pkg.one  # type: ignore[import-not-found]
+    before = list(sys.meta_path)
+    assert not compiled.enable(modules, root, group="pfx_pkg._gate")  # nothing built
+    lib = compiled.extension("pfx_pkg.one", root, group="pfx_pkg._gate")
+    lib.parent.mkdir(parents=True)
+    lib.write_bytes(b"not a shared object")  # an import of it would fail
+    assert compiled.built(modules, root, group="pfx_pkg._gate")
+    assert not compiled.enable(modules, root, group="pfx_pkg._gate")  # no stamp: nothing is trusted
+    assert sys.meta_path == before
 
-        assert pfx_pkg.one.WHERE == "source one" and pfx_pkg.one.__file__.endswith("one.py")
-        assert finder.find_spec("json") is None  # every other module is found as usual
-    finally:
-        sys.meta_path.remove(finder)
-        sys.path.remove(str(root))
-        for name in ("pfx_pkg.one", "pfx_pkg"):
-            sys.modules.pop(name, None)
+
+def test_importing_routing_reads_nothing_and_runs_the_sources() -> None:
+    code = ("import sys, os; import routing.quality as q; from routing import compiled; "
+            "print(q.__file__.endswith('.py'), compiled.active(), 'PAGEFLEET_COMPILED' in os.environ)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=dict(os.environ, PAGEFLEET_COMPILED="1"),
+                          capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split() == ["True", "False", "True"]
+    routing_sources = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "routing").rglob("*.py"))
+    assert "os.environ" not in routing_sources and "getenv" not in routing_sources
 
 
 _DECIDE = """
 import json, sys
 from pathlib import Path
+import workers  # the fleet's start-up: the compiled build, unless PAGEFLEET_COMPILED=0
 from routing import compiled
 from routing.structure.chunking import ChunkRules, iter_chunks
 from workers.store.artifacts import ACCEPTED_ROUTES
@@ -115,30 +119,38 @@ def _tiny(tmp_path: Path, body: str) -> tuple[Path, list[str]]:
     return tmp_path, ["pfx_tiny.calc"]
 
 
-def test_a_build_puts_its_library_inside_the_package_so_it_imports_from_anywhere(tmp_path: Path) -> None:
-    """mypyc's default library sits at the top level under a hashed name; ours lies in the package,
-    so a console script or worker started in another directory loads the build."""
+def test_a_build_runs_where_enabled_from_any_directory(tmp_path: Path) -> None:
+    """The build lies in its package's build folder; an import loads the source until `enable()`,
+    and then the build, from whatever directory the process started in."""
     root, modules = _tiny(tmp_path / "src", "def twice(x: int) -> int:\n    return 2 * x\n")
+    older = root / "pfx_tiny" / f"calc{importlib.machinery.EXTENSION_SUFFIXES[0]}"  # an in-place build's
+    older.write_bytes(b"older build")
     stamp = compiled.build(root, modules, group="pfx_tiny._gate")
+    assert not older.exists()
     assert stamp == root / "pfx_tiny" / compiled.STAMP.name
     assert json.loads(stamp.read_text(encoding="utf-8"))["sources"] == compiled.digests(modules, root)
     made = compiled.extensions(modules, root, group="pfx_tiny._gate")
     assert {p.name.split(".")[0] for p in made} == {"calc", "_gate__mypyc"}
-    assert not list(root.glob("*.so")) and not (root / "build").exists()  # nothing at the top level
+    assert all(p.is_relative_to(root / "pfx_tiny" / compiled.BUILD) for p in made)
+    assert not list(root.glob("*.so")) and not list((root / "pfx_tiny").glob("*.so"))  # nothing beside the sources
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    code = "import pfx_tiny.calc as c; print(c.__file__.endswith('.so'), c.twice(21))"
-    done = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, env=dict(os.environ, PYTHONPATH=str(root)),
+    code = ("import sys; from pathlib import Path; from routing import compiled; import pfx_tiny.calc as c; "
+            "print(c.__file__.endswith('.py')); del sys.modules['pfx_tiny.calc']; "
+            f"print(compiled.enable({modules!r}, Path({str(root)!r}), 'pfx_tiny._gate')); "
+            "import pfx_tiny.calc as c; print(c.__file__.endswith('.so'), c.twice(21))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=elsewhere,
+                          env=dict(os.environ, PYTHONPATH=f"{root}{os.pathsep}{ROOT}"),
                           capture_output=True, text=True, timeout=120, check=True)
-    assert done.stdout.split() == ["True", "42"]
+    assert done.stdout.split() == ["True", "True", "True", "42"]
 
 
 def test_a_failed_build_leaves_no_extension_and_no_stamp(tmp_path: Path) -> None:
     root, modules = _tiny(tmp_path, "def twice(x: int) -> int:\n    return 'two'\n")  # mypy refuses it
-    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    left = root / "pfx_tiny" / f"calc{suffix}"  # what an earlier, interrupted build left
+    left = compiled.extension("pfx_tiny.calc", root, group="pfx_tiny._gate")  # an earlier, interrupted build
+    left.parent.mkdir(parents=True)
     left.write_bytes(b"stale")
     with pytest.raises(subprocess.CalledProcessError):
         compiled.build(root, modules, group="pfx_tiny._gate")
     assert not left.exists() and not (root / "pfx_tiny" / compiled.STAMP.name).exists()
-    assert not compiled.built(modules, root)
+    assert not compiled.built(modules, root, group="pfx_tiny._gate")

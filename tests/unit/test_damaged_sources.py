@@ -12,7 +12,7 @@ from tests.support.drills import make_docs
 from workers.collect.document import collect_held
 from workers.model import JobSpec
 from workers.settings import get_settings
-from workers.split.document import split_document
+from workers.split.pages import split_document
 from workers.store.storage import LocalStorage
 
 

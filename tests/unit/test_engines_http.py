@@ -18,7 +18,7 @@ from PIL import Image, ImageDraw  # noqa: E402
 
 from workers.engines.base import PageImage, create  # noqa: E402
 from workers.engines.http import png_data_url  # noqa: E402
-from workers.engines.vlm import SPECS  # noqa: E402
+from workers.engines.vlm import DotsOcrEngine  # noqa: E402
 from workers.errors import EngineCrashed, EngineTimeout, EngineUnavailable  # noqa: E402
 
 
@@ -128,7 +128,7 @@ def test_request_shape_and_answers(server: FakeVllm, pages: list[PageImage]) -> 
         assert png.startswith(b"\x89PNG\r\n\x1a\n")  # the JPEG page was re-encoded
         if page.path.endswith(".png"):
             assert png == Path(page.path).read_bytes()
-        assert text_part == {"type": "text", "text": SPECS["dots"].prompt}
+        assert text_part == {"type": "text", "text": DotsOcrEngine.spec.prompt}
         assert out.text == f"page of {len(url)} chars"
         assert out.details["tokens"] == 5 and out.details["prompt_tokens"] == 812
         assert out.details["finish_reason"] == "stop" and out.seconds > 0

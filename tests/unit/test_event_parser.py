@@ -216,7 +216,7 @@ def test_bearer_auth() -> None:
 def test_cli_settings_and_their_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     from workers.cli.main import parser
     from workers.intake.events import EventConfigError
-    from workers.cli.events import event_settings, resolve_token
+    from workers.cli.event_receiver import event_settings, resolve_token
 
     for name in ("PAGEFLEET_EVENTS_OUTPUT", "PAGEFLEET_EVENTS_TOKEN"):
         monkeypatch.delenv(name, raising=False)

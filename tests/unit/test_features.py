@@ -13,7 +13,7 @@ import unicodedata
 
 import pytest
 
-from routing import arabic, charclass, lam, normalize, order, quality, rtl_order
+from routing import arabic, charclass, detectors, lam, mirrored_lines, normalize, quality, visual_order
 from routing.charclass import FEATURE_RANGES, features
 
 ALL = "".join(chr(cp) for cp in range(0x110000))  # every code point, surrogates included
@@ -33,18 +33,18 @@ GUARDS = [
     (normalize._LINE_END, charclass.F_CR),
     (normalize._UNICODE_SPACE, charclass.F_SPACE),
     (normalize._BIDI_CONTROL, charclass.F_BIDI),
-    (quality._BIDI_CONTROL, charclass.F_BIDI),
+    (detectors._BIDI_CONTROL, charclass.F_BIDI),
     (normalize._SYMBOL_PUA, charclass.F_PRIVATE_USE),
     (normalize._BRACKET, charclass.F_BRACKET),
-    (rtl_order._RTL_MARK, charclass.F_HEBREW | charclass.F_ARABIC),
+    (mirrored_lines._RTL_MARK, charclass.F_HEBREW | charclass.F_ARABIC),
     (arabic._ELONGATION, charclass.F_ELONGATION),
     (arabic._PRESENTATION_FORM, charclass.F_ARABIC),
     (quality._ANY_PRIVATE_USE, charclass.F_PRIVATE_USE),
     (quality._PRESENTATION_FORM, charclass.F_PRESENTATION),
     (quality._CONTROL, charclass.F_CONTROL),
     (re.compile("[ÃÂ×ØÙÚÛ]"), charclass.F_MOJIBAKE),  # what _UTF8_MOJIBAKE's match starts with
-    (order._RTL_ANY, charclass.F_HEBREW | charclass.F_ARABIC),
-    (order._ARABIC_SHAPED, charclass.F_ARABIC),
+    (visual_order._RTL_ANY, charclass.F_HEBREW | charclass.F_ARABIC),
+    (visual_order._ARABIC_SHAPED, charclass.F_ARABIC),
     (re.compile("[\u0620-\u064a\u0671-\u06d3\u06fa-\u06ff]"), charclass.F_ARABIC),  # order's final-only votes
     (re.compile("[\u05d0-\u05ea\u0591-\u05c7\ufb1d-\ufb4f]"), charclass.F_HEBREW),  # Hebrew words, folded forms
 ]
@@ -205,8 +205,8 @@ def test_page_order_counts_each_line_as_line_evidence_does(page_texts: list[str]
     for text in texts:
         lines = text.split("\n")
         geometry = [[rng.randint(0, 2), rng.randint(0, 2)] for _ in lines]
-        got = order.page_order(text, geometry, from_ocr=True).page
-        each = [order.line_evidence(line, geometry[i]) for i, line in enumerate(lines)]
+        got = visual_order.page_order(text, geometry, from_ocr=True).page
+        each = [visual_order.line_evidence(line, geometry[i]) for i, line in enumerate(lines)]
         assert got.visual_votes == sum(e.visual_votes for e in each), text
         assert got.logical_votes == sum(e.logical_votes for e in each), text
         assert got.final_mid_word == sum(e.final_mid_word for e in each), text
@@ -215,16 +215,16 @@ def test_page_order_counts_each_line_as_line_evidence_does(page_texts: list[str]
         fields = ("visual_votes", "logical_votes", "geometry_visual", "geometry_logical", "final_mid_word",
                   "hebrew_words")
         expected = tuple([getattr(e, name) for e in each] for name in fields)
-        assert order._page_evidence(text, lines, geometry, scripts) == expected, text
-        flags = order.page_order(text, geometry, from_ocr=False).line_visual
+        assert visual_order._page_evidence(text, lines, geometry, scripts) == expected, text
+        flags = visual_order.page_order(text, geometry, from_ocr=False).line_visual
         assert flags == _reference_flags(each), text
         flagged += sum(flags)
     assert flagged  # lines said visual (by letters or geometry) were among them
 
 
-def _reference_flags(each: list[order.LineEvidence]) -> list[bool]:
+def _reference_flags(each: list[visual_order.LineEvidence]) -> list[bool]:
     """page_order's per-line flags as first written, from every line's evidence."""
-    total = order.LineEvidence(*(sum(getattr(e, f.name) for e in each) for f in dataclasses.fields(order.LineEvidence)))
+    total = visual_order.LineEvidence(*(sum(getattr(e, f.name) for e in each) for f in dataclasses.fields(visual_order.LineEvidence)))
     flags = []
     for e in each:
         letters_logical = e.logical_votes > 0 and e.visual_votes == 0
@@ -238,10 +238,10 @@ def test_arabic_shape_votes_match_their_definition() -> None:
     """The shaped-word votes read the positional forms from one translation of the page; they are
     the votes a word-by-word reading of `_form` gives, on every presentation form in words."""
     def reference(text: str) -> tuple[int, int]:
-        visual = len(order._FINAL_FIRST.findall(text))
-        logical = len(order._FINAL_LAST.findall(text))
-        for word in order._ARABIC_SHAPED.findall(text):
-            forms = [f for f in map(order._form, word) if f in ("initial", "medial", "final")]
+        visual = len(visual_order._FINAL_FIRST.findall(text))
+        logical = len(visual_order._FINAL_LAST.findall(text))
+        for word in visual_order._ARABIC_SHAPED.findall(text):
+            forms = [f for f in map(visual_order._form, word) if f in ("initial", "medial", "final")]
             if len(forms) < 2:
                 continue
             if forms[0] == "final" or forms[-1] == "initial":
@@ -255,7 +255,7 @@ def test_arabic_shape_votes_match_their_definition() -> None:
     pool = shaped + list("\u0627\u0644\u0629\u0649\u0628 \n")
     for _ in range(3000):
         text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 300 if rng.random() < 0.1 else 12)))
-        assert order.arabic_order_votes(text) == reference(text), text
+        assert visual_order.arabic_order_votes(text) == reference(text), text
 
 
 def test_reorder_candidates_of_a_page_are_the_lines_may_reorder_lets_through(page_texts: list[str]) -> None:
@@ -278,24 +278,24 @@ def test_hebrew_word_votes_and_mid_word_finals_match_their_definition() -> None:
     count them, on random Hebrew with points, quotes, maqaf and hyphens."""
     def votes_reference(text: str) -> list[tuple[int, int, int, int]]:
         found = []
-        for match in rtl_order._HEBREW_WORD.finditer(text):
-            letters = re.sub(f"[^{rtl_order._HEB_LETTER}]", "", match.group())
+        for match in mirrored_lines._HEBREW_WORD.finditer(text):
+            letters = re.sub(f"[^{mirrored_lines._HEB_LETTER}]", "", match.group())
             if len(letters) < 2:
                 continue
             after = text[match.end()] if match.end() < len(text) else ""
-            abbreviated = after != "" and after in rtl_order.ABBREVIATION_MARKS + rtl_order.PREFIX_JOINERS
-            abbreviated = abbreviated or match.group()[-2] in rtl_order.ABBREVIATION_MARKS
-            found.append((match.start(), int(letters[0] in rtl_order.FINALS),
-                          int(letters[-1] in rtl_order.MEDIALS and not abbreviated), int(letters[-1] in rtl_order.FINALS)))
+            abbreviated = after != "" and after in mirrored_lines.ABBREVIATION_MARKS + mirrored_lines.PREFIX_JOINERS
+            abbreviated = abbreviated or match.group()[-2] in mirrored_lines.ABBREVIATION_MARKS
+            found.append((match.start(), int(letters[0] in mirrored_lines.FINALS),
+                          int(letters[-1] in mirrored_lines.MEDIALS and not abbreviated), int(letters[-1] in mirrored_lines.FINALS)))
         return found
 
     def mid_reference(text: str) -> list[int]:
-        return [m.start() for m in order._HEBREW_WORD.finditer(text)
-                if any(c in rtl_order.FINALS for c in [c for c in m.group() if "\u05d0" <= c <= "\u05ea"][1:-1])]
+        return [m.start() for m in visual_order._HEBREW_WORD.finditer(text)
+                if any(c in mirrored_lines.FINALS for c in [c for c in m.group() if "\u05d0" <= c <= "\u05ea"][1:-1])]
 
     rng = random.Random(33)
     pool = list("אבכךמםנןפףצץשת\u05f0\u05b0\u05b7\u05bc\u05be\u05c3'\"- \n")
     for _ in range(4000):
         text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 25)))
-        assert rtl_order.hebrew_word_votes(text) == votes_reference(text), text
-        assert order._final_mid_words(text) == mid_reference(text), text
+        assert mirrored_lines.hebrew_word_votes(text) == votes_reference(text), text
+        assert visual_order._final_mid_words(text) == mid_reference(text), text

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from routing import lam, order
+from routing import lam, visual_order
 from routing.charclass import classes
 from routing.normalize import _OPENERS, _stage_brackets, brackets_balanced
 from workers.pdf import runs
@@ -22,10 +22,10 @@ def _texts(n: int = 20000) -> list[str]:
 
 def _word_votes(text: str) -> tuple[int, int]:
     visual = logical = 0
-    for word in order._ARABIC_WORD.findall(text):
+    for word in visual_order._ARABIC_WORD.findall(text):
         if len(word) >= 2:
-            visual += word[0] in order._ARABIC_FINAL_ONLY
-            logical += word[-1] in order._ARABIC_FINAL_ONLY
+            visual += word[0] in visual_order._ARABIC_FINAL_ONLY
+            logical += word[-1] in visual_order._ARABIC_FINAL_ONLY
     return visual, logical
 
 
@@ -48,7 +48,7 @@ def _arabic_line(text: str) -> bool:
 
 def test_regular_expressions_count_what_the_loops_counted() -> None:
     for text in _texts():
-        assert (len(order._FINAL_FIRST.findall(text)), len(order._FINAL_LAST.findall(text))) == _word_votes(text), text
+        assert (len(visual_order._FINAL_FIRST.findall(text)), len(visual_order._FINAL_LAST.findall(text))) == _word_votes(text), text
         assert brackets_balanced(text) == _balanced(text), text
         assert runs._arabic_line(text) == _arabic_line(text), text
 

@@ -12,6 +12,7 @@ from bidi import get_display
 
 from routing.bidi_order import logical_order, reread_line
 from routing.edits import Edit, apply_edits
+from routing.evidence import GlyphFacts
 from routing.quality import GateInput, assess
 from workers.ladder.accept import repair
 from workers.pdf.mupdf import extract_range
@@ -37,7 +38,7 @@ def _html_page(path: Path, lines: list[str]) -> Path:
 
 
 def _fixed(page: dict) -> str:
-    verdict = assess(GateInput(text=page["text"], origin="text_layer", layer=page))
+    verdict = assess(GateInput(text=page["text"], origin="text_layer", glyphs=GlyphFacts.from_layer(page)))
     fixed = repair(page["text"], verdict, from_ocr=False)
     assert fixed.replay_ok
     assert apply_edits(page["text"], [Edit.from_dict(e) for e in fixed.edits]) == fixed.text

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from workers.model import JobSpec
-from workers.split.document import split_document
+from workers.split.pages import split_document
 from workers.settings import get_settings
 from workers.store.storage import LocalStorage
 

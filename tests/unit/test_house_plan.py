@@ -1,18 +1,22 @@
-"""The house plan (DESIGN.md "Layout"), enforced: dependencies point one way, modules stay small.
+"""The house plan (DESIGN.md "Layout", docs/architecture.md), enforced: dependencies point one way,
+modules stay small.
 
     tasks/ ──► workers/ ──► routing/        routing/ is pure: no workers/, no tasks/, no celery
     only workers/app.py and tasks/ import celery; workers/ never imports tasks/
     no module over 400 lines, no function over 60
     at most 10 modules at the top of workers/ (the rest lives in its stage's folder)
     no import loop, not even through imports inside functions
+    every module imports only the parts docs/architecture.toml allows its part (the doc draws it)
     no scheme check ("s3://", an isinstance on a storage class) outside workers/store/
     no file in tasks/ over 80 lines: a task picks what runs and maps the outcome; no task imports
     another task module's private names
+    no two modules under routing/, workers/ and tasks/ share a file name
 """
 
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -238,3 +242,96 @@ def test_the_scheme_finder_finds_checks() -> None:
     code = ("a.startswith('s3://')\nlen('file://')\nu.scheme == 's3'\nisinstance(s, (LocalStorage, X))\n"
             "f'{x}'\nprint('s3://bucket')\n's3' in record\n")
     assert _scheme_checks(ast.parse(code)) == [1, 2, 3, 4]
+
+
+ARCHITECTURE = ROOT / "docs" / "architecture.toml"
+EVERYONE = ("Core", "Routing")  # the parts every part but Routing may import
+
+
+def _architecture() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    data = tomllib.loads(ARCHITECTURE.read_text(encoding="utf-8"))
+    return data["parts"], data["arrows"]
+
+
+def _part_of(module: str, parts: dict[str, list[str]]) -> str | None:
+    """The part holding `module` (a dotted name of this tree): its file or its longest folder."""
+    path = module.replace(".", "/")
+    best, length = None, -1
+    for part, places in parts.items():
+        for place in places:
+            name = place.removesuffix(".py").removesuffix("/__init__")
+            if place.endswith(".py") and path in (name, name + "/__init__"):
+                return part
+            if not place.endswith(".py") and (path == name or path.startswith(name + "/")) and len(name) > length:
+                best, length = part, len(name)
+    return best
+
+
+def _architecture_breaches(graph: dict[str, set[str]], parts: dict[str, list[str]],
+                           arrows: dict[str, list[str]]) -> list[str]:
+    breaches = []
+    for module, imports in sorted(graph.items()):
+        source = _part_of(module, parts)
+        if source is None:
+            continue
+        allowed = {source, *arrows[source], *(EVERYONE if source != "Routing" else ())}
+        for target in sorted(imports):
+            part = _part_of(target, parts)
+            if part is not None and part not in allowed:
+                breaches.append(f"{module} ({source}) -> {target} ({part})")
+    return breaches
+
+
+def test_every_module_belongs_to_a_part() -> None:
+    parts, arrows = _architecture()
+    assert set(parts) == set(arrows)
+    lost = [name for name in _import_graph() if _top(name) != "bench" and _part_of(name, parts) is None]
+    assert lost == [], f"modules in no part of docs/architecture.toml: {lost}"
+
+
+def test_parts_import_only_what_the_architecture_allows() -> None:
+    parts, arrows = _architecture()
+    breaches = _architecture_breaches(_import_graph(), parts, arrows)
+    assert breaches == [], f"imports the architecture (docs/architecture.toml) does not allow: {breaches}"
+
+
+def test_the_architecture_check_finds_a_breach() -> None:
+    parts, arrows = _architecture()
+    graph = {"workers.store.keys": {"workers.ladder.ocr_stage", "workers.settings"},
+             "routing.chains": {"workers.model"}}
+    assert _architecture_breaches(graph, parts, arrows) == [
+        "routing.chains (Routing) -> workers.model (Core)",
+        "workers.store.keys (Store) -> workers.ladder.ocr_stage (Ladder)",
+    ]
+
+
+def test_the_stages_form_no_loop() -> None:
+    """Between the stage parts the arrows point one way (Core and App are the fleet's plumbing)."""
+    _, arrows = _architecture()
+    plumbing = ("Core", "App")
+    stages = {p: {q for q in targets if q not in plumbing} for p, targets in arrows.items() if p not in plumbing}
+    assert _loops(stages) == []
+
+
+def test_the_picture_draws_the_table() -> None:
+    """docs/architecture.md's Mermaid picture draws exactly the arrows of the table."""
+    _, arrows = _architecture()
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    picture = text.split("```mermaid", 1)[1].split("```", 1)[0]
+    drawn = set()
+    for line in picture.splitlines():
+        if "-->" in line:
+            source, _, targets = line.partition("-->")
+            drawn |= {(source.strip(), t.strip()) for t in targets.split("&")}
+    assert drawn == {(p, q) for p, targets in arrows.items() for q in targets}
+
+
+def test_no_two_modules_share_a_name() -> None:
+    """A module's file name says what it holds, once: `routing/visual_order.py`, not a third `order.py`."""
+    seen: dict[str, list[str]] = {}
+    for package in PACKAGES:
+        for path in _modules(package):
+            if path.name != "__init__.py":
+                seen.setdefault(path.name, []).append(_rel(path))
+    shared = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert shared == {}, f"modules sharing a file name: {shared}"

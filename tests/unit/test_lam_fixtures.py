@@ -14,6 +14,7 @@ from routing.edits import Edit, apply_edits
 from workers.ladder.accept import repair
 from routing.lam import lam_signals, lam_violations
 from routing.normalize import normalize
+from routing.evidence import GlyphFacts
 from routing.quality import GateInput, assess, canonical_violations
 from workers.pdf.mupdf import extract_range
 
@@ -30,7 +31,7 @@ def _page(path: Path, number: int = 1) -> dict:
 
 def _repair(page: dict) -> tuple[str, list]:
     """What rung 1 does with a page: gate with the layer's geometry, then repair."""
-    verdict = assess(GateInput(text=page["text"], origin="text_layer", layer=page))
+    verdict = assess(GateInput(text=page["text"], origin="text_layer", glyphs=GlyphFacts.from_layer(page)))
     assert verdict.ok, verdict.reasons
     fixed = repair(page["text"], verdict, from_ocr=False)
     assert fixed.replay_ok and apply_edits(page["text"], [Edit.from_dict(e) for e in fixed.edits]) == fixed.text

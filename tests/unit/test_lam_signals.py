@@ -14,6 +14,7 @@ from routing.lam import (
     restored_cluster,
 )
 from routing.normalize import normalize
+from routing.evidence import GlyphFacts
 from routing.quality import GateInput, assess, canonical_violations
 from routing.spans import current_spans
 
@@ -116,19 +117,19 @@ def test_a_real_word_alone_is_no_evidence() -> None:
 
 def test_gate_warns_and_the_invariant_refuses_what_repair_left() -> None:
     raw, spans = _swap_clusters(LOGICAL)
-    verdict = assess(GateInput(text=raw, origin="text_layer", layer={"glyph_clusters": [list(s) for s in spans]}))
+    verdict = assess(GateInput(text=raw, origin="text_layer", glyphs=GlyphFacts(glyph_clusters=[list(s) for s in spans])))
     assert verdict.ok and "swapped_lam_ligature" in verdict.warnings and "lone_al" in verdict.warnings
     assert verdict.glyph_clusters == [list(s) for s in spans]
     fixed = normalize(raw, glyph_clusters=verdict.glyph_clusters)
     assert canonical_violations(fixed.text) == []
     assert "lone_al" in canonical_violations(normalize(raw).text)  # no geometry: refused, not guessed
-    ocr = assess(GateInput(text=raw, origin="ocr", layer={"glyph_clusters": spans}))
+    ocr = assess(GateInput(text=raw, origin="ocr", glyphs=GlyphFacts(glyph_clusters=spans)))
     assert ocr.glyph_clusters is None
 
 
 def test_hebrew_and_latin_are_never_touched() -> None:
     for text in (HEBREW, "Hello world, 2024 (test)."):
-        verdict = assess(GateInput(text=text, origin="text_layer", layer={"glyph_clusters": [[0, 2]]}))
+        verdict = assess(GateInput(text=text, origin="text_layer", glyphs=GlyphFacts(glyph_clusters=[[0, 2]])))
         assert "swapped_lam_ligature" not in verdict.warnings
         assert normalize(text, glyph_clusters=[(0, 2)]).text == text
 

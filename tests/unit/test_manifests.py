@@ -352,7 +352,7 @@ def _check_pagefleet(argv: list[str], env: dict[str, str], monkeypatch: pytest.M
     if args.command == "worker":
         assert set(args.queues.split(",")) <= set(QUEUES), argv
     if args.command == "events":
-        from workers.cli.events import event_settings
+        from workers.cli.event_receiver import event_settings
 
         for key, value in env.items():
             monkeypatch.setenv(key, value)

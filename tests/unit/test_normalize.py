@@ -18,7 +18,7 @@ from routing.normalize import (
     looks_visual_order,
     normalize,
 )
-from routing.rtl_order import paragraph_direction, visual_to_logical
+from routing.mirrored_lines import paragraph_direction, visual_to_logical
 from routing.scripts import is_private_use
 
 RLE, PDF, LRE, RLM, LRM = "\u202b", "\u202c", "\u202a", "\u200f", "\u200e"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from routing.quality import GateInput, assess, repetition_loop, word_agreement
+from routing.detectors import repetition_loop, word_agreement
+from routing.evidence import GlyphFacts
+from routing.quality import GateInput, assess
 
 
 def gate(text: str, origin: str = "text_layer", **kw) -> tuple[bool, list[str], list[str]]:
@@ -94,12 +96,12 @@ def test_unmapped_kashida_inside_arabic_words_is_repairable() -> None:
 
 
 def test_glyph_maps_to_whole_word() -> None:
-    ok, reasons, _ = gate("حَبيبي habibi", layer={"shared_position_runs": 1})
+    ok, reasons, _ = gate("حَبيبي habibi", glyphs=GlyphFacts(shared_position_runs=1))
     assert not ok and "broken_tounicode" in reasons
 
 
 def test_image_page_with_almost_no_text_layer() -> None:
-    ok, reasons, _ = gate("Page 12", layer={"image_coverage": 0.98})
+    ok, reasons, _ = gate("Page 12", glyphs=GlyphFacts(image_coverage=0.98))
     assert not ok and reasons == ["text_below_visible"]
 
 

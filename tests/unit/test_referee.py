@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pymupdf
 
+from routing.evidence import GlyphFacts
 from routing.quality import GateInput, assess
 from workers.ladder import referee
 from workers.pdf.mupdf import extract_range
@@ -52,12 +53,12 @@ def test_poppler_decides_or_the_gate_refuses(tmp_path: Path) -> None:
     page = extract_range(str(pdf), 1, 1)["pages"][0]
     settled = referee.settle(page, str(pdf))
     assert settled["unresolved_rows"] == [] and len(settled["text"]) == len(page["text"])
-    verdict = assess(GateInput(text=settled["text"], origin="text_layer", layer=settled))
+    verdict = assess(GateInput(text=settled["text"], origin="text_layer", glyphs=GlyphFacts.from_layer(settled)))
     assert ("line_order_unresolved" in verdict.reasons) == bool(settled["line_order_unresolved"])
     # no referee at all: never accepted as is
     alone = referee.settle(page, "")
     assert alone["line_order_unresolved"] == len(page["unresolved_rows"])
-    assert "line_order_unresolved" in assess(GateInput(text=alone["text"], origin="text_layer", layer=alone)).reasons
+    assert "line_order_unresolved" in assess(GateInput(text=alone["text"], origin="text_layer", glyphs=GlyphFacts.from_layer(alone))).reasons
 
 
 def test_a_clear_answer_picks_the_reading_poppler_gives() -> None:

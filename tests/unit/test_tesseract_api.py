@@ -12,7 +12,7 @@ from tests.unit.test_ocr_levers import LINES, _page
 from workers.engines import coverage, scan_prep, tesseract_api
 from workers.engines.tesseract import recognise
 from workers.errors import EngineTimeout
-from workers.ladder.ocr import _narrower
+from workers.ladder.ocr_stage import _narrower
 from workers.settings import get_settings
 
 pytestmark = pytest.mark.slow

@@ -11,10 +11,11 @@ import pytest
 
 from routing.edits import Edit, apply_edits
 from workers.ladder.accept import repair
-from routing.order import page_order
+from routing.visual_order import page_order
+from routing.evidence import GlyphFacts
 from routing.quality import GateInput, assess
 from routing.bidi_order import reread_line
-from routing.rtl_order import hebrew_order_evidence
+from routing.mirrored_lines import hebrew_order_evidence
 from workers.pdf.mupdf import extract_range
 
 DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
@@ -27,7 +28,7 @@ def _page(path: Path, number: int = 1) -> dict:
 
 def _repair(page: dict) -> tuple[str, list]:
     """What rung 1 does with a page: gate with the layer's geometry, then repair."""
-    verdict = assess(GateInput(text=page["text"], origin="text_layer", layer=page))
+    verdict = assess(GateInput(text=page["text"], origin="text_layer", glyphs=GlyphFacts.from_layer(page)))
     fixed = repair(page["text"], verdict, from_ocr=False)
     assert fixed.replay_ok and apply_edits(page["text"], [Edit.from_dict(e) for e in fixed.edits]) == fixed.text
     return fixed.text, [Edit.from_dict(e) for e in fixed.edits]
@@ -120,9 +121,9 @@ def test_a_line_without_rtl_characters_gets_the_evidence_the_full_count_gives() 
     random lines, with and without them, the result is what the full count gives."""
     import random
 
-    from routing.order import LineEvidence, arabic_order_votes, line_evidence
-    from routing.rtl_order import hebrew_order_evidence as hebrew
-    from routing.order import _final_mid_word
+    from routing.visual_order import LineEvidence, arabic_order_votes, line_evidence
+    from routing.mirrored_lines import hebrew_order_evidence as hebrew
+    from routing.visual_order import _final_mid_word
 
     alphabet = "abc XYZ 12.,;-\"'()" + "שלוםךם" + "\ufb2a\ufb4f" + "قةى\ufe8e\ufef5" + "\u0660\u06f1\u200f"
     rng = random.Random(7)
@@ -139,12 +140,12 @@ def test_a_line_without_rtl_characters_gets_the_evidence_the_full_count_gives() 
 def test_a_page_without_rtl_letters_reads_as_the_per_line_votes_would() -> None:
     """page_order's shortcut (no Hebrew or Arabic letter, no RTL geometry) equals the per-line count;
     geometry on such a page still votes."""
-    from routing import order
+    from routing import visual_order
 
     latin = "Annual report 2024\n(a) revenue [net] of {group}\n\nfinal line ends here"
     fast = page_order(latin, [[0, 0]] * 4, from_ocr=False)
-    evidence = [order.line_evidence(line, [0, 0]) for line in latin.split("\n")]
+    evidence = [visual_order.line_evidence(line, [0, 0]) for line in latin.split("\n")]
     assert fast.line_visual == [False] * 4
-    assert fast.page == order.LineEvidence(*(sum(getattr(e, f) for e in evidence) for f in order.LineEvidence.__dataclass_fields__))
+    assert fast.page == visual_order.LineEvidence(*(sum(getattr(e, f) for e in evidence) for f in visual_order.LineEvidence.__dataclass_fields__))
     voted = page_order(latin, [[0, 0], [3, 0], [0, 0], [0, 0]], from_ocr=False)
     assert voted.line_visual == [False, True, False, False] and voted.page.geometry_visual == 3

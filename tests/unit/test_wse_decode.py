@@ -10,7 +10,7 @@ import pytest
 
 from workers.wse.decode import Decoder, strip_tags, word_recovery, words_of
 from workers.wse.mapping import Mapping
-from workers.wse.metrics import best_match, cell_accuracy
+from workers.wse.table_scores import best_match, cell_accuracy
 from workers.wse.recover import recover_tables_wse, run_direct, run_wse
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -30,8 +30,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from routing.order import page_order
-from routing.rtl_order import visual_to_logical
+from routing.visual_order import page_order
+from routing.mirrored_lines import visual_to_logical
 from workers.store.artifacts import TEXT_LAYER_ROUTES as FROM_LAYER
 from workers.settings import Options
 

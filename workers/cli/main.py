@@ -32,7 +32,7 @@ OCR_CHOICES = ("auto", "off", "force")
 
 
 def _options(args: argparse.Namespace) -> Options:
-    from workers.split.document import parse_options
+    from workers.split.pages import parse_options
 
     raw = {"ocr": args.ocr}
     if getattr(args, "max_pages", None):
@@ -199,9 +199,9 @@ def _structure_options(cmd: argparse.ArgumentParser) -> None:
 
 
 def _optional_commands(sub: argparse._SubParsersAction) -> None:
-    for module in ("workers.cli.events", "workers.cli.evaluate", "workers.cli.routes", "workers.watchdog",
-                   "workers.cli.review", "workers.cli.deadletter", "workers.cli.metrics", "workers.cli.models",
-                   "workers.cli.wse", "workers.cli.reparse"):
+    for module in ("workers.cli.event_receiver", "workers.cli.evaluate", "workers.cli.routes", "workers.watchdog",
+                   "workers.cli.review", "workers.cli.deadletter", "workers.cli.metrics_exporter", "workers.cli.models",
+                   "workers.cli.wse_commands", "workers.cli.reparse"):
         try:
             mod = __import__(module, fromlist=["register"])
         except ModuleNotFoundError as exc:

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from routing.chains import reads_script
+from workers.engines.base import scripts_by_entry
 from workers.store.artifacts import TEXT_LAYER_ROUTES as FROM_LAYER
 
 
@@ -39,7 +40,7 @@ def _row(filename: str, page: dict[str, Any], label: dict[str, Any]) -> dict[str
     if label.get("text_layer") == "garbage" and page["route"] in FROM_LAYER:
         problems.append("garbage accepted from text layer")
     engine = page.get("engine") or ""
-    if page["route"] == "ocr" and rtl and not reads_script(engine, rtl):
+    if page["route"] == "ocr" and rtl and not reads_script(engine, rtl, scripts_by_entry([engine])):
         problems.append(f"{rtl} page read by {engine}")
     if kind == "I" and page["route"] != "ocr":
         problems.append("image-only page not OCR'd")

@@ -7,6 +7,19 @@ rejected attempts on the page record, never into a failed document.
 Engines register by name (`tesseract`, `paddle`, `lightonocr`, `dots`, `qwen`, `http`, `null`,
 `crash`); a chain entry is `name` or `name:variant` (e.g. `tesseract:heb+eng`). Heavy engines load
 their models lazily, once per process.
+
+Adding an engine is one module in `workers/engines/` (every module there is imported when an
+engine is first asked for) plus its test. The module subclasses `Engine`, decorates the class with
+`@register(name)`, and declares on the class what the rest of the fleet asks of it:
+
+    name        the chain entry's name
+    device      cpu | gpu | remote: the queue and rung the engine runs on
+    scripts     the routed scripts (latin, he, ar) it reads; `reads(variant)` when a variant changes that
+    languages   `languages(variant)`: the languages it reads (ISO 639-3, as Tesseract names them)
+    structure   True when its text is Markdown whose headings, lists and tables are the page's
+                structure (the collector parses it); False for plain lines of text
+
+Routing never imports an engine: the caller hands it `scripts_by_entry(...)` as data.
 """
 
 from __future__ import annotations
@@ -14,7 +27,7 @@ from __future__ import annotations
 import abc
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -58,11 +71,33 @@ class EngineHealth:
     device: Literal["cpu", "gpu", "remote"] = "cpu"
 
 
+ALL_SCRIPTS = frozenset({"latin", "he", "ar"})  # the scripts routing decides between
+
+
 class Engine(abc.ABC):
-    """Base class. Subclasses set `name` and `device` and implement `health` and `read`."""
+    """Base class. Subclasses set the class attributes below and implement `health` and `read`.
+
+    The class attributes are the engine's declaration, read without creating the engine (routing's
+    checks, the collector's structure parsing, the rung a failed start is recorded on):
+    `scripts` and `structure` default to a plain-text engine that reads Latin script only.
+    """
 
     name: str = "engine"
     device: Literal["cpu", "gpu", "remote"] = "cpu"
+    scripts: frozenset[str] = frozenset({"latin"})  # routed scripts read with no variant
+    structure: bool = False  # the text is Markdown carrying the page's structure
+
+    @classmethod
+    def reads(cls, variant: str | None) -> frozenset[str]:
+        """The routed scripts (`latin`, `he`, `ar`) this engine reads with `variant`. Override
+        when a variant changes them (Tesseract's language packs, `paddle:arabic`)."""
+        return cls.scripts
+
+    @classmethod
+    def languages(cls, variant: str | None) -> frozenset[str]:
+        """The languages this engine reads with `variant` (ISO 639-3 codes, as Tesseract names
+        them); empty when the engine does not say (a VLM reads whatever its scripts hold)."""
+        return frozenset()
 
     def __init__(self, variant: str | None = None, **options: Any) -> None:
         self.variant = variant
@@ -139,20 +174,38 @@ def parse_entry(entry: str) -> tuple[str, str | None]:
     return name.strip(), (variant.strip() or None)
 
 
-def device_of(entry: str) -> str:
-    """Where an engine runs, known before (or without) creating it: for recording a failed start."""
+def declared(entry: str) -> Any:
+    """The registered class (or factory) of a chain entry, None when no engine has that name."""
     from workers.engines import load_builtin
 
     load_builtin()
-    return str(getattr(_REGISTRY.get(parse_entry(entry)[0]), "device", "cpu"))
+    return _REGISTRY.get(parse_entry(entry)[0])
+
+
+def device_of(entry: str) -> str:
+    """Where an engine runs, known before (or without) creating it: for recording a failed start."""
+    return str(getattr(declared(entry), "device", "cpu"))
+
+
+def scripts_read(entry: str) -> frozenset[str]:
+    """The routed scripts a chain entry reads, as its engine declares (empty: no such engine)."""
+    reads = getattr(declared(entry), "reads", None)
+    return frozenset(reads(parse_entry(entry)[1])) if callable(reads) else frozenset()
+
+
+def scripts_by_entry(entries: Iterable[str]) -> dict[str, frozenset[str]]:
+    """Chain entry -> the scripts it reads: the data routing's checks are given."""
+    return {entry: scripts_read(entry) for entry in entries}
+
+
+def gives_structure(entry: str) -> bool:
+    """Whether a chain entry's text is Markdown carrying the page's structure."""
+    return bool(getattr(declared(entry), "structure", False))
 
 
 def create(entry: str, **options: Any) -> Engine:
-    from workers.engines import load_builtin  # registers the built-in engines on first use
-
-    load_builtin()
     name, variant = parse_entry(entry)
-    factory = _REGISTRY.get(name)
+    factory = declared(entry)  # registers the built-in engines on first use
     if factory is None:
         from workers.engines import import_failures
 

@@ -29,7 +29,7 @@ import tempfile
 import time
 from typing import Any
 
-from workers.engines.base import Engine, EngineHealth, EngineOutput, PageImage, register
+from workers.engines.base import ALL_SCRIPTS, Engine, EngineHealth, EngineOutput, PageImage, register
 from workers.errors import EngineCrashed, EngineTimeout, EngineUnavailable
 from workers.settings import OcrCommand, get_settings
 
@@ -45,6 +45,8 @@ def configured(name: str) -> OcrCommand:
 @register("command")
 class CommandEngine(Engine):
     name = "command"
+    scripts = ALL_SCRIPTS  # what the configured program reads is its own business
+    structure = True
 
     def __init__(self, variant: str | None = None, **options: Any) -> None:
         super().__init__(variant, **options)

@@ -30,8 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from workers.fleet import deadline
-from workers.engines.base import Engine, EngineHealth, EngineOutput, PageImage, register
-from workers.engines.vlm import SPECS, ocr_prompt
+from workers.engines.base import ALL_SCRIPTS, Engine, EngineHealth, EngineOutput, PageImage, register, scripts_read
+from workers.engines.vlm import ocr_prompt, spec_of
 from workers.errors import EngineCrashed, EngineTimeout, EngineUnavailable, PagefleetError, TaskDeadline
 from workers.settings import get_settings
 
@@ -57,6 +57,13 @@ def png_data_url(path: str) -> str:
 class HttpEngine(Engine):
     name = "http"
     device = "remote"
+    scripts = ALL_SCRIPTS
+    structure = True
+
+    @classmethod
+    def reads(cls, variant: str | None) -> frozenset[str]:
+        """What the VLM engine the variant names reads (`http:dots`); any script for another model."""
+        return scripts_read(variant) if spec_of(variant) else cls.scripts
 
     def __init__(self, variant: str | None = None, **options: Any) -> None:
         super().__init__(variant, **options)
@@ -67,11 +74,12 @@ class HttpEngine(Engine):
         self.timeout_s = float(options.get("timeout_s", vlm.http_timeout_s))
         self.max_tokens = int(options.get("max_tokens", vlm.max_new_tokens))
         self.concurrency = max(1, int(options.get("concurrency", vlm.batch_size)))
-        self.engine_spec = variant if variant in SPECS else None
+        spec = spec_of(variant)
+        self.engine_spec = spec.name if spec else None
         if options.get("model"):
             self.model: str | None = options["model"]
-        elif self.engine_spec:
-            self.model = getattr(vlm, SPECS[self.engine_spec].settings_field)
+        elif spec:
+            self.model = getattr(vlm, spec.settings_field)
         else:
             self.model = variant or vlm.http_model
 

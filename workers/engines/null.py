@@ -10,13 +10,15 @@ import os
 import signal
 import time
 
-from workers.engines.base import Engine, EngineHealth, EngineOutput, PageImage, register
+from workers.engines.base import ALL_SCRIPTS, Engine, EngineHealth, EngineOutput, PageImage, register
 from workers.errors import EngineCrashed
 
 
 @register("null")
 class NullEngine(Engine):
     name = "null"
+    scripts = ALL_SCRIPTS
+    structure = True
 
     def health(self) -> EngineHealth:
         return EngineHealth(self.name, True, "reads nothing")
@@ -28,6 +30,8 @@ class NullEngine(Engine):
 @register("crash")
 class CrashEngine(Engine):
     name = "crash"
+    scripts = ALL_SCRIPTS
+    structure = True
 
     def health(self) -> EngineHealth:
         return EngineHealth(self.name, True, "always crashes (drills)")
@@ -41,6 +45,8 @@ class EchoEngine(Engine):
     """Returns its variant as the page text: `echo:שלום עולם`. For routing tests."""
 
     name = "echo"
+    scripts = ALL_SCRIPTS
+    structure = True  # its text is read as Markdown, as a VLM's
 
     def health(self) -> EngineHealth:
         return EngineHealth(self.name, True, "returns its variant")
@@ -59,6 +65,8 @@ class DieEngine(Engine):
     redelivery cap: the page must end `failed` and dead-lettered, not be redelivered forever."""
 
     name = "die"
+    scripts = ALL_SCRIPTS
+    structure = True
 
     def health(self) -> EngineHealth:
         return EngineHealth(self.name, True, "kills its process (drills)")

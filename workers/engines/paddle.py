@@ -73,6 +73,11 @@ class PaddleEngine(Engine):
     name = "paddle"
     device = "cpu"
 
+    @classmethod
+    def reads(cls, variant: str | None) -> frozenset[str]:
+        """Latin with the bundled recogniser; Arabic too with `paddle:arabic`."""
+        return cls.scripts | ({"ar"} if variant == "arabic" else set())
+
     def __init__(self, variant: str | None = None, **options: Any) -> None:
         super().__init__(variant, **options)
         vlm = get_settings().vlm

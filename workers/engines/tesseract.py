@@ -24,13 +24,14 @@ from workers.fleet import deadline
 from workers.engines.base import Engine, EngineHealth, EngineOutput, PageImage, register
 from workers.engines import tesseract_api
 from workers.engines.scan_prep import save_gray
-from workers.engines.tesseract_read import ReadPlan, read_prepared
+from workers.engines.tesseract_read import RTL_LANGUAGES, ReadPlan, read_prepared
 from workers.errors import EngineCrashed, EngineTimeout, EngineUnavailable, SetupError
 from workers.settings import get_settings
 
 log = logging.getLogger(__name__)
 
 INSTALL_HINT = "install it: apt-get install tesseract-ocr tesseract-ocr-heb tesseract-ocr-ara tesseract-ocr-osd"
+DEFAULT_LANGUAGES = "heb+ara+eng"  # every script the fleet routes
 OSD_SCRIPTS = {"Latin": "latin", "Hebrew": "he", "Arabic": "ar"}
 # OSD classifies up to 5× this many characters (Tesseract's default 50): 20 costs 40 % less CPU per
 # page and still leaves orientation confidence far above the router's floor (measured on
@@ -99,8 +100,18 @@ class TesseractEngine(Engine):
     name = "tesseract"
     device = "cpu"
 
+    @classmethod
+    def languages(cls, variant: str | None) -> frozenset[str]:
+        """The language packs of the variant (`heb+eng`), every script's without one."""
+        return frozenset((variant or DEFAULT_LANGUAGES).split("+"))
+
+    @classmethod
+    def reads(cls, variant: str | None) -> frozenset[str]:
+        """Latin always; Hebrew or Arabic where the variant names their language pack."""
+        return cls.scripts | {RTL_LANGUAGES[lang] for lang in cls.languages(variant) if lang in RTL_LANGUAGES}
+
     def __init__(self, variant: str | None = None, **options: object) -> None:
-        super().__init__(variant or "heb+ara+eng", **options)
+        super().__init__(variant or DEFAULT_LANGUAGES, **options)
         self.psm = int(options.get("psm", 3))  # type: ignore[call-overload]
         self.plan = ReadPlan.from_options(options)
 

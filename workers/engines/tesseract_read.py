@@ -27,10 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from routing.chains import RTL_LANGS
 from routing.charclass import has_rtl_letter
 from routing.scripts import classify_text_layer
-from routing.structure.order import reading_order
+from routing.structure.reading_order import reading_order
 from routing.structure.tsv import tsv_paragraphs
 from workers.engines import coverage
 from workers.engines.base import PageImage
@@ -39,7 +38,8 @@ from workers.engines.scan_prep import load_gray, prepare, upscale
 
 Recognise = Callable[..., tuple[str, str]]  # tesseract.recognise(image, langs, psm, dpi, tmp, name, *, invert)
 TARGET_LINE_PX = 48  # a re-read crop is scaled until its text line is about this tall
-_RTL_LANGS = frozenset(RTL_LANGS.values())  # Tesseract's names of the RTL languages the fleet reads
+RTL_LANGUAGES = {"heb": "he", "ara": "ar"}  # Tesseract's names of the RTL languages the fleet reads -> routed script
+_RTL_LANGS = frozenset(RTL_LANGUAGES)
 _MAX_STRAY_LINES = 8  # more lines with RTL letters on a Latin reading: a mixed page, not specks
 _KEPT_SHARE = 0.75  # of a stray line's other words, found again in order by its Latin re-read
 

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from workers.fleet import deadline
-from workers.engines.base import Engine, EngineHealth, EngineOutput, PageImage, register
+from workers.engines.base import ALL_SCRIPTS, Engine, EngineHealth, EngineOutput, PageImage, declared, register
 from workers.engines.batching import BATCHES
 from workers.engines.hf import (
     LoadedModel, cached_load, loading, missing_packages, pick_device, resolve, to_device, weights_present,
@@ -50,22 +50,17 @@ _KNOWN_OPTIONS = {
 }
 
 
-SPECS: dict[str, VlmSpec] = {
-    "lightonocr": VlmSpec("lightonocr", "lightonocr_model", "LightOnOcrForConditionalGeneration", None, False),
-    "dots": VlmSpec(
-        "dots", "dots_model", None, "Extract the text content from this image.", True,
-        image_token="<|imgpad|>", trust_remote_code=True,
-    ),
-    "qwen": VlmSpec(
-        "qwen", "qwen_model", "Qwen2_5_VLForConditionalGeneration", "Read all the text in the image.", True,
-        script_hint=True,
-    ),
-}
+def spec_of(name: str | None) -> VlmSpec | None:
+    """The `VlmSpec` of the registered VLM engine called `name`, None when `name` is no VLM engine."""
+    spec = getattr(declared(name), "spec", None) if name else None
+    return spec if isinstance(spec, VlmSpec) else None
 
 
 def ocr_prompt(engine: str, script: str | None) -> str | None:
-    """The text part of the OCR request for `engine` (None: send the image alone)."""
-    spec = SPECS[engine]
+    """The text part of the OCR request for the VLM engine `engine` (None: send the image alone)."""
+    spec = spec_of(engine)
+    if spec is None:
+        raise KeyError(engine)
     if spec.prompt is None:
         return None
     language = SCRIPT_HINTS.get(script or "")
@@ -114,9 +109,10 @@ def open_page_image(page: PageImage, max_pixels: int) -> Any:
 
 
 class VlmEngine(Engine):
-    """One VLM OCR engine; subclasses only pick a `VlmSpec`."""
+    """One VLM OCR engine; subclasses pick a `VlmSpec` and the scripts the model reads."""
 
     device = "gpu"
+    structure = True  # the models write Markdown: headings, lists, tables
     spec: VlmSpec
 
     def __init__(self, variant: str | None = None, **options: Any) -> None:
@@ -285,16 +281,21 @@ class VlmEngine(Engine):
 @register("lightonocr")
 class LightOnOcrEngine(VlmEngine):
     name = "lightonocr"
-    spec = SPECS["lightonocr"]
+    scripts = frozenset({"latin"})  # trained on Latin-script documents: an RTL page is not for it
+    spec = VlmSpec("lightonocr", "lightonocr_model", "LightOnOcrForConditionalGeneration", None, False)
 
 
 @register("dots")
 class DotsOcrEngine(VlmEngine):
     name = "dots"
-    spec = SPECS["dots"]
+    scripts = ALL_SCRIPTS
+    spec = VlmSpec("dots", "dots_model", None, "Extract the text content from this image.", True,
+                   image_token="<|imgpad|>", trust_remote_code=True)
 
 
 @register("qwen")
 class QwenVlEngine(VlmEngine):
     name = "qwen"
-    spec = SPECS["qwen"]
+    scripts = ALL_SCRIPTS
+    spec = VlmSpec("qwen", "qwen_model", "Qwen2_5_VLForConditionalGeneration", "Read all the text in the image.",
+                   True, script_hint=True)

@@ -17,6 +17,7 @@ from typing import Any
 
 from routing.edits import verify_edits
 from routing.normalize import normalize
+from routing.evidence import GlyphFacts
 from routing.quality import GateInput, Verdict, assess, canonical_violations
 from routing.scripts import classify_text_layer, direction_of
 from workers.model import Attempt, EditMapInfo, PageRecord, PendingPage, Quality, ReviewPreview, RouterInfo, Rung
@@ -107,7 +108,8 @@ def consider(cand: Candidate, attempts: list[Attempt], page: PageContext, *, rou
     fixed, warnings = None, []
     if cand.verdict.repairable and cand.rung == Rung.TEXT_LAYER:
         fixed = repair(cand.raw, cand.verdict, from_ocr=False)
-        again = assess(GateInput(text=fixed.text, origin="text_layer", layer={"image_coverage": page.layer.get("image_coverage")}))
+        coverage = GlyphFacts.from_layer({"image_coverage": page.layer.get("image_coverage")})
+        again = assess(GateInput(text=fixed.text, origin="text_layer", glyphs=coverage))
         if fixed.replay_ok and again.ok:
             cand.verdict = replace(cand.verdict, ok=True, reasons=[])
             route, warnings = "text_layer_repaired", ["visual_order_repaired"]

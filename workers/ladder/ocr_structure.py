@@ -16,10 +16,10 @@ from routing.structure.markdown import blocks_markdown
 from routing.structure.mdparse import MdBlock, markdown_blocks
 from routing.structure.offsets import OffsetMap
 from routing.structure.tables import gfm
+from workers.engines.base import gives_structure
 from workers.ladder.structure import plain_blocks
 from workers.model import Block, PageRecord
 
-PLAIN_ENGINES = ("tesseract", "paddle", "pymupdf", "pdftotext")
 ACCEPTED = ("text_layer", "text_layer_repaired", "fallback_text", "ocr")
 
 
@@ -57,8 +57,7 @@ def ensure_blocks(record: PageRecord) -> PageRecord:
     """An accepted page without blocks gets them from its text (OCR rungs)."""
     if record.route not in ACCEPTED or record.blocks or not record.text.strip():
         return record
-    engine = (record.engine or "").split(":")[0]
-    if record.route == "ocr" and engine not in PLAIN_ENGINES and record.raw_text:
+    if record.route == "ocr" and gives_structure(record.engine or "") and record.raw_text:
         blocks = markdown_page_blocks(record.raw_text, record.edits, record.text)
         update: dict[str, Any] = {"markdown": blocks_markdown(blocks)}
     else:

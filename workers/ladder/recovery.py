@@ -68,7 +68,7 @@ def child_json(module: str, label: str, pdf: str, number: int, timeout_s: float)
 
 @register("pymupdf4llm")
 def pymupdf4llm_tables(pdf: str, number: int, timeout_s: float) -> list[RawTable]:
-    return child_json("workers.pdf.p4l", "pymupdf4llm", pdf, number, timeout_s)["tables"]
+    return child_json("workers.pdf.pymupdf4llm_child", "pymupdf4llm", pdf, number, timeout_s)["tables"]
 
 
 @register("wse")

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from routing.evidence import Finding
 from routing.normalize import normalize
 from routing.structure.blocks import LineIn, TableIn, direction, page_blocks, same_baseline_rows
 from routing.structure.furniture import BandLine, running_furniture
@@ -23,7 +24,7 @@ from routing.structure.markdown import blocks_markdown
 from routing.structure.offsets import OffsetMap
 from routing.structure.tables import gfm, is_rtl_table, logical_rows, spread_spans
 from workers.ladder import recovery
-from workers.ladder.tablecheck import TableVerdict, check_tables
+from workers.ladder.tablecheck import check_tables
 from workers.model import Block, EditMapInfo, PageRecord, Quality, ReviewPreview
 
 
@@ -183,7 +184,7 @@ def with_blocks(record: PageRecord, blocks: list[dict[str, Any]], warnings: Sequ
                                      "markdown": markdown_of(blocks), "quality": quality})
 
 
-def refused_for_tables(record: PageRecord, blocks: list[dict[str, Any]], verdict: TableVerdict) -> PageRecord:
+def refused_for_tables(record: PageRecord, blocks: list[dict[str, Any]], verdict: Finding) -> PageRecord:
     """Fail closed: the page's text becomes a quarantined preview (same edit map, same blocks)."""
     reasons = verdict.reasons
     attempts = [a.model_copy(update={"accepted": False, "reasons": [*a.reasons, *reasons]}) if a.accepted else a

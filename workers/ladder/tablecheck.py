@@ -1,5 +1,6 @@
-"""Tables fail closed (seed 001): independent words for a recovered table, corroboration for a
-suspected one, both from Poppler (`pdftotext`, sandboxed like every parser of the source).
+"""The evidence of the gate's table detector (`routing.detectors.tables`): independent words for a
+recovered table, corroboration for a suspected one, both from Poppler (`pdftotext`, sandboxed like
+every parser of the source). The I/O is here; the verdict is the detector's.
 
     recovered table ─► cell by cell: Poppler's words (`pdftotext -tsv`, one call per 32 pages) in
                        each cell's box, order-free ─► ≥ 0.85 of the cells agree both ways? else
@@ -17,25 +18,20 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from functools import lru_cache
 
-from routing.quality import word_agreement
+from routing.detectors import word_agreement
+from routing.evidence import Finding, GateThresholds, TableFacts
+from routing.quality import assess_tables
 from routing.structure.blocks import TableIn
-from routing.structure.tables import PopplerWord, cell_agreement, cell_box_agreement, layout_rows, poppler_tsv_words
+from routing.structure.tables import PopplerWord, cell_agreement, cell_box_agreement, poppler_tsv_words
+from routing.structure.tables import layout_rows as layout_rows_of
 from workers.errors import PagefleetError
 from workers.ladder import fallback
 
 log = logging.getLogger(__name__)
-AGREEMENT = 0.85
+AGREEMENT = GateThresholds().table_agreement  # cell by cell this close: no crop needed
 PAD = 2.0
-
-
-@dataclass
-class TableVerdict:
-    reasons: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    metrics: dict[str, float] = field(default_factory=dict)
 
 
 def _pdftotext(pdf: str, page: int, args: tuple[str, ...], timeout_s: float) -> str | None:
@@ -121,25 +117,21 @@ def agreement(table: TableIn, reference: str) -> tuple[float, float]:
     return max(by_words, by_cells, key=lambda pr: min(pr))
 
 
-def check_tables(pdf: str, page: int, tables: Sequence[TableIn], aligned_rows: int,
-                 *, timeout_s: float = 30.0) -> TableVerdict:
-    verdict = TableVerdict()
+def table_facts(pdf: str, page: int, tables: Sequence[TableIn], aligned_rows: int,
+                *, timeout_s: float = 30.0) -> TableFacts:
+    """How the page's tables agree with Poppler: the worst precision and recall over `tables`, and
+    whether `pdftotext -layout` holds the column-aligned rows no table explains."""
     worst = (1.0, 1.0)
     for table in tables:
         precision, recall = table_agreement(pdf, page, table, timeout_s)
         worst = (min(worst[0], precision), min(worst[1], recall))
-        if precision < AGREEMENT or recall < AGREEMENT:
-            verdict.reasons.append("table_unrecovered")
-    if tables:
-        verdict.metrics.update(table_precision=worst[0], table_recall=worst[1], tables=float(len(tables)))
+    layout_rows = 0
     if aligned_rows:
-        layout = _pdftotext(pdf, page, ("-layout",), timeout_s)
-        rows = layout_rows(layout or "")
-        verdict.metrics["aligned_rows"] = float(aligned_rows)
-        verdict.metrics["layout_rows"] = float(rows)
-        if rows:
-            verdict.reasons.append("table_unrecovered")
-        else:
-            verdict.warnings.append("table_suspected")
-    verdict.reasons = sorted(set(verdict.reasons))
-    return verdict
+        layout_rows = layout_rows_of(_pdftotext(pdf, page, ("-layout",), timeout_s) or "")
+    return TableFacts(tables=len(tables), worst=worst, aligned_rows=aligned_rows, layout_rows=layout_rows)
+
+
+def check_tables(pdf: str, page: int, tables: Sequence[TableIn], aligned_rows: int,
+                 *, timeout_s: float = 30.0) -> Finding:
+    """The gate's table verdict on the page (`routing.quality.assess_tables`)."""
+    return assess_tables(table_facts(pdf, page, tables, aligned_rows, timeout_s=timeout_s))

@@ -18,6 +18,7 @@ import re
 import time
 from typing import Any
 
+from routing.evidence import GlyphFacts
 from routing.quality import GateInput, assess
 from routing.scripts import classify_text_layer, direction_of
 from workers.ladder.accept import LAYER_ENGINE, Candidate, PageContext, consider, damaged_record
@@ -25,9 +26,6 @@ from workers.model import PageRecord, PendingPage, Quality, RouterInfo, Rung
 
 
 _ALNUM = re.compile(r"[^\W_]")
-GATE_LAYER = ("line_geometry", "image_coverage", "shared_position_runs", "glyph_clusters", "run_orders",
-              "gap_repairs", "glyph_rows", "line_order_unresolved",
-              "row_directions")
 
 
 def layer_summary(page: dict[str, Any]) -> dict[str, Any]:
@@ -58,7 +56,7 @@ def layer_summary(page: dict[str, Any]) -> dict[str, Any]:
 
 def gate_input(page: dict[str, Any]) -> GateInput:
     """What the gate reads of an extracted page: its text and the glyph evidence the sandbox child found."""
-    return GateInput(text=page.get("text", ""), origin="text_layer", layer={k: page.get(k) for k in GATE_LAYER})
+    return GateInput(text=page.get("text", ""), origin="text_layer", glyphs=GlyphFacts.from_layer(page))
 
 
 def decide_page(page: dict[str, Any], *, ocr: str, gpu: bool) -> PageRecord | PendingPage:

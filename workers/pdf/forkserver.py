@@ -219,7 +219,7 @@ def _child_loop(req_r: int, rep_w: int) -> None:  # pragma: no cover - forked ch
     leaves MuPDF's state behind for the next command."""
     import resource
 
-    from workers.pdf.command import run_command
+    from workers.pdf.sandbox_child import run_command
 
     code = 0
     try:
@@ -308,7 +308,7 @@ def _warm_up(mupdf: Any) -> None:  # pragma: no cover - server side
 
 
 def serve() -> int:  # pragma: no cover - exercised through the client
-    from workers.pdf import command, mupdf  # noqa: F401 - imported once here, not in every child
+    from workers.pdf import mupdf, sandbox_child  # noqa: F401 - imported once here, not in every child
 
     _warm_up(mupdf)
     gc.collect()

@@ -193,7 +193,7 @@ def _death_reason(returncode: int, stderr: str) -> str:
 
 
 def _main(argv: list[str]) -> int:  # pragma: no cover - exercised through run_child
-    from workers.pdf.command import run_command
+    from workers.pdf.sandbox_child import run_command
 
     run_command(argv[0], argv[1], json.loads(argv[3]), Path(argv[2]))
     return 0

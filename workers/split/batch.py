@@ -23,7 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from workers.fleet import logs
 from workers.model import JobSpec
 from workers.settings import get_settings
-from workers.split.document import Head, read_heads
+from workers.split.pages import Head, read_heads
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """A document's split as a job: claimed once (a redelivery or a duplicate finds it settled), split
-(`workers.split.document`), then handed on — its range tasks, its OCR chord, its collection in
+(`workers.split.pages`), then handed on — its range tasks, its OCR chord, its collection in
 place, or its collection while its ranges come in (`workers.collect.stream`). What goes out to the
 broker is the caller's (`Dispatch`: the tasks build the chords); this module only decides.
 """
@@ -25,7 +25,7 @@ from workers.ladder.structure import DocumentLayout
 from workers.model import JobSpec
 from workers.settings import Settings, get_settings
 from workers.split import ranges
-from workers.split.document import (
+from workers.split.pages import (
     Head, SplitOutcome, head_outcome, parse_options, split_document, structure_plan, write_error,
 )
 from workers.store import work

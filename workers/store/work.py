@@ -6,7 +6,7 @@ Every range writes one object, `.pagefleet/work/<job>/ranges/<first>-<last>.json
 with ranges, not pages. With structure on, a document of several ranges is decided without blocks
 first; each object also holds its pages' layout evidence ("layouts"), and once every range is in,
 the document-wide font statistics and running furniture are read from all of them
-(`workers.split.document.structure_plan`) and a task per range (`structure_range`, a chord) adds
+(`workers.split.pages.structure_plan`) and a task per range (`structure_range`, a chord) adds
 the blocks and the table check, rewriting its object once ("structured").
 Pages the OCR stage finishes keep one object each (`pages/<n>.json`): they are few and slow anyway.
 """

@@ -67,7 +67,7 @@ class PyMuPDFTables:
 
 
 class PyMuPDF4LLM:
-    """pymupdf4llm in a sandboxed child (`workers.pdf.p4l`, shared with the structured recovery):
+    """pymupdf4llm in a sandboxed child (`workers.pdf.pymupdf4llm_child`, shared with the structured recovery):
     it switches PyMuPDF's layout model on process-wide and changes later text extraction, so it
     never runs in a process that goes on encoding or parsing. `in_process` is for such a child."""
 
@@ -83,7 +83,7 @@ class PyMuPDF4LLM:
         else:
             from workers.ladder.recovery import child_json
 
-            data = child_json("workers.pdf.p4l", "pymupdf4llm", pdf_path, page_number, self.timeout_s)
+            data = child_json("workers.pdf.pymupdf4llm_child", "pymupdf4llm", pdf_path, page_number, self.timeout_s)
             md, tables = data.get("markdown", ""), [t["rows"] for t in data["tables"]]
         return ParseResult(self.name, tables, md, time.perf_counter() - started)
 

@@ -2,7 +2,7 @@
 
 One `rawdict` pass with `TEXT_ACCURATE_BBOXES` (x extents stay advance boxes, y extents become ink)
 splits every line at whitespace. A word's text goes through the project's own repair
-(`routing.normalize.normalize`) with the line's visual-order flag from `routing.order.page_order`
+(`routing.normalize.normalize`) with the line's visual-order flag from `routing.visual_order.page_order`
 (letters and glyph geometry, as rung 1 decides), so a word stored in visual order is mapped back
 as the logical word a reader sees, and presentation forms come back as plain letters.
 
@@ -19,7 +19,7 @@ from typing import Any
 import pymupdf
 
 from routing.normalize import normalize
-from routing.order import page_order
+from routing.visual_order import page_order
 from routing.wse import needs_token
 from workers.pdf.mupdf import _rtl_order
 

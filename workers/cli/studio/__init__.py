@@ -11,6 +11,6 @@
     app       the Starlette application
 """
 
-from workers.cli.studio.app import create_app
+from workers.cli.studio.web import create_app
 
 __all__ = ["create_app"]

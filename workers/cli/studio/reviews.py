@@ -13,7 +13,7 @@ from typing import Any
 
 from workers.cli.studio.library import DocRef, Library
 from workers.review import decisions, store
-from workers.review import metrics as review_metrics
+from workers.review import decision_metrics
 from workers.review.corrections import cells_to_text, corrected_edits, moved_blocks
 from workers.review.decisions import Decision, Released, ReviewConflict, ReviewError, ReviewFile, base_edits, base_text
 from workers.review.reviewed import REVIEWED_MD, apply, current_view
@@ -88,7 +88,7 @@ def decide(library: Library, ref: DocRef, doc: dict[str, Any], number: int, verd
            cells: dict[int, list[list[str]]] | None = None, revision: int | None = None,
            text_sha256: str | None = None, broker: str | None = None) -> Decision:
     """Record a decision on one page (approve, possibly corrected; reject with a reason; flag),
-    regenerate the reviewed artifacts, and count it on the fleet's broker (`workers.review.metrics`).
+    regenerate the reviewed artifacts, and count it on the fleet's broker (`workers.review.decision_metrics`).
     `revision`/`text_sha256`: what the reviewer's view showed."""
     page = _page(doc, number)
     edits = correction(page, load(library, ref), text, cells) if verdict == "approve" else None
@@ -100,8 +100,8 @@ def decide(library: Library, ref: DocRef, doc: dict[str, Any], number: int, verd
     saved = store.update(library.storage, ref.prefix, lambda review: decisions.record(review, doc, made, revision))
     summary = regenerate(library, ref)
     made = saved.pages[str(number)]
-    queued = review_metrics.written_at(library.storage, ref.key("document.json"))
-    review_metrics.record(review_metrics.broker_url(broker), made, queued, doc.get("job_id"), summary)
+    queued = decision_metrics.written_at(library.storage, ref.key("document.json"))
+    decision_metrics.record(decision_metrics.broker_url(broker), made, queued, doc.get("job_id"), summary)
     return made
 
 

@@ -1,6 +1,6 @@
 """pymupdf4llm on one page of an untrusted PDF, in a child process (seed 001's structured recovery).
 
-    python -m workers.pdf.p4l PDF PAGE      → JSON on stdout: {"tables": [{rows, bbox}], "markdown"}
+    python -m workers.pdf.pymupdf4llm_child PDF PAGE      → JSON on stdout: {"tables": [{rows, bbox}], "markdown"}
 
 The page's word geometry is captured with plain PyMuPDF first (before pymupdf4llm's layout mode is
 switched on); each Markdown table is then placed on the page by the boxes of the words its cells

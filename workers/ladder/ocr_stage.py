@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from routing import chains as routing_chains
+from routing.evidence import GlyphFacts
 from routing.quality import GateInput, assess
 from routing.charclass import has_rtl_letter
 from workers.fleet import deadline
@@ -159,7 +160,8 @@ def _try_fallback(work: PageWork, pdf: str) -> None:
         work.attempts.append(Attempt(engine=fallback.ENGINE, accepted=False, reasons=[exc.code],
                                      rung=Rung.FALLBACK_TEXT, detail=exc.message))
         return
-    verdict = assess(GateInput(text=text, origin="fallback_text", layer={"image_coverage": work.pending.layer.get("image_coverage", 0.0)}))
+    coverage = {"image_coverage": work.pending.layer.get("image_coverage", 0.0)}
+    verdict = assess(GateInput(text=text, origin="fallback_text", glyphs=GlyphFacts.from_layer(coverage)))
     router = RouterInfo(source="text_layer", script=work.pending.hint_script or "unknown", margin=work.pending.hint_margin)
     _consider(work, Candidate(fallback.ENGINE, Rung.FALLBACK_TEXT, text, verdict, seconds), "fallback_text", router)
 

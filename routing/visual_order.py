@@ -24,7 +24,7 @@ from functools import lru_cache
 from routing.charclass import (
     ARABIC_RANGES, F_ARABIC, F_HEBREW, F_PRESENTATION, HEBREW_RANGES, LazyTable, features, ranges_pattern,
 )
-from routing.rtl_order import FINALS, fold_hebrew_presentation, hebrew_order_evidence, hebrew_word_votes
+from routing.mirrored_lines import FINALS, fold_hebrew_presentation, hebrew_order_evidence, hebrew_word_votes
 
 _RTL_ANY = ranges_pattern(HEBREW_RANGES + ARABIC_RANGES)
 _ARABIC_WORD = re.compile(r"[\u0620-\u064A\u0671-\u06D3\u06FA-\u06FF]+")

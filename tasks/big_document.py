@@ -10,8 +10,8 @@ from workers.ladder.structure import DocumentLayout
 from workers.model import JobSpec
 from workers.settings import get_settings
 from workers.split import job
-from workers.split.document import SplitOutcome
-from workers.split.document import structure_range as structure_pages
+from workers.split.pages import SplitOutcome
+from workers.split.pages import structure_range as structure_pages
 
 
 @task("pagefleet.split_done", bind=True, max_retries=3000)

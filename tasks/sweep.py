@@ -11,7 +11,7 @@ from workers import watchdog as wd
 from workers.app import task
 from workers.collect.finish import finish
 from workers.settings import get_settings
-from workers.split.document import SplitOutcome
+from workers.split.pages import SplitOutcome
 
 log = logging.getLogger(__name__)
 
