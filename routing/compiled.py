@@ -46,7 +46,8 @@ STAMP = ROOT / "routing" / "_compiled.json"
 BUILD = "_build"  # the build's folder inside the group's package: routing/_build/<module path>.so
 MODULES = (
     "routing.charclass", "routing.scripts", "routing.mirrored_lines", "routing.visual_order", "routing.arabic",
-    "routing.lam", "routing.spans", "routing.edits", "routing.normalize", "routing.evidence", "routing.detectors",
+    "routing.lam", "routing.spans", "routing.edits", "routing.edit_builder", "routing.brackets",
+    "routing.normalize", "routing.evidence", "routing.detectors",
     "routing.quality",
     "routing.structure.chunking", "routing.structure.offsets",
     "workers.pdf.runs", "workers.ladder.accept", "workers.ladder.textlayer",

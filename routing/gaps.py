@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from routing.edits import Replacement
+from routing.edit_builder import Replacement
 
 _GAP_KINDS = frozenset({"word_space_inserted", "split_word_rejoined", "space_under_glyph", "ligature_order"})
 

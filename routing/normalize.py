@@ -40,14 +40,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from routing.arabic import elongation_repairs, lam_alef_positions, ligature_order_positions
+from routing.brackets import mirror_brackets
 from routing.bidi_order import line_is_rtl, reread_line
 from routing.gaps import gap_replacements
 from routing.symbols import SYMBOL_PUA_MAP
 from routing.charclass import (
-    F_ARABIC, F_BIDI, F_BRACKET, F_CR, F_HEBREW, F_NFKC, F_PRIVATE_USE, F_SPACE, NFKC_RANGES, LazyTable, features,
+    F_ARABIC, F_BIDI, F_CR, F_HEBREW, F_NFKC, F_PRIVATE_USE, F_SPACE, NFKC_RANGES, features,
     positions,
 )
-from routing.edits import EDIT_KINDS, Edit, EditMapBuilder, Replacement
+from routing.edit_builder import EditMapBuilder, Replacement
+from routing.edits import EDIT_KINDS, Edit
 from routing.lam import is_lam_alef, swapped_clusters
 from routing.spans import current_span_groups, current_spans
 from routing.mirrored_lines import (
@@ -65,7 +67,6 @@ __all__ = [
     "NFKC_RANGES",
     "SYMBOL_PUA_MAP",
     "Normalized",
-    "brackets_balanced",
     "OrderEvidence",
     "hebrew_order_evidence",
     "looks_visual_order",
@@ -74,10 +75,6 @@ __all__ = [
 
 BIDI_CONTROLS = frozenset("\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 SENTENCE_PUNCTUATION = ".,:;!?\u060c\u061b\u061f"
-BRACKET_SWAP = str.maketrans("()[]{}", ")(][}{")
-_OPENERS = {"(": ")", "[": "]", "{": "}"}
-_BRACKET = re.compile(r"[()\[\]{}]")
-_BRACKETS_AND_BREAKS = LazyTable(lambda c: c if c in "()[]{}\n" else None)  # all else deleted
 _LINE_END = re.compile("\r\n?")
 _UNICODE_SPACE = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")  # Zs other than " "
 _BIDI_CONTROL = re.compile("[" + "".join(sorted(BIDI_CONTROLS)) + "]")
@@ -276,65 +273,6 @@ def _stage_symbols(text: str) -> list[Replacement]:
     return _per_char(text, _SYMBOL_PUA, "symbol_glyph_mapped", SYMBOL_PUA_MAP.get)
 
 
-def brackets_balanced(line: str) -> bool:
-    """Do (), [] and {} nest correctly in `line`? (<> are operators too often to count.)"""
-    stack: list[str] = []
-    for ch in _BRACKET.findall(line):  # the brackets alone, found in C
-        if ch in _OPENERS:
-            stack.append(_OPENERS[ch])
-        elif ch in ")]}":
-            if not stack or stack.pop() != ch:
-                return False
-    return not stack
-
-
-def _unbalanced_lines(text: str) -> list[int]:
-    """The index of each line whose brackets do not nest (`brackets_balanced` false), read from
-    the text's brackets and line breaks alone (one translation, not a pass over every line)."""
-    found: list[int] = []
-    stack: list[str] = []
-    index, broken = 0, False
-    for ch in _BRACKETS_AND_BREAKS.apply(text):
-        if ch == "\n":
-            if broken or stack:
-                found.append(index)
-            index, broken, stack = index + 1, False, []
-        elif broken:
-            continue
-        elif ch in _OPENERS:
-            stack.append(_OPENERS[ch])
-        elif not stack or stack.pop() != ch:
-            broken = True
-    if broken or stack:
-        found.append(index)
-    return found
-
-
-def _stage_brackets(text: str) -> tuple[list[Replacement], int]:
-    """Swap every bracket of an RTL-dominant line whose brackets are unbalanced only when the swap
-    balances it; a balanced line is never touched. Returns the replacements and the number of
-    lines left unbalanced."""
-    reps: list[Replacement] = []
-    unbalanced = 0
-    if not features(text) & F_BRACKET:  # most pages: no bracket, every line balanced
-        return reps, unbalanced
-    unbalanced_at = _unbalanced_lines(text)
-    if not features(text) & (F_HEBREW | F_ARABIC):  # no RTL letter on the page: no line is swapped
-        return reps, len(unbalanced_at)
-    lines = _lines(text) if unbalanced_at else []
-    for index in unbalanced_at:
-        offset, line = lines[index]
-        rtl = sum(1 for c in line if is_rtl_letter(c))
-        latin = sum(1 for c in line if is_latin(c))
-        swapped = line.translate(BRACKET_SWAP)
-        if rtl > latin and brackets_balanced(swapped):
-            changed = [i for i, c in enumerate(line) if c != swapped[i]]
-            reps += [Replacement(offset + i, offset + i + 1, swapped[i], "mirrored_bracket") for i in changed]
-        else:
-            unbalanced += 1
-    return reps, unbalanced
-
-
 def normalize(
     raw: str,
     *,
@@ -385,7 +323,7 @@ def normalize(
     if ligature_evidence:
         builder.apply(_swap_after(builder.text, ligature_order_positions(builder.text), "ligature_order"))
     builder.apply(_stage_symbols(builder.text))
-    bracket_reps, unbalanced = _stage_brackets(builder.text)
+    bracket_reps, unbalanced = mirror_brackets(builder.text)
     builder.apply(bracket_reps)
     counters = {kind: 0 for kind in EDIT_KINDS} | builder.counters | {"unbalanced_brackets": unbalanced}
     return Normalized(builder.text, builder.edits(), counters)

@@ -9,15 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from routing import compiled
+from routing.edit_builder import EditMapBuilder, Replacement, combine_kinds
 from routing.edits import (
     EDIT_KINDS,
     Edit,
     EditCheck,
-    EditMapBuilder,
     EditMapError,
-    Replacement,
     apply_edits,
-    combine_kinds,
     verify_edits,
 )
 

@@ -13,7 +13,7 @@ import unicodedata
 
 import pytest
 
-from routing import arabic, charclass, detectors, lam, mirrored_lines, normalize, quality, visual_order
+from routing import arabic, brackets, charclass, detectors, lam, mirrored_lines, normalize, quality, visual_order
 from routing.charclass import FEATURE_RANGES, features
 
 ALL = "".join(chr(cp) for cp in range(0x110000))  # every code point, surrogates included
@@ -35,7 +35,7 @@ GUARDS = [
     (normalize._BIDI_CONTROL, charclass.F_BIDI),
     (detectors._BIDI_CONTROL, charclass.F_BIDI),
     (normalize._SYMBOL_PUA, charclass.F_PRIVATE_USE),
-    (normalize._BRACKET, charclass.F_BRACKET),
+    (brackets._BRACKET, charclass.F_BRACKET),
     (mirrored_lines._RTL_MARK, charclass.F_HEBREW | charclass.F_ARABIC),
     (arabic._ELONGATION, charclass.F_ELONGATION),
     (arabic._PRESENTATION_FORM, charclass.F_ARABIC),
@@ -122,10 +122,10 @@ def test_unbalanced_lines_are_the_lines_brackets_balanced_refuses() -> None:
     pool = list("()[]{}\n\n ab\u05d0\u0628<>")
     for _ in range(2000):
         text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 60)))
-        expected = [i for i, line in enumerate(text.split("\n")) if not normalize.brackets_balanced(line)]
-        assert normalize._unbalanced_lines(text) == expected, text
+        expected = [i for i, line in enumerate(text.split("\n")) if not brackets.brackets_balanced(line)]
+        assert brackets.unbalanced_lines(text) == expected, text
     long = "(a)\n" * 200 + "(]\n" + "x" * 300
-    assert normalize._unbalanced_lines(long) == [200]
+    assert brackets.unbalanced_lines(long) == [200]
 
 
 def _alef_x_lam_reference(text: str, seconds: str) -> list[int]:

@@ -8,7 +8,7 @@ import random
 
 from routing import lam, visual_order
 from routing.charclass import classes
-from routing.normalize import _OPENERS, _stage_brackets, brackets_balanced
+from routing.brackets import _OPENERS, brackets_balanced, mirror_brackets
 from workers.pdf import runs
 
 POOL = [*"ةىابتثجحخ ", "\u0620", "\u064a", "\u0671", "\u06d3", "\u06fa", "\u06ff", "\u0670", "\u064b", "\ufe8e",
@@ -54,8 +54,8 @@ def test_regular_expressions_count_what_the_loops_counted() -> None:
 
 
 def test_a_page_without_brackets_has_no_bracket_work() -> None:
-    assert _stage_brackets("שלום עולם\nمرحبا\nplain") == ([], 0)
-    reps, unbalanced = _stage_brackets("שלום )עולם( טוב")
+    assert mirror_brackets("שלום עולם\nمرحبا\nplain") == ([], 0)
+    reps, unbalanced = mirror_brackets("שלום )עולם( טוב")
     assert unbalanced == 0 and [r.text for r in reps] == ["(", ")"]
 
 

@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from routing.brackets import brackets_balanced
 from routing.edits import EDIT_KINDS, apply_edits, verify_edits
 from routing.normalize import (
     SYMBOL_PUA_MAP,
     Normalized,
     OrderEvidence,
-    brackets_balanced,
     hebrew_order_evidence,
     looks_visual_order,
     normalize,
@@ -494,13 +494,13 @@ def test_normalize_is_idempotent(raw: str) -> None:
 
 
 def test_bracket_stage_matches_its_per_line_rule_with_and_without_rtl_letters() -> None:
-    """`_stage_brackets` decides each unbalanced line by its RTL and Latin letters; a page without
+    """`mirror_brackets` decides each unbalanced line by its RTL and Latin letters; a page without
     an RTL letter is decided without counting them (every unbalanced line stays, counted): both
     ways give what the per-line rule gives, on random pages of brackets, Latin, Hebrew and Arabic."""
     import random
 
     from routing.charclass import is_latin, is_rtl_letter
-    from routing.normalize import BRACKET_SWAP, _stage_brackets, brackets_balanced
+    from routing.brackets import BRACKET_SWAP, mirror_brackets
 
     def by_rule(text: str) -> tuple[list[tuple[int, int, str]], int]:
         reps, left, offset = [], 0, 0
@@ -519,5 +519,5 @@ def test_bracket_stage_matches_its_per_line_rule_with_and_without_rtl_letters() 
     for pool in (list("()[]{}\n ab"), list("()[]{}\n ab\u05d0\u05d1\u0628")):
         for _ in range(1500):
             text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 50)))
-            reps, left = _stage_brackets(text)
+            reps, left = mirror_brackets(text)
             assert ([(r.start, r.end, r.text) for r in reps], left) == by_rule(text), text

@@ -18,7 +18,7 @@ from typing import Any
 
 from routing.arabic import ALEF, LAM
 from routing.bidi_order import attachment_faults, line_direction, logical_order
-from routing.normalize import BRACKET_SWAP, brackets_balanced
+from routing.brackets import BRACKET_SWAP, brackets_balanced
 from routing.scripts import is_latin, is_rtl_letter
 
 ZERO = 0.01  # a box narrower than this (points) has no width

@@ -3,7 +3,7 @@
 The reviewer edits the text shown (`decisions.base_text`); the correction is the difference between
 it and the corrected text (difflib: lines first, then characters inside changed lines, so an edit
 is as small as the change), applied as one stage of kind `review` onto the page's own edits with
-`routing.edits.EditMapBuilder`. The result replays `raw_text` to the corrected text: where a review
+`routing.edit_builder.EditMapBuilder`. The result replays `raw_text` to the corrected text: where a review
 change overlaps a repair, the two merge into one edit of kind `<repair>+review`.
 
 Table cells corrected in a grid become text changes first (`cells_to_text`): each changed cell's old
@@ -17,7 +17,8 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from routing.edits import Edit, EditMapBuilder, Replacement, verify_edits
+from routing.edit_builder import EditMapBuilder, Replacement
+from routing.edits import Edit, verify_edits
 from workers.review.decisions import ReviewError
 
 KIND = "review"
