@@ -299,7 +299,7 @@ def test_a_document_decided_whole_is_collected_from_memory_and_redone_whole_afte
     from tasks import chords
     from workers.split.job import split_one as split_job
 
-    from workers.fleet import jobs
+    from workers.fleet import job_runs, jobs
 
     def split_one(payload: dict) -> dict:
         return split_job(payload, chords)
@@ -308,7 +308,7 @@ def test_a_document_decided_whole_is_collected_from_memory_and_redone_whole_afte
     out = tmp_path / "out"
     spec = spec_for_path(str(pdf), out.as_uri(), "memo", Options(structure=False), force=True)
     payload = spec.model_dump(mode="json")
-    assert jobs.start_run(payload, force=True, stale_after_s=900) == "started"
+    assert job_runs.start_run(payload, force=True, stale_after_s=900) == "started"
     out.mkdir()
     (out / "memo").write_text("in the way")
     with pytest.raises(OSError):

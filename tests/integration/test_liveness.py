@@ -12,7 +12,7 @@ import time
 import pytest
 
 from tests.integration.test_reliability_state import private_redis, redis_url  # noqa: F401 - fixtures
-from workers.fleet import jobs, liveness
+from workers.fleet import job_runs, jobs, liveness
 
 pytestmark = pytest.mark.integration
 
@@ -111,7 +111,7 @@ def test_the_watchdog_marks_a_collected_job_done_instead_of_redoing_it(redis_url
 
     spec = {"job_id": "job-c", "source": "/nonexistent.pdf", "filename": "x.pdf", "storage": tmp_path.as_uri(),
             "artifact_prefix": "out/x", "options": {}}
-    assert jobs.start_run(spec, force=False, stale_after_s=60) == "started"
+    assert job_runs.start_run(spec, force=False, stale_after_s=60) == "started"
     jobs.update("job-c", state=jobs.JobState.COLLECTING, pages=3)
     open_storage(spec["storage"], get_settings()).put_json("out/x/report.json", {"status": "accepted"})
     assert watchdog.sweep(deadline_s=0, now=time.time() + 1) == [("job-c", "artifacts found: done")]

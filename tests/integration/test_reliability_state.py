@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from workers.fleet import jobs
+from workers.fleet import job_runs, jobs
 from workers.cli.main import main
 
 pytestmark = pytest.mark.integration
@@ -52,28 +52,28 @@ def _spec(job_id: str) -> dict:
 
 def test_runs_are_shared_and_finished_jobs_not_redone(redis_url: str) -> None:
     spec = _spec("job-a")
-    assert jobs.start_run(spec, force=False, stale_after_s=60) == "started"
+    assert job_runs.start_run(spec, force=False, stale_after_s=60) == "started"
     run = jobs.get("job-a")["run"]
-    assert jobs.start_run(spec, force=False, stale_after_s=60) == "running"
+    assert job_runs.start_run(spec, force=False, stale_after_s=60) == "running"
     jobs.update("job-a", state=jobs.JobState.DONE)
-    assert jobs.start_run(spec, force=False, stale_after_s=60) == "done"
+    assert job_runs.start_run(spec, force=False, stale_after_s=60) == "done"
     assert jobs.get("job-a")["run"] == run
-    assert jobs.start_run(spec, force=True, stale_after_s=60) == "started"
+    assert job_runs.start_run(spec, force=True, stale_after_s=60) == "started"
     assert jobs.get("job-a")["run"] != run and jobs.get("job-a")["state"] == "queued"
 
 
 def test_stalled_run_is_restarted(redis_url: str) -> None:
     spec = _spec("job-b")
-    jobs.start_run(spec, force=False, stale_after_s=60)
-    assert jobs.start_run(spec, force=False, stale_after_s=0) == "started"
+    job_runs.start_run(spec, force=False, stale_after_s=60)
+    assert job_runs.start_run(spec, force=False, stale_after_s=0) == "started"
 
 
 def test_deliveries_not_retries_are_counted_per_run(redis_url: str) -> None:
-    jobs.start_run(_spec("job-c"), force=False, stale_after_s=60)
+    job_runs.start_run(_spec("job-c"), force=False, stale_after_s=60)
     assert [jobs.count_delivery("job-c", 1, 0) for _ in range(3)] == [1, 2, 3]  # redeliveries
     assert jobs.count_delivery("job-c", 1, 1) == 1  # a retry is a new message
     jobs.update("job-c", state=jobs.JobState.DONE)
-    jobs.start_run(_spec("job-c"), force=True, stale_after_s=60)
+    job_runs.start_run(_spec("job-c"), force=True, stale_after_s=60)
     assert jobs.count_delivery("job-c", 1, 0) == 1  # a new run starts again
 
 
@@ -84,7 +84,7 @@ def test_finished_jobs_expire_and_the_index_is_trimmed(redis_url: str, monkeypat
     get_settings.cache_clear()
     r = jobs.client()
     for i in range(130):  # finished by `update` and by `done` (a one-task document's), in turn
-        jobs.start_run(_spec(f"job-{i}"), force=False, stale_after_s=60)
+        job_runs.start_run(_spec(f"job-{i}"), force=False, stale_after_s=60)
         if i % 2:
             jobs.done(f"job-{i}", {"job_id": f"job-{i}"}, status="accepted")
         else:
@@ -139,7 +139,7 @@ def test_a_one_task_document_is_collected_in_place_on_the_record_its_split_read(
         doc.save(pdf)
     spec = spec_for_path(str(pdf), (tmp_path / "out").as_uri(), "one", Options(structure=False), force=True)
     body = spec.model_dump(mode="json")
-    assert jobs.start_run(body, force=True, stale_after_s=60) == "started"
+    assert job_runs.start_run(body, force=True, stale_after_s=60) == "started"
     run = jobs.get(spec.job_id)["run"]
     r = jobs.client()
     notices = r.pubsub(ignore_subscribe_messages=True)
@@ -164,7 +164,7 @@ def test_update_is_one_script_with_the_steps_claim_and_done_take(redis_url: str)
     state joins the active set and counts as progress unless `progress=False` (the watchdog's own);
     a final one starts the TTL and leaves the active set; a later non-final one persists it again."""
     r = jobs.client()
-    assert jobs.start_run(_spec("job-u"), force=False, stale_after_s=60) == "started"
+    assert job_runs.start_run(_spec("job-u"), force=False, stale_after_s=60) == "started"
     r.zrem(jobs.ACTIVE, "job-u")
     r.delete(jobs.PROGRESS)
     r.config_resetstat()
@@ -181,10 +181,10 @@ def test_update_is_one_script_with_the_steps_claim_and_done_take(redis_url: str)
     assert r.get(jobs.PROGRESS) is not None
 
     jobs.update("job-u", state=jobs.JobState.ERROR, error_code="x")
-    assert r.ttl(jobs._key("job-u")) > 0 and r.zscore(jobs.ACTIVE, "job-u") is None
+    assert r.ttl(jobs.job_key("job-u")) > 0 and r.zscore(jobs.ACTIVE, "job-u") is None
     assert r.zscore("pagefleet:jobs", "job-u") == pytest.approx(float(jobs.get("job-u")["updated"]))
     jobs.update("job-u", state=jobs.JobState.QUEUED, progress=False)  # the watchdog sends it again
-    assert r.ttl(jobs._key("job-u")) == -1 and r.zscore(jobs.ACTIVE, "job-u") is not None
+    assert r.ttl(jobs.job_key("job-u")) == -1 and r.zscore(jobs.ACTIVE, "job-u") is not None
 
 
 def test_the_split_claim_marks_the_job_in_the_same_round_trip(redis_url: str) -> None:
@@ -192,7 +192,7 @@ def test_the_split_claim_marks_the_job_in_the_same_round_trip(redis_url: str) ->
     in one call; a settled record or a lock another owner holds is left as it was."""
     settled = (jobs.JobState.OCR, jobs.JobState.COLLECTING, *jobs.TERMINAL)
     mark = {"state": jobs.JobState.SPLITTING, "filename": "a b.pdf", "storage": "file:///tmp/x", "pages": None}
-    assert jobs.start_run(_spec("job-c"), force=False, stale_after_s=60) == "started"
+    assert job_runs.start_run(_spec("job-c"), force=False, stale_after_s=60) == "started"
     r = jobs.client()
     r.delete(jobs.PROGRESS)
     record, lock = jobs.claim("job-c", "split:job-c", 60, mark=mark, unless=settled)
@@ -201,7 +201,7 @@ def test_the_split_claim_marks_the_job_in_the_same_round_trip(redis_url: str) ->
     assert (now["state"], now["filename"], now["storage"]) == ("splitting", "a b.pdf", "file:///tmp/x")
     assert "pages" not in now and float(now["updated"]) >= float(record["updated"])
     assert r.zscore(jobs.ACTIVE, "job-c") is not None and r.zscore("pagefleet:jobs", "job-c") is not None
-    assert r.get(jobs.PROGRESS) is not None and r.ttl(jobs._key("job-c")) == -1
+    assert r.get(jobs.PROGRESS) is not None and r.ttl(jobs.job_key("job-c")) == -1
 
     again, none = jobs.claim("job-c", "split:job-c", 60, mark=mark, unless=settled)  # the lock is held
     assert none is None and again["state"] == "splitting"
@@ -226,7 +226,7 @@ def test_done_finishes_counts_once_and_releases_only_its_own_lock_in_one_script(
 
     r = jobs.client()
     for job_id in ("job-d", "job-e"):
-        assert jobs.start_run(_spec(job_id), force=False, stale_after_s=60) == "started"
+        assert job_runs.start_run(_spec(job_id), force=False, stale_after_s=60) == "started"
     notices = r.pubsub(ignore_subscribe_messages=True)
     notices.subscribe(jobs.DONE_CHANNEL)
     counted = metrics.counted_once("job-d", "accepted", Counter({metrics.field("pages_total", route="text_layer"): 2}),
@@ -241,7 +241,7 @@ def test_done_finishes_counts_once_and_releases_only_its_own_lock_in_one_script(
     assert (record["state"], json.loads(record["routes"]), record["pages"], record["pages_done"]) == \
         ("done", {"text_layer": 2}, "2", "2")
     assert "error_code" not in record and float(record["updated"]) > 0
-    assert 0 < r.ttl(jobs._key("job-d")) <= reliability().job_record_ttl_s
+    assert 0 < r.ttl(jobs.job_key("job-d")) <= reliability().job_record_ttl_s
     assert r.zscore(jobs.ACTIVE, "job-d") is None and r.zscore("pagefleet:jobs", "job-d") is not None
     assert r.get(jobs.PROGRESS) is not None and not jobs.locked("split:job-d") and lock.local.token is None
     notice = next(m for _ in range(50) if (m := notices.get_message(timeout=0.2)))

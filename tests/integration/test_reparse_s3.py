@@ -28,7 +28,7 @@ def test_reparse_resubmits_only_older_documents(service_env: dict[str, str], fix
     from workers.fleet import jobs
     from workers.cli.main import main
     from workers.settings import PIPELINE_VERSION, get_settings
-    from workers.store.storage import s3_client
+    from workers.store.s3_clients import s3_client
 
     client = s3_client(get_settings())
     for bucket in ("reparse-in", "reparse-out"):

@@ -8,7 +8,8 @@ import uuid
 import pytest
 
 from workers.settings import Settings
-from workers.store.storage import S3Storage, s3_client
+from workers.store.s3_clients import s3_client
+from workers.store.storage import S3Storage
 
 pytestmark = pytest.mark.integration
 

@@ -108,7 +108,7 @@ class WarmFleet:
 
     def make_bucket(self, name: str) -> str:
         from workers.settings import get_settings
-        from workers.store.storage import s3_client
+        from workers.store.s3_clients import s3_client
 
         client = s3_client(get_settings())
         if not client.bucket_exists(name):

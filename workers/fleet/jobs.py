@@ -60,11 +60,11 @@ def client(url: str | None = None) -> redis.Redis:
     return _client(url or get_settings().broker_url)
 
 
-def _key(job_id: str) -> str:
+def job_key(job_id: str) -> str:
     return f"pagefleet:job:{job_id}"
 
 
-def _wrap(fn):  # translate redis errors where they enter
+def translate_redis_errors(fn):  # translate redis errors where they enter
     @functools.wraps(fn)
     def inner(*args, **kwargs):
         try:
@@ -121,7 +121,7 @@ def _record(job_id: str, fields: dict[str, Any], progress: bool = True) -> tuple
     mapping = _mapping(fields)
     state = fields.get("state")
     kind = "" if state is None else str(state) if state in TERMINAL else "active"
-    keys = [_key(job_id), f"pagefleet:attempts:{job_id}", "pagefleet:jobs", ACTIVE, PROGRESS]
+    keys = [job_key(job_id), f"pagefleet:attempts:{job_id}", "pagefleet:jobs", ACTIVE, PROGRESS]
     args = [time.time(), job_id, kind, "1" if progress else "0", rel.job_record_ttl_s, rel.jobs_index_max,
             len(mapping), *(x for pair in mapping.items() for x in pair)]
     return keys, args
@@ -130,7 +130,7 @@ def _record(job_id: str, fields: dict[str, Any], progress: bool = True) -> tuple
 _UPDATE = _RECORD + "record(1)\nreturn 1\n"
 
 
-@_wrap
+@translate_redis_errors
 def update(job_id: str, r: redis.Redis | None = None, *, progress: bool = True, **fields: Any) -> None:
     """Set fields (and `updated`). A final state starts the record's TTL and trims the index.
     A state change counts as the fleet's progress unless `progress=False` (the watchdog's own)."""
@@ -159,7 +159,7 @@ return {1, found}
 """
 
 
-@_wrap
+@translate_redis_errors
 def claim(job_id: str, name: str, ttl_s: int, r: redis.Redis | None = None, *, mark: dict[str, Any] | None = None,
           unless: tuple[str, ...] = ()) -> tuple[dict[str, str], Lock | None]:
     """The job's record and the lock `name` (as `acquire`), in one round trip: the split task's
@@ -202,7 +202,7 @@ def _done_script(also: str) -> str:
     return f"local function also(KEYS, ARGV)\n{also}\nend\n{_DONE}"
 
 
-@_wrap
+@translate_redis_errors
 def done(job_id: str, notice: dict[str, Any], *, lock: Lock | None = None,
          script: tuple[str, list[str], list[Any]] | None = None, **fields: Any) -> None:
     """A job's last update (state done and `fields`, as `update` sets them), its done notice, a
@@ -219,78 +219,9 @@ def done(job_id: str, notice: dict[str, Any], *, lock: Lock | None = None,
         lock.local.token = None  # released: the caller's `release` is a no-op
 
 
-_START_RUNS = """
-local n = #KEYS / 2
-local now, stale = tonumber(ARGV[1]), tonumber(ARGV[2])
-local nonfinal = {}
-for state in string.gmatch(ARGV[3], '[^,]+') do nonfinal[state] = true end
-local out = {}
-for i = 1, n do
-  local key, id, force = KEYS[i], ARGV[2 + 3 * i], ARGV[3 + 3 * i] == '1'
-  local state = redis.call('HGET', key, 'state')
-  local updated = tonumber(redis.call('HGET', key, 'updated') or '0') or 0
-  if state == ARGV[4] and not force then
-    out[i] = 'done'
-  elseif state and nonfinal[state] and now - updated < stale then
-    out[i] = 'running'
-  else
-    redis.call('DEL', key, KEYS[n + i])
-    local fields, flat = cjson.decode(ARGV[4 + 3 * i]), {}
-    for k, v in pairs(fields) do flat[#flat + 1] = k; flat[#flat + 1] = v end
-    redis.call('HSET', key, unpack(flat))
-    redis.call('ZADD', 'pagefleet:jobs', now, id)
-    redis.call('ZADD', 'pagefleet:active', now, id)
-    out[i] = 'started'
-  end
-end
-return out
-"""
-
-
-def start_run(spec: dict[str, Any], *, force: bool, stale_after_s: float, r: redis.Redis | None = None) -> str:
-    """Atomically begin a run of a job, unless one is under way or it is done (and not forced):
-    "started" (a new run: delivery counters reset), "running" (share it) or "done"."""
-    return start_runs([(spec, force)], stale_after_s=stale_after_s, r=r)[0]
-
-
-@_wrap
-def start_runs(specs: list[tuple[dict[str, Any], bool]], *, stale_after_s: float,
-               r: redis.Redis | None = None) -> list[str]:
-    """`start_run` for many jobs (spec, force) in one atomic script: one round trip for a
-    submission's batch, not four a document."""
-    if not specs:
-        return []
-    now = time.time()
-    ids = [spec["job_id"] for spec, _ in specs]
-    keys = [_key(job_id) for job_id in ids] + [f"pagefleet:attempts:{job_id}" for job_id in ids]
-    args: list[Any] = [repr(now), repr(float(stale_after_s)), ",".join(NONFINAL), JobState.DONE]
-    for spec, force in specs:
-        fields = {"state": JobState.QUEUED, "filename": spec.get("filename") or "", "storage": spec.get("storage") or "",
-                  "source": spec.get("source") or "", "spec": json.dumps(spec), "run": uuid.uuid4().hex[:12],
-                  "updated": repr(now)}
-        args += [spec["job_id"], "1" if force else "0", json.dumps(fields)]
-    return list((r or client()).eval(_START_RUNS, len(keys), *keys, *args))
-
-
-def abandon_runs(job_ids: list[str], r: redis.Redis | None = None) -> None:
-    """Forget runs `start_runs` began whose split message was never sent (the send failed), so
-    the producer's retry starts them again instead of finding them "running" with nothing on the
-    queue. Deletes only (Redis allows them even at maxmemory); best effort: a Redis that is away
-    keeps the records until the deadline makes them stale."""
-    if not job_ids:
-        return
-    try:
-        pipe = (r or client()).pipeline(transaction=False)
-        pipe.delete(*[_key(job_id) for job_id in job_ids])
-        pipe.zrem(ACTIVE, *job_ids)
-        pipe.execute()
-    except redis.RedisError as exc:
-        log.warning("%d unsent run(s) left until they are stale: %s", len(job_ids), exc)
-
-
-@_wrap
+@translate_redis_errors
 def get(job_id: str, r: redis.Redis | None = None) -> dict[str, str]:
-    return (r or client()).hgetall(_key(job_id))
+    return (r or client()).hgetall(job_key(job_id))
 
 
 def ranges_stored_key(job_id: str) -> str:
@@ -298,7 +229,7 @@ def ranges_stored_key(job_id: str) -> str:
     return f"pagefleet:ranges-stored:{job_id}"
 
 
-@_wrap
+@translate_redis_errors
 def page_done(job_id: str, count: int = 1, r: redis.Redis | None = None, *, stored_range: int | None = None) -> int:
     """Count finished pages; progress also moves the job's last-update time (the watchdog's clock).
     `stored_range`: a range task stored its object (its first page), for a split task that
@@ -309,8 +240,8 @@ def page_done(job_id: str, count: int = 1, r: redis.Redis | None = None, *, stor
     if stored_range is not None:
         pipe.rpush(ranges_stored_key(job_id), stored_range)
         pipe.expire(ranges_stored_key(job_id), 3600)
-    pipe.hincrby(_key(job_id), "pages_done", count)
-    pipe.hset(_key(job_id), "updated", now)
+    pipe.hincrby(job_key(job_id), "pages_done", count)
+    pipe.hset(job_key(job_id), "updated", now)
     pipe.zadd("pagefleet:jobs", {job_id: now})
     pipe.zadd(ACTIVE, {job_id: now}, xx=True)
     pipe.set(PROGRESS, now)
@@ -331,7 +262,7 @@ return n
 """
 
 
-@_wrap
+@translate_redis_errors
 def count_delivery(job_id: str, page: int, retries: int = 0, r: redis.Redis | None = None) -> int:
     """How many times the current message of this (job, page) has been delivered, this one
     included: a redelivery (worker lost) counts, a retry (a new message) starts again at 1. The
@@ -341,14 +272,14 @@ def count_delivery(job_id: str, page: int, retries: int = 0, r: redis.Redis | No
     return int(r.eval(_COUNT_DELIVERY, 1, f"pagefleet:attempts:{job_id}", str(page), str(retries), str(ttl)))
 
 
-@_wrap
+@translate_redis_errors
 def acquire(name: str, ttl_s: int, r: redis.Redis | None = None) -> Lock | None:
     """An owned lock (redis-py `Lock`: a token only its owner can release), or None if taken."""
     lock = (r or client()).lock(_lock_key(name), timeout=ttl_s, blocking=False)
     return lock if lock.acquire() else None
 
 
-@_wrap
+@translate_redis_errors
 def release(lock: Lock) -> None:
     """Release a lock we hold; one that expired or was taken over is not ours to release."""
     try:
@@ -357,13 +288,13 @@ def release(lock: Lock) -> None:
         pass
 
 
-@_wrap
+@translate_redis_errors
 def break_lock(name: str, r: redis.Redis | None = None) -> None:
     """Remove a lock whose owner is known to be dead (only the watchdog, past the deadline)."""
     (r or client()).delete(_lock_key(name))
 
 
-@_wrap
+@translate_redis_errors
 def locked(name: str, r: redis.Redis | None = None) -> bool:
     """Whether someone holds the lock `name`."""
     return bool((r or client()).exists(_lock_key(name)))
@@ -373,7 +304,7 @@ def _lock_key(name: str) -> str:
     return f"pagefleet:lock:{name}"
 
 
-@_wrap
+@translate_redis_errors
 def dead_letter(record: dict[str, Any], r: redis.Redis | None = None) -> None:
     """Append a record; the list keeps the newest `reliability.deadletter_max`."""
     pipe = (r or client()).pipeline()
@@ -382,12 +313,12 @@ def dead_letter(record: dict[str, Any], r: redis.Redis | None = None) -> None:
     pipe.execute()
 
 
-@_wrap
+@translate_redis_errors
 def dead_letters(r: redis.Redis | None = None) -> list[dict[str, Any]]:
     return [json.loads(x) for x in (r or client()).lrange(DEADLETTER, 0, -1)]
 
 
-@_wrap
+@translate_redis_errors
 def announce(notice: dict[str, Any], r: redis.Redis | None = None) -> None:
     (r or client()).publish(DONE_CHANNEL, _notice(notice))
 

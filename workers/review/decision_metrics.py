@@ -28,9 +28,9 @@ log = logging.getLogger(__name__)
 
 
 def _job_key(job_id: str) -> str:
-    from workers.fleet.jobs import _key
+    from workers.fleet.jobs import job_key
 
-    return _key(job_id)
+    return job_key(job_id)
 
 
 def broker_url(broker: str | None) -> str | None:

@@ -21,7 +21,7 @@ import redis
 
 from workers.errors import BrokerFull, BrokerUnavailable
 from workers.fleet.broker import check_room
-from workers.fleet import jobs
+from workers.fleet import job_runs, jobs
 from workers.model import JobSpec
 from workers.pdf.source import sha256_file
 from workers.settings import Options, Settings, reliability
@@ -150,7 +150,7 @@ def enqueue_many(specs: list[JobSpec], *, taper: bool = True) -> list[str]:
             chunk = specs[first:first + size]
             payloads = [(spec.model_dump(mode="json"), spec.force) for spec in chunk]
             # a finished job is not redone unless forced; a run under way is shared, not doubled
-            started = jobs.start_runs(payloads, stale_after_s=reliability().deadline_s)
+            started = job_runs.start_runs(payloads, stale_after_s=reliability().deadline_s)
             fresh = [(payload, is_small) for (payload, _), how, is_small
                      in zip(payloads, started, small[first:first + size], strict=True) if how == "started"]
             out.unsent.update((payload["job_id"], None) for payload, _ in fresh)
@@ -158,12 +158,12 @@ def enqueue_many(specs: list[JobSpec], *, taper: bool = True) -> list[str]:
                 out.add(payload, is_small)
         out.flush()
     except redis.exceptions.OutOfMemoryError as exc:
-        jobs.abandon_runs(list(out.unsent))
+        job_runs.abandon_runs(list(out.unsent))
         raise BrokerFull(f"cannot enqueue {len(specs)} job(s): the broker is full (Redis at maxmemory)") from exc
     except (OperationalError, OSError) as exc:
-        jobs.abandon_runs(list(out.unsent))  # started, never sent: the producer's retry starts and sends them
+        job_runs.abandon_runs(list(out.unsent))  # started, never sent: the producer's retry starts and sends them
         raise BrokerUnavailable(f"cannot enqueue {len(specs)} job(s): broker unavailable ({exc})") from exc
     except Exception:
-        jobs.abandon_runs(list(out.unsent))
+        job_runs.abandon_runs(list(out.unsent))
         raise
     return [spec.job_id for spec in specs]

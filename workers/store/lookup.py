@@ -15,7 +15,8 @@ from typing import Any
 
 from workers.errors import StorageError
 from workers.settings import Settings, get_settings
-from workers.store.storage import S3Storage, new_s3_client
+from workers.store.s3_clients import new_s3_client
+from workers.store.storage import S3Storage
 from workers.store.uri import split_s3_uri
 
 LOOKUP_THREADS = 16
