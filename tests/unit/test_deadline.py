@@ -97,11 +97,11 @@ def test_a_shared_call_runs_under_its_earliest_deadline() -> None:
 
 
 def test_the_page_chain_stops_at_the_deadline() -> None:
-    from workers.ladder import ocr_stage
+    from workers.ladder import ocr_chain
 
-    ocr_stage._run_chains([])  # nothing to read, no deadline
+    ocr_chain.run_chains([])  # nothing to read, no deadline
     with deadline.until(time.monotonic() - 0.5), pytest.raises(TaskDeadline):
-        ocr_stage._run_chains([])
+        ocr_chain.run_chains([])
 
 
 def test_a_tesseract_pass_ends_by_the_deadline(fixtures_dir, tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -299,7 +299,7 @@ def test_a_latin_re_read_must_keep_the_lines_other_words() -> None:
 def test_an_accepted_reading_says_which_lines_another_language_list_read() -> None:
     """Provenance: the page's attempt carries what the engine did beyond its one reading."""
     from routing import chains
-    from workers.ladder.ocr_stage import PageWork, _judge
+    from workers.ladder.ocr_chain import PageWork, _judge
     from workers.model import PendingPage, Rung
 
     text = "\n".join(LINES * 6) + "\n"

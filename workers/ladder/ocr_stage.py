@@ -15,70 +15,27 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
-import threading
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from routing import chains as routing_chains
 from routing.evidence import GlyphFacts
 from routing.quality import GateInput, assess
-from routing.charclass import has_rtl_letter
-from workers.fleet import deadline
 from workers.store import keys
 from workers.store import work as ranges
 from workers.ladder import fallback, visual
 from workers.pdf.source import render_page
-from workers.engines.base import Engine, EngineHealth, PageImage, create, device_of
+from workers.engines.base import PageImage
 from workers.errors import EngineError, SandboxError
-from workers.ladder.accept import (
-    Candidate, PageContext, consider, damaged_record, failed_record, layer_candidate, no_text_record, review_record,
-)
-from workers.ladder.ocr_structure import with_paragraph_boxes
-from workers.model import Attempt, JobSpec, PageRecord, PendingPage, RouterInfo, Rung
+from workers.ladder.accept import Candidate, failed_record, layer_candidate
+from workers.ladder.ocr_chain import PageWork, consider_candidate, give_up, read_group, run_chains
+from workers.model import Attempt, JobSpec, PageRecord, RouterInfo, Rung
 from workers.settings import Settings
 from workers.pdf.fetch import local_pdf
 from workers.store.storage import Storage, open_storage
 
 log = logging.getLogger(__name__)
-_ENGINES: dict[str, tuple[Engine, EngineHealth]] = {}
-_ENGINES_LOCK = threading.Lock()  # a gpu worker's task threads ask at once
-
-
-@dataclass
-class PageWork:
-    pending: PendingPage
-    gpu: bool
-    attempts: list[Attempt] = field(default_factory=list)
-    candidates: list[Candidate] = field(default_factory=list)
-    image: PageImage | None = None
-    decision: routing_chains.RouteDecision | None = None
-    record: PageRecord | None = None
-    reference: str | None = None
-    tried: set[str] = field(default_factory=set)  # chain entries that already read this page
-
-    @property
-    def number(self) -> int:
-        return self.pending.number
-
-    def router(self) -> RouterInfo:
-        if self.decision is None:
-            return RouterInfo(source="default", script="unknown")
-        detail = ", ".join(self.decision.tried) or None
-        return RouterInfo(source=self.decision.source, script=self.decision.script,  # type: ignore[arg-type]
-                          margin=self.decision.margin, detail=detail)
-
-
-def engine(entry: str) -> tuple[Engine, EngineHealth]:
-    """One engine instance per process and chain entry; health checked once."""
-    found = _ENGINES.get(entry)
-    if found is None:
-        with _ENGINES_LOCK:
-            found = _ENGINES.get(entry)
-            if found is None:
-                made = create(entry)
-                found = _ENGINES[entry] = (made, made.health())
-    return found
 
 
 def ocr_pages(job: JobSpec, numbers: list[int], settings: Settings) -> list[PageRecord]:
@@ -92,8 +49,8 @@ def ocr_pages(job: JobSpec, numbers: list[int], settings: Settings) -> list[Page
         works = [_prepare(job, storage, n, pdf, render_dir, settings) for n in todo]
         open_works = [w for w in works if w.record is None]
         _route(open_works, settings)
-        _run_chains(open_works)
-        records = [w.record or _give_up(w) for w in works]
+        run_chains(open_works)
+        records = [w.record or give_up(w) for w in works]
     finally:
         shutil.rmtree(render_dir, ignore_errors=True)
     for record in records:
@@ -163,12 +120,7 @@ def _try_fallback(work: PageWork, pdf: str) -> None:
     coverage = {"image_coverage": work.pending.layer.get("image_coverage", 0.0)}
     verdict = assess(GateInput(text=text, origin="fallback_text", glyphs=GlyphFacts.from_layer(coverage)))
     router = RouterInfo(source="text_layer", script=work.pending.hint_script or "unknown", margin=work.pending.hint_margin)
-    _consider(work, Candidate(fallback.ENGINE, Rung.FALLBACK_TEXT, text, verdict, seconds), "fallback_text", router)
-
-
-def _consider(work: PageWork, cand: Candidate, route: str, router: RouterInfo) -> None:
-    work.candidates.append(cand)
-    work.record = consider(cand, work.attempts, PageContext(work.number, router, work.pending.layer), route=route)
+    consider_candidate(work, Candidate(fallback.ENGINE, Rung.FALLBACK_TEXT, text, verdict, seconds), "fallback_text", router)
 
 
 def _reads_first(w: PageWork, settings: Settings) -> bool:
@@ -187,7 +139,7 @@ def _read_first(works: list[PageWork], settings: Settings) -> list[PageWork]:
     chains = settings.chains.model_dump()
     entry = settings.chains.cpu_default[0]
     group = [w for w in works if w.image is not None]
-    _read_group(entry, group, route_by_reading=True)
+    read_group(entry, group, route_by_reading=True)
     rest = []
     for w in group:
         if w.record is not None:
@@ -217,23 +169,6 @@ def _narrower(entry: str, read: str) -> bool:
             and set(langs.split("+")) <= set(read_langs.split("+")))
 
 
-def _stray_rtl(w: PageWork, text: str) -> bool:
-    """A page whose reading is Latin yet holds a Hebrew or Arabic letter: the multilingual models
-    turned a speck or an ornament into one (en_scan_huckfinn's `chapter ل`); `eng` reads it instead.
-    The Tesseract engine already read up to eight such lines again in `eng`
-    (`tesseract_read.latin_lines`): what is left here is a page with more, or lines `eng` could not
-    read either."""
-    return w.decision is not None and w.decision.script == "latin" and has_rtl_letter(text)
-
-
-def _decide_by_reading(w: PageWork, text: str, entry: str) -> None:
-    script, margin = visual.script_of_reading(text)
-    if script is None:
-        w.decision = routing_chains.RouteDecision("default", "default", None, (entry,), ("read:undecided",))
-    else:
-        w.decision = routing_chains.RouteDecision(script, "osd", margin, (entry,), (f"read:{script}",))
-
-
 def _route(works: list[PageWork], settings: Settings) -> None:
     chains = settings.chains.model_dump()
     first = [w for w in works if w.image is not None and _reads_first(w, settings)]
@@ -247,98 +182,6 @@ def _route(works: list[PageWork], settings: Settings) -> None:
         w.decision = routing_chains.decide(
             w.pending.hint_script, w.pending.hint_margin, by_page.get(w.number, []), chains, gpu=w.gpu
         )
-
-
-def _run_chains(works: list[PageWork]) -> None:
-    # each page's chain without the entries that read it while it was routed
-    chains = {w.number: [e for e in w.decision.chain if e not in w.tried] if w.decision else [] for w in works}
-    position = 0
-    while True:
-        deadline.check("the pages' engine chain")  # a task on a thread (Celery's soft limit cannot reach it)
-        groups: dict[str, list[PageWork]] = {}
-        for w in works:
-            chain = chains[w.number]
-            if w.record is None and w.image is not None and position < len(chain):
-                groups.setdefault(chain[position], []).append(w)
-        if not groups:
-            return
-        for entry, group in groups.items():
-            _read_group(entry, group)
-        position += 1
-
-
-def _read_group(entry: str, group: list[PageWork], route_by_reading: bool = False) -> None:
-    try:
-        eng, health = engine(entry)
-    except EngineError as exc:
-        rung = Rung.GPU_OCR if device_of(entry) == "gpu" else Rung.OCR
-        for w in group:
-            w.attempts.append(Attempt(engine=entry, accepted=False, reasons=[exc.code], rung=rung, detail=exc.message))
-        return
-    rung = Rung.GPU_OCR if eng.device == "gpu" else Rung.OCR
-    if not health.available:
-        for w in group:
-            w.attempts.append(Attempt(engine=eng.label, accepted=False, reasons=["engine_unavailable"], rung=rung,
-                                      detail=health.detail))
-        return
-    script = group[0].decision.script if group[0].decision else "default"
-    try:
-        outputs = eng.read([w.image for w in group if w.image], script=script)
-    except EngineError as exc:
-        log.warning("engine %s failed on pages %s: %s", eng.label, [w.number for w in group], exc.message)
-        for w in group:
-            w.attempts.append(Attempt(engine=eng.label, accepted=False, reasons=[exc.code], rung=rung, detail=exc.message))
-        return
-    for w, out in zip(group, outputs):
-        w.tried.add(entry)
-        if route_by_reading:
-            _decide_by_reading(w, out.text, entry)
-            if _stray_rtl(w, out.text):  # specks read as Hebrew/Arabic letters: the Latin chain reads it
-                w.attempts.append(Attempt(engine=out.engine, accepted=False, reasons=["stray_rtl_letters"], rung=rung,
-                                          seconds=round(out.seconds, 4)))
-                continue
-        stray = int(out.details.get("stray_lines_reread", 0))  # provenance: lines another language list read
-        _judge(w, out.text, out.engine, rung, out.seconds, out.confidence, int(out.details.get("missing_lines", 0)),
-               f"{stray} line(s) with stray RTL letters re-read without the RTL languages" if stray else None)
-        if w.record is not None:  # issue 13: Tesseract's paragraphs with their boxes
-            w.record = with_paragraph_boxes(w.record, out.details.get("paragraphs"))
-
-
-def _judge(w: PageWork, text: str, label: str, rung: Rung, seconds: float, confidence: float | None,
-           missing_lines: int = 0, detail: str | None = None) -> None:
-    decision = w.decision
-    # the routed script is expected in the output unless no router could decide (the safe default):
-    # a VLM hallucinating Latin on a page routed as Hebrew is rejected, not accepted
-    expected = decision.script if decision and decision.source != "default" else None
-    verdict = assess(GateInput(text=text, origin="ocr", expected_script=expected, confidence=confidence,
-                               reference_text=w.reference, missing_lines=missing_lines))
-    _consider(w, Candidate(label, rung, text, verdict, seconds, confidence, detail=detail), "ocr", w.router())
-
-
-def _give_up(w: PageWork) -> PageRecord:
-    readable = [c for c in w.candidates if c.raw.strip()]
-    if readable:
-        best = max(readable, key=Candidate.score)
-        return review_record(w.number, best, w.router(), w.attempts, layer=w.pending.layer)
-    if _nothing_to_read(w) and w.pending.layer.get("repaired"):  # lost in the damage, not a blank page
-        return damaged_record(w.number, w.router(), w.attempts, w.pending.layer)
-    if _nothing_to_read(w):
-        return no_text_record(w.number, w.router(), w.attempts, layer=w.pending.layer)
-    reasons = sorted({r for a in w.attempts for r in a.reasons}) or ["no_engine_could_read"]
-    return failed_record(w.number, w.router(), w.attempts, reasons, layer=w.pending.layer)
-
-
-NO_TEXT_LAYERS = frozenset({"image_only", "blank"})
-
-
-def _nothing_to_read(w: PageWork) -> bool:
-    """No text layer, and every engine that read the page found no text at all (none crashed, timed
-    out or was missing): a photograph, a drawing, a blank page. A page where one did not finish
-    stays failed: its text regions may hold words nobody read."""
-    if w.pending.layer.get("kind") not in NO_TEXT_LAYERS:
-        return False
-    read = [a for a in w.attempts if a.rung in (Rung.OCR, Rung.GPU_OCR)]
-    return bool(read) and all(set(a.reasons) <= {"no_text"} and not a.accepted for a in read)
 
 
 def failed_page(job: JobSpec, number: int, reasons: list[str], settings: Settings, detail: str = "") -> PageRecord:
