@@ -399,15 +399,15 @@ def test_a_range_crosses_the_sandbox_unchanged(fixtures_dir: Path) -> None:
 
 def test_the_warm_up_builds_the_character_tables_children_use() -> None:
     """The server's warm-up makes the tables a child's first page would otherwise build (~7 ms
-    for the class table's array alone): in a fresh interpreter, after `_warm_up` the class table,
+    for the class table's array alone): in a fresh interpreter, after `warm_up` the class table,
     the glyph-kind and run-unit tables have their arrays and the feature bits their table."""
     import sys
 
     probe = (
-        "from workers.pdf import fastwalk, forkserver, mupdf, runs\n"
+        "from workers.pdf import fastwalk, mupdf, runs, warmup\n"
         "from routing import charclass\n"
         "assert charclass.CLASS_TABLE._array is None and not charclass._FEATURES\n"
-        "forkserver._warm_up(mupdf)\n"
+        "warmup.warm_up(mupdf)\n"
         "tables = (charclass.CLASS_TABLE, fastwalk.GLYPH_KINDS, runs._KINDS)\n"
         "print(all(t._array is not None for t in tables), bool(charclass._FEATURES))\n"
     )

@@ -45,6 +45,7 @@ from typing import Any
 
 from workers.errors import SandboxError
 from workers.pdf import scratch
+from workers.pdf.warmup import warm_up
 
 log = logging.getLogger(__name__)
 _REPLY_SLACK_S = 15.0  # the server answers within timeout_s; past this slack it is presumed hung
@@ -269,48 +270,10 @@ def _over_memory(request: dict[str, Any]) -> bool:  # pragma: no cover - forked 
     return False
 
 
-WARM_COLOURS = ((0.2,), (0.1, 0.2, 0.3), (0.1, 0.2, 0.3, 0.4))  # text filled in DeviceGray, DeviceRGB, DeviceCMYK
-
-
-def _warm_up(mupdf: Any) -> None:  # pragma: no cover - server side
-    """Read and render one small page of our own making (Latin, Hebrew, Arabic; text in grey, RGB
-    and CMYK) before forking: the lazy initialisations of PyMuPDF, of the character tables and of
-    MuPDF's colour management happen once here, not in every child. A span's colour is converted
-    to sRGB through an ICC link that LittleCMS builds on first use and MuPDF keeps in its store;
-    built in each child, those links made a one-page probe ~24 ms instead of ~10."""
-    import tempfile
-
-    import pymupdf
-
-    from routing.charclass import classes, features
-    from workers.pdf import fastwalk
-    from workers.pdf.runs import unit_kinds
-
-    with tempfile.TemporaryDirectory(prefix="pagefleet-warm-") as tmp, pymupdf.open() as doc:
-        page = doc.new_page()
-        for i, colour in enumerate(WARM_COLOURS):
-            page.insert_text((72, 72 + 20 * i), "Warm up 0123 \u05e9\u05dc\u05d5\u05dd \u0645\u0631\u062d\u0628\u0627",
-                             color=colour)
-        doc.save(f"{tmp}/warm.pdf")
-        mupdf.probe(f"{tmp}/warm.pdf", extract_upto=1, max_pages=1, structure=True)
-        mupdf.extract_range(f"{tmp}/warm.pdf", 1, 1)
-        mupdf.render(f"{tmp}/warm.pdf", 1, 72, f"{tmp}/warm.pgm")
-        mupdf.forget()
-    # a page-long text: the glyph-kind and run-unit tables' arrays are made and filled here (Latin,
-    # Hebrew, Arabic), and numpy's first calls are paid once, not in every child; so is the C text
-    # walk's loading (workers.pdf.fastwalk)
-    sample = "".join(map(chr, [*range(0x20, 0x250), *range(0x590, 0x600), *range(0x600, 0x700)]))
-    mupdf.glyph_kinds(sample)
-    unit_kinds(sample)
-    classes(sample)  # the class table's array (run-order candidates, a page at a time: ~7 ms cold)
-    features(sample)  # and the feature bits' table
-    fastwalk.library()
-
-
 def serve() -> int:  # pragma: no cover - exercised through the client
     from workers.pdf import mupdf, sandbox_child  # noqa: F401 - imported once here, not in every child
 
-    _warm_up(mupdf)
+    warm_up(mupdf)
     gc.collect()
     gc.freeze()  # what the server holds is never scanned again: children do not copy it page by page
     child: _Child | None = None
