@@ -34,41 +34,18 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from routing.charclass import LazyTable
 from routing.bidi_order import logical_order
-from routing.scripts import is_latin, is_rtl_letter
 from workers.pdf.clusters import glyph_clusters
 from workers.pdf.fastwalk import GLYPH_KINDS
+from workers.pdf.glyphrows import PageLine, has_letters, join_rows, page_is_rtl, page_lines, tail_of_rtl
 from workers.pdf.glyphunits import (
     SPACE_GAP, TOUCH_GAP, ZERO, Unit, letters_order, mark_gaps, mirrored_number, placeholders, swapped_ligature,
 )
 
-_SENTENCE_END = frozenset(".,:;!?\u060c\u061b\u061f")
 _BREAKS = frozenset("\n\r\u2028\u2029\x00")
 # what the bidi algorithm may move in an RTL line: digits, Latin letters, brackets and the like
 _NOT_PLAIN = re.compile(r"[0-9A-Za-z\u00c0-\u024f\u0660-\u0669\u06f0-\u06f9()\[\]{}<>\"'/\\+\-%$#@&*=_|~^\u20aa\u20ac\u00a3\u00ab\u00bb\u2039\u203a\u200c\u200d\u200e\u200f\u202a-\u202e\u2066-\u2069\ufffd]")
-_MARKER = re.compile(r"[\u2022\u25e6\u25aa\u25cf\u2013\-]|\d{1,3}[.)]|[.)]|[\u05d0-\u05ea\u0621-\u064a][.)]")
 UNRESOLVED = "line_order_alternative"
-BASELINE_SHARE = 0.35  # of the font size: two lines whose baselines differ by less share a row
-JOIN_GAP = 0.6  # font sizes: pieces of one row are at most this far apart
-MARKER_GAP = 3.0  # font sizes: a list marker drawn alone stands at most this far from its item
-
-
-@dataclass
-class _Line:
-    """One MuPDF line: its characters in stream order, each with its span's attributes."""
-
-    block: int
-    order: int
-    chars: list[dict[str, Any]]
-    spans: list[dict[str, Any]]  # per character, the span it came from
-    bbox: tuple[float, float, float, float]
-    baseline: float
-    size: float
-    rtl: bool
-    horizontal: bool
-    source: dict[str, Any]
-    marker: bool = False  # the line is a list marker alone (`•`, `1.`, `.`)  # the rawdict line, returned as it was where the row is not rebuilt
 
 
 @dataclass
@@ -81,12 +58,12 @@ class GlyphReading:
 
 def read_rows(raw: dict[str, Any]) -> GlyphReading:
     """`raw` (a page's rawdict) with its RTL rows rebuilt from the glyphs."""
-    lines = _lines(raw)
+    lines = page_lines(raw)
     if not any(line.rtl for line in lines):
         return GlyphReading(raw)
-    page_rtl = _page_is_rtl(lines)
+    page_rtl = page_is_rtl(lines)
     margins = (min(ln.bbox[0] for ln in lines), max(ln.bbox[2] for ln in lines))
-    rows = _rows(lines, page_rtl)
+    rows = join_rows(lines, page_rtl)
     blocks: dict[int, list[tuple[int, dict[str, Any]]]] = {}
     gap_rows: list[tuple[int, int, list[list[Any]]]] = []  # (block, order, edits within the row)
     rebuilt = 0
@@ -94,7 +71,7 @@ def read_rows(raw: dict[str, Any]) -> GlyphReading:
         first = min(row, key=lambda ln: ln.order)
         if len(row) == 1 and _in_order(row[0]):
             line, edits = _as_is(row), []
-        elif any(ln.rtl for ln in row) or (page_rtl and (len(row) > 1 or _tail_of_rtl(row) or not _has_letters(row))):
+        elif any(ln.rtl for ln in row) or (page_rtl and (len(row) > 1 or tail_of_rtl(row) or not has_letters(row))):
             line, edits = _read_row(row, page_rtl, _aligned(row, margins))
             rebuilt += 1
         else:
@@ -112,83 +89,7 @@ def read_rows(raw: dict[str, Any]) -> GlyphReading:
                         [[e[0], e[1], e[2], e[4]] for e in edits if e[3] == UNRESOLVED])
 
 
-def _lines(raw: dict[str, Any]) -> list[_Line]:
-    found: list[_Line] = []
-    for number, block in enumerate(raw.get("blocks", [])):
-        for line in block.get("lines", []):
-            chars, spans = [], []
-            for span in line.get("spans", []):
-                for c in span.get("chars", []):
-                    chars.append(c)
-                    spans.append(span)
-            if not chars:
-                continue
-            horizontal = tuple(round(v, 3) for v in line.get("dir", (1, 0))) == (1.0, 0.0) and not line.get("wmode")
-            sizes = sorted(s["size"] for s in spans)
-            baselines = sorted(c["origin"][1] for c in chars)
-            found.append(_Line(number, len(found), chars, spans, tuple(line["bbox"]),  # type: ignore[arg-type]
-                               baselines[len(baselines) // 2], sizes[len(sizes) // 2] or 1.0,
-                               horizontal and any(is_rtl_letter(c["c"]) for c in chars), horizontal, line,
-                               _MARKER.fullmatch("".join(c["c"] for c in chars).strip()) is not None))
-    return found
-
-
-def _page_is_rtl(lines: list[_Line]) -> bool:
-    """Hebrew and Arabic letters at least as many as Latin ones on the page."""
-    scripts = _SCRIPTS.apply("".join([c["c"] for line in lines for c in line.chars]))
-    return scripts.count("R") >= scripts.count("L")
-
-
-def _has_letters(row: list[_Line]) -> bool:
-    return any(c["c"].isalpha() for ln in row for c in ln.chars)
-
-
-def _tail_of_rtl(row: list[_Line]) -> bool:
-    """A line with no RTL letter that an RTL paragraph drew: its sentence punctuation stands at
-    its left end (`.https://example.com/docs`), where an LTR line never puts it."""
-    chars = [c for ln in row for c in ln.chars if not c["c"].isspace()]
-    if len(chars) < 2 or not row[0].horizontal:
-        return False
-    left = min(chars, key=lambda c: c["bbox"][0])
-    right = max(chars, key=lambda c: c["bbox"][2])
-    return left["c"] in _SENTENCE_END and right["c"] not in _SENTENCE_END
-
-
-def _rows(lines: list[_Line], page_rtl: bool) -> list[list[_Line]]:
-    """Lines joined into rows: one MuPDF block (columns and table cells are blocks of their own),
-    same baseline, boxes within a word gap of each other, a Hebrew or Arabic letter among them or
-    on most of the page (other lines stand alone)."""
-    parent = list(range(len(lines)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    ordered = sorted(range(len(lines)), key=lambda i: lines[i].baseline)
-    for k, i in enumerate(ordered):
-        a = lines[i]
-        for j in ordered[k + 1:]:
-            b = lines[j]
-            size = min(a.size, b.size)
-            if b.baseline - a.baseline > BASELINE_SHARE * max(a.size, b.size):
-                break
-            if a.block != b.block or not (a.rtl or b.rtl or page_rtl) or not (a.horizontal and b.horizontal) or abs(a.size - b.size) > 0.25 * max(a.size, b.size):
-                continue
-            gap = max(a.bbox[0], b.bbox[0]) - min(a.bbox[2], b.bbox[2])
-            room = MARKER_GAP if a.marker or b.marker else JOIN_GAP
-            if gap <= room * size and not _overprint(a, b):
-                parent[find(j)] = find(i)
-    groups: dict[int, list[_Line]] = {}
-    for i in range(len(lines)):
-        groups.setdefault(find(i), []).append(lines[i])
-    rows = list(groups.values())
-    rows.sort(key=lambda row: min(ln.order for ln in row))
-    return rows
-
-
-def _in_order(line: _Line) -> bool:
+def _in_order(line: PageLine) -> bool:
     """A line read right to left as MuPDF gives it: RTL letters, marks, spaces and sentence
     punctuation only (no digit, Latin letter or bracket: nothing the bidi algorithm could move),
     its glyphs' boxes falling from right to left in stream order, and no gap without a space that
@@ -209,17 +110,12 @@ def _in_order(line: _Line) -> bool:
     return True
 
 
-def _overprint(a: _Line, b: _Line) -> bool:
-    """The same characters drawn twice, a hair apart (a producer's simulated bold)."""
-    return abs(a.bbox[0] - b.bbox[0]) < 0.2 * a.size and [c["c"] for c in a.chars] == [c["c"] for c in b.chars]
-
-
-def _as_is(row: list[_Line]) -> dict[str, Any]:
+def _as_is(row: list[PageLine]) -> dict[str, Any]:
     """A row that is not rebuilt: its one MuPDF line (rows of several lines are RTL rows)."""
     return row[0].source
 
 
-def _units(line: _Line) -> list[Unit]:
+def _units(line: PageLine) -> list[Unit]:
     """A MuPDF line's units in stream order: ligature clusters, and glyphs with their marks."""
     chars, spans = line.chars, line.spans
     text = "".join([c["c"] for c in chars])
@@ -246,10 +142,7 @@ def _units(line: _Line) -> list[Unit]:
     return units
 
 
-_SCRIPTS = LazyTable(lambda ch: "R" if is_rtl_letter(ch) else "L" if is_latin(ch) else None)
-
-
-def _aligned(row: list[_Line], margins: tuple[float, float]) -> bool | None:
+def _aligned(row: list[PageLine], margins: tuple[float, float]) -> bool | None:
     """True where the row stands flush with the page's right text edge and not its left one (an
     RTL paragraph's line), False for the other way round, None where it says nothing."""
     size = max(ln.size for ln in row)
@@ -258,7 +151,7 @@ def _aligned(row: list[_Line], margins: tuple[float, float]) -> bool | None:
     return None if left == right else right
 
 
-def _read_row(row: list[_Line], page_rtl: bool, aligned: bool | None = None) -> tuple[dict[str, Any], list[list[Any]]]:
+def _read_row(row: list[PageLine], page_rtl: bool, aligned: bool | None = None) -> tuple[dict[str, Any], list[list[Any]]]:
     """One row: units in visual order, placeholder spaces set aside, gap repairs marked, then the
     logical order for the row's direction."""
     units = [u for line in sorted(row, key=lambda ln: ln.order) for u in _units(line)]
@@ -273,7 +166,7 @@ def _read_row(row: list[_Line], page_rtl: bool, aligned: bool | None = None) -> 
     if letters:
         order, alternative, rtl = letters_order(visual, page_rtl, aligned)
     else:
-        rtl = page_rtl and (_tail_of_rtl(row) if _has_letters(row) else mirrored_number(visual))
+        rtl = page_rtl and (tail_of_rtl(row) if has_letters(row) else mirrored_number(visual))
         order, _ = logical_order([u.key for u in visual], rtl)
     after: dict[int, list[Unit]] = {}
     for space in set_aside:
