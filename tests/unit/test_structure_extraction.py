@@ -15,7 +15,7 @@ from routing.structure.blocks import TableIn
 from workers.ladder.structure import document_layout, page_structure, structure_page
 from workers.ladder.tablecheck import check_tables
 from workers.model import Attempt, PageRecord, Quality, RouterInfo
-from workers.pdf import layout
+from workers.pdf import layout, page_tables
 from workers.pdf.mupdf import _TEXT_FLAGS, _extract_page
 
 
@@ -93,10 +93,10 @@ def test_numbers_read_left_to_right_inside_rtl_cells() -> None:
         return (x, 0.0, x + 5, 10.0, c, line)
 
     given = [char("٥", 20), char("٤", 15), char("٪", 10)]  # MuPDF gave the RTL line's digits right to left
-    assert "".join(c[4] for c in layout._numbers_ltr(given)) == "٤٥٪"
+    assert "".join(c[4] for c in page_tables._numbers_ltr(given)) == "٤٥٪"
     run = [char("ש", 60), char(" ", 55), char("0", 40), char(",", 35), char("5", 30), char("2", 25)]
-    assert "".join(c[4] for c in layout._numbers_ltr(run)) == "ש 25,0"  # letters stay; the number is put in x order
-    assert "".join(c[4] for c in layout._numbers_ltr([char("1", 0), char("2", 5)])) == "12"
+    assert "".join(c[4] for c in page_tables._numbers_ltr(run)) == "ש 25,0"  # letters stay; the number is put in x order
+    assert "".join(c[4] for c in page_tables._numbers_ltr([char("1", 0), char("2", 5)])) == "12"
 
 
 @pytest.mark.slow
