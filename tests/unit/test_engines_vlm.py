@@ -23,7 +23,7 @@ from PIL import Image, ImageDraw, ImageFont  # noqa: E402
 
 from tests.support import tiny_models
 from workers.fleet import deadline  # noqa: E402
-from workers.engines import batching, hf, repetition, vlm, vlm_load  # noqa: E402
+from workers.engines import batching, hf, repetition, vlm, vlm_load, vlm_request  # noqa: E402
 from workers.engines.base import PageImage, create  # noqa: E402
 from workers.errors import EngineTimeout, EngineUnavailable, TaskDeadline  # noqa: E402
 from workers.settings import get_settings  # noqa: E402
@@ -202,11 +202,11 @@ def test_concurrent_reads_share_one_generate_call(models: ModelDirs, pages: list
 
 
 def test_prompts_follow_the_model_cards() -> None:
-    assert vlm.ocr_prompt("lightonocr", "he") is None  # LightOnOCR reads the image alone
-    assert vlm.ocr_prompt("dots", "ar") == "Extract the text content from this image."
-    assert vlm.ocr_prompt("qwen", "latin") == "Read all the text in the image."
-    assert "Hebrew" in (vlm.ocr_prompt("qwen", "he") or "")
-    assert "Arabic" in (vlm.ocr_prompt("qwen", "ar") or "")
+    assert vlm_request.ocr_prompt("lightonocr", "he") is None  # LightOnOCR reads the image alone
+    assert vlm_request.ocr_prompt("dots", "ar") == "Extract the text content from this image."
+    assert vlm_request.ocr_prompt("qwen", "latin") == "Read all the text in the image."
+    assert "Hebrew" in (vlm_request.ocr_prompt("qwen", "he") or "")
+    assert "Arabic" in (vlm_request.ocr_prompt("qwen", "ar") or "")
 
 
 def test_model_ids_come_from_settings_variant_or_option() -> None:

@@ -31,7 +31,7 @@ from typing import Any
 
 from workers.fleet import deadline
 from workers.engines.base import ALL_SCRIPTS, Engine, EngineHealth, EngineOutput, PageImage, register, scripts_read
-from workers.engines.vlm import ocr_prompt, spec_of
+from workers.engines.vlm_request import ocr_prompt, spec_of
 from workers.errors import EngineCrashed, EngineTimeout, EngineUnavailable, PagefleetError, TaskDeadline
 from workers.settings import get_settings
 

@@ -17,7 +17,7 @@ device (`device_map`, `low_cpu_mem_usage`): cuda when available (bf16), else cpu
 `local_files_only=True` is the default, so a missing checkpoint is an `EngineUnavailable` with the
 reason, never a download. Pages are read in batches (`settings.vlm.batch_size`) with greedy
 decoding and a stop-on-repetition criterion (`workers.engines.repetition`). Checkpoint and
-processor loading: `workers.engines.vlm_load`.
+processor loading: `workers.engines.vlm_load`; the prompt and the page image: `workers.engines.vlm_request`.
 
 Nothing heavy is imported at module level: torch and transformers load inside the engine.
 """
@@ -30,46 +30,24 @@ from collections.abc import Iterator
 from typing import Any
 
 from workers.fleet import deadline
-from workers.engines.base import ALL_SCRIPTS, Engine, EngineHealth, EngineOutput, PageImage, declared, register
+from workers.engines.base import ALL_SCRIPTS, Engine, EngineHealth, EngineOutput, PageImage, register
 from workers.engines.batching import BATCHES
 from workers.engines.hf import (
     LoadedModel, cached_load, loading, missing_packages, pick_device, resolve, to_device, weights_present,
 )
 from workers.engines.repetition import RepetitionPolicy, make_repetition_criteria
 from workers.engines.vlm_load import VlmSpec, load_model, load_processor
+from workers.engines.vlm_request import open_page_image, ocr_prompt
 from workers.errors import EngineCrashed, EngineTimeout, EngineUnavailable
 from workers.settings import get_settings
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_PIXELS = 1540 * 1540  # LightOnOCR-2's training resolution; a 300-DPI A4 page is ~8.7 Mpx
-SCRIPT_HINTS = {"he": "Hebrew", "ar": "Arabic"}
 _KNOWN_OPTIONS = {
     "model", "max_new_tokens", "batch_size", "local_files_only", "device", "max_pixels", "timeout_s",
     "trust_remote_code", "max_period", "min_span", "min_repeats", "attn_implementation", "static_cache",
 }
-
-
-def spec_of(name: str | None) -> VlmSpec | None:
-    """The `VlmSpec` of the registered VLM engine called `name`, None when `name` is no VLM engine."""
-    spec = getattr(declared(name), "spec", None) if name else None
-    return spec if isinstance(spec, VlmSpec) else None
-
-
-def ocr_prompt(engine: str, script: str | None) -> str | None:
-    """The text part of the OCR request for the VLM engine `engine` (None: send the image alone)."""
-    spec = spec_of(engine)
-    if spec is None:
-        raise KeyError(engine)
-    if spec.prompt is None:
-        return None
-    language = SCRIPT_HINTS.get(script or "")
-    if spec.script_hint and language:
-        return (
-            f"{spec.prompt} The text is in {language}: write it in logical (reading) order, exactly as "
-            "printed, without translating."
-        )
-    return spec.prompt
 
 
 # ---------------------------------------------------------------- the engines
@@ -89,23 +67,6 @@ def _stop_ids(model: Any, tokenizer: Any) -> list[int]:
         elif isinstance(value, (list, tuple)):
             ids.update(int(v) for v in value)
     return sorted(ids)
-
-
-def open_page_image(page: PageImage, max_pixels: int) -> Any:
-    """The page as an RGB PIL image, downscaled to at most `max_pixels`."""
-    from PIL import Image
-
-    try:
-        with Image.open(page.path) as raw:
-            image = raw.convert("RGB")
-    except (OSError, ValueError) as e:
-        raise EngineCrashed(f"cannot open page image {page.path}: {e}") from e
-    pixels = image.width * image.height
-    if pixels > max_pixels:
-        scale = (max_pixels / pixels) ** 0.5
-        size = (max(28, int(image.width * scale)), max(28, int(image.height * scale)))
-        image = image.resize(size, Image.Resampling.LANCZOS)
-    return image
 
 
 class VlmEngine(Engine):
