@@ -125,7 +125,8 @@ def test_release_lets_approved_previews_through_with_the_decision_recorded(store
 
 
 def test_decisions_from_another_run_are_marked_stale(stored) -> None:
-    from workers.cli.studio.web import Studio, _document_context
+    from workers.cli.studio.state import Studio
+    from workers.cli.studio.web import _document_context
     from workers.settings import StudioSettings
 
     library, ref, doc, folder = stored

@@ -17,75 +17,32 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import getpass
 import json
-import os
 import urllib.parse
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from workers.cli.studio import editor, markup, reviews, risk
 from workers.cli.studio.config import StudioSettings, is_loopback
-from workers.cli.studio.images import SourceImages, SourceUnavailable
+from workers.cli.studio.images import SourceUnavailable
 from workers.cli.studio.library import DocRef, Library, NotFound
-from workers.cli.studio.security import Guard, check_csrf, new_csrf
-from workers.cli.studio.uploads import Uploads, receive, scratch
+from workers.cli.studio.security import Guard, check_csrf
+from workers.cli.studio.state import HERE, Studio, doc_url, page_of, studio_of
+from workers.cli.studio.uploads import receive, scratch
 from workers.errors import BrokerUnavailable, InputError, PagefleetError, PdfTooLargeError, error_record
 from workers.review import decisions
 from workers.settings import get_settings
 
-HERE = Path(__file__).parent
 MAX_FORM_BYTES = 2 << 20  # a decision's form carries the page's corrected text
 RETRY_AFTER_S = 5  # an upload refused while the broker is full or away
-
-
-class Studio:
-    """Everything a request needs: the library, settings, image cache, uploads, templates."""
-
-    def __init__(self, library: Library, settings: StudioSettings, broker: str | None) -> None:
-        self.library = library
-        self.settings = settings
-        self.csrf = new_csrf()
-        self.reviewer = os.environ.get("PAGEFLEET_STUDIO_REVIEWER") or getpass.getuser()
-        self.images = SourceImages(Path(get_settings().cache_dir) / "studio", settings.image_dpi, get_settings())
-        self.uploads = Uploads(library, settings, broker)
-        self.env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
-        self.env.globals.update(doc_url=doc_url, csrf=self.csrf, served=library.label, rank_names=risk.RANK_NAMES)
-
-    def page(self, name: str, status: int = 200, **context: Any) -> HTMLResponse:
-        return HTMLResponse(self.env.get_template(name).render(**context), status_code=status)
-
-    def load(self, doc_id: str) -> tuple[DocRef, dict[str, Any]]:
-        ref = self.library.find(doc_id)
-        doc = self.library.read_json(ref, "document.json")
-        if not isinstance(doc, dict):
-            raise NotFound(doc_id)
-        return ref, doc
-
-
-def doc_url(doc_id: str, *parts: Any) -> str:
-    tail = "/".join(urllib.parse.quote(str(p), safe="") for p in parts)
-    return f"/doc/{urllib.parse.quote(doc_id, safe='/')}" + (f"/{tail}" if tail else "")
-
-
-def _studio(request: Request) -> Studio:
-    return request.app.state.studio
-
-
-def _page_of(doc: dict[str, Any], number: int) -> dict[str, Any]:
-    page = next((p for p in doc.get("pages", []) if int(p.get("number", 0)) == number), None)
-    if page is None:
-        raise NotFound(f"page {number}")
-    return page
 
 
 def _summary(studio: Studio, ref: DocRef) -> dict[str, Any]:
@@ -101,7 +58,7 @@ def _summary(studio: Studio, ref: DocRef) -> dict[str, Any]:
 
 
 async def index(request: Request) -> Response:
-    studio = _studio(request)
+    studio = studio_of(request)
     docs = await run_in_threadpool(lambda: [_summary(studio, r) for r in studio.library.documents(fresh=True)])
     return studio.page("index.html", docs=docs, max_upload=studio.settings.max_upload_bytes)
 
@@ -125,7 +82,7 @@ def _document_context(studio: Studio, doc_id: str, only_unresolved: bool) -> dic
 
 
 async def document(request: Request) -> Response:
-    studio = _studio(request)
+    studio = studio_of(request)
     only = request.query_params.get("filter") == "unresolved"
     context = await run_in_threadpool(_document_context, studio, request.path_params["doc"], only)
     released = [n for n in request.query_params.get("released", "").split(",") if n.isdigit()]  # no free text
@@ -135,7 +92,7 @@ async def document(request: Request) -> Response:
 
 def _page_context(studio: Studio, doc_id: str, number: int) -> dict[str, Any]:
     ref, doc = studio.load(doc_id)
-    page = _page_of(doc, number)
+    page = page_of(doc, number)
     pages = doc.get("pages", [])
     review = reviews.load(studio.library, ref)
     direction = str(page.get("direction", "unknown"))
@@ -155,17 +112,17 @@ def _page_context(studio: Studio, doc_id: str, number: int) -> dict[str, Any]:
 
 
 async def page_view(request: Request) -> Response:
-    studio = _studio(request)
+    studio = studio_of(request)
     number = int(request.path_params["n"])
     context = await run_in_threadpool(_page_context, studio, request.path_params["doc"], number)
     return studio.page("page.html", **context)
 
 
 async def page_image(request: Request) -> Response:
-    studio = _studio(request)
+    studio = studio_of(request)
     _, doc = await run_in_threadpool(studio.load, request.path_params["doc"])
     number = int(request.path_params["n"])
-    page = _page_of(doc, number)
+    page = page_of(doc, number)
     rotate = int((page.get("layer") or {}).get("rotated") or 0)
     path = await run_in_threadpool(studio.images.png, doc, number, rotate)
     return FileResponse(path, media_type="image/png", headers={"cache-control": "private, max-age=3600"})
@@ -186,7 +143,7 @@ class Forbidden(Exception):
 
 async def _write_request(request: Request) -> tuple[Studio, dict[str, str], DocRef, dict[str, Any]]:
     """A POST on a document: the form, checked for the CSRF token, and the document it names."""
-    studio = _studio(request)
+    studio = studio_of(request)
     form = await _form(request)
     if not check_csrf(studio.csrf, form, request.headers):
         raise Forbidden("missing or wrong CSRF token")
@@ -195,7 +152,7 @@ async def _write_request(request: Request) -> tuple[Studio, dict[str, str], DocR
 
 
 def _decide(studio: Studio, ref: DocRef, doc: dict[str, Any], number: int, form: dict[str, str]) -> reviews.Decision:
-    page = _page_of(doc, number)
+    page = page_of(doc, number)
     revision = form.get("revision", "")
     return reviews.decide(studio.library, ref, doc, number, form.get("decision", ""), form.get("note", ""),
                           reviewer=form.get("reviewer", ""), reason=form.get("reason", ""), text=form.get("text"),
@@ -215,7 +172,7 @@ async def decision(request: Request) -> Response:
 
 
 async def next_flagged(request: Request) -> Response:
-    studio = _studio(request)
+    studio = studio_of(request)
     ref, doc = await run_in_threadpool(studio.load, request.path_params["doc"])
     current = request.query_params.get("from", "")
     target = risk.next_flagged(doc.get("pages", []), int(current) if current.isdigit() else None)
@@ -223,7 +180,7 @@ async def next_flagged(request: Request) -> Response:
 
 
 async def export(request: Request) -> Response:
-    studio = _studio(request)
+    studio = studio_of(request)
     ref, doc = await run_in_threadpool(studio.load, request.path_params["doc"])
     review = await run_in_threadpool(reviews.load, studio.library, ref)
     name = (ref.id if ref.id != "~" else "document").replace("/", "_")
@@ -239,7 +196,7 @@ async def release(request: Request) -> Response:
 
 
 async def upload(request: Request) -> Response:
-    studio = _studio(request)
+    studio = studio_of(request)
     if not check_csrf(studio.csrf, {}, request.headers):
         raise Forbidden("missing or wrong CSRF token")
     cap = studio.settings.max_upload_bytes
@@ -259,7 +216,7 @@ async def upload(request: Request) -> Response:
 
 
 async def upload_progress(request: Request) -> Response:
-    studio = _studio(request)
+    studio = studio_of(request)
     info = await run_in_threadpool(studio.uploads.progress, request.path_params["job"])
     if info is None:
         raise NotFound(request.path_params["job"])
@@ -275,7 +232,7 @@ def _error_page(status: int, title: str, message: str):
     async def handler(request: Request, exc: Exception) -> Response:
         if request.url.path.startswith(("/uploads", "/upload")) or request.url.path.endswith(".json"):
             return JSONResponse({"code": getattr(exc, "code", title), "message": message or str(exc)}, status)
-        studio = _studio(request)
+        studio = studio_of(request)
         detail = message or getattr(exc, "message", str(exc))
         return studio.page("error.html", status=status, title=title, message=detail)
 
