@@ -24,15 +24,15 @@ from celery.signals import (
     celeryd_init, setup_logging, task_postrun, task_prerun, worker_init, worker_process_init,
     worker_process_shutdown, worker_ready, worker_shutdown, worker_shutting_down,
 )
-from kombu import Queue
 from kombu.exceptions import OperationalError
 import redis
 
 from routing import compiled
 from workers.fleet import broker, logs, observability, steps
+from workers.fleet.celery_config import celery_config
 from workers.fleet.launcher import die_with_parent
 from workers.errors import BrokerUnavailable, StorageError
-from workers.settings import QUEUES, get_settings
+from workers.settings import get_settings
 
 # The one retry policy of the tasks: an explicit tuple of transient errors, backoff with jitter.
 TRANSIENT = (StorageError, BrokerUnavailable, ConnectionError)
@@ -68,59 +68,9 @@ class ResultBackend(RedisBackend):
 
 
 def make_app() -> Celery:
-    s = get_settings()
-    # longer than the longest task (its hard limit), short enough that a dead worker's unacked
-    # pages come back in minutes; the watchdog's deadline (reliability) covers what never comes back
-    visibility = s.reliability.visibility_for(s.task_time_limit)
     celery = Celery("pagefleet", include=["tasks.split", "tasks.big_document", "tasks.ocr", "tasks.collect",
                                           "tasks.sweep", "tasks.callback"])
-    celery.conf.update(
-        broker_url=s.broker_url,
-        # kombu's Redis transport, with an ack that works at maxmemory (workers/fleet/broker.py)
-        broker_transport="workers.fleet.broker:Transport",
-        # a Redis error on the consumer's connection (a refused write) reconnects, never stops the worker
-        broker_channel_error_retry=True,
-        result_backend=f"workers.app:ResultBackend+{s.result_backend or s.broker_url}",
-        # the job hash is the one record of a job's state: no task's result is stored (a chord's
-        # header results still reach its body: the backend keeps those in the chord's own keys)
-        task_ignore_result=True,
-        task_serializer="json",
-        result_serializer="json",
-        accept_content=["json"],
-        result_accept_content=["json"],
-        task_queues=[Queue(name) for name in QUEUES],
-        task_default_queue="split",
-        task_routes=TASK_ROUTES,
-        task_acks_late=True,
-        task_reject_on_worker_lost=True,
-        worker_prefetch_multiplier=1,
-        task_soft_time_limit=s.task_soft_time_limit,
-        task_time_limit=s.task_time_limit,
-        broker_transport_options=s.reliability.transport_options(s.task_time_limit),
-        result_backend_transport_options={"visibility_timeout": visibility},
-        # the result backend's connections (a chord's counter): the same timeouts as the broker's
-        redis_socket_timeout=s.reliability.redis_socket_timeout_s,
-        redis_socket_connect_timeout=s.reliability.redis_connect_timeout_s,
-        redis_socket_keepalive=True,
-        redis_backend_health_check_interval=s.reliability.redis_health_check_s,
-        visibility_timeout=visibility,
-        worker_pool="prefork",
-        worker_max_tasks_per_child=200,  # CPU queues only: see _recycle_cpu_workers_only
-        worker_max_memory_per_child=2_000_000,  # KiB; CPU queues only
-        worker_send_task_events=True,
-        task_send_sent_event=True,
-        task_track_started=True,
-        worker_cancel_long_running_tasks_on_connection_loss=True,
-        worker_soft_shutdown_timeout=30.0,
-        worker_enable_soft_shutdown_on_idle=True,
-        broker_connection_retry_on_startup=True,
-        result_expires=86400,
-        worker_hijack_root_logger=False,
-        # `celery -A workers.app beat` runs the deadline watchdog (workers/watchdog.py)
-        beat_schedule={"pagefleet-watchdog": {"task": "pagefleet.watchdog",
-                                              "schedule": s.reliability.watchdog_interval_s,
-                                              "options": {"queue": "collect", "expires": s.reliability.watchdog_interval_s}}},
-    )
+    celery.conf.update(**celery_config(get_settings(), TASK_ROUTES))
     return celery
 
 

@@ -13,7 +13,8 @@ import jsonschema
 import pytest
 
 from tests.unit.test_manifests import compose
-from workers.app import QUEUES, app
+from workers.app import app
+from workers.settings import QUEUES
 from workers.settings import Settings
 
 

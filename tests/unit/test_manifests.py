@@ -16,8 +16,8 @@ import jsonschema
 import pytest
 import yaml
 
-from workers.app import QUEUES, app
-from workers.settings import Settings
+from workers.app import app
+from workers.settings import QUEUES, Settings
 
 kubernetes_validate = pytest.importorskip("kubernetes_validate")
 
