@@ -14,8 +14,7 @@ import pytest
 
 from tests.unit.test_manifests import compose
 from workers.app import app
-from workers.settings import QUEUES
-from workers.settings import Settings
+from workers.settings import QUEUES, Settings
 
 
 def test_compose_matches_the_compose_specification() -> None:
