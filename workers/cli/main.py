@@ -150,7 +150,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"pagefleet {version()}",
                    help="print the version and exit")
     sub = p.add_subparsers(dest="command", required=True)
+    _run_command(sub)
+    _worker_command(sub)
+    _submit_command(sub)
+    _status_command(sub)
+    _optional_commands(sub)
+    return p
 
+
+def _run_command(sub: argparse._SubParsersAction) -> None:
     run = sub.add_parser("run", help="process PDFs on the embedded default fleet")
     run.add_argument("paths", nargs="+", help="PDF files or directories of PDFs")
     run.add_argument("--out", required=True, help="output directory: DIR/<stem>/document.json …")
@@ -163,6 +171,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--gpu", action="store_true", help="also start a gpu-queue worker and use GPU chains")
     _structure_options(run)
 
+
+def _worker_command(sub: argparse._SubParsersAction) -> None:
     worker = sub.add_parser("worker", help="run a Celery worker for some queues")
     worker.add_argument("--queues", required=True, help="comma-separated: split,cpu,gpu,collect,notify")
     worker.add_argument("--concurrency", type=int, default=None,
@@ -171,6 +181,8 @@ def parser() -> argparse.ArgumentParser:
                              "notify queue alone, task threads making callback POSTs (default: 8)")
     worker.add_argument("--loglevel", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
 
+
+def _submit_command(sub: argparse._SubParsersAction) -> None:
     submit = sub.add_parser("submit", help="enqueue documents (one submission: small ones go in batches)")
     submit.add_argument("sources", nargs="+", metavar="SOURCE",
                         help="a local PDF or folder of PDFs the workers can read, or s3://bucket/key")
@@ -182,13 +194,11 @@ def parser() -> argparse.ArgumentParser:
     submit.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER_URL)")
     _structure_options(submit)
 
+
+def _status_command(sub: argparse._SubParsersAction) -> None:
     status = sub.add_parser("status", help="show a job's state")
     status.add_argument("job", help="the job id `submit` printed")
     status.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER_URL)")
-
-    _optional_commands(sub)
-    return p
-
 
 def _structure_options(cmd: argparse.ArgumentParser) -> None:
     from typing import get_args
