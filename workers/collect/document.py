@@ -77,26 +77,11 @@ def assemble(job: JobSpec, settings: Settings, storage: Storage, manifest: dict[
     or the work state's removal (`collect_document`, `collect_held`; `make budget` times it alone)."""
     head = DocumentRecord(pipeline_version=PIPELINE_VERSION, job_id=job.job_id, source=SourceInfo(**manifest["source"]),
                           status="accepted", page_count=int(manifest["page_count"]), options=manifest["options"], pages=[])
-    structured = manifest["options"].get("structure", True)
-    repaired = bool(manifest.get("repaired"))
-
-    def pages(built: assembly.Assembly) -> Iterator[PageRecord]:
-        for number, record in found:
-            if record is None:
-                if not final_attempt:
-                    raise PagesMissing(f"job {job.job_id}: page {number} not recorded yet")
-                record = failed_record(number, RouterInfo(source="default", script="unknown"), [], ["page_missing"],
-                                       layer={})
-            if structured:
-                record = ensure_blocks(record)  # OCR pages: blocks from a VLM's Markdown or paragraphs
-            if repaired:
-                record = repaired_warning(record)
-            yield built.add(artifacts.verified(record))
 
     Path(settings.cache_dir).mkdir(parents=True, exist_ok=True)  # where a big document's spools go
     built = assembly.Assembly(settings.cache_dir, head)
     try:
-        for chunk in chunks.replayed(pages(built), head):
+        for chunk in chunks.replayed(_pages(job, manifest, found, built, final_attempt), head):
             built.chunk(chunk)
         if on_complete is not None:
             on_complete()
@@ -110,6 +95,25 @@ def assemble(job: JobSpec, settings: Settings, storage: Storage, manifest: dict[
              "artifact_prefix": manifest["artifact_prefix"], "storage": job.storage, "page_count": head.page_count,
              **({"review": {k: review[k] for k in ("reviewed", "pending", "rejected", "stale")}} if review else {})},
             (document.status, built.counts, report))
+
+
+def _pages(job: JobSpec, manifest: dict[str, Any], found: Iterator[tuple[int, PageRecord | None]],
+           built: assembly.Assembly, final_attempt: bool) -> Iterator[PageRecord]:
+    """The records `found` gives, each verified and added to `built` as it is read: a page not
+    recorded fails the collection (or, on the final attempt, is recorded as missing)."""
+    structured = manifest["options"].get("structure", True)
+    repaired = bool(manifest.get("repaired"))
+    for number, record in found:
+        if record is None:
+            if not final_attempt:
+                raise PagesMissing(f"job {job.job_id}: page {number} not recorded yet")
+            record = failed_record(number, RouterInfo(source="default", script="unknown"), [], ["page_missing"],
+                                   layer={})
+        if structured:
+            record = ensure_blocks(record)  # OCR pages: blocks from a VLM's Markdown or paragraphs
+        if repaired:
+            record = repaired_warning(record)
+        yield built.add(artifacts.verified(record))
 
 
 def repaired_warning(record: PageRecord) -> PageRecord:
