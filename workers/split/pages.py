@@ -155,17 +155,7 @@ def split_document(job: JobSpec, settings: Settings,
                               structure=options.structure)
     # one range: blocks right away; several: once every range is in (structure_plan, a task per range)
     layout = structure.document_layout(pages) if options.structure and len(plan) == 1 else None
-    manifest = {
-        "job": job.model_dump(mode="json"),
-        "source": {"filename": job.filename, "bytes": source.bytes, "sha256": source.sha256, "uri": job.source},
-        "page_count": outcome.page_count,
-        "artifact_prefix": resolve_prefix(job.artifact_prefix, source.sha256, job.job_id),
-        "options": options.model_dump(mode="json"),
-        "producer": info.get("producer", ""),
-        "repaired": bool(info.get("repaired")),  # MuPDF rebuilt a broken file: every page says so
-        "split_seconds": 0.0,
-        "ranges": [list(r) for r in plan],
-    }
+    manifest = _manifest(job, source, outcome.page_count, options, info, plan)
     head, records = _decide_range(job, pages, plan[0], options, settings, storage, layout=layout, path=source.path,
                                   deferred=options.structure and len(plan) > 1, hold=len(plan) == 1)
     outcome.accepted, outcome.pending, outcome.ranges = head.accepted, head.pending, plan[1:]
@@ -176,6 +166,22 @@ def split_document(job: JobSpec, settings: Settings,
     else:
         storage.put_json(keys.job_manifest(job.job_id), manifest)
     return outcome
+
+
+def _manifest(job: JobSpec, source: pdf.SourceFile, page_count: int, options: Options, info: dict[str, Any],
+              plan: list[tuple[int, int]]) -> dict[str, Any]:
+    """The job's manifest: what the collection needs to know of the document and its split."""
+    return {
+        "job": job.model_dump(mode="json"),
+        "source": {"filename": job.filename, "bytes": source.bytes, "sha256": source.sha256, "uri": job.source},
+        "page_count": page_count,
+        "artifact_prefix": resolve_prefix(job.artifact_prefix, source.sha256, job.job_id),
+        "options": options.model_dump(mode="json"),
+        "producer": info.get("producer", ""),
+        "repaired": bool(info.get("repaired")),  # MuPDF rebuilt a broken file: every page says so
+        "split_seconds": 0.0,
+        "ranges": [list(r) for r in plan],
+    }
 
 
 def head_outcome(job: JobSpec, first: int, last: int, settings: Settings) -> work.RangeOutcome | None:
