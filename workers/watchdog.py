@@ -129,13 +129,7 @@ def _act(job_id: str, info: dict[str, str], settings: Settings, rel: Reliability
     if in_split:
         if backlogged(["split"], deadline_s, now):
             return None
-        if tries < rel.max_redispatch:
-            jobs.update(job_id, state=JobState.QUEUED, redispatched=tries + 1, progress=False)
-            jobs.break_lock(f"split:{job_id}")  # its owner is dead: no task outlives the deadline
-            send("pagefleet.split", [spec], queue="split", task_id=f"{job_id}-split-w{tries + 1}", label=label)
-            return "split re-dispatched"
-        _abandon(job, info, settings)
-        return "abandoned: aborted error.json, dead-lettered"
+        return _split_again(job_id, job, spec, info, settings, tries, rel.max_redispatch)
     missing = missing_pages(job, info, settings)
     if backlogged(list(missing) or ["collect"], deadline_s, now):
         return None
@@ -151,6 +145,20 @@ def _act(job_id: str, info: dict[str, str], settings: Settings, rel: Reliability
     jobs.update(job_id, state=JobState.COLLECTING, watchdog=time.time(), progress=False)
     send("pagefleet.collect_final", [spec], queue="collect", label=label)
     return f"finished with missing pages {missing}, dead-lettered"
+
+
+def _split_again(job_id: str, job: JobSpec, spec: dict[str, Any], info: dict[str, str], settings: Settings,
+                 tries: int, max_redispatch: int) -> str:
+    """A job stalled before its split finished: split again while tries remain, else abandoned."""
+    from workers.app import send
+
+    if tries < max_redispatch:
+        jobs.update(job_id, state=JobState.QUEUED, redispatched=tries + 1, progress=False)
+        jobs.break_lock(f"split:{job_id}")  # its owner is dead: no task outlives the deadline
+        send("pagefleet.split", [spec], queue="split", task_id=f"{job_id}-split-w{tries + 1}", label=f"(job {job_id})")
+        return "split re-dispatched"
+    _abandon(job, info, settings)
+    return "abandoned: aborted error.json, dead-lettered"
 
 
 def _collected(job: JobSpec, info: dict[str, str], settings: Settings) -> bool:
