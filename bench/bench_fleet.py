@@ -48,8 +48,9 @@ sys.path.insert(0, str(ROOT))
 
 from bench import bench_ceiling, bench_docs, bench_events, bench_peers  # noqa: E402
 from tests.support.warm_fleet import RunResult, WarmFleet, scratch  # noqa: E402
-from bench.fleet_rows import (HEAD, Row, cells, fleet_row, median_run, options,  # noqa: E402
-                               print_table, warm_up)
+from bench.fleet_rows import (  # noqa: E402
+    HEAD, Row, cells, fleet_row, median_run, options, print_table, warm_up,
+)
 
 QUICK = {"sizes": [10, 100], "small": 40, "scanned": 3}
 FULL = {"sizes": [10, 100, 1000, 10000], "small": 500, "scanned": 12}

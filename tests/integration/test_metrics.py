@@ -54,21 +54,21 @@ def test_metrics_after_a_run_show_that_runs_counts(fixtures_dir: Path, tmp_path:
         pages[labels["route"]] += int(value)
     assert pages == routes and sum(pages.values()) == sum(r["page_count"] for r in reports)
     statuses = Counter(r["status"] for r in reports)
-    assert {l["status"]: int(v) for l, v in metrics["pagefleet_documents_total"]} == dict(statuses)
+    assert {labels["status"]: int(v) for labels, v in metrics["pagefleet_documents_total"]} == dict(statuses)
     rung_share = Counter()
     for report in reports:
         for rung, share in report["share"]["rung"].items():
             rung_share[rung] += round(share * report["page_count"])
-    assert Counter({l["rung"]: int(v) for l, v in metrics["pagefleet_pages_total"]}) == rung_share
+    assert Counter({labels["rung"]: int(v) for labels, v in metrics["pagefleet_pages_total"]}) == rung_share
     attempts = Counter()
     for report in reports:
         for rung, entry in report["rungs"].items():
             attempts[rung] += entry["attempts"]
-    assert {l["rung"]: int(v) for l, v in metrics["pagefleet_rung_seconds_count"]} == dict(attempts)
+    assert {labels["rung"]: int(v) for labels, v in metrics["pagefleet_rung_seconds_count"]} == dict(attempts)
     refused = Counter(reason for d in documents for p in d["pages"] for a in p["attempts"] if not a["accepted"]
                       for reason in a["reasons"] if not reason.startswith("engine_"))
-    assert {l["reason"]: int(v) for l, v in metrics.get("pagefleet_gate_refusals_total", [])} == dict(refused)
-    assert sorted(l["queue"] for l, _ in metrics["pagefleet_queue_depth"]) == sorted(QUEUES)
+    assert {labels["reason"]: int(v) for labels, v in metrics.get("pagefleet_gate_refusals_total", [])} == dict(refused)
+    assert sorted(labels["queue"] for labels, _ in metrics["pagefleet_queue_depth"]) == sorted(QUEUES)
 
 
 
@@ -89,6 +89,6 @@ def test_a_gpu_workers_calls_reach_the_exporter(redis_server: str) -> None:
         metrics = scrape(server.url + "/metrics")
     finally:
         server.stop()
-    got = {n: [(l, v) for l, v in metrics[f"pagefleet_generate_{n}_total"]] for n in ("calls", "pages", "tasks")}
+    got = {n: [(labels, v) for labels, v in metrics[f"pagefleet_generate_{n}_total"]] for n in ("calls", "pages", "tasks")}
     assert got == {"calls": [({"engine": "lightonocr"}, 2.0)], "pages": [({"engine": "lightonocr"}, 10.0)],
                    "tasks": [({"engine": "lightonocr"}, 4.0)]}

@@ -34,7 +34,7 @@ def _document(fixtures_dir: Path, target: Path) -> Path:
 
 def _run(pdf: Path, out: Path, tmp: Path, env: dict[str, str], structure: bool = False) -> tuple[list[dict], list[str]]:
     tmp.mkdir(parents=True, exist_ok=True)
-    with PrivateFleet(tmp, env, (("split,collect", 1), ("cpu", 2))) as fleet:
+    with PrivateFleet(tmp, env, (("split,collect", 1), ("cpu", 2))):
         spec = spec_for_path(str(pdf), LocalStorage(out).url, "doc", Options(structure=structure))
         info = wait_for_job(enqueue(spec), timeout_s=300)
         logs = "".join(p.read_text(errors="replace") for p in tmp.glob("worker-*.log"))

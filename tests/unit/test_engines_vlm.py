@@ -21,7 +21,7 @@ pytest.importorskip("transformers")
 
 from PIL import Image, ImageDraw, ImageFont  # noqa: E402
 
-from tests.support import tiny_models
+from tests.support import tiny_models  # noqa: E402
 from workers.fleet import deadline  # noqa: E402
 from workers.engines import batching, hf, repetition, vlm, vlm_load, vlm_request  # noqa: E402
 from workers.engines.base import PageImage, create  # noqa: E402

@@ -12,7 +12,7 @@ pytest.importorskip("transformers")
 
 from PIL import Image, ImageDraw, ImageFont  # noqa: E402
 
-from tests.support import tiny_models
+from tests.support import tiny_models  # noqa: E402
 from workers.engines import hf  # noqa: E402
 from workers.ladder.siglip import SiglipRouter, VisualVerdict  # noqa: E402
 from workers.errors import EngineUnavailable  # noqa: E402

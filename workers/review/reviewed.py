@@ -227,7 +227,9 @@ def apply(storage: Storage, prefix: str, write: Writer | None = None) -> dict[st
     """Write the reviewed artifacts of the document under `prefix` (report.json last); returns the
     review summary, or None when the document has no review.json. `write(name, data, type)`
     replaces the plain storage write (the studio's checks its keys)."""
-    key = (lambda name: f"{prefix}/{name}" if prefix else name)
+    def key(name: str) -> str:
+        return f"{prefix}/{name}" if prefix else name
+
     try:
         raw_review = storage.get_json(key(REVIEW_FILE))
     except KeyError:

@@ -105,7 +105,7 @@ def iter_records(storage: Storage, job_id: str, manifest: dict[str, Any],
     (`workers.collect.stream.Waiter`: it returns once that range is stored)."""
     count = int(manifest["page_count"])
     number = 1
-    for first, last in sorted((int(f), int(l)) for f, l in manifest.get("ranges") or []):
+    for first, last in sorted((int(a), int(b)) for a, b in manifest.get("ranges") or []):
         for n in range(number, min(first, count + 1)):  # pages no range covers: one object each
             yield n, _page_object(storage, job_id, n)
         if ready is not None:
