@@ -12,7 +12,7 @@ APT_PACKAGES = tesseract-ocr tesseract-ocr-eng tesseract-ocr-heb tesseract-ocr-a
                libreoffice-writer-nogui fonts-noto-core
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup system venv native compiled fixtures run test test-fast bench budget eval eval-structure eval-ocr eval-wse eval-producers faults fuzz capacity docs clean
+.PHONY: setup system venv native compiled fixtures run lint test test-fast bench budget eval eval-structure eval-ocr eval-wse eval-producers faults fuzz capacity docs clean
 
 setup: system venv native compiled
 
@@ -62,7 +62,12 @@ fixtures: venv
 run: setup fixtures
 	$(BIN)/pagefleet run fixtures fixtures/structure --out $(OUT)
 
-test: setup
+# the tree as `ruff format` writes it (line length 100), and `ruff check` (pyproject.toml [tool.ruff])
+lint: venv
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+
+test: setup lint
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir $(OUT)/site
 	$(BIN)/python -m pytest -q
 
