@@ -39,7 +39,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.ocr_truth import VARIANTS, TruthPage, generate
-from workers.cli.evaluate import bag_error, cer, wer
+from workers.cli.error_rates import bag_error, cer, wer
 
 SYSTEMS = ("fleet", "tesseract", "ocrmypdf")
 CER_GOAL = 0.15  # the gate should refuse pages whose CER would exceed this

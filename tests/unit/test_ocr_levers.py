@@ -156,7 +156,7 @@ def test_engine_rereads_a_line_tesseract_did_not_return(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_engine_deskews_before_reading(tmp_path: Path) -> None:
-    from workers.cli.evaluate import cer
+    from workers.cli.error_rates import cer
     from workers.engines.base import PageImage
     from workers.engines.tesseract import TesseractEngine
 

@@ -14,7 +14,7 @@ import pytest
 
 from bench import eval_ocr, ocr_truth
 from bench.ocr_truth import VARIANTS, Variant
-from workers.cli.evaluate import cer, wer
+from workers.cli.error_rates import cer, wer
 from workers.engines.scan_prep import estimate_skew, load_gray
 
 

@@ -22,7 +22,6 @@ import json
 import re
 import subprocess
 import tempfile
-import unicodedata
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from rich.table import Table
 
 from routing.visual_order import page_order
 from routing.mirrored_lines import visual_to_logical
+from workers.cli.error_rates import bag_error, cer, fold
 from workers.store.artifacts import TEXT_LAYER_ROUTES as FROM_LAYER
 from workers.settings import Options
 
@@ -60,37 +60,6 @@ def mirror_line(line: str) -> str:
     reversed in place (numbers and Latin keep their order). The in-place run reversal is its own
     inverse, so the repair's own function mirrors a logical line."""
     return visual_to_logical(line)
-
-
-def fold(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", text).split())
-
-
-def cer(hypothesis: str, reference: str) -> float:
-    from rapidfuzz.distance import Levenshtein
-
-    ref = fold(reference)
-    return Levenshtein.distance(fold(hypothesis), ref) / max(len(ref), 1)
-
-
-def wer(hypothesis: str, reference: str) -> float:
-    """Word error rate: word-level edit distance over the reference's word count (folded text)."""
-    from rapidfuzz.distance import Levenshtein
-
-    ref = fold(reference).split()
-    return Levenshtein.distance(fold(hypothesis).split(), ref) / max(len(ref), 1)
-
-
-def bag_error(hypothesis: str, reference: str) -> float:
-    """1 − F1 of the word multisets: an order-free view (tables are read in different orders)."""
-    from collections import Counter as Bag
-
-    hyp, ref = Bag(fold(hypothesis).split()), Bag(fold(reference).split())
-    common = sum((hyp & ref).values())
-    if not common:
-        return 1.0
-    precision, recall = common / sum(hyp.values()), common / sum(ref.values())
-    return 1 - 2 * precision * recall / (precision + recall)
 
 
 def _run_fleet(inputs: list[Path], out: Path, console: Console, workers: int) -> None:
