@@ -45,13 +45,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--callback-url", help="POST a completion notice for each job here")
     p.add_argument("--ocr", choices=("auto", "off", "force"), help="OCR option for the jobs (part of the job id)")
     p.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER_URL)")
+    _intake_options(p)
+    p.set_defaults(handler=cmd_events)
+
+
+def _intake_options(p: argparse.ArgumentParser) -> None:
+    """How events come in besides the webhook, and how many POSTs are handled at once."""
     p.add_argument("--redis-bridge-list", metavar="NAME", help="also drain MinIO's Redis target list (format=access)")
     p.add_argument("--redis-bridge-url", metavar="URL", help="Redis holding that list (default: the broker)")
     p.add_argument("--inbox-list", metavar="NAME",
                    help="queue POSTed events on this broker list and enqueue them in batches (200 once queued)")
     p.add_argument("--max-concurrency", type=int, metavar="N",
                    help="event POSTs handled at once; more are answered 503 + Retry-After (default 64)")
-    p.set_defaults(handler=cmd_events)
 
 
 def event_settings(args: argparse.Namespace) -> EventSettings:
