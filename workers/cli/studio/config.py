@@ -33,5 +33,5 @@ def check_bind(host: str, token: str | None) -> None:
     """Safe by default: a token is required for any host that is not loopback."""
     if not is_loopback(host) and not token:
         raise StudioConfigError(
-            f"refusing to serve on {host} without a token: pass --token (or PAGEFLEET_STUDIO_TOKEN), "
+            f"refusing to serve on {host} without a token: pass --token (or PAGEFLEET_STUDIO__TOKEN), "
             "or bind 127.0.0.1")
