@@ -24,7 +24,7 @@ from workers.fleet.broker import check_room
 from workers.fleet import jobs
 from workers.model import JobSpec
 from workers.pdf.source import sha256_file
-from workers.settings import Options, Settings, get_settings
+from workers.settings import Options, Settings
 from workers.split import ranges
 from workers.store import keys
 from workers.store.uri import s3_uri

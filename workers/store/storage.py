@@ -297,9 +297,10 @@ def s3_credentials(settings: Settings) -> Any:
     from minio.credentials import ChainedProvider, EnvAWSProvider, EnvMinioProvider, IamAwsProvider, StaticProvider
 
     providers: list[Any] = []
-    if settings.storage.s3_access_key and settings.storage.s3_secret_key:
-        providers.append(StaticProvider(settings.storage.s3_access_key, settings.storage.s3_secret_key))
-    providers += [EnvAWSProvider(), EnvMinioProvider(), IamAwsProvider(region=settings.storage.s3_region)]
+    s3 = settings.storage
+    if s3.s3_access_key and s3.s3_secret_key:
+        providers.append(StaticProvider(s3.s3_access_key, s3.s3_secret_key))
+    providers += [EnvAWSProvider(), EnvMinioProvider(), IamAwsProvider(region=s3.s3_region)]
     return ChainedProvider(providers)
 
 
@@ -337,8 +338,9 @@ def s3_client(settings: Settings) -> Any:
     paid a TCP connect, and over HTTPS a TLS handshake, for every document). Keyed by the process
     (a forked child makes its own: pooled sockets are not shared across a fork), every setting and
     environment variable the client is made from; minio's client is safe to share between threads."""
-    key = (os.getpid(), settings.storage.s3_endpoint, settings.storage.s3_secure, settings.storage.s3_region, settings.storage.s3_timeout_s,
-           settings.storage.s3_access_key, settings.storage.s3_secret_key, *(os.environ.get(name) for name in _CLIENT_ENVIRONMENT))
+    s3 = settings.storage
+    key = (os.getpid(), s3.s3_endpoint, s3.s3_secure, s3.s3_region, s3.s3_timeout_s,
+           s3.s3_access_key, s3.s3_secret_key, *(os.environ.get(name) for name in _CLIENT_ENVIRONMENT))
     client = _clients.get(key)
     if client is None:  # two threads racing here make two clients; the second is dropped unused
         if len(_clients) >= 64:  # settings made per test or per call: keep the cache bounded

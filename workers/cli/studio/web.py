@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import getpass
 import json
-import os
 import urllib.parse
 from collections.abc import AsyncIterator
 from pathlib import Path
