@@ -11,7 +11,7 @@ bridge in this process drains it, gathering a burst's events into batches while 
 are busy (`PAGEFLEET_EVENTS__GATHER_S`, 0.5 s at most): a bucket's small uploads then go as
 `split_batch` tasks instead of a task each. Without it a POST's 200 names the enqueued jobs.
 
-Command-line values override `PAGEFLEET_EVENTS_*` settings. Served by uvicorn (Starlette app in
+Command-line values override `PAGEFLEET_EVENTS__*` settings. Served by uvicorn (Starlette app in
 `workers.intake.receiver`); SIGTERM/SIGINT stop accepting new requests and wait for the ones in
 flight.
 """
@@ -55,7 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def event_settings(args: argparse.Namespace) -> EventSettings:
-    """`PAGEFLEET_EVENTS_*` settings with the command line on top; invalid values → typed error."""
+    """`PAGEFLEET_EVENTS__*` settings with the command line on top; invalid values → typed error."""
     overrides: dict[str, Any] = {}
     for name in ("host", "port", "output", "prefix_template", "callback_url", "redis_bridge_list", "redis_bridge_url",
                  "inbox_list", "max_concurrency"):

@@ -1,5 +1,5 @@
 """The review studio's bind rule. Its settings are `Settings().studio` (`workers.settings.StudioSettings`,
-env prefix `PAGEFLEET_STUDIO_`): host, port, token, max_upload_bytes, low_confidence, image_dpi,
+env `PAGEFLEET_STUDIO__*`): host, port, token, max_upload_bytes, low_confidence, image_dpi,
 options for uploaded PDFs. The broker, S3 endpoint and keys come from the rest of the tree.
 """
 
