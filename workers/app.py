@@ -41,9 +41,9 @@ RETRY_POLICY: dict[str, Any] = {"autoretry_for": TRANSIENT, "retry_backoff": Tru
 TASK_ROUTES = {
     "pagefleet.split": {"queue": "split"},
     "pagefleet.split_batch": {"queue": "split"},
-    "pagefleet.split_range": {"queue": "cpu"},  # the split task names settings.split_range_queue
+    "pagefleet.split_range": {"queue": "cpu"},  # the split task names settings.advanced.split_range_queue
     "pagefleet.split_done": {"queue": "collect"},
-    "pagefleet.structure_range": {"queue": "cpu"},  # split_done names settings.split_range_queue
+    "pagefleet.structure_range": {"queue": "cpu"},  # split_done names settings.advanced.split_range_queue
     "pagefleet.ranges_structured": {"queue": "collect"},
     "pagefleet.ocr_cpu": {"queue": "cpu"},
     "pagefleet.ocr_gpu": {"queue": "gpu"},
@@ -70,17 +70,17 @@ class ResultBackend(RedisBackend):
 def make_app() -> Celery:
     s = get_settings()
     # longer than the longest task (its hard limit), short enough that a dead worker's unacked
-    # pages come back in minutes; the watchdog's deadline (reliability) covers what never comes back
-    visibility = s.reliability.visibility_for(s.task_time_limit)
+    # pages come back in minutes; the watchdog's deadline (limits) covers what never comes back
+    visibility = s.broker.visibility_for(s.limits.task_time_limit)
     celery = Celery("pagefleet", include=["tasks.split", "tasks.big_document", "tasks.ocr", "tasks.collect",
                                           "tasks.sweep", "tasks.callback"])
     celery.conf.update(
-        broker_url=s.broker_url,
+        broker_url=s.broker.url,
         # kombu's Redis transport, with an ack that works at maxmemory (workers/fleet/broker.py)
         broker_transport="workers.fleet.broker:Transport",
         # a Redis error on the consumer's connection (a refused write) reconnects, never stops the worker
         broker_channel_error_retry=True,
-        result_backend=f"workers.app:ResultBackend+{s.result_backend or s.broker_url}",
+        result_backend=f"workers.app:ResultBackend+{s.broker.result_backend or s.broker.url}",
         # the job hash is the one record of a job's state: no task's result is stored (a chord's
         # header results still reach its body: the backend keeps those in the chord's own keys)
         task_ignore_result=True,
@@ -94,15 +94,15 @@ def make_app() -> Celery:
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
-        task_soft_time_limit=s.task_soft_time_limit,
-        task_time_limit=s.task_time_limit,
-        broker_transport_options=s.reliability.transport_options(s.task_time_limit),
+        task_soft_time_limit=s.limits.task_soft_time_limit,
+        task_time_limit=s.limits.task_time_limit,
+        broker_transport_options=s.broker.transport_options(s.limits.task_time_limit),
         result_backend_transport_options={"visibility_timeout": visibility},
         # the result backend's connections (a chord's counter): the same timeouts as the broker's
-        redis_socket_timeout=s.reliability.redis_socket_timeout_s,
-        redis_socket_connect_timeout=s.reliability.redis_connect_timeout_s,
+        redis_socket_timeout=s.broker.redis_socket_timeout_s,
+        redis_socket_connect_timeout=s.broker.redis_connect_timeout_s,
         redis_socket_keepalive=True,
-        redis_backend_health_check_interval=s.reliability.redis_health_check_s,
+        redis_backend_health_check_interval=s.broker.redis_health_check_s,
         visibility_timeout=visibility,
         worker_pool="prefork",
         worker_max_tasks_per_child=200,  # CPU queues only: see _recycle_cpu_workers_only
@@ -118,8 +118,8 @@ def make_app() -> Celery:
         worker_hijack_root_logger=False,
         # `celery -A workers.app beat` runs the deadline watchdog (workers/watchdog.py)
         beat_schedule={"pagefleet-watchdog": {"task": "pagefleet.watchdog",
-                                              "schedule": s.reliability.watchdog_interval_s,
-                                              "options": {"queue": "collect", "expires": s.reliability.watchdog_interval_s}}},
+                                              "schedule": s.limits.watchdog_interval_s,
+                                              "options": {"queue": "collect", "expires": s.limits.watchdog_interval_s}}},
     )
     return celery
 
@@ -151,7 +151,7 @@ def _process_init(**_: object) -> None:
     """Cheap: the pod's CPU share for Tesseract/OpenMP; models load lazily on first use. A pool
     process dies with the worker's main process (SIGKILLed, or by the OOM killer): an orphan could
     not report or acknowledge its task, which comes back to another worker anyway."""
-    os.environ["OMP_THREAD_LIMIT"] = str(get_settings().omp_thread_limit)
+    os.environ["OMP_THREAD_LIMIT"] = str(get_settings().ocr.omp_thread_limit)
     die_with_parent(signal.SIGKILL, os.getppid())
 
 
@@ -202,7 +202,7 @@ def send(name: str, args: list[Any], *, queue: str, task_id: str | None = None, 
     cost a producer ~10 ms of CPU per document. A send that fails on the kept connection (Redis
     restarted, a socket gone stale) is tried once more on a fresh one before the error goes up.
     Results are ignored (job state lives in the registry) and arguments are hidden from task events."""
-    url = get_settings().broker_url
+    url = get_settings().broker.url
     with _SENDING:
         for fresh in (False, True):
             try:
@@ -245,8 +245,8 @@ def _drop_producer_connection() -> None:
 
 def use_broker(url: str) -> None:
     """Point this process (a producer: the CLI, the event receiver) at another broker."""
-    os.environ["PAGEFLEET_BROKER_URL"] = url
-    os.environ["PAGEFLEET_RESULT_BACKEND"] = url
+    os.environ["PAGEFLEET_BROKER__URL"] = url
+    os.environ["PAGEFLEET_BROKER__RESULT_BACKEND"] = url
     get_settings.cache_clear()
     with _SENDING:
         _drop_producer_connection()
@@ -261,10 +261,10 @@ app.steps["consumer"].add(steps.LivenessStep)
 
 @setup_logging.connect
 def _logging(loglevel: Any = None, logfile: Any = None, **_: object) -> None:
-    """Workers log through workers/fleet/logs.py: `--loglevel`, PAGEFLEET_LOG_FORMAT=json for one JSON
+    """Workers log through workers/fleet/logs.py: `--loglevel`, PAGEFLEET_OBSERVABILITY__LOG_FORMAT=json for one JSON
     object a line with job id and page, `--logfile` honoured."""
     stream = open(logfile, "a", buffering=1, encoding="utf-8") if logfile else None  # noqa: SIM115 - lives as long as the worker
-    logs.configure(loglevel or "INFO", get_settings().log_format, stream)
+    logs.configure(loglevel or "INFO", get_settings().observability.log_format, stream)
 
 
 _LOG_TOKENS: dict[str, Any] = {}

@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.faults, pytest.mark.integration]
 ROOT = Path(__file__).resolve().parent.parent.parent
 FULL_S = 15.0  # below the drills' 25 s soft time limit: a task that waits is not cut off meanwhile
 # the default watchdog deadline (15 min): the documents must finish on their own, not be rescued by it
-DEFAULT_DEADLINE = {"PAGEFLEET_RELIABILITY__JOB_DEADLINE_MINUTES": "15"}
+DEFAULT_DEADLINE = {"PAGEFLEET_LIMITS__JOB_DEADLINE_MINUTES": "15"}
 
 
 def _until(predicate, timeout_s: float = 60, every_s: float = 0.05):

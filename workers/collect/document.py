@@ -93,8 +93,8 @@ def assemble(job: JobSpec, settings: Settings, storage: Storage, manifest: dict[
                 record = repaired_warning(record)
             yield built.add(artifacts.verified(record))
 
-    Path(settings.cache_dir).mkdir(parents=True, exist_ok=True)  # where a big document's spools go
-    built = assembly.Assembly(settings.cache_dir, head)
+    Path(settings.storage.cache_dir).mkdir(parents=True, exist_ok=True)  # where a big document's spools go
+    built = assembly.Assembly(settings.storage.cache_dir, head)
     try:
         for chunk in chunks.replayed(pages(built), head):
             built.chunk(chunk)
