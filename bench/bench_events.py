@@ -40,7 +40,7 @@ from bench import bench_docs  # noqa: E402
 from tests.support.warm_fleet import RunResult, WarmFleet, scratch  # noqa: E402
 
 TOKEN = "bench-" + uuid.uuid4().hex[:12]
-STRUCTURE_OFF = {"PAGEFLEET_EVENTS_OPTIONS__STRUCTURE": "false"}  # as the other throughput rows: text only
+STRUCTURE_OFF = {"PAGEFLEET_EVENTS__OPTIONS__STRUCTURE": "false"}  # as the other throughput rows: text only
 WAYS = ("webhook", "inbox", "at once", "one")
 WORK = {"webhook": "{m} uploads, webhook: a POST each, one after another",
         "inbox": "{m} uploads, webhook with --inbox-list",
@@ -51,7 +51,7 @@ WORK = {"webhook": "{m} uploads, webhook: a POST each, one after another",
 def upload(files: list[Path], bucket: str) -> list[dict[str, Any]]:
     """Put the files into `bucket`; MinIO-shaped webhook bodies announcing each, in order."""
     from workers.settings import get_settings
-    from workers.store.storage import s3_client
+    from workers.store.s3_clients import s3_client
 
     client = s3_client(get_settings())
     if not client.bucket_exists(bucket):
@@ -87,7 +87,7 @@ def receiver(workdir: Path, output: str, inbox: str | None) -> Iterator[str]:
 
     port = free_port()
     argv = [sys.executable, "-m", "workers.cli.main", "events", "--host", "127.0.0.1", "--port", str(port),
-            "--token-env", "BENCH_EVENTS_TOKEN", "--output", output, "--broker", get_settings().broker_url]
+            "--token-env", "BENCH_EVENTS_TOKEN", "--output", output, "--broker", get_settings().broker.url]
     argv += ["--inbox-list", inbox] if inbox else []
     log = (workdir / "logs" / f"events-{port}.log").open("wb")
     proc = subprocess.Popen(argv, cwd=ROOT, env=dict(os.environ, BENCH_EVENTS_TOKEN=TOKEN, **STRUCTURE_OFF), stdout=log,

@@ -146,7 +146,7 @@ def small_rows(fleet: WarmFleet, tmp: Path, corpus: Path, m: int, storage: str, 
         runs["many"].append(fleet.run(files, storage, options(False), f"small{suffix}-{i}"))
         runs["one"].append(fleet.run([big], storage, options(False), f"one{m}{suffix}-{i}"))
         if not suffix:
-            with _setting("PAGEFLEET_SPLIT_BATCH_DOCUMENTS", "1"):  # the producer's batches off: a task per document
+            with _setting("PAGEFLEET_ADVANCED__SPLIT_BATCH_DOCUMENTS", "1"):  # the producer's batches off: a task per document
                 runs["alone"].append(fleet.run(files, storage, options(False), f"small1-{i}"))
     note = f"median of {repeats} runs; " if repeats > 1 else ""
     one = fleet_row(f"one {m}-page document{suffix}", median_run(runs["one"], lambda r: r.wall), note.rstrip("; "))
@@ -195,7 +195,7 @@ def reused_small_rows(tmp: Path, corpus: Path, m: int, split_concurrency: int, r
     """The small-documents rows on a second warm fleet whose sandbox children run up to `reuse`
     commands each (a setting, off by default: documents then share a child's MuPDF state)."""
     tmp.mkdir(parents=True, exist_ok=True)
-    with _setting("PAGEFLEET_SANDBOX_REUSE", str(reuse)), \
+    with _setting("PAGEFLEET_ADVANCED__SANDBOX_REUSE", str(reuse)), \
             WarmFleet(tmp, s3=False, split_concurrency=split_concurrency) as fleet:  # its workers inherit it
         storage = (tmp / "out").as_uri()
         warm_up(fleet, tmp, corpus, storage)
@@ -316,7 +316,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--split-concurrency", type=int, default=2, help="pool processes of the split/collect worker")
     ap.add_argument("--sandbox-reuse", type=int, default=1,
                     help="the small-documents rows again on a fleet whose sandbox children run up to N commands "
-                         "(PAGEFLEET_SANDBOX_REUSE); 1: not run")
+                         "(PAGEFLEET_ADVANCED__SANDBOX_REUSE); 1: not run")
     ap.add_argument("--repeats", type=int, default=5,
                     help="digital documents of up to 1000 pages: runs of fleet and limit each, the median one reported")
     ap.add_argument("--markdown", type=Path, help="also write the table as this docs page's latest run "

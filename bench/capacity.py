@@ -133,9 +133,9 @@ class CapacityFleet:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.moto.start()
         os.environ.update(self.moto.env())
-        os.environ["PAGEFLEET_CACHE_DIR"] = str(self.workdir / "cache")
+        os.environ["PAGEFLEET_STORAGE__CACHE_DIR"] = str(self.workdir / "cache")
         self.fleet = Fleet(self.workdir, (("split,collect", 2), ("cpu", 2)),
-                           env={"PAGEFLEET_GPU": "0", "OMP_THREAD_LIMIT": "1"}, logdir=self.workdir / "logs").start()
+                           env={"PAGEFLEET_GPU__ENABLED": "0", "OMP_THREAD_LIMIT": "1"}, logdir=self.workdir / "logs").start()
         use_broker(self.fleet.broker_url or "")
         self.r = redis.Redis.from_url(self.fleet.broker_url)
         for bucket in ("capacity-in", "capacity-out"):
@@ -150,7 +150,7 @@ class CapacityFleet:
     @staticmethod
     def _client() -> Any:
         from workers.settings import get_settings
-        from workers.store.storage import s3_client
+        from workers.store.s3_clients import s3_client
 
         return s3_client(get_settings())
 

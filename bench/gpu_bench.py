@@ -10,7 +10,7 @@
    warm-up, cuda synchronize, median of a few runs; plus the CPU cost of preprocessing one page.
    Then the same weights saved as a checkpoint and run through the real `SiglipRouter`
    (from_pretrained onto the device, PIL decode + processor + forward) over 64 page files at
-   each batch size: the figure `settings.router.siglip_batch_size` is chosen from.
+   each batch size: the figure `settings.ocr.router.siglip_batch_size` is chosen from.
 2. VLM: a LightOnOCR-2-1B-sized LightOnOcrForConditionalGeneration (Pixtral 24×1024 vision, Qwen3
    28×1024 text, 151,936 vocabulary) with random weights and the byte-level test tokenizer, run
    through the real `lightonocr` engine (processor, batching, stopping criteria) on rendered A4
@@ -18,7 +18,7 @@
    so the repetition stopper is idled (min_span huge) for the fixed-length runs and left on in
    one extra run, whose tokens/s include its cost. The checkpoint is saved and loaded by the engine
    (from_pretrained, `device_map` onto the GPU); a batch that runs out of memory is a row, not a
-   crash: the largest batch that fits and pays is `settings.vlm.batch_size`'s figure.
+   crash: the largest batch that fits and pays is `settings.gpu.vlm.batch_size`'s figure.
 """
 
 from __future__ import annotations
@@ -338,8 +338,8 @@ def recommend(results: dict[str, Any], gpu_gib: float, share: float = 0.85, room
     """Batch settings from a run: the smallest batch within `share` of the best pages/s — for the VLM
     among fixed-length (stopper idle) rows that ran and peaked under `room` of the GPU's memory."""
     candidates = {
-        "PAGEFLEET_ROUTER__SIGLIP_BATCH_SIZE": results.get("router_e2e", {}).get("rows", []),
-        "PAGEFLEET_VLM__BATCH_SIZE": [r for r in results.get("vlm", {}).get("rows", []) if "error" not in r
+        "PAGEFLEET_OCR__ROUTER__SIGLIP_BATCH_SIZE": results.get("router_e2e", {}).get("rows", []),
+        "PAGEFLEET_GPU__VLM__BATCH_SIZE": [r for r in results.get("vlm", {}).get("rows", []) if "error" not in r
                                       and r["stopper"] == "idle" and r.get("peak_gib", 0.0) <= room * gpu_gib],
     }
     picks: dict[str, int] = {}

@@ -169,7 +169,7 @@ def _collections(pdf: Path, tmp: Path) -> tuple[Callable[[], Any], Callable[[], 
     from workers.settings import Settings
     from workers.store.storage import LocalStorage
 
-    settings = Settings(cache_dir=str(tmp / "cache"))
+    settings = Settings(storage={"cache_dir": str(tmp / "cache")})
     job = JobSpec(job_id=job_id_for("budget", {}), source=str(pdf), filename=pdf.name,
                   storage=(tmp / "store").as_uri(), artifact_prefix="doc", options={"structure": False})
     left: list[tuple[int, int]] = []

@@ -141,37 +141,18 @@ def _model_of(annotation: Any) -> type | None:
     return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
 
 
-def _aliases(field: Any) -> list[str]:
-    from pydantic import AliasChoices
+def _env_name(path: list[str]) -> str:
+    from workers.settings.spellings import FOREIGN
 
-    alias = field.validation_alias
-    names = alias.choices if isinstance(alias, AliasChoices) else [alias] if isinstance(alias, str) else []
-    return [n for n in names if isinstance(n, str) and n.isupper()]
-
-
-def _own_prefix(model: type) -> str | None:
-    """A section that is a settings class of its own reads its own prefix too (`PAGEFLEET_EVENTS_…`)."""
-    from pydantic_settings import BaseSettings
-
-    if isinstance(model, type) and issubclass(model, BaseSettings):
-        return str(model.model_config.get("env_prefix") or "")
-    return None
+    name = "PAGEFLEET_" + "__".join(path).upper()
+    also = [old for old, new in FOREIGN.items() if new == name]
+    return " ".join(f"`{n}`" for n in [name, *also])
 
 
-def _env_names(path: list[str], field: Any, own: str | None) -> list[str]:
-    names = ["PAGEFLEET_" + "__".join(path).upper()]
-    aliases = _aliases(field)
-    if aliases:
-        names += aliases
-    elif own:
-        names.append(own + path[-1].upper())
-    return list(dict.fromkeys(names))
-
-
-def _rows(model: type, path: list[str], own: str | None, options: type,
+def _rows(model: type, path: list[str], options: type,
           missing: list[str]) -> tuple[list[tuple[str, ...]], list[tuple]]:
     """A section's rows (setting, environment, type, default, description) and the sections nested
-    in it (path, model, description, own prefix)."""
+    in it (path, model, description)."""
     rows, nested = [], []
     for name, field in model.model_fields.items():
         where = [*path, name]
@@ -179,7 +160,7 @@ def _rows(model: type, path: list[str], own: str | None, options: type,
             missing.append(".".join(where))
         inner = _model_of(field.annotation)
         if inner is not None and inner is not options:
-            nested.append((where, inner, field.description or "", _own_prefix(inner)))
+            nested.append((where, inner, field.description or ""))
             continue
         description = field.description or ""
         if inner is options:
@@ -187,9 +168,9 @@ def _rows(model: type, path: list[str], own: str | None, options: type,
         if typing.get_origin(field.annotation) is dict and _model_of(typing.get_args(field.annotation)[-1]):
             value = typing.get_args(field.annotation)[-1]
             description += f" (a JSON object: NAME → [`{value.__name__}`](#{value.__name__.lower()}))"
-            nested.append(([value.__name__], value, value.__doc__ or "", None))
+            nested.append(([value.__name__], value, value.__doc__ or ""))
         default = "" if field.is_required() else _value(field.get_default(call_default_factory=True))
-        envs = " ".join(f"`{e}`" for e in _env_names(where, field, own)) if path else ""
+        envs = _env_name(where)
         rows.append((f"`{'.'.join(where)}`", envs, _type_name(field.annotation), default, description))
     return rows, nested
 
@@ -209,42 +190,68 @@ def config_tables() -> tuple[str, list[str]]:
     from workers.settings import Options, Settings
 
     missing: list[str] = []
-    todo: list[tuple] = [(["_"], Settings, "the broker, object storage, limits, workers and logs", "PAGEFLEET_")]
     out: list[str] = []
+    _, todo = _rows(Settings, [], Options, missing)
     while todo:
-        path, model, description, own = todo.pop(0)
-        top = path == ["_"]
-        rows, nested = _rows(model, [] if top else path, None if top else own, Options, missing)
-        if top:  # top-level settings: the prefix and the name
-            rows = [(r[0], f"`PAGEFLEET_{r[0].strip('`').upper()}`", *r[2:]) for r in rows]
+        path, model, description = todo.pop(0)
+        rows, nested = _rows(model, path, Options, missing)
         if path == [model.__name__]:  # the entries of a dict of models: keys, not variables
             out += [f"## {model.__name__}", "", _sentence(description), "",
                     *_table(("key", "type", "default", "description"),
                             [(f"`{r[0].strip('`').split('.')[-1]}`", *r[2:]) for r in rows])]
         else:
-            title = "General" if top else f"`{'.'.join(path)}`"
-            out += [f"## {title}", "", _sentence(description), "",
-                    *_table(("setting", "environment", "type", "default", "description"), rows)]
+            level = "#" * (1 + len(path))
+            out += [f"{level} `{'.'.join(path)}`", "", _sentence(description), ""]
+            if path == ["advanced"]:
+                out += [ADVANCED, ""]
+            if rows:
+                out += _table(("setting", "environment", "type", "default", "description"), rows)
         todo[0:0] = nested
-    opt_rows, _ = _rows(Options, ["options"], None, Options, missing)
+    opt_rows, _ = _rows(Options, ["options"], Options, missing)
     out += ["## Job options", "",
             "What `pagefleet run` and `pagefleet submit` take on the command line, and the receiver and the "
             "studio as `options`; part of the job id. As environment: `PAGEFLEET_EVENTS__OPTIONS__OCR=off`, "
             "`PAGEFLEET_STUDIO__OPTIONS='{\"structure\": false}'`.", "",
             *_table(("option", "type", "default", "description"),
                     [(r[0].replace("options.", ""), *r[2:]) for r in opt_rows])]
-    return "\n".join(out), missing
+    return "\n".join(out + _process_switches() + _old_spellings()), missing
+
+
+ADVANCED = ("These are tuning levers, not everyday settings: the defaults suit a fleet, and a site moves "
+            "them for a benchmark, a test or unusual documents. Every other tuned value is a named "
+            "constant beside the code that uses it.")
+
+
+def _process_switches() -> list[str]:
+    from workers.settings.spellings import PROCESS_SWITCHES
+
+    rows = [(f"`{name}`", reason) for name, reason in PROCESS_SWITCHES.items()]
+    return ["## Process switches", "",
+            "Variables read outside the settings tree, each for the reason given.", "",
+            *_table(("environment", "why it is not a setting"), rows)]
+
+
+def _old_spellings() -> list[str]:
+    from workers.settings.spellings import EXACT, PREFIXES, RETIRED
+
+    rows = [(f"`{old}`", f"`{new}`") for old, new in EXACT.items()]
+    rows += [(f"`{old}…`", f"`{new}…`") for old, new in PREFIXES]
+    rows += [(f"`{old}`", "no longer read (a constant)") for old in sorted(RETIRED)]
+    return ["## Old spellings", "",
+            "The names of pagefleet 0.3 still work until 0.5; each warns once, naming its new spelling. "
+            "A new name that is set wins over its old spelling.", "",
+            *_table(("old", "new"), rows)]
 
 
 def config_page() -> str:
     tables, _ = config_tables()
     intro = [GENERATED, "", "# Configuration reference", "",
-             "Every setting of the one settings tree (`workers/settings.py`, `get_settings()`), read from "
-             "the environment with the prefix `PAGEFLEET_`. A nested setting is spelled with `__` "
-             "(`PAGEFLEET_VLM__BATCH_SIZE=16`); lists, dicts and models are JSON "
-             "(`PAGEFLEET_CHAINS__HE='[\"dots\", \"tesseract:heb+eng\"]'`). Sections that a process "
-             "of their own reads (events, studio, heartbeat, models, Sentry) also take the single-`_` "
-             "spelling shown beside it. Command-line options override these.", ""]
+             "Every setting of the one settings tree (`workers/settings/`, `get_settings()`), read from "
+             "the environment as `PAGEFLEET_` and the setting's path, nested names joined by `__` "
+             "(`PAGEFLEET_GPU__VLM__BATCH_SIZE=16`); lists, dicts and models are JSON "
+             "(`PAGEFLEET_OCR__CHAINS__HE='[\"dots\", \"tesseract:heb+eng\"]'`). The settings are grouped "
+             "by what they configure: broker, storage, ocr, gpu, events, studio, limits, observability, "
+             "and a few advanced levers. Command-line options override these.", ""]
     return "\n".join(intro) + "\n" + tables.rstrip() + "\n"
 
 

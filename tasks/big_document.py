@@ -26,7 +26,7 @@ def split_done(self, results: list[dict], spec: dict, head: list[int]) -> dict:
     if done.skipped is not None:
         return done.skipped
     if done.todo:
-        range_chords.dispatch_structure(spec, done.outcome, done.layout, done.todo, get_settings().split_range_queue)
+        range_chords.dispatch_structure(spec, done.outcome, done.layout, done.todo, get_settings().advanced.split_range_queue)
         return done.outcome.as_dict()
     return chords.climb(spec, done.outcome)
 

@@ -8,14 +8,14 @@ import logging
 from workers.app import task
 from workers.fleet import jobs
 from workers.notify import CallbackFailed, already_delivered, mark_delivered, post_callback
-from workers.settings import reliability
+from workers.settings import get_settings
 
 log = logging.getLogger(__name__)
 
 
 @task("pagefleet.callback", bind=True)
 def callback(self, url: str, notice: dict) -> dict:
-    rel = reliability()
+    rel = get_settings().limits
     job_id = str(notice.get("job_id", ""))
     if already_delivered(notice):
         return {"job_id": job_id, "skipped": "already delivered"}

@@ -42,5 +42,5 @@ def climb(spec: dict, outcome: SplitOutcome) -> dict:
     """The document's pages that climb go out as its OCR chord; a job already final sends nothing."""
     if not climbing(outcome):
         return {"job_id": outcome.job_id, "skipped": "already final"}
-    dispatch(spec, outcome, get_settings().vlm.batch_size)
+    dispatch(spec, outcome, get_settings().gpu.vlm.batch_size)
     return outcome.as_dict()

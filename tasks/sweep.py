@@ -24,7 +24,7 @@ def watchdog() -> list[list[str]]:
 @task("pagefleet.redispatch")
 def redispatch(spec: dict, pending: dict[str, list[int]]) -> dict:
     outcome = SplitOutcome(spec["job_id"], pending={q: [int(n) for n in ns] for q, ns in pending.items()})
-    dispatch(spec, outcome, get_settings().vlm.batch_size)
+    dispatch(spec, outcome, get_settings().gpu.vlm.batch_size)
     return {"job_id": spec["job_id"], "redispatched": outcome.pending}
 
 

@@ -75,7 +75,7 @@ def s3_server() -> Iterator[str]:
         server = MotoServer(tls=False).start()
     except RuntimeError as exc:
         pytest.fail(str(exc))
-    yield server.env()["PAGEFLEET_S3_ENDPOINT"]
+    yield server.env()["PAGEFLEET_STORAGE__S3_ENDPOINT"]
     server.stop()
 
 
@@ -86,13 +86,13 @@ def service_env(redis_server: str, s3_server: str) -> Iterator[dict[str, str]]:
     from workers.settings import get_settings
 
     env = {
-        "PAGEFLEET_BROKER_URL": redis_server,
-        "PAGEFLEET_RESULT_BACKEND": redis_server,
-        "PAGEFLEET_S3_ENDPOINT": s3_server,
-        "PAGEFLEET_S3_ACCESS_KEY": "testing",
-        "PAGEFLEET_S3_SECRET_KEY": "testing",
-        "PAGEFLEET_S3_REGION": "us-east-1",
-        "PAGEFLEET_GPU": "0",
+        "PAGEFLEET_BROKER__URL": redis_server,
+        "PAGEFLEET_BROKER__RESULT_BACKEND": redis_server,
+        "PAGEFLEET_STORAGE__S3_ENDPOINT": s3_server,
+        "PAGEFLEET_STORAGE__S3_ACCESS_KEY": "testing",
+        "PAGEFLEET_STORAGE__S3_SECRET_KEY": "testing",
+        "PAGEFLEET_STORAGE__S3_REGION": "us-east-1",
+        "PAGEFLEET_GPU__ENABLED": "0",
     }
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
@@ -114,8 +114,8 @@ def fleet(service_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory)
     from workers.fleet.launcher import Fleet
 
     logdir = tmp_path_factory.mktemp("worker-logs")
-    started = Fleet(logdir, (("split,collect", 1), ("cpu", 2), ("notify", 2)), broker_url=service_env["PAGEFLEET_BROKER_URL"],
-                    env={**service_env, "PAGEFLEET_CACHE_DIR": str(logdir / "cache")}).start()
+    started = Fleet(logdir, (("split,collect", 1), ("cpu", 2), ("notify", 2)), broker_url=service_env["PAGEFLEET_BROKER__URL"],
+                    env={**service_env, "PAGEFLEET_STORAGE__CACHE_DIR": str(logdir / "cache")}).start()
     yield started.workers
     started.stop()
 
@@ -138,7 +138,7 @@ def s3_bucket(service_env: dict[str, str]):
     import uuid
 
     from workers.settings import get_settings
-    from workers.store.storage import s3_client
+    from workers.store.s3_clients import s3_client
 
     client = s3_client(get_settings())
     name = f"t-{uuid.uuid4().hex[:12]}"
@@ -153,13 +153,13 @@ class PrivateFleet:
     def __init__(self, tmp: Path, env_extra: dict[str, str], queues: tuple[tuple[str, int], ...]) -> None:
         from workers.fleet.launcher import Fleet
 
-        self.fleet = Fleet(tmp, queues, env={"PAGEFLEET_CACHE_DIR": str(tmp / "cache"), **env_extra}).start()
+        self.fleet = Fleet(tmp, queues, env={"PAGEFLEET_STORAGE__CACHE_DIR": str(tmp / "cache"), **env_extra}).start()
         self.redis, self.url, self.env, self.workers = self.fleet.redis, self.fleet.broker_url, self.fleet.env, self.fleet.workers
 
     def __enter__(self) -> "PrivateFleet":
         from workers.app import use_broker
 
-        self.previous = os.environ.get("PAGEFLEET_BROKER_URL")
+        self.previous = os.environ.get("PAGEFLEET_BROKER__URL")
         use_broker(self.url)
         return self
 
@@ -171,6 +171,6 @@ class PrivateFleet:
         if self.previous:
             use_broker(self.previous)
         else:
-            for key in ("PAGEFLEET_BROKER_URL", "PAGEFLEET_RESULT_BACKEND"):
+            for key in ("PAGEFLEET_BROKER__URL", "PAGEFLEET_BROKER__RESULT_BACKEND"):
                 os.environ.pop(key, None)
             get_settings.cache_clear()

@@ -41,9 +41,9 @@ RETRY_POLICY: dict[str, Any] = {"autoretry_for": TRANSIENT, "retry_backoff": Tru
 TASK_ROUTES = {
     "pagefleet.split": {"queue": "split"},
     "pagefleet.split_batch": {"queue": "split"},
-    "pagefleet.split_range": {"queue": "cpu"},  # the split task names settings.split_range_queue
+    "pagefleet.split_range": {"queue": "cpu"},  # the split task names settings.advanced.split_range_queue
     "pagefleet.split_done": {"queue": "collect"},
-    "pagefleet.structure_range": {"queue": "cpu"},  # split_done names settings.split_range_queue
+    "pagefleet.structure_range": {"queue": "cpu"},  # split_done names settings.advanced.split_range_queue
     "pagefleet.ranges_structured": {"queue": "collect"},
     "pagefleet.ocr_cpu": {"queue": "cpu"},
     "pagefleet.ocr_gpu": {"queue": "gpu"},
@@ -101,7 +101,7 @@ def _process_init(**_: object) -> None:
     """Cheap: the pod's CPU share for Tesseract/OpenMP; models load lazily on first use. A pool
     process dies with the worker's main process (SIGKILLed, or by the OOM killer): an orphan could
     not report or acknowledge its task, which comes back to another worker anyway."""
-    os.environ["OMP_THREAD_LIMIT"] = str(get_settings().omp_thread_limit)
+    os.environ["OMP_THREAD_LIMIT"] = str(get_settings().ocr.omp_thread_limit)
     die_with_parent(signal.SIGKILL, os.getppid())
 
 
@@ -152,7 +152,7 @@ def send(name: str, args: list[Any], *, queue: str, task_id: str | None = None, 
     cost a producer ~10 ms of CPU per document. A send that fails on the kept connection (Redis
     restarted, a socket gone stale) is tried once more on a fresh one before the error goes up.
     Results are ignored (job state lives in the registry) and arguments are hidden from task events."""
-    url = get_settings().broker_url
+    url = get_settings().broker.url
     with _SENDING:
         for fresh in (False, True):
             try:
@@ -195,8 +195,8 @@ def _drop_producer_connection() -> None:
 
 def use_broker(url: str) -> None:
     """Point this process (a producer: the CLI, the event receiver) at another broker."""
-    os.environ["PAGEFLEET_BROKER_URL"] = url
-    os.environ["PAGEFLEET_RESULT_BACKEND"] = url
+    os.environ["PAGEFLEET_BROKER__URL"] = url
+    os.environ["PAGEFLEET_BROKER__RESULT_BACKEND"] = url
     get_settings.cache_clear()
     with _SENDING:
         _drop_producer_connection()
@@ -211,10 +211,10 @@ app.steps["consumer"].add(steps.LivenessStep)
 
 @setup_logging.connect
 def _logging(loglevel: Any = None, logfile: Any = None, **_: object) -> None:
-    """Workers log through workers/fleet/logs.py: `--loglevel`, PAGEFLEET_LOG_FORMAT=json for one JSON
+    """Workers log through workers/fleet/logs.py: `--loglevel`, PAGEFLEET_OBSERVABILITY__LOG_FORMAT=json for one JSON
     object a line with job id and page, `--logfile` honoured."""
     stream = open(logfile, "a", buffering=1, encoding="utf-8") if logfile else None  # noqa: SIM115 - lives as long as the worker
-    logs.configure(loglevel or "INFO", get_settings().log_format, stream)
+    logs.configure(loglevel or "INFO", get_settings().observability.log_format, stream)
 
 
 _LOG_TOKENS: dict[str, Any] = {}

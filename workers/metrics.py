@@ -220,7 +220,7 @@ class FleetCollector:
         for queue, length in zip(QUEUES, lengths):
             depth.add_metric([queue], float(length))
         yield depth
-        used, limit = memory(self.client)  # producers refuse jobs above reliability.broker_full_ratio of it
+        used, limit = memory(self.client)  # producers refuse jobs above broker.full_ratio of it
         yield GaugeMetricFamily("pagefleet_broker_memory_bytes", "Redis used_memory", value=float(used))
         yield GaugeMetricFamily("pagefleet_broker_maxmemory_bytes", "Redis maxmemory (0: no limit)", value=float(limit))
         raw = self.client.hgetall(HASH)

@@ -1,11 +1,11 @@
 """The per-job deadline watchdog: no job stays in a non-final state forever.
 
 A job in any non-final state (`queued`, `splitting`, `ocr`, `collecting`) whose last progress is
-older than the deadline (`reliability.job_deadline_minutes`) is stalled: a lost split message, a
+older than the deadline (`limits.job_deadline_minutes`) is stalled: a lost split message, a
 split killed mid-way, a lost chord header, a chord that never fired, a collect that gave up while
 S3 was down. The watchdog first re-dispatches what is missing — the split, the OCR of pages that
 have no record (as a new chord whose body is the collector), or the collect — up to
-`reliability.max_redispatch` times. Only then is the job finished: the collector runs with what
+`limits.max_redispatch` times. Only then is the job finished: the collector runs with what
 exists (missing pages become `failed` pages), or a job that never got through its split gets an
 `aborted` error.json, and a dead-letter record is written either way (`pagefleet deadletter`).
 
@@ -33,8 +33,7 @@ from workers.store import keys, work
 from workers.errors import AbortedError, BrokerUnavailable, StorageError
 from workers.fleet.jobs import JobState
 from workers.model import JobSpec
-from workers.reliability import ReliabilitySettings
-from workers.settings import Settings, get_settings, reliability
+from workers.settings import LimitsSettings, Settings, get_settings
 from workers.store.storage import open_storage
 
 log = logging.getLogger(__name__)
@@ -69,7 +68,7 @@ def missing_pages(job: JobSpec, info: dict[str, str], settings: Settings) -> dic
         try:
             queue = work.pending_page(storage, job.job_id, number).queue
         except KeyError:
-            queue = "gpu" if settings.gpu else "cpu"
+            queue = "gpu" if settings.gpu.enabled else "cpu"
         missing.setdefault(queue, []).append(number)
     return missing
 
@@ -77,9 +76,9 @@ def missing_pages(job: JobSpec, info: dict[str, str], settings: Settings) -> dic
 def sweep(deadline_s: float | None = None, now: float | None = None) -> list[tuple[str, str]]:
     """One pass: (job id, what was done) for every stalled job."""
     settings = get_settings()
-    rel = reliability(settings)
+    rel = settings.limits
     if deadline_s is None:  # never shorter than the visibility timeout: no task of the job can still run
-        deadline_s = max(rel.deadline_s, rel.visibility_for(settings.task_time_limit))
+        deadline_s = max(rel.deadline_s, settings.broker.visibility_for(rel.task_time_limit))
     done = []
     for job_id in stalled(deadline_s, now):
         lock = jobs.acquire(f"watchdog:{job_id}", max(60, int(deadline_s)))
@@ -111,7 +110,7 @@ def backlogged(queues: list[str], deadline_s: float, now: float | None = None) -
     return now - progress < deadline_s and any(r.llen(q) > 0 for q in queues)
 
 
-def _act(job_id: str, info: dict[str, str], settings: Settings, rel: ReliabilitySettings, deadline_s: float,
+def _act(job_id: str, info: dict[str, str], settings: Settings, rel: LimitsSettings, deadline_s: float,
          now: float | None) -> str | None:
     """What to do with one stalled job (None: it only waits behind a backlog)."""
     from workers.app import send
@@ -191,9 +190,9 @@ def _abandon(job: JobSpec, info: dict[str, str], settings: Settings) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("watchdog", help="re-dispatch, then finish, jobs that made no progress within the deadline")
     p.add_argument("--once", action="store_true", help="one sweep, then exit (default: sweep every --interval)")
-    p.add_argument("--interval", type=float, help="seconds between sweeps (default: reliability.watchdog_interval_s)")
-    p.add_argument("--deadline-minutes", type=float, help="default: reliability.job_deadline_minutes")
-    p.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER_URL)")
+    p.add_argument("--interval", type=float, help="seconds between sweeps (default: limits.watchdog_interval_s)")
+    p.add_argument("--deadline-minutes", type=float, help="default: limits.job_deadline_minutes")
+    p.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER__URL)")
     p.set_defaults(handler=_handler)
 
 
@@ -202,7 +201,7 @@ def _handler(args: argparse.Namespace, console: Console) -> int:
 
     if args.broker:
         use_broker(args.broker)
-    rel = reliability()
+    rel = get_settings().limits
     deadline_s = args.deadline_minutes * 60 if args.deadline_minutes is not None else rel.deadline_s
     while True:
         try:

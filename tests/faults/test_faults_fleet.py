@@ -45,14 +45,14 @@ def test_redis_restarted_mid_ocr(drill) -> None:
 
 
 REDIS_DEAD_S = float(os.environ.get("PAGEFLEET_DRILL_REDIS_DEAD_S", "8"))
-QUICK_REDIS_CHECKS = {"PAGEFLEET_RELIABILITY__REDIS_SOCKET_TIMEOUT_S": "5", "PAGEFLEET_RELIABILITY__REDIS_HEALTH_CHECK_S": "3"}
+QUICK_REDIS_CHECKS = {"PAGEFLEET_BROKER__REDIS_SOCKET_TIMEOUT_S": "5", "PAGEFLEET_BROKER__REDIS_HEALTH_CHECK_S": "3"}
 
 
 def test_redis_connections_go_dead_mid_ocr(drill) -> None:
     """A failover, or a NAT or firewall that forgets the fleet's connections: Redis stays up, but
     every connection the workers and beat hold stops answering, with no RST, and new ones too
     until it passes; the old ones never answer again. A command on a dead connection fails after
-    `reliability.redis_socket_timeout_s` (it waited for ever), kombu drops a consumer's dead BRPOP
+    `broker.redis_socket_timeout_s` (it waited for ever), kombu drops a consumer's dead BRPOP
     after its health check, and the work goes on over new connections."""
     with drill(env_extra={**SLOW_ENGINE_ENV, **QUICK_REDIS_CHECKS}, queues=(("split,collect", 1), ("cpu", 2)),
                redis_proxy=True) as fleet:

@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def _run(paths: list[Path], out: Path, log: Path, slow: bool = True) -> subprocess.Popen[bytes]:
-    env = {**os.environ, **FAST_ENV, **(SLOW_ENGINE_ENV if slow else {}), "PAGEFLEET_JOB_DEADLINE_S": "300"}
-    for key in ("PAGEFLEET_BROKER_URL", "PAGEFLEET_RESULT_BACKEND"):
+    env = {**os.environ, **FAST_ENV, **(SLOW_ENGINE_ENV if slow else {}), "PAGEFLEET_LIMITS__JOB_DEADLINE_S": "300"}
+    for key in ("PAGEFLEET_BROKER__URL", "PAGEFLEET_BROKER__RESULT_BACKEND"):
         env.pop(key, None)
     argv = [sys.executable, "-m", "workers.cli.main", "run", *map(str, paths), "--out", str(out), "--ocr", "force",
             "--workers", "1"]

@@ -29,12 +29,12 @@ def one_page(path: Path, words: str) -> Path:
 @pytest.fixture
 def batch_of_three(monkeypatch: pytest.MonkeyPatch):
     """The producer (this process) batches three documents a task; files over 10 kB go alone."""
-    monkeypatch.setenv("PAGEFLEET_SPLIT_BATCH_DOCUMENTS", "3")
-    monkeypatch.setenv("PAGEFLEET_SPLIT_BATCH_MAX_BYTES", "10000")
+    monkeypatch.setenv("PAGEFLEET_ADVANCED__SPLIT_BATCH_DOCUMENTS", "3")
+    monkeypatch.setenv("PAGEFLEET_ADVANCED__SPLIT_BATCH_MAX_BYTES", "10000")
     get_settings.cache_clear()
     yield
-    monkeypatch.delenv("PAGEFLEET_SPLIT_BATCH_DOCUMENTS")
-    monkeypatch.delenv("PAGEFLEET_SPLIT_BATCH_MAX_BYTES")
+    monkeypatch.delenv("PAGEFLEET_ADVANCED__SPLIT_BATCH_DOCUMENTS")
+    monkeypatch.delenv("PAGEFLEET_ADVANCED__SPLIT_BATCH_MAX_BYTES")
     get_settings.cache_clear()
 
 
@@ -150,7 +150,7 @@ def test_a_submissions_batches_share_one_sandbox_child(fleet, tmp_path: Path) ->
 def test_a_batch_reads_its_documents_heads_a_chunk_at_a_time_in_its_reader_thread(
         fleet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`split_batch` reads the documents' heads (options, source, sandbox probe) in one reader
-    thread, in order, in chunks growing 1, 2, 4 … up to `sandbox_probe_batch`, each chunk asked for
+    thread, in order, in chunks growing 1, 2, 4 … up to `batch.PROBE_BATCH`, each chunk asked for
     before the first document of the chunk before it is decided; a chunk's probes go to the sandbox
     as one command. A document MuPDF cannot open stops that command there: it and the ones after it
     are probed alone, it gets its typed error and the others are split as usual."""
@@ -160,7 +160,7 @@ def test_a_batch_reads_its_documents_heads_a_chunk_at_a_time_in_its_reader_threa
     from workers.pdf import source
     from workers.split import batch, job
 
-    monkeypatch.setenv("PAGEFLEET_SANDBOX_PROBE_BATCH", "4")
+    monkeypatch.setattr(batch, "PROBE_BATCH", 4)
     get_settings.cache_clear()
     files = [one_page(tmp_path / f"doc{i}.pdf", f"read ahead {i}") for i in range(7)]
     (tmp_path / "doc4.pdf").write_bytes(b"%PDF-1.7 not a pdf")  # passes the header check, fails in MuPDF
@@ -192,11 +192,7 @@ def test_a_batch_reads_its_documents_heads_a_chunk_at_a_time_in_its_reader_threa
     monkeypatch.setattr(job, "split_one", spy_split)
     monkeypatch.setattr(batch, "ThreadPoolExecutor", Reader)
     monkeypatch.setattr(source, "run_child", spy_child)
-    try:
-        results = split.split_batch.run([s.model_dump(mode="json") for s in specs])
-    finally:
-        monkeypatch.delenv("PAGEFLEET_SANDBOX_PROBE_BATCH")
-        get_settings.cache_clear()
+    results = split.split_batch.run([s.model_dump(mode="json") for s in specs])
     assert [r.get("accepted") for r in results] == [1, 1, 1, 1, 0, 1, 1] and results[4]["error"]["code"] == "invalid_pdf"
     chunks = [(ids[0],), tuple(ids[1:3]), tuple(ids[3:7])]
     assert [(job, where) for kind, job, where in events if kind == "heads"] == [(c, "heads_0") for c in chunks]
@@ -241,7 +237,7 @@ def test_a_burst_of_bucket_events_is_enqueued_in_batches(fleet, tmp_path: Path, 
         etag = client.fput_object(bucket, f"in/up{i}.pdf", str(path)).etag.strip('"')
         elements.append(access_element(minio_record(key=f"in/up{i}.pdf", bucket=bucket, etag=etag)))
     list_name = f"burst-{uuid.uuid4().hex[:8]}"
-    source = bridge_client(get_settings().broker_url, block_s=0.2)
+    source = bridge_client(get_settings().broker.url, block_s=0.2)
     intake = build_intake(EventSettings(output=f"s3://{bucket}-out/r"), jobs.client())
     bridge = RedisBridge(source, list_name, intake, block_s=0.2, retry_s=0.2, stop=threading.Event(), batch=16)
     source.rpush(list_name, *elements, elements[2])

@@ -1,4 +1,4 @@
-"""`command:NAME` in a real fleet: a site's OCR program, configured in PAGEFLEET_OCR_COMMANDS and
+"""`command:NAME` in a real fleet: a site's OCR program, configured in PAGEFLEET_OCR__COMMANDS and
 named in a chain, receives the absolute PDF path and the 1-based page number, prints Markdown, and
 its output is accepted through the same gate as any engine's."""
 
@@ -33,8 +33,8 @@ def test_site_command_reads_the_page_through_the_gate(fixtures_dir: Path, tmp_pa
     program.chmod(program.stat().st_mode | stat.S_IXUSR)
     spy = tmp_path / "argv.json"
     chain = '["command:site", "tesseract:heb+eng"]'
-    env = {"PAGEFLEET_OCR_COMMANDS": json.dumps({"site": {"argv": [str(program)], "timeout_s": 60, "env": {"SPY": str(spy)}}}),
-           "PAGEFLEET_CHAINS__CPU_HE": chain, "PAGEFLEET_CHAINS__CPU_DEFAULT": chain}
+    env = {"PAGEFLEET_OCR__COMMANDS": json.dumps({"site": {"argv": [str(program)], "timeout_s": 60, "env": {"SPY": str(spy)}}}),
+           "PAGEFLEET_OCR__CHAINS__CPU_HE": chain, "PAGEFLEET_OCR__CHAINS__CPU_DEFAULT": chain}
     pdf = fixtures_dir / "image_only_hebrew_scan.pdf"
     out = tmp_path / "out"
     with PrivateFleet(tmp_path, env, (("split,collect", 1), ("cpu", 1))):

@@ -25,8 +25,8 @@ def test_engine_import_failure_is_a_refused_attempt_not_a_failed_task(fixtures_d
     (shadow / "__init__.py").write_text("import paddle  # noqa: F401  (not installed)\n", encoding="utf-8")
     chain = '["paddle", "tesseract:heb+eng"]'
     env = {"PYTHONPATH": os.pathsep.join([str(shadow.parent), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-           "PAGEFLEET_CHAINS__CPU_HE": chain, "PAGEFLEET_CHAINS__CPU_DEFAULT": chain,
-           "PAGEFLEET_CHAINS__CPU_LATIN": chain, "PAGEFLEET_MAX_PAGE_ATTEMPTS": "1"}
+           "PAGEFLEET_OCR__CHAINS__CPU_HE": chain, "PAGEFLEET_OCR__CHAINS__CPU_DEFAULT": chain,
+           "PAGEFLEET_OCR__CHAINS__CPU_LATIN": chain, "PAGEFLEET_LIMITS__MAX_PAGE_ATTEMPTS": "1"}
     out = tmp_path / "out"
     with PrivateFleet(tmp_path, env, (("split,collect", 1), ("cpu", 1))):
         spec = spec_for_path(str(fixtures_dir / "image_only_hebrew_scan.pdf"), LocalStorage(out).url, "doc", Options())

@@ -318,8 +318,8 @@ def events_process(service_env: dict[str, str], tmp_path: Path, redis_port: int,
         [sys.executable, "-m", "workers.cli.main", "events", "--host", "127.0.0.1", "--port", str(http_port),
          "--token-env", "EVENTS_TOKEN", "--output", "s3://results/out", "--broker", f"redis://127.0.0.1:{redis_port}/0",
          *args],
-        cwd=ROOT, env=dict(os.environ, **service_env, EVENTS_TOKEN=TOKEN, PAGEFLEET_LOGLEVEL="INFO",
-                           PAGEFLEET_EVENTS_HEAD_OBJECTS="false", **env),
+        cwd=ROOT, env=dict(os.environ, **service_env, EVENTS_TOKEN=TOKEN, PAGEFLEET_OBSERVABILITY__LOGLEVEL="INFO",
+                           PAGEFLEET_EVENTS__HEAD_OBJECTS="false", **env),
         stdout=subprocess.DEVNULL, stderr=open(log_path, "wb"), start_new_session=True)
     url = f"http://127.0.0.1:{http_port}"
     try:

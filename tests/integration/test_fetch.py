@@ -27,7 +27,7 @@ def test_oversize_object_is_refused_before_download(s3_bucket, tmp_path, monkeyp
     bucket, client = s3_bucket
     data = b"%PDF-1.7\n" + b"0" * 5000
     client.put_object(bucket, "big.pdf", io.BytesIO(data), len(data))
-    monkeypatch.setenv("PAGEFLEET_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("PAGEFLEET_STORAGE__CACHE_DIR", str(tmp_path))
     get_settings.cache_clear()
     settings = get_settings()
     job = _job(bucket, "big.pdf", 1000)

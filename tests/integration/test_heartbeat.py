@@ -36,8 +36,8 @@ def ops_worker(service_env, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     tmp = tmp_path_factory.mktemp("ops-worker")
     sink = EnvelopeSink()
     queue = f"ops-{uuid.uuid4().hex[:6]}"  # nothing else sends here
-    env = dict(os.environ, **service_env, PAGEFLEET_HEARTBEAT_DIR=str(tmp / "beat"),
-               PAGEFLEET_HEARTBEAT_INTERVAL_S="0.5", PAGEFLEET_HEARTBEAT_MAX_AGE_S="5", SENTRY_DSN=sink.dsn)
+    env = dict(os.environ, **service_env, PAGEFLEET_OBSERVABILITY__HEARTBEAT__DIR=str(tmp / "beat"),
+               PAGEFLEET_OBSERVABILITY__HEARTBEAT__INTERVAL_S="0.5", PAGEFLEET_OBSERVABILITY__HEARTBEAT__MAX_AGE_S="5", SENTRY_DSN=sink.dsn)
     assert probe("live", env) == 1 and probe("ready", env) == 1  # nothing running yet
     worker = WorkerProcess(queue, 1, env, tmp)
     state = {"worker": worker, "env": env, "dir": tmp / "beat", "sink": sink, "queue": queue}
@@ -74,8 +74,8 @@ def test_heartbeat_and_probes(ops_worker: dict[str, Any]) -> None:
     time.sleep(1.6)
     assert (beat / "alive").stat().st_mtime > first, "the bootstep keeps beating"
     assert probe("live", env) == 0 and probe("ready", env) == 0
-    assert probe("live", dict(env, PAGEFLEET_HEARTBEAT_MAX_AGE_S="0.001")) == 1, "a stale heartbeat fails liveness"
+    assert probe("live", dict(env, PAGEFLEET_OBSERVABILITY__HEARTBEAT__MAX_AGE_S="0.001")) == 1, "a stale heartbeat fails liveness"
     ops_worker["worker"].stop()  # warm shutdown
     assert (beat / "stopping").exists() and not (beat / "ready").exists()
     assert probe("ready", env) == 1
-    assert probe("live", dict(env, PAGEFLEET_HEARTBEAT_MAX_AGE_S="0.001")) == 0, "never killed while shutting down"
+    assert probe("live", dict(env, PAGEFLEET_OBSERVABILITY__HEARTBEAT__MAX_AGE_S="0.001")) == 0, "never killed while shutting down"

@@ -169,7 +169,7 @@ def inbox_receiver(service_env: dict[str, str]):
         intake = build_intake(config, jobs.client())
         app = Receiver(intake, BearerAuth(TOKEN), ready=redis_ready(jobs.client()),
                        inbox=Inbox(jobs.client(), config.inbox_list, intake.filters)).app()
-        started.append((AsgiServer(app, "127.0.0.1", 0).start(), start_bridges(config, get_settings().broker_url, intake)))
+        started.append((AsgiServer(app, "127.0.0.1", 0).start(), start_bridges(config, get_settings().broker.url, intake)))
         return started[-1]
 
     yield start
@@ -253,7 +253,7 @@ def test_inbox_rides_out_a_broker_outage_and_queues_each_upload_once(service_env
     private = _start_redis(redis_port, tmp_path)
     try:
         with events_process(service_env, tmp_path, redis_port, "--inbox-list", "inbox",
-                            PAGEFLEET_EVENTS_GATHER_S="0.2") as (url, log_path):
+                            PAGEFLEET_EVENTS__GATHER_S="0.2") as (url, log_path):
 
             def drained(client: redis.Redis, messages: int) -> None:
                 deadline = time.monotonic() + 20

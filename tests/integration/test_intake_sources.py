@@ -113,11 +113,11 @@ def test_submit_looks_up_many_sources_at_once_with_a_short_timeout(service_env, 
     uris = [f"s3://{bucket}/in/there.pdf", f"s3://{bucket}/in/not-there.pdf"]
     assert lookup.sizes(uris) == [path.stat().st_size, None]
 
-    host, port = get_settings().s3_endpoint.split(":")
+    host, port = get_settings().storage.s3_endpoint.split(":")
     proxy = TcpProxy(host, int(port)).start()
     try:
-        monkeypatch.setenv("PAGEFLEET_S3_ENDPOINT", proxy.endpoint)
-        monkeypatch.setenv("PAGEFLEET_S3_LOOKUP_TIMEOUT_S", "1")
+        monkeypatch.setenv("PAGEFLEET_STORAGE__S3_ENDPOINT", proxy.endpoint)
+        monkeypatch.setenv("PAGEFLEET_STORAGE__S3_LOOKUP_TIMEOUT_S", "1")
         get_settings.cache_clear()
         many = [f"s3://{bucket}/in/doc{i}.pdf" for i in range(8)]
         for hurt in (proxy.cut, proxy.stall):  # refused at once / accepted and never answered

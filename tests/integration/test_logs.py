@@ -1,4 +1,4 @@
-"""Structured logs from real workers: with PAGEFLEET_LOG_FORMAT=json every line a worker writes is
+"""Structured logs from real workers: with PAGEFLEET_OBSERVABILITY__LOG_FORMAT=json every line a worker writes is
 one JSON object, the task's lines carry its job id and page, and no INFO line names the file."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def test_json_logs_carry_job_and_page_and_never_the_file_name(fixtures_dir: Path
     shutil.copyfile(fixtures_dir / "image_only_hebrew_scan.pdf", pdf)
     logdir = tmp_path / "fleet"
     logdir.mkdir()
-    with PrivateFleet(logdir, {"PAGEFLEET_LOG_FORMAT": "json"}, (("split,collect", 1), ("cpu", 1))):
+    with PrivateFleet(logdir, {"PAGEFLEET_OBSERVABILITY__LOG_FORMAT": "json"}, (("split,collect", 1), ("cpu", 1))):
         spec = spec_for_path(str(pdf), LocalStorage(tmp_path / "out").url, "doc", Options())
         enqueue(spec)
         assert wait_for_job(spec.job_id)["state"] == "done"

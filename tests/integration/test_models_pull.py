@@ -55,7 +55,7 @@ def test_pull_from_s3_then_a_gpu_page_is_read_by_the_pulled_model(service_env, s
     bad = pull(f"s3://{bucket}/models/v1", tmp_path / "other")
     assert bad.returncode == 1 and "sha256" in bad.stderr and "Traceback" not in bad.stderr
 
-    info, page = read_scan_on_gpu(fixtures_dir, tmp_path, gpu_env(QWEN, SIGLIP, PAGEFLEET_MODELS_DIR=str(models)))
+    info, page = read_scan_on_gpu(fixtures_dir, tmp_path, gpu_env(QWEN, SIGLIP, PAGEFLEET_OCR__MODELS__DIR=str(models)))
     assert info["status"] == "accepted", info
     assert page["router"]["source"] == "siglip2" and page["router"]["script"] == "he"
     dots, qwen = page["attempts"][0], page["attempts"][1]

@@ -51,7 +51,7 @@ def test_ranges_read_like_one_task(fixtures_dir: Path, tmp_path: Path) -> None:
     pdf = _document(fixtures_dir, tmp_path / "doc.pdf")
     one, no_ranges = _run(pdf, tmp_path / "one", tmp_path / "f1", {})
     split, range_tasks = _run(pdf, tmp_path / "split", tmp_path / "f2",
-                              {"PAGEFLEET_SPLIT_RANGE_PAGES": "3", "PAGEFLEET_SPLIT_MAX_RANGES": "4"})
+                              {"PAGEFLEET_ADVANCED__SPLIT_RANGE_PAGES": "3", "PAGEFLEET_ADVANCED__SPLIT_MAX_RANGES": "4"})
     assert _ran(no_ranges, "pagefleet.split_range") == 0
     assert _ran(range_tasks, "pagefleet.split_range") == 4  # 14 pages: the split task's 3, then 4 ranges of 3
     assert [p["number"] for p in split] == list(range(1, 15))
@@ -69,7 +69,7 @@ def test_ranges_with_structure_give_the_same_blocks(structure_dir: Path, tmp_pat
                  tmp_path / "report.pdf")
     one, no_ranges = _run(pdf, tmp_path / "one", tmp_path / "f1", {}, structure=True)
     split, range_tasks = _run(pdf, tmp_path / "split", tmp_path / "f2",
-                              {"PAGEFLEET_SPLIT_RANGE_PAGES": "3", "PAGEFLEET_SPLIT_MAX_RANGES": "4"}, structure=True)
+                              {"PAGEFLEET_ADVANCED__SPLIT_RANGE_PAGES": "3", "PAGEFLEET_ADVANCED__SPLIT_MAX_RANGES": "4"}, structure=True)
     assert _ran(no_ranges, "pagefleet.split_range") == 0 and _ran(no_ranges, "pagefleet.structure_range") == 0
     assert _ran(range_tasks, "pagefleet.split_range") == 3  # 11 pages: the split task's 3, then ranges of 3, 3, 2
     assert _ran(range_tasks, "pagefleet.structure_range") == 4  # every range's blocks, the split task's too
@@ -108,8 +108,8 @@ def test_collected_as_ranges_come_in_reads_the_same(fixtures_dir: Path, tmp_path
             with pymupdf.open(fixtures_dir / name) as src:
                 doc.insert_pdf(src, from_page=0, to_page=0)
         doc.save(tmp_path / "doc.pdf")
-    ranges = {"PAGEFLEET_SPLIT_RANGE_PAGES": "3", "PAGEFLEET_SPLIT_MAX_RANGES": "8"}
-    _, after = _run(tmp_path / "doc.pdf", tmp_path / "after", tmp_path / "f1", {**ranges, "PAGEFLEET_STREAM_COLLECT": "0"})
+    ranges = {"PAGEFLEET_ADVANCED__SPLIT_RANGE_PAGES": "3", "PAGEFLEET_ADVANCED__SPLIT_MAX_RANGES": "8"}
+    _, after = _run(tmp_path / "doc.pdf", tmp_path / "after", tmp_path / "f1", {**ranges, "PAGEFLEET_ADVANCED__STREAM_COLLECT": "0"})
     (tmp_path / "f2").mkdir()
     with PrivateFleet(tmp_path / "f2", ranges, (("split,collect", 2), ("cpu", 2))) as fleet:
         spec = spec_for_path(str(tmp_path / "doc.pdf"), LocalStorage(tmp_path / "with").url, "doc", Options(structure=False))

@@ -40,7 +40,7 @@ def test_bridge_replays_dedups_and_dead_letters(fleet, fixtures_dir: Path, s3_bu
     element = access_element(minio_record(key=urllib.parse.quote_plus(key, safe="/"), bucket=bucket,
                                           etag=result.etag.strip('"')))
     list_name = f"bucketevents-{uuid.uuid4().hex[:8]}"
-    source = bridge_client(get_settings().broker_url, block_s=0.2)
+    source = bridge_client(get_settings().broker.url, block_s=0.2)
     intake = build_intake(EventSettings(output=f"s3://{bucket}-out/r"), jobs.client())
     bridge = RedisBridge(source, list_name, intake, block_s=0.2, retry_s=0.2, stop=threading.Event())
     source.rpush(bridge.processing, element)  # moved by a bridge that died before acknowledging

@@ -28,8 +28,8 @@ def _submit(pdf: Path, out: Path, stem: str = "doc") -> str:
 
 
 def test_crashing_engine_falls_through_the_chain(fixtures_dir: Path, tmp_path: Path) -> None:
-    env = {"PAGEFLEET_CHAINS__CPU_HE": '["crash", "tesseract:heb+eng"]',
-           "PAGEFLEET_CHAINS__CPU_DEFAULT": '["crash", "tesseract:heb+ara+eng"]'}
+    env = {"PAGEFLEET_OCR__CHAINS__CPU_HE": '["crash", "tesseract:heb+eng"]',
+           "PAGEFLEET_OCR__CHAINS__CPU_DEFAULT": '["crash", "tesseract:heb+ara+eng"]'}
     with PrivateFleet(tmp_path, env, (("split,collect", 1), ("cpu", 1))):
         job = _submit(fixtures_dir / "image_only_hebrew_scan.pdf", tmp_path / "out")
         info = wait_for_job(job)
@@ -43,8 +43,8 @@ def test_crashing_engine_falls_through_the_chain(fixtures_dir: Path, tmp_path: P
 
 
 def test_page_that_kills_its_worker_is_capped_and_dead_lettered(fixtures_dir: Path, tmp_path: Path) -> None:
-    env = {"PAGEFLEET_CHAINS__CPU_HE": '["die"]', "PAGEFLEET_CHAINS__CPU_DEFAULT": '["die"]',
-           "PAGEFLEET_MAX_PAGE_ATTEMPTS": "2"}
+    env = {"PAGEFLEET_OCR__CHAINS__CPU_HE": '["die"]', "PAGEFLEET_OCR__CHAINS__CPU_DEFAULT": '["die"]',
+           "PAGEFLEET_LIMITS__MAX_PAGE_ATTEMPTS": "2"}
     with PrivateFleet(tmp_path, env, (("split,collect", 1), ("cpu", 1))) as fleet:
         job = _submit(fixtures_dir / "mixed_multipage_document.pdf", tmp_path / "out")
         info = wait_for_job(job, timeout_s=240)
@@ -120,14 +120,14 @@ def test_a_task_on_a_thread_keeps_its_soft_time_limit(fixtures_dir: Path, tmp_pa
         return spec.model_dump(mode="json")
 
     on_thread, on_main = split(tmp_path / "thread"), split(tmp_path / "main")
-    os.environ["PAGEFLEET_TASK_SOFT_TIME_LIMIT"] = "0"  # passed before the first engine of the chain
+    os.environ["PAGEFLEET_LIMITS__TASK_SOFT_TIME_LIMIT"] = "0"  # passed before the first engine of the chain
     get_settings.cache_clear()
     try:
         with ThreadPoolExecutor(1) as pool:
             result = pool.submit(_run, on_thread, [1]).result(timeout=120)
         read = _run(on_main, [1])  # a pool child's main thread: Celery's limits, none of its own
     finally:
-        os.environ.pop("PAGEFLEET_TASK_SOFT_TIME_LIMIT")
+        os.environ.pop("PAGEFLEET_LIMITS__TASK_SOFT_TIME_LIMIT")
         get_settings.cache_clear()
     assert result["pages"] == [{"page": 1, "route": "failed", "engine": None}]
     stored = LocalStorage(tmp_path / "thread").get_json(keys.page(on_thread["job_id"], 1))

@@ -23,7 +23,7 @@ def private_redis(tmp_path_factory: pytest.TempPathFactory):
     from workers.fleet.launcher import RedisServer
 
     server = RedisServer(tmp_path_factory.mktemp("redis-state"))
-    previous = os.environ.get("PAGEFLEET_BROKER_URL")
+    previous = os.environ.get("PAGEFLEET_BROKER__URL")
     yield server.start()
     server.stop()
     if previous:
@@ -31,7 +31,7 @@ def private_redis(tmp_path_factory: pytest.TempPathFactory):
     else:
         from workers.settings import get_settings
 
-        for key in ("PAGEFLEET_BROKER_URL", "PAGEFLEET_RESULT_BACKEND"):
+        for key in ("PAGEFLEET_BROKER__URL", "PAGEFLEET_BROKER__RESULT_BACKEND"):
             os.environ.pop(key, None)
         get_settings.cache_clear()
 
@@ -80,7 +80,7 @@ def test_deliveries_not_retries_are_counted_per_run(redis_url: str) -> None:
 def test_finished_jobs_expire_and_the_index_is_trimmed(redis_url: str, monkeypatch) -> None:
     from workers.settings import get_settings
 
-    monkeypatch.setenv("PAGEFLEET_RELIABILITY__JOBS_INDEX_MAX", "100")
+    monkeypatch.setenv("PAGEFLEET_BROKER__JOBS_INDEX_MAX", "100")
     get_settings.cache_clear()
     r = jobs.client()
     for i in range(130):  # finished by `update` and by `done` (a one-task document's), in turn
@@ -90,7 +90,7 @@ def test_finished_jobs_expire_and_the_index_is_trimmed(redis_url: str, monkeypat
         else:
             jobs.update(f"job-{i}", state=jobs.JobState.DONE)
     for i in (5, 6):
-        assert 0 < r.ttl(f"pagefleet:job:job-{i}") <= get_settings().reliability.job_record_ttl_s
+        assert 0 < r.ttl(f"pagefleet:job:job-{i}") <= get_settings().broker.job_record_ttl_s
     assert r.zcard("pagefleet:jobs") == 100 and r.zcard(jobs.ACTIVE) == 0
     assert r.zscore("pagefleet:jobs", "job-129") is not None and r.zscore("pagefleet:jobs", "job-0") is None
     get_settings.cache_clear()
@@ -222,7 +222,7 @@ def test_done_finishes_counts_once_and_releases_only_its_own_lock_in_one_script(
     from collections import Counter
 
     from workers import metrics
-    from workers.settings import reliability
+    from workers.settings import get_settings
 
     r = jobs.client()
     for job_id in ("job-d", "job-e"):
@@ -241,7 +241,7 @@ def test_done_finishes_counts_once_and_releases_only_its_own_lock_in_one_script(
     assert (record["state"], json.loads(record["routes"]), record["pages"], record["pages_done"]) == \
         ("done", {"text_layer": 2}, "2", "2")
     assert "error_code" not in record and float(record["updated"]) > 0
-    assert 0 < r.ttl(jobs.job_key("job-d")) <= reliability().job_record_ttl_s
+    assert 0 < r.ttl(jobs.job_key("job-d")) <= get_settings().broker.job_record_ttl_s
     assert r.zscore(jobs.ACTIVE, "job-d") is None and r.zscore("pagefleet:jobs", "job-d") is not None
     assert r.get(jobs.PROGRESS) is not None and not jobs.locked("split:job-d") and lock.local.token is None
     notice = next(m for _ in range(50) if (m := notices.get_message(timeout=0.2)))

@@ -45,7 +45,7 @@ def test_reparse_resubmits_only_older_documents(service_env: dict[str, str], fix
 
     out = io.StringIO()
     with redirect_stdout(out):
-        assert main(["reparse", "s3://reparse-out", "--broker", service_env["PAGEFLEET_BROKER_URL"]]) == 0
+        assert main(["reparse", "s3://reparse-out", "--broker", service_env["PAGEFLEET_BROKER__URL"]]) == 0
     job_ids = out.getvalue().split()
     assert len(job_ids) == 1
     state = jobs.get(job_ids[0])

@@ -46,7 +46,7 @@ def out(fixtures_dir: Path, structure_dir: Path, tmp_path_factory: pytest.TempPa
 
 @pytest.fixture(scope="module")
 def studio(out: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[StudioProcess]:
-    with StudioProcess(str(out), tmp_path_factory.mktemp("studio"), env={"PAGEFLEET_STUDIO_REVIEWER": "dana"}) as s:
+    with StudioProcess(str(out), tmp_path_factory.mktemp("studio"), env={"PAGEFLEET_STUDIO__REVIEWER": "dana"}) as s:
         yield s
 
 

@@ -45,7 +45,7 @@ class StudioProcess:
     def __init__(self, where: str, tmp: Path, *extra: str, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        env = dict(os.environ, PAGEFLEET_CACHE_DIR=str(tmp / "cache"), **(env or {}))
+        env = dict(os.environ, PAGEFLEET_STORAGE__CACHE_DIR=str(tmp / "cache"), **(env or {}))
         self.log = open(tmp / f"studio-{self.port}.log", "wb")
         self.proc = subprocess.Popen([PAGEFLEET, "review", where, "--port", str(self.port), *extra], env=env,
                                      stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -298,7 +298,7 @@ def test_non_loopback_host_without_token_is_refused(out: Path) -> None:
 
 def test_token_host_and_csrf_guards(out: Path, tmp_path: Path) -> None:
     with StudioProcess(str(out), tmp_path, "--token", "s3cret-t0ken",
-                       env={"PAGEFLEET_STUDIO_MAX_UPLOAD_BYTES": "4096"}) as studio:
+                       env={"PAGEFLEET_STUDIO__MAX_UPLOAD_BYTES": "4096"}) as studio:
         assert _request(studio.base, "/")[0] == 401
         assert _request(studio.base, "/?token=wrong")[0] == 401
         status, headers, _ = _request(studio.base, f"/doc/{DOC}?token=s3cret-t0ken")

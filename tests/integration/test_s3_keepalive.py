@@ -23,7 +23,7 @@ pytestmark = pytest.mark.integration
 
 
 def _settings(endpoint: str, **extra: object) -> Settings:
-    return Settings(s3_endpoint=endpoint, s3_access_key="testing", s3_secret_key="testing", **extra)
+    return Settings(storage={"s3_endpoint": endpoint, "s3_access_key": "testing", "s3_secret_key": "testing", **extra})
 
 
 def _store_documents(endpoint: str, bucket: str, count: int, secure: bool = False) -> None:
@@ -79,7 +79,7 @@ def test_documents_stored_over_https_share_the_connections(monkeypatch: pytest.M
     `SSL_CERT_FILE`, as a private CA's would be."""
     with MotoServer(tls=True) as server:
         monkeypatch.setenv("SSL_CERT_FILE", server.env()["SSL_CERT_FILE"])
-        host, port = server.env()["PAGEFLEET_S3_ENDPOINT"].split(":")
+        host, port = server.env()["PAGEFLEET_STORAGE__S3_ENDPOINT"].split(":")
         proxy = TcpProxy(host, int(port)).start()
         try:
             settings = _settings(proxy.endpoint, s3_secure=True, s3_region="us-east-1")
@@ -95,7 +95,7 @@ def test_documents_stored_over_https_share_the_connections(monkeypatch: pytest.M
         finally:
             proxy.cut()
         monkeypatch.delenv("SSL_CERT_FILE")  # certifi's bundle does not hold the test's certificate
-        untrusting = _settings(server.env()["PAGEFLEET_S3_ENDPOINT"], s3_secure=True, s3_region="us-east-1",
+        untrusting = _settings(server.env()["PAGEFLEET_STORAGE__S3_ENDPOINT"], s3_secure=True, s3_region="us-east-1",
                                s3_timeout_s=5)
         with pytest.raises(StorageError) as info:
             open_storage(f"s3://{bucket}/out", untrusting).get_bytes("doc0/report.json")

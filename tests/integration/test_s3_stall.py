@@ -32,8 +32,9 @@ def stalling(s3_server: str, request: pytest.FixtureRequest) -> Iterator[tuple[T
     by the cut at the end, so none outlives the test)."""
     host, port = s3_server.split(":")
     proxy = TcpProxy(host, int(port)).start()
-    settings = Settings(s3_endpoint=proxy.endpoint, s3_access_key="testing", s3_secret_key="testing",
-                        s3_region="us-east-1", s3_timeout_s=request.param)
+    settings = Settings(storage={"s3_endpoint": proxy.endpoint, "s3_access_key": "testing",
+                                 "s3_secret_key": "testing", "s3_region": "us-east-1",
+                                 "s3_timeout_s": request.param})
     store = S3Storage(f"stall-{uuid.uuid4().hex[:10]}", "", settings)
     store.client.make_bucket(store.bucket)
     yield proxy, store

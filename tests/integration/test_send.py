@@ -24,18 +24,18 @@ pytestmark = pytest.mark.integration
 def broker(tmp_path: Path) -> Iterator[RedisServer]:
     server = RedisServer(tmp_path, aof=True)
     server.start()
-    before = os.environ.get("PAGEFLEET_BROKER_URL"), os.environ.get("PAGEFLEET_RESULT_BACKEND")
+    before = os.environ.get("PAGEFLEET_BROKER__URL"), os.environ.get("PAGEFLEET_BROKER__RESULT_BACKEND")
     use_broker(server.url)
     try:
         yield server
     finally:
         server.stop()
-        for name, value in zip(("PAGEFLEET_BROKER_URL", "PAGEFLEET_RESULT_BACKEND"), before):
+        for name, value in zip(("PAGEFLEET_BROKER__URL", "PAGEFLEET_BROKER__RESULT_BACKEND"), before):
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-        use_broker(os.environ.get("PAGEFLEET_BROKER_URL", "redis://127.0.0.1:6379/0"))
+        use_broker(os.environ.get("PAGEFLEET_BROKER__URL", "redis://127.0.0.1:6379/0"))
 
 
 def _queued(url: str, queue: str) -> list[str]:

@@ -26,7 +26,7 @@ def _put(client, bucket: str, key: str, data: bytes):
 
 def test_exact_version_and_etag(s3_bucket, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bucket, client = s3_bucket
-    monkeypatch.setenv("PAGEFLEET_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PAGEFLEET_STORAGE__CACHE_DIR", str(tmp_path / "cache"))
     get_settings.cache_clear()
     client.set_bucket_versioning(bucket, VersioningConfig(ENABLED))
     first = _put(client, bucket, "in/doc.pdf", b"%PDF-1.4 first version\n")

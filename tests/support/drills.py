@@ -29,34 +29,34 @@ from tests.support.tcp_proxy import TcpProxy
 from workers.fleet.launcher import Fleet, RedisServer, die_with_parent
 
 FAST_ENV = {
-    "PAGEFLEET_TASK_SOFT_TIME_LIMIT": "25",
-    "PAGEFLEET_TASK_TIME_LIMIT": "30",
-    "PAGEFLEET_RELIABILITY__VISIBILITY_MARGIN_S": "5",       # unacked work back after 35 s
-    "PAGEFLEET_RELIABILITY__UNACKED_RESTORE_INTERVAL_S": "2",
-    "PAGEFLEET_RELIABILITY__JOB_DEADLINE_MINUTES": "0.5",    # the watchdog acts after max(30 s, 35 s)
-    "PAGEFLEET_RELIABILITY__WATCHDOG_INTERVAL_S": "4",
-    "PAGEFLEET_RELIABILITY__MAX_REDISPATCH": "3",
-    "PAGEFLEET_RELIABILITY__CALLBACK_TIMEOUT_S": "2",
-    "PAGEFLEET_RELIABILITY__CALLBACK_MAX_RETRIES": "3",
-    "PAGEFLEET_RELIABILITY__CALLBACK_BACKOFF_MAX_S": "2",
-    "PAGEFLEET_CHAINS__CPU_LATIN": '["echo:Drill page read by the echo engine"]',
-    "PAGEFLEET_CHAINS__CPU_DEFAULT": '["echo:Drill page read by the echo engine"]',
-    "PAGEFLEET_GPU": "0",
-    "PAGEFLEET_S3_ACCESS_KEY": "testing",
-    "PAGEFLEET_S3_SECRET_KEY": "testing",
-    "PAGEFLEET_S3_REGION": "us-east-1",
-    "PAGEFLEET_S3_TIMEOUT_S": "4",  # a stalled S3 request fails inside the 25 s soft limit (twice: one retry)
+    "PAGEFLEET_LIMITS__TASK_SOFT_TIME_LIMIT": "25",
+    "PAGEFLEET_LIMITS__TASK_TIME_LIMIT": "30",
+    "PAGEFLEET_BROKER__VISIBILITY_MARGIN_S": "5",       # unacked work back after 35 s
+    "PAGEFLEET_BROKER__UNACKED_RESTORE_INTERVAL_S": "2",
+    "PAGEFLEET_LIMITS__JOB_DEADLINE_MINUTES": "0.5",    # the watchdog acts after max(30 s, 35 s)
+    "PAGEFLEET_LIMITS__WATCHDOG_INTERVAL_S": "4",
+    "PAGEFLEET_LIMITS__MAX_REDISPATCH": "3",
+    "PAGEFLEET_LIMITS__CALLBACK_TIMEOUT_S": "2",
+    "PAGEFLEET_LIMITS__CALLBACK_MAX_RETRIES": "3",
+    "PAGEFLEET_LIMITS__CALLBACK_BACKOFF_MAX_S": "2",
+    "PAGEFLEET_OCR__CHAINS__CPU_LATIN": '["echo:Drill page read by the echo engine"]',
+    "PAGEFLEET_OCR__CHAINS__CPU_DEFAULT": '["echo:Drill page read by the echo engine"]',
+    "PAGEFLEET_GPU__ENABLED": "0",
+    "PAGEFLEET_STORAGE__S3_ACCESS_KEY": "testing",
+    "PAGEFLEET_STORAGE__S3_SECRET_KEY": "testing",
+    "PAGEFLEET_STORAGE__S3_REGION": "us-east-1",
+    "PAGEFLEET_STORAGE__S3_TIMEOUT_S": "4",  # a stalled S3 request fails inside the 25 s soft limit (twice: one retry)
 }
 OPTIONS = {"ocr": "force", "dpi": 72}
 # FAST_ENV's short task limits, visibility timeout and job deadline put back to the defaults: a
 # recovery measured under these owes nothing to them (the visibility timeout is 540 s, the deadline 15 min)
 DEFAULT_LIMITS = {
-    "PAGEFLEET_TASK_SOFT_TIME_LIMIT": "420",
-    "PAGEFLEET_TASK_TIME_LIMIT": "480",
-    "PAGEFLEET_RELIABILITY__VISIBILITY_MARGIN_S": "60",
-    "PAGEFLEET_RELIABILITY__UNACKED_RESTORE_INTERVAL_S": "10",
-    "PAGEFLEET_RELIABILITY__JOB_DEADLINE_MINUTES": "15",
-    "PAGEFLEET_RELIABILITY__WATCHDOG_INTERVAL_S": "60",
+    "PAGEFLEET_LIMITS__TASK_SOFT_TIME_LIMIT": "420",
+    "PAGEFLEET_LIMITS__TASK_TIME_LIMIT": "480",
+    "PAGEFLEET_BROKER__VISIBILITY_MARGIN_S": "60",
+    "PAGEFLEET_BROKER__UNACKED_RESTORE_INTERVAL_S": "10",
+    "PAGEFLEET_LIMITS__JOB_DEADLINE_MINUTES": "15",
+    "PAGEFLEET_LIMITS__WATCHDOG_INTERVAL_S": "60",
 }
 
 
@@ -208,13 +208,13 @@ class DrillFleet:
         if self.redis_proxy is not None:
             self.redis_proxy.upstream = ("127.0.0.1", self.redis.port)  # the port a first start settled on
             fleet_redis = f"redis://{self.redis_proxy.start().endpoint}/0"
-        extra = {**FAST_ENV, "PAGEFLEET_S3_ENDPOINT": self.proxy.endpoint,
-                 "PAGEFLEET_CACHE_DIR": str(self.tmp / "cache"), **self.env_extra}
+        extra = {**FAST_ENV, "PAGEFLEET_STORAGE__S3_ENDPOINT": self.proxy.endpoint,
+                 "PAGEFLEET_STORAGE__CACHE_DIR": str(self.tmp / "cache"), **self.env_extra}
         self.fleet = Fleet(self.tmp, broker_url=fleet_redis, env=extra)  # its workers: Redis through the proxy
-        for key in (*FAST_ENV, "PAGEFLEET_S3_ENDPOINT"):
+        for key in (*FAST_ENV, "PAGEFLEET_STORAGE__S3_ENDPOINT"):
             self.saved_env[key] = os.environ.get(key)
             os.environ[key] = extra[key]
-        for key in ("PAGEFLEET_BROKER_URL", "PAGEFLEET_RESULT_BACKEND"):  # this process: Redis itself
+        for key in ("PAGEFLEET_BROKER__URL", "PAGEFLEET_BROKER__RESULT_BACKEND"):  # this process: Redis itself
             self.saved_env[key] = os.environ.get(key)
             os.environ[key] = self.redis.url
         get_settings.cache_clear()
@@ -268,7 +268,7 @@ class DrillFleet:
             else:
                 os.environ[key] = value
         get_settings.cache_clear()
-        app.conf.broker_url = app.conf.result_backend = os.environ.get("PAGEFLEET_BROKER_URL")
+        app.conf.broker_url = app.conf.result_backend = os.environ.get("PAGEFLEET_BROKER__URL")
 
     def _snapshot(self) -> dict[str, Any] | None:
         """Every job record and dead letter of the fleet's Redis, read before it stops."""
@@ -288,10 +288,10 @@ class DrillFleet:
 # A page that takes a while to read (so a drill can hurt the fleet while pages are in flight):
 # the `command:` engine running `sleep` in the pool child's process group.
 SLOW_ENGINE_ENV = {
-    "PAGEFLEET_OCR_COMMANDS": json.dumps({"slow": {"argv": ["/bin/sh", "-c", "sleep 2; echo Drill page read slowly",
+    "PAGEFLEET_OCR__COMMANDS": json.dumps({"slow": {"argv": ["/bin/sh", "-c", "sleep 2; echo Drill page read slowly",
                                                             "sh"], "timeout_s": 20}}),
-    "PAGEFLEET_CHAINS__CPU_LATIN": '["command:slow"]',
-    "PAGEFLEET_CHAINS__CPU_DEFAULT": '["command:slow"]',
+    "PAGEFLEET_OCR__CHAINS__CPU_LATIN": '["command:slow"]',
+    "PAGEFLEET_OCR__CHAINS__CPU_DEFAULT": '["command:slow"]',
 }
 
 

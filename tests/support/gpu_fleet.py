@@ -15,14 +15,14 @@ from workers.split.submit import enqueue, spec_for_path
 
 def gpu_env(qwen: str, siglip: str, **extra: str) -> dict[str, str]:
     return {
-        "PAGEFLEET_GPU": "1",
-        "PAGEFLEET_VLM__QWEN_MODEL": qwen,
-        "PAGEFLEET_VLM__MAX_NEW_TOKENS": "24",
-        "PAGEFLEET_ROUTER__SIGLIP_MODEL": siglip,
+        "PAGEFLEET_GPU__ENABLED": "1",
+        "PAGEFLEET_GPU__VLM__QWEN_MODEL": qwen,
+        "PAGEFLEET_GPU__VLM__MAX_NEW_TOKENS": "24",
+        "PAGEFLEET_OCR__ROUTER__SIGLIP_MODEL": siglip,
         # two labels and a threshold no margin reaches: the random model must route to Hebrew
-        "PAGEFLEET_ROUTER__SIGLIP_PROMPTS": '["this is a photo of English text.", "this is a photo of Hebrew text."]',
-        "PAGEFLEET_ROUTER__SIGLIP_LABELS": '["latin", "he"]',
-        "PAGEFLEET_ROUTER__SIGLIP_THRESHOLD": "1.5",
+        "PAGEFLEET_OCR__ROUTER__SIGLIP_PROMPTS": '["this is a photo of English text.", "this is a photo of Hebrew text."]',
+        "PAGEFLEET_OCR__ROUTER__SIGLIP_LABELS": '["latin", "he"]',
+        "PAGEFLEET_OCR__ROUTER__SIGLIP_THRESHOLD": "1.5",
         "OMP_NUM_THREADS": "1",
         **extra,
     }

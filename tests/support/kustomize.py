@@ -29,7 +29,7 @@ KNOWN_KEYS = {"apiVersion", "kind", "namespace", "labels", "resources", "patches
               "generatorOptions"}
 K8S = Path(__file__).resolve().parents[2] / "k8s"
 # what a test writes into the operator's env files: real-looking values, never a placeholder
-TEST_SECRETS = {"PAGEFLEET_BROKER_URL": "redis://:test-redis-password@redis.pagefleet.svc.cluster.local:6379/0",
+TEST_SECRETS = {"PAGEFLEET_BROKER__URL": "redis://:test-redis-password@redis.pagefleet.svc.cluster.local:6379/0",
                 "REDIS_PASSWORD": "test-redis-password", "FLOWER_BASIC_AUTH": "admin:test-flower-password"}
 
 

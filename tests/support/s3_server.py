@@ -177,9 +177,9 @@ class MotoServer:
             return json.loads(answer.read())
 
     def env(self) -> dict[str, str]:
-        env = {"PAGEFLEET_S3_ENDPOINT": f"127.0.0.1:{self.endpoint}", "PAGEFLEET_S3_ACCESS_KEY": "testing",
-               "PAGEFLEET_S3_SECRET_KEY": "testing", "PAGEFLEET_S3_REGION": "us-east-1",
-               "PAGEFLEET_S3_SECURE": "true" if self.cert else "false"}
+        env = {"PAGEFLEET_STORAGE__S3_ENDPOINT": f"127.0.0.1:{self.endpoint}", "PAGEFLEET_STORAGE__S3_ACCESS_KEY": "testing",
+               "PAGEFLEET_STORAGE__S3_SECRET_KEY": "testing", "PAGEFLEET_STORAGE__S3_REGION": "us-east-1",
+               "PAGEFLEET_STORAGE__S3_SECURE": "true" if self.cert else "false"}
         if self.cert:
             env["SSL_CERT_FILE"] = str(self.cert.with_name("trusted.pem"))
         return env

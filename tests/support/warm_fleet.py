@@ -70,7 +70,7 @@ class WarmFleet:
         self.moto = MotoServer(s3_delay_ms).start() if s3 else None
         if self.moto:
             os.environ.update(self.moto.env())
-        os.environ["PAGEFLEET_CACHE_DIR"] = str(workdir / "cache")
+        os.environ["PAGEFLEET_STORAGE__CACHE_DIR"] = str(workdir / "cache")
         self.workers: list[Any] = []
         self.redis: Any = None
         self.fleet: Any = None
@@ -91,7 +91,7 @@ class WarmFleet:
         from workers.settings import get_settings
 
         self.fleet = Fleet(self.workdir, (("split,collect", self.concurrency[0]), ("cpu", self.concurrency[1])),
-                           env={"PAGEFLEET_GPU": "0", "OMP_THREAD_LIMIT": "1"}, logdir=self.workdir / "logs").start()
+                           env={"PAGEFLEET_GPU__ENABLED": "0", "OMP_THREAD_LIMIT": "1"}, logdir=self.workdir / "logs").start()
         self.redis, self.workers = self.fleet.redis, self.fleet.workers
         use_broker(self.fleet.broker_url or "")
         get_settings.cache_clear()

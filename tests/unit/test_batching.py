@@ -120,19 +120,19 @@ def test_a_wrong_row_count_is_an_error_for_the_batch() -> None:
 
 def test_a_gpu_worker_runs_its_tasks_on_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     """Only a worker of the gpu queue alone: every other one keeps the prefork pool (time limits,
-    recycling); `PAGEFLEET_GPU_POOL=prefork` turns it back."""
+    recycling); `PAGEFLEET_GPU__POOL=prefork` turns it back."""
     from workers.fleet.launcher import pool_for
     from workers.settings import get_settings
 
     get_settings.cache_clear()
     assert pool_for("gpu") == ["-P", "threads"]
     assert pool_for("cpu") == [] and pool_for("split,collect") == [] and pool_for("cpu,gpu") == []
-    monkeypatch.setenv("PAGEFLEET_GPU_POOL", "prefork")
+    monkeypatch.setenv("PAGEFLEET_GPU__POOL", "prefork")
     get_settings.cache_clear()
     try:
         assert pool_for("gpu") == ["-P", "prefork"]
     finally:
-        monkeypatch.delenv("PAGEFLEET_GPU_POOL")
+        monkeypatch.delenv("PAGEFLEET_GPU__POOL")
         get_settings.cache_clear()
 
 
@@ -144,26 +144,26 @@ def test_pagefleet_worker_gives_a_gpu_worker_vlm_batch_size_threads(monkeypatch:
 
     started: list[list[str]] = []
     monkeypatch.setattr(main.os, "execv", lambda exe, argv: started.append(argv))
-    monkeypatch.setenv("PAGEFLEET_VLM__BATCH_SIZE", "16")
+    monkeypatch.setenv("PAGEFLEET_GPU__VLM__BATCH_SIZE", "16")
     get_settings.cache_clear()
     try:
         assert main.main(["worker", "--queues", "gpu"]) == 0
         assert main.main(["worker", "--queues", "gpu", "--concurrency", "4"]) == 0
         assert main.main(["worker", "--queues", "cpu", "--concurrency", "3"]) == 0
     finally:
-        monkeypatch.delenv("PAGEFLEET_VLM__BATCH_SIZE")
+        monkeypatch.delenv("PAGEFLEET_GPU__VLM__BATCH_SIZE")
         get_settings.cache_clear()
 
     def option(argv: list[str], flag: str) -> str | None:
         return argv[argv.index(flag) + 1] if flag in argv else None
 
     assert [(option(a, "-c"), option(a, "-P")) for a in started] == [("16", "threads"), ("4", "threads"), ("3", None)]
-    monkeypatch.setenv("PAGEFLEET_GPU_POOL", "prefork")  # each pool process would load its own models: one
+    monkeypatch.setenv("PAGEFLEET_GPU__POOL", "prefork")  # each pool process would load its own models: one
     get_settings.cache_clear()
     try:
         assert main.main(["worker", "--queues", "gpu"]) == 0
     finally:
-        monkeypatch.delenv("PAGEFLEET_GPU_POOL")
+        monkeypatch.delenv("PAGEFLEET_GPU__POOL")
         get_settings.cache_clear()
     assert (option(started[-1], "-c"), option(started[-1], "-P")) == ("1", "prefork")
 

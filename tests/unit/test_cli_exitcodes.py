@@ -97,7 +97,7 @@ class _Fleet:
 def test_what_ends_a_run_early_is_a_fleet_failure(monkeypatch: pytest.MonkeyPatch, fleet: _Fleet, deadline: int,
                                                   expected: ExitCode) -> None:
     monkeypatch.setattr(cli_run, "_poll", lambda t, console: None)
-    monkeypatch.setattr(cli_run, "get_settings", lambda: SimpleNamespace(job_deadline_s=deadline))
+    monkeypatch.setattr(cli_run, "get_settings", lambda: SimpleNamespace(limits=SimpleNamespace(job_deadline_s=deadline)))
     from rich.console import Console
 
     code, why = cli_run._wait([_tracked("queued", "")], fleet, Console(file=open("/dev/null", "w")))

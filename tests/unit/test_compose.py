@@ -14,7 +14,8 @@ import pytest
 
 from tests.unit.test_manifests import compose
 from workers.app import app
-from workers.settings import QUEUES, Settings
+from workers.pdf.scratch import SCRATCH_SHM_MB
+from workers.settings import QUEUES
 
 
 def test_compose_matches_the_compose_specification() -> None:
@@ -38,7 +39,7 @@ def test_compose_wiring() -> None:
     for name, service in services.items():
         if _compose_queues(service):
             command = service["command"]
-            assert command[command.index("--loglevel") + 1] == "${PAGEFLEET_LOGLEVEL:-INFO}", name
+            assert command[command.index("--loglevel") + 1] == "${PAGEFLEET_OBSERVABILITY__LOGLEVEL:-INFO}", name
     minio_env = services["minio"]["environment"]
     for key in ("ENABLE", "ENDPOINT", "AUTH_TOKEN", "QUEUE_DIR"):
         assert minio_env[f"MINIO_NOTIFY_WEBHOOK_{key}_PRIMARY"], key
@@ -58,7 +59,7 @@ def test_compose_wiring() -> None:
         if _compose_queues(service):
             assert _seconds(service["stop_grace_period"]) >= app.conf.task_time_limit + app.conf.worker_soft_shutdown_timeout
             # Docker's default /dev/shm (64 MB) is too small for the sandbox's scratch files (scratch_base)
-            assert int(service["shm_size"].rstrip("m")) >= Settings().sandbox_scratch_shm_mb, name
+            assert int(service["shm_size"].rstrip("m")) >= SCRATCH_SHM_MB, name
             assert service["healthcheck"]["test"][1:4] == ["python", "-m", "workers.fleet.heartbeat"]
 
 

@@ -40,12 +40,11 @@ def test_configuration_page_names_every_variable_of_the_tree() -> None:
     from workers.settings import Settings
 
     page = _gen().config_page()
-    cases = {"PAGEFLEET_VLM__BATCH_SIZE": ("16", lambda s: s.vlm.batch_size == 16),
+    cases = {"PAGEFLEET_GPU__VLM__BATCH_SIZE": ("16", lambda s: s.gpu.vlm.batch_size == 16),
              "PAGEFLEET_EVENTS__GATHER_S": ("0.25", lambda s: s.events.gather_s == 0.25),
-             "PAGEFLEET_EVENTS_GATHER_S": ("0.75", lambda s: s.events.gather_s == 0.75),
-             "PAGEFLEET_RELIABILITY__MAX_REDISPATCH": ("5", lambda s: s.reliability.max_redispatch == 5),
-             "SENTRY_DSN": ("https://k@example.invalid/1", lambda s: s.sentry.dsn == "https://k@example.invalid/1"),
-             "PAGEFLEET_MODELS_FROM": ("hf", lambda s: s.models.from_url == "hf")}
+             "PAGEFLEET_LIMITS__MAX_REDISPATCH": ("5", lambda s: s.limits.max_redispatch == 5),
+             "SENTRY_DSN": ("https://k@x.invalid/1", lambda s: s.observability.sentry.dsn == "https://k@x.invalid/1"),
+             "PAGEFLEET_OCR__MODELS__FROM_URL": ("hf", lambda s: s.ocr.models.from_url == "hf")}
     for name, (value, holds) in cases.items():
         assert f"`{name}`" in page
         with mock.patch.dict(os.environ, {name: value}):

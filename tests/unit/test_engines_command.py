@@ -54,7 +54,7 @@ def engine(tmp_path: Path, mode: str, **spec: object) -> Engine:
 
 
 def test_the_program_gets_the_absolute_pdf_and_a_one_based_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PAGEFLEET_S3_SECRET_KEY", "do-not-leak")
+    monkeypatch.setenv("PAGEFLEET_STORAGE__S3_SECRET_KEY", "do-not-leak")
     monkeypatch.setenv("CLOUD_OCR_KEY", "k-123")
     monkeypatch.chdir(tmp_path)
     eng = engine(tmp_path, "spy", pass_env=["CLOUD_OCR_KEY"], env={"REGION": "eu"})
@@ -65,7 +65,7 @@ def test_the_program_gets_the_absolute_pdf_and_a_one_based_page(tmp_path: Path, 
     assert seen["argv"] == [str(tmp_path / "doc.pdf"), "3"]
     assert seen["env"]["CLOUD_OCR_KEY"] == "k-123" and seen["env"]["REGION"] == "eu"
     assert seen["env"]["PAGEFLEET_SCRIPT"] == "he" and seen["env"]["PAGEFLEET_PAGE_IMAGE"] == "page.png"
-    assert not any(k.startswith("PAGEFLEET_S3") or k == "PAGEFLEET_BROKER_URL" for k in seen["env"]), "no secrets"
+    assert not any(k.startswith("PAGEFLEET_S3") or k == "PAGEFLEET_BROKER__URL" for k in seen["env"]), "no secrets"
     assert seen["cwd"] != str(tmp_path) and not os.path.exists(seen["cwd"]), "a scratch directory, removed after"
 
 
@@ -96,7 +96,7 @@ def fresh_settings(monkeypatch: pytest.MonkeyPatch):
 
 
 def test_configured_per_name_through_settings(tmp_path: Path, fresh_settings: pytest.MonkeyPatch) -> None:
-    fresh_settings.setenv("PAGEFLEET_OCR_COMMANDS", json.dumps({"mine": {"argv": [script(tmp_path, "hebrew")]}}))
+    fresh_settings.setenv("PAGEFLEET_OCR__COMMANDS", json.dumps({"mine": {"argv": [script(tmp_path, "hebrew")]}}))
     eng = create("command:mine")
     assert eng.health().available and eng.label == "command:mine"
     assert "שלום" in eng.read([page(tmp_path)], script="he")[0].text

@@ -210,7 +210,7 @@ def test_prompts_follow_the_model_cards() -> None:
 
 
 def test_model_ids_come_from_settings_variant_or_option() -> None:
-    settings = get_settings().vlm
+    settings = get_settings().gpu.vlm
     assert create("lightonocr").model_id == settings.lightonocr_model
     assert create("dots").model_id == settings.dots_model
     assert create("qwen").model_id == settings.qwen_model
@@ -322,17 +322,17 @@ def test_static_cache_is_opt_in_and_cuda_only(monkeypatch: pytest.MonkeyPatch) -
     from workers.engines.base import create
     from workers.settings import get_settings
 
-    assert get_settings().vlm.static_cache is False
+    assert get_settings().gpu.vlm.static_cache is False
     plain = create("lightonocr", model="unused", timeout_s=30)
     assert "cache_implementation" not in plain.generate_options("cuda", object(), 0)
     static = create("lightonocr", model="unused", static_cache=True)
     assert static.generate_options("cuda:0", object(), 0)["cache_implementation"] == "static"
     assert "cache_implementation" not in static.generate_options("cpu", object(), 0)
     assert plain.generate_options("cpu", object(), 0)["max_time"] == 30.0
-    monkeypatch.setenv("PAGEFLEET_VLM__STATIC_CACHE", "true")
+    monkeypatch.setenv("PAGEFLEET_GPU__VLM__STATIC_CACHE", "true")
     get_settings.cache_clear()
     try:
         assert create("lightonocr", model="unused").static_cache is True
     finally:
-        monkeypatch.delenv("PAGEFLEET_VLM__STATIC_CACHE")
+        monkeypatch.delenv("PAGEFLEET_GPU__VLM__STATIC_CACHE")
         get_settings.cache_clear()

@@ -217,9 +217,11 @@ def test_cli_settings_and_their_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     from workers.cli.main import parser
     from workers.intake.events import EventConfigError
     from workers.cli.event_receiver import event_settings, resolve_token
+    from workers.settings import get_settings
 
-    for name in ("PAGEFLEET_EVENTS_OUTPUT", "PAGEFLEET_EVENTS_TOKEN"):
+    for name in ("PAGEFLEET_EVENTS__OUTPUT", "PAGEFLEET_EVENTS__TOKEN"):
         monkeypatch.delenv(name, raising=False)
+    get_settings.cache_clear()
     args = parser().parse_args(["events", "--output", "s3://out/prefix/", "--suffix-filter", ".pdf",
                                 "--suffix-filter", ".PDF", "--ocr", "off", "--token-env", "MY_TOKEN"])
     settings = event_settings(args)
@@ -235,7 +237,10 @@ def test_cli_settings_and_their_errors(monkeypatch: pytest.MonkeyPatch) -> None:
         event_settings(parser().parse_args(["events"]))
     with pytest.raises(EventConfigError, match="output"):
         event_settings(parser().parse_args(["events", "--output", "http://not-a-bucket"]))
-    monkeypatch.setenv("PAGEFLEET_EVENTS_OUTPUT", "s3://from-env")
-    monkeypatch.setenv("PAGEFLEET_EVENTS_BUCKETS", '["in"]')
+    monkeypatch.setenv("PAGEFLEET_EVENTS__OUTPUT", "s3://from-env")
+    monkeypatch.setenv("PAGEFLEET_EVENTS__BUCKETS", '["in"]')
+    get_settings.cache_clear()
     from_env = event_settings(parser().parse_args(["events"]))
+    monkeypatch.undo()
+    get_settings.cache_clear()
     assert from_env.output == "s3://from-env" and from_env.buckets == ["in"]

@@ -154,9 +154,9 @@ def _vertical_pdf() -> bytes:
 def _switch(monkeypatch: pytest.MonkeyPatch, value: str | None) -> None:
     """Settings `native_walk` from the environment, read afresh (both are cached per process)."""
     if value is None:
-        monkeypatch.delenv("PAGEFLEET_NATIVE_WALK", raising=False)
+        monkeypatch.delenv("PAGEFLEET_ADVANCED__NATIVE_WALK", raising=False)
     else:
-        monkeypatch.setenv("PAGEFLEET_NATIVE_WALK", value)
+        monkeypatch.setenv("PAGEFLEET_ADVANCED__NATIVE_WALK", value)
     get_settings.cache_clear()
     fastwalk.library.cache_clear()
 

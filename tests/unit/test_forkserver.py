@@ -109,13 +109,13 @@ def reuse(monkeypatch: pytest.MonkeyPatch):
     from workers.settings import get_settings
 
     def set_reuse(n: int, same_document: bool = False) -> None:
-        monkeypatch.setenv("PAGEFLEET_SANDBOX_REUSE", str(n))
-        monkeypatch.setenv("PAGEFLEET_SANDBOX_REUSE_DOCUMENT", str(same_document).lower())
+        monkeypatch.setenv("PAGEFLEET_ADVANCED__SANDBOX_REUSE", str(n))
+        monkeypatch.setenv("PAGEFLEET_ADVANCED__SANDBOX_REUSE_DOCUMENT", str(same_document).lower())
         get_settings.cache_clear()
 
     yield set_reuse
-    monkeypatch.delenv("PAGEFLEET_SANDBOX_REUSE", raising=False)
-    monkeypatch.delenv("PAGEFLEET_SANDBOX_REUSE_DOCUMENT", raising=False)
+    monkeypatch.delenv("PAGEFLEET_ADVANCED__SANDBOX_REUSE", raising=False)
+    monkeypatch.delenv("PAGEFLEET_ADVANCED__SANDBOX_REUSE_DOCUMENT", raising=False)
     get_settings.cache_clear()
 
 
@@ -263,15 +263,14 @@ def test_a_batchs_documents_share_one_child_and_the_next_batch_gets_a_fresh_one(
     assert server_children(settled=True) == []  # outside a batch: a fresh child per command, gone once it answered
 
 
-def test_a_shared_child_runs_at_most_sandbox_share_max_commands(pdf: str, reuse, monkeypatch) -> None:
+def test_a_shared_child_runs_at_most_SHARE_MAX_commands(pdf: str, reuse, monkeypatch) -> None:
     """The batches of one worker process share its child (`tasks.split.split_batch`'s token is the
-    process's), but not for ever: past `sandbox_share_max` commands the next one gets a fresh child."""
+    process's), but not for ever: past `SHARE_MAX` commands the next one gets a fresh child."""
+    from workers.pdf import sandbox
     from workers.pdf.sandbox import shared_child
-    from workers.settings import get_settings
 
     reuse(1)
-    monkeypatch.setenv("PAGEFLEET_SANDBOX_SHARE_MAX", "3")
-    get_settings.cache_clear()
+    monkeypatch.setattr(sandbox, "SHARE_MAX", 3)
     CLIENT.close()
     seen = []
     with shared_child("batches:1"):
@@ -280,8 +279,6 @@ def test_a_shared_child_runs_at_most_sandbox_share_max_commands(pdf: str, reuse,
             seen.append(set(server_children()))
     assert seen[0] == seen[1] == seen[2] and len(seen[0]) == 1  # three commands in one child
     assert seen[3] - seen[0]  # the fourth: a fresh one
-    monkeypatch.delenv("PAGEFLEET_SANDBOX_SHARE_MAX")
-    get_settings.cache_clear()
 
 
 def test_threads_of_one_process_each_get_their_own_result(pdf: str, tmp_path: Path) -> None:
@@ -323,7 +320,7 @@ def test_scratch_folders_of_processes_that_are_gone_are_removed(tmp_path: Path) 
 
 def test_scratch_files_go_to_a_roomy_ram_file_system_or_the_temp_dir(tmp_path: Path, monkeypatch) -> None:
     """The result file is emptied before every command: on ext4 that waits for its writeback
-    (~0.2 ms a command); /dev/shm is chosen where it is a tmpfs with `sandbox_scratch_shm_mb` free
+    (~0.2 ms a command); /dev/shm is chosen where it is a tmpfs with `scratch.SCRATCH_SHM_MB` free
     (not a container's default 64 MB), the setting wins over both, and anything else is the temp dir."""
     import tempfile
 
@@ -338,12 +335,12 @@ def test_scratch_files_go_to_a_roomy_ram_file_system_or_the_temp_dir(tmp_path: P
     if scratch._mount_type("/dev/shm") == "tmpfs":  # this machine's: as a worker would find it
         assert scratch.scratch_base(shm_free_mb=0) == Path("/dev/shm")
         assert scratch.scratch_base(shm_free_mb=1 << 40) == temp  # a tmpfs without that much room
-    monkeypatch.setenv("PAGEFLEET_SANDBOX_SCRATCH_DIR", str(tmp_path))
+    monkeypatch.setenv("PAGEFLEET_ADVANCED__SANDBOX_SCRATCH_DIR", str(tmp_path))
     get_settings.cache_clear()
     try:
         assert scratch.scratch_folder().parent == tmp_path
     finally:
-        monkeypatch.delenv("PAGEFLEET_SANDBOX_SCRATCH_DIR")
+        monkeypatch.delenv("PAGEFLEET_ADVANCED__SANDBOX_SCRATCH_DIR")
         get_settings.cache_clear()
 
 

@@ -34,13 +34,13 @@ def test_recommendation_from_the_h200_run() -> None:
         "vlm": vlm((1, 0.06, 3.04), (4, 0.23, 5.97), (8, 0.42, 13.71), (16, 0.65, 42.35)),
     }
     assert gpu_bench.recommend(results, gpu_gib=140.4) == {
-        "PAGEFLEET_ROUTER__SIGLIP_BATCH_SIZE": 32, "PAGEFLEET_VLM__BATCH_SIZE": 16,
+        "PAGEFLEET_OCR__ROUTER__SIGLIP_BATCH_SIZE": 32, "PAGEFLEET_GPU__VLM__BATCH_SIZE": 16,
     }
     # a 24 GB card: batch 16's 42 GiB does not fit, 8 is the best that does
-    assert gpu_bench.recommend(results, gpu_gib=24.0)["PAGEFLEET_VLM__BATCH_SIZE"] == 8
+    assert gpu_bench.recommend(results, gpu_gib=24.0)["PAGEFLEET_GPU__VLM__BATCH_SIZE"] == 8
     results["vlm"]["rows"].append({"batch": 32, "stopper": "idle", "error": "CUDA out of memory"})
     results["vlm"]["rows"].append({"batch": 8, "stopper": "on", "pages_per_s": 9.9, "peak_gib": 13.7})
-    assert gpu_bench.recommend(results, gpu_gib=140.4)["PAGEFLEET_VLM__BATCH_SIZE"] == 16
+    assert gpu_bench.recommend(results, gpu_gib=140.4)["PAGEFLEET_GPU__VLM__BATCH_SIZE"] == 16
     assert gpu_bench.recommend({}, gpu_gib=80.0) == {}
 
 

@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 from workers.app import app
-from workers.settings import QUEUES, Settings
+from workers.pdf.scratch import SCRATCH_SHM_MB
+from workers.settings import QUEUES
 
 kubernetes_validate = pytest.importorskip("kubernetes_validate")
 
@@ -228,7 +229,7 @@ def test_gpu_scales_to_zero_while_restorers_stay_up() -> None:
     container = gpu["containers"][0]
     assert str(container["resources"]["limits"]["nvidia.com/gpu"]) == "1"
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in gpu["tolerations"]
-    assert {"name": "PAGEFLEET_GPU", "value": "1"} in container["env"]
+    assert {"name": "PAGEFLEET_GPU__ENABLED", "value": "1"} in container["env"]
     pdbs = by_kind(objects, "PodDisruptionBudget")
     for queue in QUEUES:
         assert pdbs[f"worker-{queue}"]["spec"]["selector"]["matchLabels"] == {"app.kubernetes.io/component": f"worker-{queue}"}
@@ -248,7 +249,7 @@ def test_worker_shutdown_and_probes() -> None:
         # the sandbox's scratch files in RAM: /dev/shm a tmpfs roomier than sandbox_scratch_shm_mb
         shm = next(m for m in container["volumeMounts"] if m["mountPath"] == "/dev/shm")
         volume = next(v for v in spec["volumes"] if v["name"] == shm["name"])["emptyDir"]
-        assert volume["medium"] == "Memory" and _mib(volume["sizeLimit"]) >= Settings().sandbox_scratch_shm_mb
+        assert volume["medium"] == "Memory" and _mib(volume["sizeLimit"]) >= SCRATCH_SHM_MB
     for path in [*K8S.rglob("*.yaml"), DOCKER / "compose.yaml"]:  # comments may explain why not
         assert "inspect" not in yaml.safe_dump_all(load_docs(path)), path
 
@@ -322,7 +323,7 @@ def test_an_image_can_carry_its_weights() -> None:
     stage = text[text.index("FROM gpu AS gpu-models"):]
     assert "gpu-models" in dockerfile_stages() and "ARG MODELS_VERSION" in stage
     assert "COPY --from=models . /models" in stage and "RUN pagefleet models verify /models" in stage
-    assert "PAGEFLEET_MODELS_DIR=/models" in stage and "HF_HUB_OFFLINE=1" in stage
+    assert "PAGEFLEET_OCR__MODELS__DIR=/models" in stage and "HF_HUB_OFFLINE=1" in stage
 
 
 def test_licence_is_compatible_with_pymupdf() -> None:

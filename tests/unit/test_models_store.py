@@ -64,7 +64,7 @@ def test_unsafe_or_unknown_sources_are_refused(tmp_path: Path) -> None:
 
 def test_engines_say_why_a_model_is_missing(tmp_path: Path, settings_env: pytest.MonkeyPatch) -> None:
     models = tmp_path / "models"
-    settings_env.setenv("PAGEFLEET_MODELS_DIR", str(models))
+    settings_env.setenv("PAGEFLEET_OCR__MODELS__DIR", str(models))
     present, why = weights_present("rednote-hilab/dots.ocr")
     assert not present and "no models pulled" in why
     volume = tmp_path / "pvc"

@@ -66,9 +66,9 @@ def test_overlays_render_and_validate(overlay: str) -> None:
     config = by_kind(objects, "ConfigMap")["pagefleet-config"]["data"]
     if overlay == "cpu-only":
         assert "Deployment/worker-gpu" not in names and "ScaledObject/worker-gpu" not in names
-        assert config["PAGEFLEET_GPU"] == "0"
+        assert config["PAGEFLEET_GPU__ENABLED"] == "0"
     else:
-        assert "ScaledObject/worker-gpu" in names and config["PAGEFLEET_GPU"] == "1"
+        assert "ScaledObject/worker-gpu" in names and config["PAGEFLEET_GPU__ENABLED"] == "1"
     images = {c["image"] for o in objects for spec in pod_templates(o)
               for c in [*spec.get("initContainers", []), *spec["containers"]] if "pagefleet-" in c["image"]}
     assert images and all(i.startswith("registry.example.com/") for i in images), images
@@ -88,7 +88,7 @@ def test_keda_reaches_redis_by_its_fully_qualified_name(overlay: str) -> None:
         match = FQDN.match(address)
         assert match, f"trigger on {meta['listName']}: {address!r} is not fully qualified"
         assert match["namespace"] == "pagefleet" and match["service"] in services, address
-    broker = env["PAGEFLEET_BROKER_URL"].rsplit("@", 1)[-1].split("/", 1)[0]
+    broker = env["PAGEFLEET_BROKER__URL"].rsplit("@", 1)[-1].split("/", 1)[0]
     assert FQDN.match(broker), broker
 
 
@@ -133,7 +133,7 @@ def test_gpu_workers_find_their_models_on_a_volume_that_outlives_them() -> None:
     spec = pod_templates(by_kind(objects, "Deployment")["worker-gpu"])[0]
     claims = {v["name"]: v["persistentVolumeClaim"] for v in spec["volumes"] if "persistentVolumeClaim" in v}
     worker = spec["containers"][0]
-    models = env["PAGEFLEET_MODELS_DIR"]
+    models = env["PAGEFLEET_OCR__MODELS__DIR"]
     [mount] = [m for m in worker["volumeMounts"] if m["mountPath"] == models]
     claim = claims[mount["name"]]
     pvc = by_kind(objects, "PersistentVolumeClaim")[claim["claimName"]]
@@ -170,13 +170,13 @@ def test_the_watchdog_runs_apart_from_every_worker(overlay: str) -> None:
 def test_workers_honour_the_log_level_setting(overlay: str) -> None:
     objects = rendered(overlay)
     env = config_env(objects)
-    assert env["PAGEFLEET_LOGLEVEL"] and env["PAGEFLEET_LOG_FORMAT"] == "json"
+    assert env["PAGEFLEET_OBSERVABILITY__LOGLEVEL"] and env["PAGEFLEET_OBSERVABILITY__LOG_FORMAT"] == "json"
     workers = [d for d in by_kind(objects, "Deployment").values()
                if (pod_templates(d)[0]["containers"][0].get("args") or [""])[0] == "worker"]
     assert len(workers) == len([q for q in QUEUES if overlay == "gpu" or q != "gpu"])
     for deployment in workers:
         args = pod_templates(deployment)[0]["containers"][0]["args"]
-        assert args[args.index("--loglevel") + 1] == "$(PAGEFLEET_LOGLEVEL)", deployment["metadata"]["name"]
+        assert args[args.index("--loglevel") + 1] == "$(PAGEFLEET_OBSERVABILITY__LOGLEVEL)", deployment["metadata"]["name"]
 
 
 def test_renderer_applies_deletes_merges_and_generators(tmp_path: Path) -> None:

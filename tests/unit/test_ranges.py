@@ -17,47 +17,48 @@ from workers.store.storage import LocalStorage
 
 @pytest.mark.parametrize("pages", [1, 49, 50, 51, 100, 1000, 10_000, 12_345])
 def test_plan_covers_every_page_once(pages: int) -> None:
-    settings = Settings(split_range_pages=50, split_max_ranges=64)
+    settings = Settings(advanced={"split_range_pages": 50, "split_max_ranges": 64})
     plan = ranges.plan(pages, settings)
     covered = [n for first, last in plan for n in range(first, last + 1)]
     assert covered == list(range(1, pages + 1))
     head = plan[0][1]
-    assert head == pages if pages <= 50 else settings.split_range_min_pages <= head <= 50  # the split task's own
-    assert len(plan) <= 1 + settings.split_max_ranges
+    assert head == pages if pages <= 50 else ranges.RANGE_MIN_PAGES <= head <= 50  # the split task's own
+    assert len(plan) <= 1 + settings.advanced.split_max_ranges
     sizes = [last - first + 1 for first, last in plan[1:]]
     assert sizes == sorted(sizes, reverse=True)  # sent in order, taken in order: the short ones last
     assert all(n >= 3 for n in sizes)  # no range task for a page or two
     assert all(2 * n >= head for n in sizes[:-4])  # cut evenly: no short range before the tapered tail
     if pages > 50:
-        assert len(plan) >= min(8, pages // settings.split_range_min_pages)  # every core gets several
+        assert len(plan) >= min(8, pages // ranges.RANGE_MIN_PAGES)  # every core gets several
         assert sizes[-1] <= sizes[0] // 2  # the last range a core takes is a fraction of the others
 
 
 @pytest.mark.parametrize("max_ranges", [1, 2, 3, 4, 5, 8, 64])
 @pytest.mark.parametrize("pages", [26, 51, 100, 1000, 10_000])
 def test_plan_never_holds_more_than_split_max_ranges(pages: int, max_ranges: int) -> None:
-    plan = ranges.plan(pages, Settings(split_max_ranges=max_ranges))
+    plan = ranges.plan(pages, Settings(advanced={"split_max_ranges": max_ranges}))
     assert [n for first, last in plan for n in range(first, last + 1)] == list(range(1, pages + 1))
     assert len(plan) <= 1 + max_ranges
 
 
-def test_ranges_shrink_for_a_document_of_a_few_hundred_pages_only() -> None:
-    """About eight ranges of at least split_range_min_pages; a long document keeps full ranges
-    (and the old plan is `split_range_min_pages = split_range_pages`); the pages of the last two
+def test_ranges_shrink_for_a_document_of_a_few_hundred_pages_only(monkeypatch) -> None:
+    """About eight ranges of at least `ranges.RANGE_MIN_PAGES`; a long document keeps full ranges
+    (with `RANGE_MIN_PAGES = split_range_pages` every range is full); the pages of the last two
     ranges go as ranges halving in size."""
-    settings = Settings(split_range_pages=25, split_range_min_pages=10, split_max_ranges=64)
+    settings = Settings(advanced={"split_range_pages": 25, "split_max_ranges": 64})
+    assert ranges.RANGE_MIN_PAGES == 10
     assert ranges.plan(25, settings) == [(1, 25)]
     sizes = [last - first + 1 for first, last in ranges.plan(100, settings)]
     assert sizes == [13, 13, 13, 13, 12, 12, 12, 6, 3, 3]  # two of 12 were: 12, 6, 3, 3
     assert ranges.plan(60, settings)[:2] == [(1, 10), (11, 20)]
     assert [last - first + 1 for first, last in ranges.plan(1000, settings)][-5:] == [25, 25, 13, 6, 6]
     assert ranges.plan(10_000, settings)[:2] == [(1, 25), (26, 186)]
-    old = Settings(split_range_pages=25, split_range_min_pages=25, split_max_ranges=64)
-    assert ranges.plan(100, old) == [(1, 25), (26, 50), (51, 75), (76, 88), (89, 94), (95, 100)]
+    monkeypatch.setattr(ranges, "RANGE_MIN_PAGES", 25)
+    assert ranges.plan(100, settings) == [(1, 25), (26, 50), (51, 75), (76, 88), (89, 94), (95, 100)]
 
 
 def test_small_document_is_one_task() -> None:
-    assert ranges.plan(50, Settings(split_range_pages=50)) == [(1, 50)]
+    assert ranges.plan(50, Settings(advanced={"split_range_pages": 50})) == [(1, 50)]
 
 
 def _record(n: int) -> PageRecord:

@@ -157,7 +157,7 @@ def test_scrub_text(text: str, expected: str) -> None:
 
 def test_no_dsn_means_no_sentry(monkeypatch) -> None:
     monkeypatch.delenv("SENTRY_DSN", raising=False)
-    monkeypatch.delenv("PAGEFLEET_SENTRY_DSN", raising=False)
+    monkeypatch.delenv("PAGEFLEET_OBSERVABILITY__SENTRY__DSN", raising=False)
     assert init_sentry() is False
     assert not sentry_sdk.get_client().is_active()
 

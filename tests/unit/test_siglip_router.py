@@ -109,7 +109,7 @@ def test_more_than_two_labels() -> None:
 
 
 def test_defaults_come_from_settings() -> None:
-    settings = get_settings().router
+    settings = get_settings().ocr.router
     router = SiglipRouter()
     assert router.model_id == settings.siglip_model == "google/siglip2-base-patch16-224"
     assert router.prompts == settings.siglip_prompts and router.labels == settings.siglip_labels

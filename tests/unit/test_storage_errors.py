@@ -23,9 +23,9 @@ def _storage() -> S3Storage:
     from minio import Minio
     import urllib3
 
-    settings = Settings(s3_endpoint=f"127.0.0.1:{_closed_port()}", s3_region="us-east-1")
+    settings = Settings(storage={"s3_endpoint": f"127.0.0.1:{_closed_port()}", "s3_region": "us-east-1"})
     http = urllib3.PoolManager(retries=urllib3.Retry(total=0), timeout=urllib3.Timeout(connect=1, read=1))
-    client = Minio(settings.s3_endpoint, access_key="k", secret_key="s", secure=False, region="us-east-1",
+    client = Minio(settings.storage.s3_endpoint, access_key="k", secret_key="s", secure=False, region="us-east-1",
                    http_client=http)
     return S3Storage("bucket", "p", settings, client=client)
 

@@ -34,13 +34,13 @@ def test_in_process_reads_what_the_command_reads(page_png: Path, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     assert tesseract_api.available(), "tesserocr is a dependency (pyproject.toml)"
     text_api, tsv_api = recognise(str(page_png), "eng", 3, 200, tmp_path, "api")
-    monkeypatch.setenv("PAGEFLEET_TESSERACT_INPROCESS", "false")
+    monkeypatch.setenv("PAGEFLEET_OCR__TESSERACT_INPROCESS", "false")
     get_settings.cache_clear()
     try:
-        assert not get_settings().tesseract_inprocess
+        assert not get_settings().ocr.tesseract_inprocess
         text_cli, tsv_cli = recognise(str(page_png), "eng", 3, 200, tmp_path, "cli")
     finally:
-        monkeypatch.delenv("PAGEFLEET_TESSERACT_INPROCESS")
+        monkeypatch.delenv("PAGEFLEET_OCR__TESSERACT_INPROCESS")
         get_settings.cache_clear()
     assert [line for line in text_api.splitlines() if line.strip()] == LINES
     assert [line for line in text_cli.splitlines() if line.strip()] == LINES
@@ -53,13 +53,13 @@ def test_an_array_reads_as_its_file(page_png: Path, tmp_path: Path, monkeypatch:
     command): word for word the reading of the same pixels from a PNG."""
     img = scan_prep.load_gray(str(page_png))
     assert recognise(img, "eng", 3, 200, tmp_path, "array") == recognise(str(page_png), "eng", 3, 200, tmp_path, "f")
-    monkeypatch.setenv("PAGEFLEET_TESSERACT_INPROCESS", "false")
+    monkeypatch.setenv("PAGEFLEET_OCR__TESSERACT_INPROCESS", "false")
     get_settings.cache_clear()
     try:
         text, tsv = recognise(img[:, : img.shape[1] // 2 * 2], "eng", 3, 200, tmp_path, "cli")
         assert (tmp_path / "cli.pgm").exists()
     finally:
-        monkeypatch.delenv("PAGEFLEET_TESSERACT_INPROCESS")
+        monkeypatch.delenv("PAGEFLEET_OCR__TESSERACT_INPROCESS")
         get_settings.cache_clear()
     assert [line for line in text.splitlines() if line.strip()] == LINES
     assert _words(tsv) == " ".join(LINES).split()

@@ -41,7 +41,7 @@ def test_siglip_latin_on_a_hebrew_page_is_overruled(scans: dict[str, PageImage],
     # stand-in for the SigLIP2 model (no weights here): it wrongly says "latin"
     monkeypatch.setattr(visual, "siglip_votes", lambda images, settings: [VisualVote("siglip2", "latin", 0.1)] * len(images))
     votes = visual.visual_votes([scans["hebrew"], scans["english"]], gpu=True, settings=get_settings())
-    chains = get_settings().chains.model_dump()
+    chains = get_settings().ocr.chains.model_dump()
     hebrew = decide(None, None, votes[0], chains, gpu=True)
     english = decide(None, None, votes[1], chains, gpu=True)
     assert (hebrew.source, hebrew.script) == ("osd", "he") and "tesseract:heb+eng" in hebrew.chain

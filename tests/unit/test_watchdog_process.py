@@ -21,7 +21,7 @@ def _watchdog(*args: str) -> list[str]:
 
 
 def test_the_watchdog_outlives_a_broker_that_does_not_answer(tmp_path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PAGEFLEET_LOG_FORMAT": "plain"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PAGEFLEET_OBSERVABILITY__LOG_FORMAT": "plain"}
     log = tmp_path / "watchdog.log"
     with log.open("w") as out:
         proc = subprocess.Popen(_watchdog("--interval", "0.2"), cwd=ROOT, env=env, stdout=out,

@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("action", nargs="?", default="list", choices=("list", "replay", "clear"),
                    help="list dead letters (default), replay them, or clear them")
     p.add_argument("--job", help="only this job's records")
-    p.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER_URL)")
+    p.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER__URL)")
     p.set_defaults(handler=_handler)
 
 

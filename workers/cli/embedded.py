@@ -109,7 +109,7 @@ class EmbeddedFleet(Fleet):
         # callbacks on a worker of their own (task threads): a slow endpoint never holds a collect
         queues: list[tuple[str, int | None]] = [("split,collect", 1), ("cpu", cpu_workers), ("notify", 2)]
         super().__init__(self.tmp, [*queues, *([("gpu", None)] if gpu else [])], broker_url=broker_url,
-                         env={"PAGEFLEET_GPU": "1" if gpu else "0", "OMP_THREAD_LIMIT": "1"}, logdir=logdir)
+                         env={"PAGEFLEET_GPU__ENABLED": "1" if gpu else "0", "OMP_THREAD_LIMIT": "1"}, logdir=logdir)
 
     def stop(self, timeout_s: float = 20.0) -> None:
         super().stop(timeout_s)

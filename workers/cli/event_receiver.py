@@ -8,10 +8,10 @@ optionally the bridge for MinIO's Redis target. Registered by `workers.cli.main`
 
 `--inbox-list`: each POSTed event is queued on that list of the broker (200 once it is there) and a
 bridge in this process drains it, gathering a burst's events into batches while the split workers
-are busy (`PAGEFLEET_EVENTS_GATHER_S`, 0.5 s at most): a bucket's small uploads then go as
+are busy (`PAGEFLEET_EVENTS__GATHER_S`, 0.5 s at most): a bucket's small uploads then go as
 `split_batch` tasks instead of a task each. Without it a POST's 200 names the enqueued jobs.
 
-Command-line values override `PAGEFLEET_EVENTS_*` settings. Served by uvicorn (Starlette app in
+Command-line values override `PAGEFLEET_EVENTS__*` settings. Served by uvicorn (Starlette app in
 `workers.intake.receiver`); SIGTERM/SIGINT stop accepting new requests and wait for the ones in
 flight.
 """
@@ -26,7 +26,7 @@ from typing import Any
 import pydantic
 
 from workers.intake.events import EventConfigError
-from workers.settings import EventSettings
+from workers.settings import EventSettings, Settings
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bucket", action="append", metavar="NAME", help="only events from this bucket (repeatable)")
     p.add_argument("--callback-url", help="POST a completion notice for each job here")
     p.add_argument("--ocr", choices=("auto", "off", "force"), help="OCR option for the jobs (part of the job id)")
-    p.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER_URL)")
+    p.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER__URL)")
     _intake_options(p)
     p.set_defaults(handler=cmd_events)
 
@@ -60,7 +60,7 @@ def _intake_options(p: argparse.ArgumentParser) -> None:
 
 
 def event_settings(args: argparse.Namespace) -> EventSettings:
-    """`PAGEFLEET_EVENTS_*` settings with the command line on top; invalid values → typed error."""
+    """`PAGEFLEET_EVENTS__*` settings with the command line on top; invalid values → typed error."""
     overrides: dict[str, Any] = {}
     for name in ("host", "port", "output", "prefix_template", "callback_url", "redis_bridge_list", "redis_bridge_url",
                  "inbox_list", "max_concurrency"):
@@ -71,14 +71,14 @@ def event_settings(args: argparse.Namespace) -> EventSettings:
         if getattr(args, arg, None):
             overrides[name] = list(getattr(args, arg))
     try:
-        settings = EventSettings(**overrides)
+        settings = EventSettings.model_validate({**Settings().events.model_dump(), **overrides})  # read now
         if getattr(args, "ocr", None):
             settings.options = settings.options.model_copy(update={"ocr": args.ocr})
     except pydantic.ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise EventConfigError(f"invalid events settings: {problems}") from exc
     if not settings.output:
-        raise EventConfigError("no output: pass --output s3://bucket/prefix or set PAGEFLEET_EVENTS_OUTPUT")
+        raise EventConfigError("no output: pass --output s3://bucket/prefix or set PAGEFLEET_EVENTS__OUTPUT")
     return settings
 
 
@@ -92,7 +92,7 @@ def resolve_token(args: argparse.Namespace, settings: EventSettings) -> str:
         return str(args.token)
     if settings.token is not None and settings.token.get_secret_value():
         return settings.token.get_secret_value()
-    raise EventConfigError("no bearer token: pass --token-env NAME (or set PAGEFLEET_EVENTS_TOKEN)")
+    raise EventConfigError("no bearer token: pass --token-env NAME (or set PAGEFLEET_EVENTS__TOKEN)")
 
 
 def start_bridges(settings: EventSettings, broker: str, intake: Any, recorder: Any = None) -> list[Any]:
@@ -104,7 +104,7 @@ def start_bridges(settings: EventSettings, broker: str, intake: Any, recorder: A
     hold = split_backlog(bridge_client(broker))
     lists = [(broker, settings.inbox_list), (settings.redis_bridge_url or broker, settings.redis_bridge_list)]
     observe = recorder.bridge_submission if recorder is not None else None
-    bridges = [RedisBridge(bridge_client(url), name, intake, batch=get_settings().split_batch_documents, hold=hold,
+    bridges = [RedisBridge(bridge_client(url), name, intake, batch=get_settings().advanced.split_batch_documents, hold=hold,
                            hold_s=settings.gather_s, observe=observe) for url, name in dict.fromkeys(lists) if name]
     for bridge in bridges:
         start_bridge(bridge)
@@ -127,7 +127,7 @@ def cmd_events(args: argparse.Namespace, console: Any) -> int:
     if args.broker:
         use_broker(args.broker)
     init_sentry(component="events")
-    broker = get_settings().broker_url
+    broker = get_settings().broker.url
     client = jobs.client(broker)
     intake = build_intake(settings, client)
     limits = Limits(max_body_bytes=settings.max_body_bytes, max_concurrency=settings.max_concurrency,

@@ -191,14 +191,14 @@ def _submit_command(sub: argparse._SubParsersAction) -> None:
     submit.add_argument("--ocr", default="auto", choices=OCR_CHOICES,
                         help="OCR pages that fail the gate (auto), never (off) or always (force)")
     submit.add_argument("--force", action="store_true", help="reprocess even if this job already completed")
-    submit.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER_URL)")
+    submit.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER__URL)")
     _structure_options(submit)
 
 
 def _status_command(sub: argparse._SubParsersAction) -> None:
     status = sub.add_parser("status", help="show a job's state")
     status.add_argument("job", help="the job id `submit` printed")
-    status.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER_URL)")
+    status.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER__URL)")
 
 def _structure_options(cmd: argparse.ArgumentParser) -> None:
     from typing import get_args
@@ -226,7 +226,7 @@ COMMANDS = {"run": cmd_run, "worker": cmd_worker, "submit": cmd_submit, "status"
 
 def main(argv: list[str] | None = None) -> int:
     settings = get_settings()
-    logs.configure(settings.loglevel, settings.log_format)
+    logs.configure(settings.observability.loglevel, settings.observability.log_format)
     args = parser().parse_args(argv)
     console = Console(stderr=True, markup=False, width=None if sys.stderr.isatty() else 140)
     handler = COMMANDS.get(args.command) or getattr(args, "handler", None)

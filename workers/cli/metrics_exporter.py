@@ -13,7 +13,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("metrics", help="serve the fleet's Prometheus metrics (queue depth, pages, refusals, …)")
     p.add_argument("--host", default="127.0.0.1", help="bind address (0.0.0.0 in containers; default 127.0.0.1)")
     p.add_argument("--port", type=int, default=9808, help="port of /metrics and /healthz (default 9808)")
-    p.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER_URL)")
+    p.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER__URL)")
     p.set_defaults(handler=cmd_metrics)
 
 

@@ -12,7 +12,7 @@ workers/engines/models_store.py) and `<model id>/<file>` for each entry. Every f
 after download and renamed into place only when its checksum matches; files already present with
 the right checksum are kept (a PVC survives pod restarts), so a pull is cheap the second time.
 A checksum mismatch or a missing file fails the pull (exit 1): the worker never starts on
-weights nobody vouched for. Engines then resolve model ids under PAGEFLEET_MODELS_DIR.
+weights nobody vouched for. Engines then resolve model ids under PAGEFLEET_OCR__MODELS__DIR.
 """
 
 from __future__ import annotations
@@ -149,14 +149,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("models", help="provision model weights (pull with checksums, write or verify a manifest)")
     verbs = p.add_subparsers(dest="models_command", required=True)
     pull_p = verbs.add_parser("pull", help="download and verify every model of a manifest")
-    pull_p.add_argument("--from", dest="source", help="s3://bucket/prefix, file:///dir or hf (default: PAGEFLEET_MODELS_FROM)")
-    pull_p.add_argument("--to", dest="target", help="models directory (default: PAGEFLEET_MODELS_DIR)")
+    pull_p.add_argument("--from", dest="source", help="s3://bucket/prefix, file:///dir or hf (default: PAGEFLEET_OCR__MODELS__FROM_URL)")
+    pull_p.add_argument("--to", dest="target", help="models directory (default: PAGEFLEET_OCR__MODELS__DIR)")
     pull_p.add_argument("--manifest", help="a local manifest.json to trust instead of the source's (required for hf)")
     man = verbs.add_parser("manifest", help="write DIR/manifest.json for model directories DIR/<id>/")
     man.add_argument("root", help="directory holding one folder per model id")
     man.add_argument("ids", nargs="+", metavar="ID", help="model ids (folders under ROOT), e.g. Qwen/Qwen2.5-VL-7B-Instruct")
     ver = verbs.add_parser("verify", help="re-check the sha256 of every pulled file")
-    ver.add_argument("root", nargs="?", help="models directory (default: PAGEFLEET_MODELS_DIR)")
+    ver.add_argument("root", nargs="?", help="models directory (default: PAGEFLEET_OCR__MODELS__DIR)")
     ver.add_argument("--quick", action="store_true",
                      help="presence, sizes and completion marks only, no checksums (a read-only volume a pull verified)")
     p.set_defaults(handler=cmd_models)
@@ -165,7 +165,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_models(args: argparse.Namespace, console: Any) -> int:
     from workers.settings import get_settings
 
-    settings = get_settings().models
+    settings = get_settings().ocr.models
     if args.models_command == "manifest":
         root = Path(args.root)
         (root / MANIFEST).write_text(json.dumps(build_manifest(root, args.ids), indent=1, sort_keys=True), encoding="utf-8")
@@ -173,7 +173,7 @@ def cmd_models(args: argparse.Namespace, console: Any) -> int:
         return 0
     root_text = getattr(args, "target", None) or getattr(args, "root", None) or settings.dir
     if not root_text:
-        raise ModelPullError("no models directory: pass --to DIR or set PAGEFLEET_MODELS_DIR")
+        raise ModelPullError("no models directory: pass --to DIR or set PAGEFLEET_OCR__MODELS__DIR")
     root = Path(root_text)
     if args.models_command == "verify":
         problems = verify(root, quick=args.quick)
@@ -184,7 +184,7 @@ def cmd_models(args: argparse.Namespace, console: Any) -> int:
         return 1 if problems else 0
     source_url = args.source or settings.from_url
     if not source_url:
-        raise ModelPullError("no source: pass --from s3://bucket/prefix (or set PAGEFLEET_MODELS_FROM)")
+        raise ModelPullError("no source: pass --from s3://bucket/prefix (or set PAGEFLEET_OCR__MODELS__FROM_URL)")
     root.mkdir(parents=True, exist_ok=True)
     fetched = pull(Source(source_url, args.manifest), root)
     for model_id, count in fetched.items():

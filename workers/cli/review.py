@@ -4,7 +4,7 @@
     pagefleet review --apply OUT       write every document's reviewed artifacts from its review.json
                                        (no studio); exit 0 when no page is pending review, else 2
 
-Binds loopback by default; any other host needs a token (`--token` or PAGEFLEET_STUDIO_TOKEN), and
+Binds loopback by default; any other host needs a token (`--token` or PAGEFLEET_STUDIO__TOKEN), and
 then every request must carry it (the printed address does, once). Uploads go to `--broker`, or to
 an embedded fleet started on the first upload and stopped with the studio. Registered by
 `workers.cli.main`; also runnable as `python -m workers.cli.review`.
@@ -38,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("where", metavar="OUT|s3://bucket/prefix", help="a folder of artifacts or an S3 prefix")
     p.add_argument("--port", type=int, help="port (default 4173; 0 picks a free one)")
     p.add_argument("--host", help="bind address (default 127.0.0.1; anything else needs --token)")
-    p.add_argument("--token", help="require this token on every request (prefer PAGEFLEET_STUDIO_TOKEN: "
+    p.add_argument("--token", help="require this token on every request (prefer PAGEFLEET_STUDIO__TOKEN: "
                                    "arguments are visible in ps)")
     p.add_argument("--broker", help="submit uploads to this Redis (default: an embedded fleet)")
     p.add_argument("--apply", action="store_true", help="apply review.json decisions to the artifacts and exit "

@@ -116,7 +116,7 @@ def run(paths: list[str], out: str, options: Options, *, workers: int, broker: s
     failure: ExitCode | None = None
     try:
         # SIGTERM is `Terminated` (exit 143) from here on, also while waiting for another run's lock
-        with signals_as_interrupt(), out_lock(outdir, get_settings().job_deadline_s, waiting):
+        with signals_as_interrupt(), out_lock(outdir, get_settings().limits.job_deadline_s, waiting):
             _account_dead_run(outdir, storage, console)
             tracked = [Tracked(spec_for_path(str(f), storage.url, stem, options, force=force), stem)
                        for f, stem in zip(files, unique_stems(files))]
@@ -207,7 +207,7 @@ def _copy_result(outdir: Path, original: Tracked, duplicate: Tracked) -> None:
 
 def _wait(todo: list[Tracked], fleet: EmbeddedFleet, console: Console) -> tuple[ExitCode, str] | None:
     """None when every document finished; else what ends the run early, and why."""
-    deadline = time.monotonic() + get_settings().job_deadline_s
+    deadline = time.monotonic() + get_settings().limits.job_deadline_s
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("pages"),
                TextColumn("{task.fields[docs]}"), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as progress:

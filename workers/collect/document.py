@@ -78,8 +78,8 @@ def assemble(job: JobSpec, settings: Settings, storage: Storage, manifest: dict[
     head = DocumentRecord(pipeline_version=PIPELINE_VERSION, job_id=job.job_id, source=SourceInfo(**manifest["source"]),
                           status="accepted", page_count=int(manifest["page_count"]), options=manifest["options"], pages=[])
 
-    Path(settings.cache_dir).mkdir(parents=True, exist_ok=True)  # where a big document's spools go
-    built = assembly.Assembly(settings.cache_dir, head)
+    Path(settings.storage.cache_dir).mkdir(parents=True, exist_ok=True)  # where a big document's spools go
+    built = assembly.Assembly(settings.storage.cache_dir, head)
     try:
         for chunk in chunks.replayed(_pages(job, manifest, found, built, final_attempt), head):
             built.chunk(chunk)

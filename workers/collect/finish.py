@@ -44,7 +44,7 @@ def finish(spec: dict, *, final_attempt: bool) -> dict:
 
 def collect_lock(job: JobSpec, settings: Settings) -> Lock | None:
     """One collect of a job at a time (`finish`, `collect_streaming`)."""
-    return jobs.acquire(f"collect:{job.job_id}", settings.task_time_limit + 60)
+    return jobs.acquire(f"collect:{job.job_id}", settings.limits.task_time_limit + 60)
 
 
 def _collect(job: JobSpec, settings: Settings, final_attempt: bool) -> dict:

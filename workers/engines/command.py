@@ -11,11 +11,11 @@ worker's variables named in `pass_env` (an API key for a cloud OCR) — never th
 object store's secrets. Its output goes through the same quality gate as every engine's: nothing
 is trusted because a command printed it.
 
-Configuration, one entry per NAME (`Settings().ocr_commands`, env `PAGEFLEET_OCR_COMMANDS`):
+Configuration, one entry per NAME (`Settings().ocr.commands`, env `PAGEFLEET_OCR__COMMANDS`):
 
-    PAGEFLEET_OCR_COMMANDS='{"cloud": {"argv": ["/opt/ocr/cloud-ocr", "--format", "md"],
+    PAGEFLEET_OCR__COMMANDS='{"cloud": {"argv": ["/opt/ocr/cloud-ocr", "--format", "md"],
                                        "timeout_s": 120, "pass_env": ["CLOUD_OCR_KEY"]}}'
-    PAGEFLEET_CHAINS__HE='["command:cloud", "tesseract:heb+eng"]'     # per chain, like any engine
+    PAGEFLEET_OCR__CHAINS__HE='["command:cloud", "tesseract:heb+eng"]'     # per chain, like any engine
 
 This is how a site plugs in a cloud OCR or its own model without a code change.
 """
@@ -35,10 +35,10 @@ from workers.settings import OcrCommand, get_settings
 
 
 def configured(name: str) -> OcrCommand:
-    commands = get_settings().ocr_commands
+    commands = get_settings().ocr.commands
     if name not in commands:
         known = ", ".join(sorted(commands)) or "none"
-        raise EngineUnavailable(f"command:{name}: no such entry in PAGEFLEET_OCR_COMMANDS (configured: {known})")
+        raise EngineUnavailable(f"command:{name}: no such entry in PAGEFLEET_OCR__COMMANDS (configured: {known})")
     return commands[name]
 
 

@@ -1,7 +1,7 @@
 """Hugging Face loading shared by the VLM engines and the SigLIP2 router: where a checkpoint is,
 whether it is there, and loading it once per process.
 
-    model id ─► resolve: PAGEFLEET_MODELS_DIR/<id> when pulled there (`pagefleet models pull`),
+    model id ─► resolve: PAGEFLEET_OCR__MODELS__DIR/<id> when pulled there (`pagefleet models pull`),
                 else the id itself (a local directory, or a hub id in the local HF cache)
              ─► weights_present: config + weights on disk (never downloads); a models directory
                 that lacks the id names the manifest it was pulled from

@@ -8,9 +8,9 @@ One POST `{base_url}/v1/chat/completions` per page image:
          {"type": "text", "text": <the model's OCR prompt>}]}]}
 
 with `Authorization: Bearer <api key>` when one is set. The variant picks the model: `http:dots`,
-`http:qwen`, `http:lightonocr` use that engine's checkpoint id (settings.vlm) and OCR prompt; any
-other variant is the served model name; no variant → `settings.vlm.http_model`. Pages go out
-`concurrency` at a time (default settings.vlm.batch_size) so the server can batch them.
+`http:qwen`, `http:lightonocr` use that engine's checkpoint id (settings.gpu.vlm) and OCR prompt; any
+other variant is the served model name; no variant → `settings.gpu.vlm.http_model`. Pages go out
+`concurrency` at a time (default settings.gpu.vlm.batch_size) so the server can batch them.
 
 Errors: a timeout → `EngineTimeout`; refused connection, HTTP 5xx, a malformed answer →
 `EngineCrashed`; HTTP 4xx → `EngineCrashed` naming the status. Standard library only.
@@ -67,7 +67,7 @@ class HttpEngine(Engine):
 
     def __init__(self, variant: str | None = None, **options: Any) -> None:
         super().__init__(variant, **options)
-        vlm = get_settings().vlm
+        vlm = get_settings().gpu.vlm
         base_url = options.get("base_url", vlm.http_base_url)
         self.base_url: str | None = base_url.rstrip("/") if base_url else None
         self.api_key: str | None = options.get("api_key", vlm.http_api_key)
@@ -91,9 +91,9 @@ class HttpEngine(Engine):
 
     def health(self) -> EngineHealth:
         if not self.base_url:
-            return EngineHealth(self.label, False, "no server configured (settings.vlm.http_base_url)", self.device)
+            return EngineHealth(self.label, False, "no server configured (settings.gpu.vlm.http_base_url)", self.device)
         if not self.model:
-            return EngineHealth(self.label, False, "no model named (variant or settings.vlm.http_model)", self.device)
+            return EngineHealth(self.label, False, "no model named (variant or settings.gpu.vlm.http_model)", self.device)
         request = urllib.request.Request(f"{self.base_url}/v1/models", headers=self._headers(), method="GET")
         try:
             with urllib.request.urlopen(request, timeout=min(5.0, self.timeout_s)) as response:

@@ -5,13 +5,13 @@ engines check before they load a checkpoint.
                     "models": {"<model id>": {"files": {"<relative path>": {"sha256": "…", "size": N}}}}}
 
 A pull copies `<source>/manifest.json` and `<source>/<model id>/<file>` into
-`PAGEFLEET_MODELS_DIR/<model id>/<file>`, verifies every sha256, marks each complete model with
-`.pagefleet-pulled` and finally writes `PAGEFLEET_MODELS_DIR/manifest.json` (with `source`).
+`PAGEFLEET_OCR__MODELS__DIR/<model id>/<file>`, verifies every sha256, marks each complete model with
+`.pagefleet-pulled` and finally writes `PAGEFLEET_OCR__MODELS__DIR/manifest.json` (with `source`).
 With a models directory configured, a model id is only as good as that directory: an id the
 manifest lacks, or one pulled incompletely, is unavailable with a reason that says which.
 
-Settings: `Settings().models` (env `PAGEFLEET_MODELS_DIR`: the directory; unset, engines use ids
-as given, local directories or the Hugging Face cache; `PAGEFLEET_MODELS_FROM`: the default pull
+Settings: `Settings().ocr.models` (env `PAGEFLEET_OCR__MODELS__DIR`: the directory; unset, engines use ids
+as given, local directories or the Hugging Face cache; `PAGEFLEET_OCR__MODELS__FROM_URL`: the default pull
 source).
 """
 
@@ -31,7 +31,7 @@ SCHEMA_VERSION = 1
 def models_dir() -> str | None:
     from workers.settings import get_settings
 
-    return get_settings().models.dir or None
+    return get_settings().ocr.models.dir or None
 
 
 def sha256_of(path: Path, chunk: int = 1024 * 1024) -> str:

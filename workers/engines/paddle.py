@@ -80,11 +80,11 @@ class PaddleEngine(Engine):
 
     def __init__(self, variant: str | None = None, **options: Any) -> None:
         super().__init__(variant, **options)
-        vlm = get_settings().vlm
+        vlm = get_settings().gpu.vlm
         arabic = self.variant == "arabic"
         self.rec_model_path: str | None = options.get("rec_model_path") or (vlm.paddle_arabic_rec_model if arabic else None)
         self.rec_keys_path: str | None = options.get("rec_keys_path") or (vlm.paddle_arabic_rec_keys if arabic else None)
-        self.threads = int(options.get("threads", get_settings().omp_thread_limit))
+        self.threads = int(options.get("threads", get_settings().ocr.omp_thread_limit))
 
     def _problem(self) -> str | None:
         """Why this variant cannot run here, or None."""

@@ -40,11 +40,11 @@ OSD_MIN_CHARACTERS = 20
 
 
 def _env() -> dict[str, str]:
-    return dict(os.environ, OMP_THREAD_LIMIT=str(get_settings().omp_thread_limit))
+    return dict(os.environ, OMP_THREAD_LIMIT=str(get_settings().ocr.omp_thread_limit))
 
 
 def _run(args: list[str], *, timeout_s: float) -> subprocess.CompletedProcess[bytes]:
-    cmd = get_settings().tesseract_cmd
+    cmd = get_settings().ocr.tesseract_cmd
     try:
         proc = subprocess.run([cmd, *args], capture_output=True, timeout=timeout_s, env=_env(), check=False)
     except FileNotFoundError as exc:
@@ -58,7 +58,7 @@ def _run(args: list[str], *, timeout_s: float) -> subprocess.CompletedProcess[by
 
 @functools.lru_cache(maxsize=1)
 def installed_languages() -> frozenset[str]:
-    if shutil.which(get_settings().tesseract_cmd) is None:
+    if shutil.which(get_settings().ocr.tesseract_cmd) is None:
         return frozenset()
     proc = _run(["--list-langs"], timeout_s=30)
     lines = proc.stdout.decode("utf-8", "replace").splitlines()
@@ -70,7 +70,7 @@ def require_tesseract(languages: tuple[str, ...] = ("eng", "heb", "ara", "osd"))
     Returns Tesseract's version."""
     import pytesseract
 
-    pytesseract.pytesseract.tesseract_cmd = get_settings().tesseract_cmd
+    pytesseract.pytesseract.tesseract_cmd = get_settings().ocr.tesseract_cmd
     try:
         version = str(pytesseract.get_tesseract_version())
     except pytesseract.TesseractNotFoundError as exc:
@@ -150,7 +150,7 @@ def recognise(image: str | np.ndarray, langs: str, psm: int, dpi: int, tmp: Path
     each doubtful line inverted (white on black), which costs ≈ 7 % of a page."""
     settings = get_settings()
     try:
-        return _recognise(image, langs, psm, dpi, tmp, name, invert, bounded(settings.tesseract_timeout_s))
+        return _recognise(image, langs, psm, dpi, tmp, name, invert, bounded(settings.ocr.tesseract_timeout_s))
     except EngineTimeout:
         deadline.check("tesseract")  # cut by the task's deadline (a task on a thread), not its own timeout
         raise
@@ -164,7 +164,7 @@ def bounded(timeout_s: float) -> float:
 def _recognise(image: str | np.ndarray, langs: str, psm: int, dpi: int, tmp: Path, name: str, invert: bool,
                timeout_s: float) -> tuple[str, str]:
     settings = get_settings()
-    if settings.tesseract_inprocess and tesseract_api.available():
+    if settings.ocr.tesseract_inprocess and tesseract_api.available():
         return tesseract_api.recognise(image, langs, psm, dpi, timeout_s=timeout_s, invert=invert)
     if isinstance(image, np.ndarray):
         path = tmp / f"{name}.pgm"

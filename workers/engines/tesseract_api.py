@@ -32,7 +32,7 @@ def available() -> bool:
     from workers.settings import get_settings
 
     # Tesseract's own threads are slower than one thread per page with pages in parallel (tesseract.py)
-    os.environ.setdefault("OMP_THREAD_LIMIT", str(get_settings().omp_thread_limit))
+    os.environ.setdefault("OMP_THREAD_LIMIT", str(get_settings().ocr.omp_thread_limit))
     try:
         import tesserocr  # noqa: F401
     except ImportError:

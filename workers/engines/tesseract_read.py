@@ -63,7 +63,7 @@ class ReadPlan:
     def from_options(cls, options: Mapping[str, Any]) -> ReadPlan:
         from workers.settings import get_settings
 
-        plan = get_settings().tesseract_read.model_dump()
+        plan = get_settings().ocr.tesseract_read.model_dump()
         plan.update({k: options[k] for k in cls.__dataclass_fields__ if k in options})
         return cls(**plan)
 

@@ -1,6 +1,6 @@
 """VLM OCR engines through Hugging Face transformers: `lightonocr`, `dots`, `qwen`.
 
-    engine       default checkpoint (settings.vlm)      transformers class
+    engine       default checkpoint (settings.gpu.vlm)      transformers class
     lightonocr   lightonai/LightOnOCR-2-1B              LightOnOcrForConditionalGeneration + AutoProcessor
     qwen         Qwen/Qwen2.5-VL-7B-Instruct            Qwen2_5_VLForConditionalGeneration + AutoProcessor
     dots         rednote-hilab/dots.ocr                 native config → AutoModelForImageTextToText;
@@ -12,10 +12,10 @@ A chain entry may name another checkpoint as its variant (`qwen:Qwen/Qwen2.5-VL-
 the constructor option `model=` (a hub id or a local directory) wins over both.
 
 Models load lazily, once per process (`workers.engines.hf`: the loading shared with the SigLIP2
-router), from the pulled copy under `PAGEFLEET_MODELS_DIR` when there is one, straight onto their
+router), from the pulled copy under `PAGEFLEET_OCR__MODELS__DIR` when there is one, straight onto their
 device (`device_map`, `low_cpu_mem_usage`): cuda when available (bf16), else cpu (float32).
 `local_files_only=True` is the default, so a missing checkpoint is an `EngineUnavailable` with the
-reason, never a download. Pages are read in batches (`settings.vlm.batch_size`) with greedy
+reason, never a download. Pages are read in batches (`settings.gpu.vlm.batch_size`) with greedy
 decoding and a stop-on-repetition criterion (`workers.engines.repetition`). Checkpoint and
 processor loading: `workers.engines.vlm_load`; the prompt and the page image: `workers.engines.vlm_request`.
 
@@ -81,7 +81,7 @@ class VlmEngine(Engine):
         unknown = set(options) - _KNOWN_OPTIONS
         if unknown:
             log.warning("%s: ignoring unknown options %s", self.name, sorted(unknown))
-        vlm = get_settings().vlm
+        vlm = get_settings().gpu.vlm
         self.model_id: str = options.get("model") or variant or getattr(vlm, self.spec.settings_field)
         self.max_new_tokens = int(options.get("max_new_tokens", vlm.max_new_tokens))
         self.batch_size = max(1, int(options.get("batch_size", vlm.batch_size)))
@@ -119,7 +119,7 @@ class VlmEngine(Engine):
 
     def _load(self, device: str) -> LoadedModel:
         started = time.monotonic()
-        path = resolve(self.model_id)  # the pulled copy under PAGEFLEET_MODELS_DIR, if there is one
+        path = resolve(self.model_id)  # the pulled copy under PAGEFLEET_OCR__MODELS__DIR, if there is one
         with loading(self.label, self.model_id, device):
             present, detail = weights_present(self.model_id)
             if not present and self.local_files_only:

@@ -46,9 +46,9 @@ def waits_when_full() -> bool:
 
 
 def _wait_s() -> float:
-    from workers.settings import reliability
+    from workers.settings import get_settings
 
-    return reliability().broker_full_wait_s
+    return get_settings().broker.full_wait_s
 
 
 def client_options() -> dict[str, Any]:
@@ -86,9 +86,9 @@ def check_room(client: redis.Redis, ratio: float | None = None) -> None:
     """`BrokerFull` when Redis is at or near its `maxmemory` (`broker_full_ratio`); `BrokerUnavailable`
     when it cannot be asked."""
     if ratio is None:
-        from workers.settings import reliability
+        from workers.settings import get_settings
 
-        ratio = reliability().broker_full_ratio
+        ratio = get_settings().broker.full_ratio
     try:
         used, limit = memory(client)
     except redis.RedisError as exc:

@@ -20,15 +20,15 @@ def celery_config(s: Settings, routes: dict[str, dict[str, str]]) -> dict[str, A
 
 def _broker_config(s: Settings, routes: dict[str, dict[str, str]]) -> dict[str, Any]:
     # longer than the longest task (its hard limit), short enough that a dead worker's unacked
-    # pages come back in minutes; the watchdog's deadline (reliability) covers what never comes back
-    visibility = s.reliability.visibility_for(s.task_time_limit)
+    # pages come back in minutes; the watchdog's deadline (limits) covers what never comes back
+    visibility = s.broker.visibility_for(s.limits.task_time_limit)
     return dict(
-        broker_url=s.broker_url,
+        broker_url=s.broker.url,
         # kombu's Redis transport, with an ack that works at maxmemory (workers/fleet/broker.py)
         broker_transport="workers.fleet.broker:Transport",
         # a Redis error on the consumer's connection (a refused write) reconnects, never stops the worker
         broker_channel_error_retry=True,
-        result_backend=f"workers.app:ResultBackend+{s.result_backend or s.broker_url}",
+        result_backend=f"workers.app:ResultBackend+{s.broker.result_backend or s.broker.url}",
         # the job hash is the one record of a job's state: no task's result is stored (a chord's
         # header results still reach its body: the backend keeps those in the chord's own keys)
         task_ignore_result=True,
@@ -42,15 +42,15 @@ def _broker_config(s: Settings, routes: dict[str, dict[str, str]]) -> dict[str, 
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
-        task_soft_time_limit=s.task_soft_time_limit,
-        task_time_limit=s.task_time_limit,
-        broker_transport_options=s.reliability.transport_options(s.task_time_limit),
+        task_soft_time_limit=s.limits.task_soft_time_limit,
+        task_time_limit=s.limits.task_time_limit,
+        broker_transport_options=s.broker.transport_options(s.limits.task_time_limit),
         result_backend_transport_options={"visibility_timeout": visibility},
         # the result backend's connections (a chord's counter): the same timeouts as the broker's
-        redis_socket_timeout=s.reliability.redis_socket_timeout_s,
-        redis_socket_connect_timeout=s.reliability.redis_connect_timeout_s,
+        redis_socket_timeout=s.broker.redis_socket_timeout_s,
+        redis_socket_connect_timeout=s.broker.redis_connect_timeout_s,
         redis_socket_keepalive=True,
-        redis_backend_health_check_interval=s.reliability.redis_health_check_s,
+        redis_backend_health_check_interval=s.broker.redis_health_check_s,
         visibility_timeout=visibility,
     )
 
@@ -71,6 +71,6 @@ def _worker_config(s: Settings) -> dict[str, Any]:
         worker_hijack_root_logger=False,
         # `celery -A workers.app beat` runs the deadline watchdog (workers/watchdog.py)
         beat_schedule={"pagefleet-watchdog": {"task": "pagefleet.watchdog",
-                                              "schedule": s.reliability.watchdog_interval_s,
-                                              "options": {"queue": "collect", "expires": s.reliability.watchdog_interval_s}}},
+                                              "schedule": s.limits.watchdog_interval_s,
+                                              "options": {"queue": "collect", "expires": s.limits.watchdog_interval_s}}},
     )

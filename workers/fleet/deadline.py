@@ -1,7 +1,7 @@
 """A task's own deadline, where Celery cannot enforce the soft time limit: a gpu worker runs its
-tasks on threads (`PAGEFLEET_GPU_POOL=threads`), and Celery's time limits need a pool child to
+tasks on threads (`PAGEFLEET_GPU__POOL=threads`), and Celery's time limits need a pool child to
 signal. Without one, a task could outlive the hard limit and the broker's visibility timeout
-(set just above it, `workers.reliability`) and be delivered again while it still runs.
+(set just above it, `BrokerSettings.visibility_for`) and be delivered again while it still runs.
 
 `until(t)` sets the deadline for the code it wraps (a context variable: each task thread its own);
 `check()` raises `TaskDeadline` once it has passed (between the steps of a page chain); engines

@@ -12,7 +12,7 @@ Probes run `python -m workers.fleet.heartbeat live|ready` (no Celery import, ~0.
     ready  ready exists, alive is fresh, and no shutdown has started
 
 This module does not import celery (the dependency rule): the bootstep and signal handlers that
-call it live in `workers/app.py`. Disabled unless `PAGEFLEET_HEARTBEAT_DIR` is set.
+call it live in `workers/app.py`. Disabled unless `PAGEFLEET_OBSERVABILITY__HEARTBEAT__DIR` is set.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class Heartbeat:
     """The writer side, used by the worker bootstep and signal handlers."""
 
     def __init__(self, settings: HeartbeatSettings | None = None) -> None:
-        self.settings = settings or get_settings().heartbeat
+        self.settings = settings or get_settings().observability.heartbeat
         base = Path(self.settings.dir) if self.settings.dir else None
         self.enabled = base is not None
         self.alive = base / "alive" if base else None
@@ -77,9 +77,9 @@ def _age(path: Path) -> float | None:
 
 def check(kind: str, settings: HeartbeatSettings | None = None) -> tuple[bool, str]:
     """(ok, reason) for `live` or `ready`."""
-    settings = settings or get_settings().heartbeat
+    settings = settings or get_settings().observability.heartbeat
     if not settings.dir:
-        return False, "PAGEFLEET_HEARTBEAT_DIR is not set"
+        return False, "PAGEFLEET_OBSERVABILITY__HEARTBEAT__DIR is not set"
     base = Path(settings.dir)
     stopping = (base / "stopping").exists()
     age = _age(base / "alive")
@@ -100,9 +100,9 @@ def check(kind: str, settings: HeartbeatSettings | None = None) -> tuple[bool, s
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m workers.fleet.heartbeat", description="worker probe")
     parser.add_argument("kind", choices=("live", "ready"))
-    parser.add_argument("--max-age", type=float, help="seconds (default PAGEFLEET_HEARTBEAT_MAX_AGE_S or 120)")
+    parser.add_argument("--max-age", type=float, help="seconds (default PAGEFLEET_OBSERVABILITY__HEARTBEAT__MAX_AGE_S or 120)")
     args = parser.parse_args(argv)
-    settings = get_settings().heartbeat
+    settings = get_settings().observability.heartbeat
     if args.max_age is not None:
         settings = settings.model_copy(update={"max_age_s": args.max_age})
     ok, reason = check(args.kind, settings)

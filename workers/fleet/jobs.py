@@ -29,7 +29,7 @@ from redis.lock import Lock
 
 from workers.errors import BrokerUnavailable
 from workers.fleet import broker
-from workers.settings import get_settings, reliability
+from workers.settings import get_settings
 
 log = logging.getLogger(__name__)
 DONE_CHANNEL = "pagefleet:done"
@@ -57,7 +57,7 @@ def _client(url: str) -> redis.Redis:
 
 
 def client(url: str | None = None) -> redis.Redis:
-    return _client(url or get_settings().broker_url)
+    return _client(url or get_settings().broker.url)
 
 
 def job_key(job_id: str) -> str:
@@ -117,7 +117,7 @@ end
 
 def _record(job_id: str, fields: dict[str, Any], progress: bool = True) -> tuple[list[str], list[Any]]:
     """(KEYS[1..5], the ARGV `record(o)` reads from o) for setting `fields` on the job's record."""
-    rel = reliability()
+    rel = get_settings().broker
     mapping = _mapping(fields)
     state = fields.get("state")
     kind = "" if state is None else str(state) if state in TERMINAL else "active"
@@ -268,7 +268,7 @@ def count_delivery(job_id: str, page: int, retries: int = 0, r: redis.Redis | No
     included: a redelivery (worker lost) counts, a retry (a new message) starts again at 1. The
     counters belong to one run of the job (`start_run` resets them)."""
     r = r or client()
-    ttl = reliability().job_record_ttl_s
+    ttl = get_settings().broker.job_record_ttl_s
     return int(r.eval(_COUNT_DELIVERY, 1, f"pagefleet:attempts:{job_id}", str(page), str(retries), str(ttl)))
 
 
@@ -306,10 +306,10 @@ def _lock_key(name: str) -> str:
 
 @translate_redis_errors
 def dead_letter(record: dict[str, Any], r: redis.Redis | None = None) -> None:
-    """Append a record; the list keeps the newest `reliability.deadletter_max`."""
+    """Append a record; the list keeps the newest `broker.deadletter_max`."""
     pipe = (r or client()).pipeline()
     pipe.rpush(DEADLETTER, json.dumps({**record, "at": time.time()}, ensure_ascii=False))
-    pipe.ltrim(DEADLETTER, -reliability().deadletter_max, -1)
+    pipe.ltrim(DEADLETTER, -get_settings().broker.deadletter_max, -1)
     pipe.execute()
 
 

@@ -136,7 +136,7 @@ def pool_for(queues: str) -> list[str]:
     from workers.settings import get_settings
 
     if _only(queues, "gpu"):
-        return ["-P", get_settings().gpu_pool]
+        return ["-P", get_settings().gpu.pool]
     return ["-P", "threads"] if _only(queues, "notify") else []
 
 
@@ -149,7 +149,7 @@ def default_concurrency(queues: str) -> int:
 
     settings = get_settings()
     if _only(queues, "gpu"):
-        return settings.vlm.batch_size if settings.gpu_pool == "threads" else 1
+        return settings.gpu.vlm.batch_size if settings.gpu.pool == "threads" else 1
     if _only(queues, "notify"):
         return NOTIFY_THREADS
     return os.cpu_count() or 2
@@ -217,8 +217,8 @@ class Fleet:
             if self.broker_url is None and self.redis is not None:
                 self.broker_url = self.redis.start()
             assert self.broker_url is not None
-            self.env = {**os.environ, "PAGEFLEET_BROKER_URL": self.broker_url,
-                        "PAGEFLEET_RESULT_BACKEND": self.broker_url, **self.extra_env}
+            self.env = {**os.environ, "PAGEFLEET_BROKER__URL": self.broker_url,
+                        "PAGEFLEET_BROKER__RESULT_BACKEND": self.broker_url, **self.extra_env}
             self.logdir.mkdir(parents=True, exist_ok=True)
             for queues, concurrency in self.queue_spec:
                 self.add_worker(queues, concurrency)

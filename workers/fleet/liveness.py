@@ -6,10 +6,10 @@ worker's pages go back on their queues within seconds, not after the visibility 
     pagefleet:held:<id>      hash: delivery tag -> task id, every message the worker received and
                              kombu still lists as unacknowledged (`unacked`)
 
-Every worker's consumer beats every `reliability.worker_heartbeat_s` on its event loop's timer
+Every worker's consumer beats every `broker.worker_heartbeat_s` on its event loop's timer
 (`workers.fleet.steps.LivenessStep`, the loop the heartbeat file is written from): its beat, its pool, its
 held tags pruned to those still unacknowledged. Then it looks for peers silent for
-`reliability.worker_dead_after_s`: the first to find one puts that worker's held messages back on
+`broker.worker_dead_after_s`: the first to find one puts that worker's held messages back on
 their queues with kombu's own restore (the one the visibility timeout would run much later) and
 forgets it. A consumer that connects again puts its own held messages back: Celery abandons them
 with the connection it lost (it cancels the running ones).
@@ -34,7 +34,7 @@ from typing import Any
 import redis
 
 from workers.fleet import jobs
-from workers.settings import reliability
+from workers.settings import get_settings
 
 log = logging.getLogger(__name__)
 WORKERS = "pagefleet:workers"
@@ -100,7 +100,7 @@ def reap(restore: Callable[[str], None], r: redis.Redis | None = None, now: floa
     r = r or jobs.client()
     now = time.time() if now is None else now
     done = {}
-    for worker, last in r.zrangebyscore(WORKERS, "-inf", now - reliability().worker_dead_after_s, withscores=True):
+    for worker, last in r.zrangebyscore(WORKERS, "-inf", now - get_settings().broker.worker_dead_after_s, withscores=True):
         if worker == SELF["worker"] or not r.set(f"pagefleet:lock:reap:{worker}", "1", nx=True, ex=60):
             continue
         done[worker] = put_back(worker, restore, r)
@@ -136,7 +136,7 @@ def owner_dead(claimed: str | None, task_id: str = "", r: redis.Redis | None = N
         return False
     r = r or jobs.client()
     last = r.zscore(WORKERS, who["worker"])
-    if last is None or time.time() - last > reliability().worker_dead_after_s:
+    if last is None or time.time() - last > get_settings().broker.worker_dead_after_s:
         return True
     at, pool = r.hmget(_info(who["worker"]), "at", "pool")
     return float(at or 0) > float(who.get("at") or 0) + 1 and pid not in json.loads(pool or "[]")
@@ -167,7 +167,7 @@ class Keeper:
         self.last = 0.0
 
     def __call__(self, pool: list[int]) -> dict[str, int]:
-        rel = reliability()
+        rel = get_settings().broker
         now = time.monotonic()
         try:
             beat(pool)

@@ -1,5 +1,5 @@
 """Logging for every pagefleet process: plain lines by default, one JSON object a line with
-`PAGEFLEET_LOG_FORMAT=json` (what a log pipeline ingests), level from `PAGEFLEET_LOGLEVEL` (the CLI)
+`PAGEFLEET_OBSERVABILITY__LOG_FORMAT=json` (what a log pipeline ingests), level from `PAGEFLEET_OBSERVABILITY__LOGLEVEL` (the CLI)
 or `--loglevel` (workers).
 
     {"ts": "2026-11-30T18:00:00.123Z", "level": "INFO", "logger": "tasks.ocr", "message": "...",

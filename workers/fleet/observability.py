@@ -1,6 +1,6 @@
 """Error reporting: Sentry for workers and the event receiver, with document content scrubbed.
 
-`init_sentry()` does nothing unless a DSN is configured (`PAGEFLEET_SENTRY_DSN` or `SENTRY_DSN`).
+`init_sentry()` does nothing unless a DSN is configured (`PAGEFLEET_OBSERVABILITY__SENTRY__DSN` or `SENTRY_DSN`).
 Workers call it from `celeryd_init` (the main process, before the pool forks; children inherit
 the client and sentry-sdk restarts its sender thread per process) and again, idempotently, from
 `worker_process_init`. The receiver calls it at start-up.
@@ -193,7 +193,7 @@ def _privacy_options(sentry_sdk: Any) -> dict[str, Any]:
 
 def init_sentry(component: str = "worker", dsn: str | None = None) -> bool:
     """Initialise sentry-sdk once per process. False (and nothing done) without a DSN."""
-    settings = get_settings().sentry
+    settings = get_settings().observability.sentry
     dsn = dsn or settings.dsn
     if not dsn:
         return False

@@ -57,7 +57,7 @@ class LivenessStep(bootsteps.StartStopStep):
             liveness.start(c.hostname)
         _quietly("putting back what the last connection held", liveness.put_back, liveness.SELF["worker"],
                  self.restore)
-        interval = get_settings().reliability.worker_heartbeat_s
+        interval = get_settings().broker.worker_heartbeat_s
         self.beat(c)
         self.tref = c.timer.call_repeatedly(interval, self.beat, (c,), priority=10)
 

@@ -35,7 +35,7 @@ def extract_page(pdf: str, page: int, *, timeout_s: float = 30.0, memory_mb: int
     pages `page`..`last` (pdftotext stops at the document's last page)."""
     if not available():
         raise EngineUnavailable(f"pdftotext is not installed; {INSTALL_HINT}")
-    memory_mb = memory_mb or get_settings().sandbox_memory_mb
+    memory_mb = memory_mb or get_settings().limits.sandbox_memory_mb
     started = time.monotonic()
     argv = ["pdftotext", "-f", str(page), "-l", str(last or page), "-enc", "UTF-8", "-q", *args, pdf, "-"]
     try:

@@ -59,8 +59,8 @@ def ocr_pages(job: JobSpec, numbers: list[int], settings: Settings) -> list[Page
 
 
 def _cache(settings: Settings) -> str:
-    Path(settings.cache_dir).mkdir(parents=True, exist_ok=True)
-    return settings.cache_dir
+    Path(settings.storage.cache_dir).mkdir(parents=True, exist_ok=True)
+    return settings.storage.cache_dir
 
 
 def _prepare(job: JobSpec, storage: Storage, number: int, pdf: str, render_dir: Path, settings: Settings) -> PageWork:
@@ -125,8 +125,8 @@ def _try_fallback(work: PageWork, pdf: str) -> None:
 
 def _reads_first(w: PageWork, settings: Settings) -> bool:
     """A CPU page with no text-layer hint is routed by reading it (see `_read_first`)."""
-    entry = settings.chains.cpu_default[0] if settings.chains.cpu_default else ""
-    return (settings.router.read_first and not w.gpu and w.pending.hint_script is None
+    entry = settings.ocr.chains.cpu_default[0] if settings.ocr.chains.cpu_default else ""
+    return (settings.ocr.router.read_first and not w.gpu and w.pending.hint_script is None
             and entry.split(":")[0] == "tesseract")
 
 
@@ -136,8 +136,8 @@ def _read_first(works: list[PageWork], settings: Settings) -> list[PageWork]:
     script expected. OSD (≈ 0.4 s a page, a quarter of a read) and the recognition probe run only
     where the reading names no script or is refused (a turned scan: OSD turns it, and the page is
     routed again). Returns the pages still to route by votes."""
-    chains = settings.chains.model_dump()
-    entry = settings.chains.cpu_default[0]
+    chains = settings.ocr.chains.model_dump()
+    entry = settings.ocr.chains.cpu_default[0]
     group = [w for w in works if w.image is not None]
     read_group(entry, group, route_by_reading=True)
     rest = []
@@ -170,7 +170,7 @@ def _narrower(entry: str, read: str) -> bool:
 
 
 def _route(works: list[PageWork], settings: Settings) -> None:
-    chains = settings.chains.model_dump()
+    chains = settings.ocr.chains.model_dump()
     first = [w for w in works if w.image is not None and _reads_first(w, settings)]
     if first:
         later = {w.number for w in _read_first(first, settings)}

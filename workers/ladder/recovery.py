@@ -52,7 +52,7 @@ def child_json(module: str, label: str, pdf: str, number: int, timeout_s: float)
     """`python -m MODULE PDF PAGE` in a sandboxed child; its JSON (``{"tables": [...], ...}``)."""
     argv = [sys.executable, "-m", module, pdf, str(number)]
     try:
-        proc = run_tool(argv, timeout_s=timeout_s, memory_mb=get_settings().sandbox_memory_mb)
+        proc = run_tool(argv, timeout_s=timeout_s, memory_mb=get_settings().limits.sandbox_memory_mb)
     except subprocess.TimeoutExpired as exc:
         raise EngineTimeout(f"{label} timed out after {timeout_s:.0f}s") from exc
     if proc.returncode != 0:

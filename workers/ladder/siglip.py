@@ -1,7 +1,7 @@
 """The SigLIP2 zero-shot visual router (seed 003): which script does a page image look like?
 
 Not an OCR engine: `SiglipRouter.classify(paths)` returns one `VisualVerdict` per image. Each image is
-scored against a prompt per label (defaults in `settings.router`: "this is a photo of English
+scored against a prompt per label (defaults in `settings.ocr.router`: "this is a photo of English
 text." → `latin`, "this is a photo of Arabic text." → `ar`) with the model's sigmoid
 probabilities. margin = p(first label) − max p(other labels); margin > threshold → the first
 label, otherwise the most probable other label (seed 003: borderline pages go to the
@@ -72,7 +72,7 @@ class SiglipRouter:
         threshold: float | None = None, batch_size: int | None = None, device: str | None = None,
         local_files_only: bool | None = None,
     ) -> None:
-        router = get_settings().router
+        router = get_settings().ocr.router
         self.model_id = model or router.siglip_model
         self.prompts = list(prompts or router.siglip_prompts)
         self.labels = list(labels or router.siglip_labels)
@@ -81,7 +81,7 @@ class SiglipRouter:
         self.threshold = router.siglip_threshold if threshold is None else float(threshold)
         self.batch_size = max(1, int(batch_size or router.siglip_batch_size))
         self.requested_device = device
-        # settings.router.local_files_only, once settings have it; until then offline by default
+        # settings.ocr.router.local_files_only, once settings have it; until then offline by default
         default_local = router.local_files_only
         self.local_files_only = default_local if local_files_only is None else local_files_only
 

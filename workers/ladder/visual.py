@@ -58,7 +58,7 @@ def _osd(image: PageImage, settings: Settings) -> OsdResult:
         if len(_OSD_CACHE) > 256:
             _OSD_CACHE.clear()
         # no later than the task's deadline where it keeps one (a gpu worker's task threads)
-        timeout_s = bounded(settings.tesseract_timeout_s)
+        timeout_s = bounded(settings.ocr.tesseract_timeout_s)
         _OSD_CACHE[image.path] = detect_script(image.path, timeout_s=timeout_s, dpi=image.dpi)
     return _OSD_CACHE[image.path]
 
@@ -69,7 +69,7 @@ def orientation(image: PageImage, settings: Settings) -> int:
         result = _osd(image, settings)
     except EngineError:
         return 0
-    if result.rotate and result.orientation_confidence >= settings.router.min_orientation_confidence:
+    if result.rotate and result.orientation_confidence >= settings.ocr.router.min_orientation_confidence:
         return result.rotate
     return 0
 
@@ -85,7 +85,7 @@ def osd_vote(image: PageImage, settings: Settings) -> VisualVote:
         result = _osd(image, settings)
     except EngineError as exc:
         return probe_vote(image, settings, f"osd failed: {exc.code}")
-    floor = settings.router.osd_min_confidence_latin if result.script == "latin" else settings.router.osd_min_confidence
+    floor = settings.ocr.router.osd_min_confidence_latin if result.script == "latin" else settings.ocr.router.osd_min_confidence
     if result.script is None or result.confidence < floor:
         return probe_vote(image, settings, f"osd script={result.raw_script} conf={result.confidence:.2f}")
     return VisualVote("osd", result.script, round(result.confidence, 3), f"script={result.raw_script}")
@@ -140,7 +140,7 @@ def visual_votes(images: list[PageImage], *, gpu: bool, settings: Settings) -> l
     if gpu:
         for i, vote in enumerate(siglip_votes(images, settings)):
             votes[i].append(vote)
-            if vote.script == "latin" and settings.router.confirm_latin:
+            if vote.script == "latin" and settings.ocr.router.confirm_latin:
                 check = osd_vote(images[i], settings)
                 if check.script in ("he", "ar"):  # the CPU router sees RTL: it decides, SigLIP2 is overruled
                     votes[i].insert(0, check)

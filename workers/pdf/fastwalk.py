@@ -16,7 +16,7 @@ extraction. The C walk reads MuPDF's structs in place and returns the same evide
 Both return None where the library is not there, so nothing depends on it: it is built by
 `make setup` (`python -m workers.pdf.fastwalk build`: the system C compiler, against the MuPDF
 headers and library in the installed PyMuPDF wheel) and refused when the MuPDF it was built for is
-not the one loaded. Settings `native_walk` (`PAGEFLEET_NATIVE_WALK=0`) turns it off (benchmarks,
+not the one loaded. Settings `native_walk` (`PAGEFLEET_ADVANCED__NATIVE_WALK=0`) turns it off (benchmarks,
 the equality tests).
 Runs in the sandbox child, with `workers.pdf.mupdf`.
 """
@@ -72,7 +72,7 @@ def library() -> ctypes.CDLL | None:
     """The C walk, or None (not built, turned off, or built for another MuPDF)."""
     from workers.settings import get_settings
 
-    if not get_settings().native_walk or not LIBRARY.exists():
+    if not get_settings().advanced.native_walk or not LIBRARY.exists():
         return None
     try:
         lib = ctypes.CDLL(str(LIBRARY))

@@ -30,7 +30,7 @@ _CHUNK = 256 * 1024
 
 
 def _cache(settings: Settings) -> Path:
-    return Path(settings.cache_dir) / "sources"
+    return Path(settings.storage.cache_dir) / "sources"
 
 
 def cached_path(job_id: str, settings: Settings) -> Path:

@@ -15,9 +15,9 @@ of a one-page document's sandbox time. With `sandbox_reuse_document` (the defaul
 runs every further command on the file of its first one, so the range tasks of a big document
 that reach one worker process share a child (~2 ms a page of fork and cold memory, 25-page
 ranges); it leaves when a command for another file comes, after `IDLE_S` without any, or once it
-holds more than `sandbox_keep_mb`. The small documents of one submission's batches that a worker
+holds more than `sandbox.KEEP_MB`. The small documents of one submission's batches that a worker
 process splits (`sandbox.shared_child`, `tasks.split.split_batch`) share a child the same way, up
-to `sandbox_share_max` commands. The server
+to `sandbox.SHARE_MAX` commands. The server
 enforces each command's wall-clock timeout (it kills the child); the client gives up on a server
 that stops answering and starts a new one on the next call.
 Protocol: one JSON object per line each way; server → child: the request line, child → server:

@@ -49,6 +49,13 @@ _SHARE: contextvars.ContextVar[str] = contextvars.ContextVar("sandbox_share", de
 # scratch files (a split batch reads its next document's head in a thread: `tasks.split`)
 _ONE_AT_A_TIME = threading.Lock()
 
+# a reused child leaves after a command that leaves it holding more than KEEP_MB (RSS, MB): MuPDF's
+# store and a kept document's parsed objects grow with the pages read
+KEEP_MB = 320
+# a child shared by one submission's small-document batches on one worker process runs at most
+# SHARE_MAX commands (`shared_child`: a batch's documents, and its submission's next batches)
+SHARE_MAX = 256
+
 
 @contextlib.contextmanager
 def _turn(command: str) -> Iterator[None]:
@@ -69,7 +76,7 @@ def shared_child(token: str) -> Iterator[None]:
     `sandbox_reuse` says: the small documents of one submission's batches that a worker process
     splits (`tasks.split.split_batch`: the process and the submission make the token) pay one
     fork, not one each. A failed command, a command past its memory, a command with another
-    token, 2 s without a command or `sandbox_share_max` commands still end the child."""
+    token, 2 s without a command or `SHARE_MAX` commands still end the child."""
     reset = _SHARE.set(token)
     try:
         yield
@@ -94,7 +101,7 @@ def run_child(
         deadline.check(what)  # cut by the deadline: the file may be fine
         if _NO_SPACE not in exc.message:
             raise
-        if not (settings.sandbox_fork_server and _scratch_to_disk(command)):  # on the disk already: full
+        if not (settings.advanced.sandbox_fork_server and _scratch_to_disk(command)):  # on the disk already: full
             raise StorageError(f"no space left for {what}'s result ({exc.message}); the task retries") from exc
     log.warning("%s found the sandbox's scratch folder full; this process's scratch moves to the temp dir", what)
     return run_child(command, pdf, params, timeout_s=timeout_s, memory_mb=memory_mb)  # once more, on the disk
@@ -112,10 +119,10 @@ def _scratch_to_disk(command: str) -> bool:
 
 def _run_child(command: str, pdf: str, params: dict[str, Any], *, timeout_s: float, memory_mb: int,
                settings: Any) -> dict[str, Any]:
-    if settings.sandbox_fork_server:
+    if settings.advanced.sandbox_fork_server:
         return _run_forked(command, pdf, params, timeout_s=timeout_s, memory_mb=memory_mb,
-                           reuse=settings.sandbox_reuse, same_document=settings.sandbox_reuse_document,
-                           keep_mb=settings.sandbox_keep_mb, share_max=settings.sandbox_share_max)
+                           reuse=settings.advanced.sandbox_reuse, same_document=settings.advanced.sandbox_reuse_document,
+                           keep_mb=KEEP_MB, share_max=SHARE_MAX)
     with tempfile.TemporaryDirectory(prefix="pagefleet-sbx-") as tmp:
         out = Path(tmp) / "result.json"
         argv = [sys.executable, "-m", "workers.pdf.sandbox", command, pdf, str(out), json.dumps(params)]

@@ -23,6 +23,8 @@ import tempfile
 from pathlib import Path
 
 _SCRATCH = "pagefleet-sbx-"
+# free MB /dev/shm needs before the scratch files go there (the deploy manifests size it above this)
+SCRATCH_SHM_MB = 256
 
 
 def scratch_base(setting: str = "", *, shm_free_mb: int, shm: str = "/dev/shm") -> Path:
@@ -65,7 +67,7 @@ def scratch_folder(base: Path | None = None) -> Path:
         from workers.settings import get_settings
 
         settings = get_settings()
-        base = scratch_base(settings.sandbox_scratch_dir, shm_free_mb=settings.sandbox_scratch_shm_mb)
+        base = scratch_base(settings.advanced.sandbox_scratch_dir, shm_free_mb=SCRATCH_SHM_MB)
     for old in base.glob(f"{_SCRATCH}*-*"):
         pid = old.name[len(_SCRATCH):].split("-", 1)[0]
         if pid.isdigit() and not _alive(int(pid)):

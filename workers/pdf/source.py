@@ -32,6 +32,8 @@ from workers.errors import (
 from workers.pdf.sandbox import run_child
 from workers.settings import Options, Settings
 
+BATCH_PAGES = 200  # pages a split task reads in one sandbox command
+
 log = logging.getLogger(__name__)
 
 _SIGNATURES = (
@@ -171,11 +173,11 @@ def _precheck(source: SourceFile, options: Options) -> None:
 
 def _limits(settings: Settings) -> dict[str, Any]:
     """A sandbox command's wall-clock and memory limits, as every command of this module passes them."""
-    return {"timeout_s": settings.sandbox_timeout_s, "memory_mb": settings.sandbox_memory_mb}
+    return {"timeout_s": settings.limits.sandbox_timeout_s, "memory_mb": settings.limits.sandbox_memory_mb}
 
 
 def _probe_params(options: Options, settings: Settings) -> dict[str, Any]:
-    return {"extract_upto": settings.split_range_pages, "max_pages": options.max_pages, "structure": options.structure}
+    return {"extract_upto": settings.advanced.split_range_pages, "max_pages": options.max_pages, "structure": options.structure}
 
 
 def _checked(source: SourceFile, options: Options, info: dict[str, Any]) -> dict[str, Any]:
@@ -204,7 +206,7 @@ def extract_pages(
     the warm sandbox server); `already` holds the first pages when `inspect` extracted them.
     `structure`: with each page's layout evidence."""
     pages: list[dict[str, Any]] = list(already or [])
-    batch = settings.split_batch_pages
+    batch = BATCH_PAGES
     for first in range(start + len(pages), page_count + 1, batch):
         last = min(first + batch - 1, page_count)
         try:

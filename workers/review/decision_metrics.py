@@ -6,7 +6,7 @@ and the decided document's job state brought up to date.
     pagefleet_review_decision_seconds            summary  from the document's artifacts being written
                                                           (its pages entering the queue) to a decision
 
-Only a studio that knows its fleet's broker counts (`--broker`, or PAGEFLEET_BROKER_URL set): a
+Only a studio that knows its fleet's broker counts (`--broker`, or PAGEFLEET_BROKER__URL set): a
 studio over a folder with no fleet behind it has nowhere to count. Counting never raises.
 """
 
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import os
 from typing import Any
 
 import redis
@@ -22,6 +21,7 @@ import redis
 from workers.metrics import HASH, field
 from workers.review.decisions import Decision
 from workers.store import objects
+from workers.settings import get_settings
 from workers.store.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,8 @@ def _job_key(job_id: str) -> str:
 
 
 def broker_url(broker: str | None) -> str | None:
-    return broker or os.environ.get("PAGEFLEET_BROKER_URL") or None
+    settings = get_settings().broker
+    return broker or (settings.url if "url" in settings.model_fields_set else None)
 
 
 def written_at(storage: Storage, key: str) -> dt.datetime | None:

@@ -7,7 +7,7 @@ had its turn (a transient one retries the batch, which then finds the others don
 one `submission` (one producer call) that a worker process runs one after another share that child
 too (a fresh child's fork, page faults and cold first page cost ~15 ms of CPU, ~1 ms a document of a
 batch of 16); another submission's batch gets a fresh one, and a failed command, `IDLE_S` without a
-command, its memory or `sandbox_share_max` commands end it (`workers.pdf.forkserver`).
+command, its memory or `sandbox.SHARE_MAX` commands end it (`workers.pdf.forkserver`).
 """
 
 from __future__ import annotations
@@ -25,6 +25,10 @@ from workers.model import JobSpec
 from workers.settings import get_settings
 from workers.split.pages import Head, read_heads
 
+# a batch's documents are probed this many to a sandbox command (`source.inspect_many`: one round
+# trip through the fork server and one result for all); 1: a command each
+PROBE_BATCH = 8
+
 log = logging.getLogger(__name__)
 
 SplitOne = Callable[[dict, Callable[[], Head]], dict]  # (spec, its head read ahead) -> the split's result
@@ -39,12 +43,12 @@ def split_batch(specs: list[dict], submission: str, split_one: SplitOne) -> list
     results: list[dict] = []
     failure: BaseException | None = None
     settings = get_settings()
-    budget = time.monotonic() + settings.task_soft_time_limit / 2
+    budget = time.monotonic() + settings.limits.task_soft_time_limit / 2
     token = f"{os.getpid()}:{submission or (specs[0]['job_id'] if specs else '')}"
     with shared_child(token), ThreadPoolExecutor(1, thread_name_prefix="heads") as reader:
         # heads read in order in one thread, a chunk ahead: the sandbox child probes the next
         # chunk's documents while this process gates and stores this chunk's
-        heads = Heads(specs, reader, settings.sandbox_probe_batch)
+        heads = Heads(specs, reader, PROBE_BATCH)
         for i, spec in enumerate(specs):
             if i and time.monotonic() > budget:  # slow documents: the rest go on as a batch of their own
                 send("pagefleet.split_batch", [specs[i:], submission], queue="split",

@@ -48,7 +48,7 @@ def streams(job: JobSpec, settings: Settings) -> bool:
     """Whether a document of several ranges is collected by its split task as they come in: not
     with structure on (its blocks need every range first), nor where the range tasks share the
     split queue (they would wait behind the split task that waits for them)."""
-    return settings.stream_collect and settings.split_range_queue != "split" and \
+    return settings.advanced.stream_collect and settings.advanced.split_range_queue != "split" and \
         not parse_options(job.options).structure
 
 
@@ -80,7 +80,7 @@ def split_one(spec: dict, send: Dispatch, may_stream: bool = True, ahead: Callab
                 return
             if may_stream and streams(job, settings) and (lease := stream.lease(job.job_id)) is not None:
                 leases.append(lease)
-            send.dispatch_ranges(spec, job.job_id, left, settings.split_range_queue)
+            send.dispatch_ranges(spec, job.job_id, left, settings.advanced.split_range_queue)
             jobs.update(job.job_id, **{sent: 1})  # after the send: a death between them sends twice, never never
 
         outcome = split_document(job, settings, on_ranges=start_ranges, ahead=ahead)
@@ -99,7 +99,7 @@ HELD_RETRY_S = 3.0  # a split that finds the job's lock taken asks again after t
 
 def held_retries(settings: Settings) -> int:
     """How often a split that finds the job held asks again: until a dead owner's worker is seen dead."""
-    return math.ceil(settings.reliability.worker_dead_after_s / HELD_RETRY_S) + 2
+    return math.ceil(settings.broker.worker_dead_after_s / HELD_RETRY_S) + 2
 
 
 def _claim(job: JobSpec, settings: Settings, settled: tuple[str, ...],
@@ -111,7 +111,7 @@ def _claim(job: JobSpec, settings: Settings, settled: tuple[str, ...],
     for _ in range(2):
         mark = {"state": JobState.SPLITTING, "filename": job.filename, "storage": job.storage,
                 "split_owner": liveness.owner(task_id)}
-        record, lock = jobs.claim(job.job_id, name, settings.task_time_limit + 60, unless=settled, mark=mark)
+        record, lock = jobs.claim(job.job_id, name, settings.limits.task_time_limit + 60, unless=settled, mark=mark)
         if lock is not None or record.get("state") in jobs.TERMINAL or \
                 not liveness.owner_dead(record.get("split_owner"), task_id):
             break
@@ -137,12 +137,12 @@ def _hand_on(spec: dict, job: JobSpec, outcome: SplitOutcome, record: dict[str, 
         jobs.page_done(job.job_id, outcome.accepted)
         if leases and not outcome.pending:  # collected here as they come in, or by split_done
             waiter = stream.Waiter(job.job_id, leases.pop(), {1}, queue="split", idle_s=60.0,
-                                   budget_s=settings.task_soft_time_limit / 2)
+                                   budget_s=settings.limits.task_soft_time_limit / 2)
             collect_streaming(spec, waiter)
         return outcome.as_dict()
     jobs.update(job.job_id, state=JobState.OCR if outcome.pending else JobState.COLLECTING,
                 pages=outcome.page_count, pages_done=outcome.accepted)
-    send.dispatch(spec, outcome, settings.vlm.batch_size)
+    send.dispatch(spec, outcome, settings.gpu.vlm.batch_size)
     return outcome.as_dict()
 
 

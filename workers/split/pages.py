@@ -201,7 +201,7 @@ def _decide_range(job: JobSpec, pages: list[dict[str, Any]], span: tuple[int, in
     collect in place (else the records are None)."""
     def judge(page: dict[str, Any]) -> PageRecord | PendingPage:
         page.update(referee.settle(page, path))  # rows that read both ways, before the gate
-        result = decide_page(page, ocr=options.ocr, gpu=settings.gpu)
+        result = decide_page(page, ocr=options.ocr, gpu=settings.gpu.enabled)
         if layout is not None and isinstance(result, PageRecord):
             result = _with_blocks(result, page, layout, path, options)
         return result

@@ -5,7 +5,7 @@ is one storage object (`workers.store.work`).
     pages 1..H        the split task itself (the probe child reads them only when they are the whole
                       document, E = split_range_pages or fewer: a longer one's ranges start at once)
     H+1.., S at a time  `pagefleet.split_range` tasks, a chord, so every core works on one big document
-                        (H = E, or down to split_range_min_pages where that makes about eight ranges:
+                        (H = E, or down to RANGE_MIN_PAGES where that makes about eight ranges:
                         26–192 pages; S = H, growing so no document needs more than split_max_ranges;
                         cut evenly, and the last two ranges' pages as ranges halving in size)
 
@@ -26,24 +26,27 @@ _PIECES = 8  # a document too short for this many ranges of split_range_pages ge
 _TAPER = 2  # the pages of the last this many equal ranges are cut into ranges halving in size
 _TAPER_EXTRA = 2  # a tapered tail holds at most this many more ranges than the equal ones it replaces
 _FLOOR = 3  # pages: no range of the tail shorter (a range task has its fixed cost)
+# a document too short for about _PIECES ranges of `advanced.split_range_pages` gets ranges down to
+# this size: the last range runs alone while the other cores idle, so a shorter one wastes less
+RANGE_MIN_PAGES = 10
 
 
 def plan(page_count: int, settings: Settings) -> list[tuple[int, int]]:
     """[(first, last)]: the split task's own pages first, then the range tasks' ranges in the order
     they are sent. A document of at most split_range_pages is one range; a longer one is cut into
     ranges of split_range_pages, or fewer pages where that makes about `_PIECES` ranges (never
-    fewer than split_range_min_pages), and the pages the last `_TAPER` of them would hold are cut
+    fewer than RANGE_MIN_PAGES), and the pages the last `_TAPER` of them would hold are cut
     into ranges halving in size (13, 7, 3, 3 where two of 13 were): workers take ranges in order,
     and the last range a core takes runs alone while the others idle — pages differ several-fold
     in cost, so a 13-page range of heavy pages kept one of two cores idle for 0.12–0.16 s of a
     100-page document's 0.83–0.94 (worker logs, a warm fleet). More pages than split_max_ranges
     ranges hold make the range tasks' ranges longer."""
-    if page_count <= settings.split_range_pages:
+    if page_count <= settings.advanced.split_range_pages:
         return [(1, page_count)]
-    head = min(settings.split_range_pages, max(settings.split_range_min_pages, math.ceil(page_count / _PIECES)))
+    head = min(settings.advanced.split_range_pages, max(RANGE_MIN_PAGES, math.ceil(page_count / _PIECES)))
     rest = page_count - head
-    taper = settings.split_max_ranges > _TAPER + _TAPER_EXTRA
-    size = max(head, math.ceil(rest / (settings.split_max_ranges - (_TAPER_EXTRA if taper else 0))))
+    taper = settings.advanced.split_max_ranges > _TAPER + _TAPER_EXTRA
+    size = max(head, math.ceil(rest / (settings.advanced.split_max_ranges - (_TAPER_EXTRA if taper else 0))))
     sizes = tapered(even(rest, size)) if taper else even(rest, size)
     plan, first = [(1, head)], head + 1
     for n in sizes:

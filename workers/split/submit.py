@@ -24,10 +24,15 @@ from workers.fleet.broker import check_room
 from workers.fleet import job_runs, jobs
 from workers.model import JobSpec
 from workers.pdf.source import sha256_file
-from workers.settings import Options, Settings, reliability
+from workers.settings import Options, Settings
 from workers.split import ranges
 from workers.store import keys
 from workers.store.uri import s3_uri
+
+# a submission of more than BATCH_SPREAD batches of `advanced.split_batch_documents` gets bigger
+# batches, up to BATCH_MAX_DOCUMENTS, as many as BATCH_SPREAD: every split worker gets a batch
+BATCH_SPREAD = 8
+BATCH_MAX_DOCUMENTS = 32
 
 
 def _spec(identity: str, options: Options, **fields: Any) -> JobSpec:
@@ -68,13 +73,13 @@ def enqueue(spec: JobSpec) -> str:
 
 def batch_size(documents: int, settings: Settings) -> int:
     """Documents a batch of a submission of `documents` holds at most: `split_batch_documents`
-    (16), more for a big submission — as many as makes `split_batch_spread` (8) batches, up to
-    `split_batch_max_documents` (32): 40 documents go as 16 + 16 + 8, 200 as batches of 25, 500
+    (16), more for a big submission — as many as makes `BATCH_SPREAD` (8) batches, up to
+    `BATCH_MAX_DOCUMENTS` (32): 40 documents go as 16 + 16 + 8, 200 as batches of 25, 500
     of 32 (fewer tasks, and fewer ends of a batch where its sandbox child waits). 1: no batches."""
-    if settings.split_batch_documents <= 1:
+    if settings.advanced.split_batch_documents <= 1:
         return 1
-    spread = -(-documents // settings.split_batch_spread)
-    return max(settings.split_batch_documents, min(settings.split_batch_max_documents, spread))
+    spread = -(-documents // BATCH_SPREAD)
+    return max(settings.advanced.split_batch_documents, min(BATCH_MAX_DOCUMENTS, spread))
 
 
 def batch_plan(documents: int, settings: Settings, taper: bool = True) -> list[int]:
@@ -142,7 +147,7 @@ def enqueue_many(specs: list[JobSpec], *, taper: bool = True) -> list[str]:
 
     settings = get_settings()
     size = batch_size(len(specs), settings)
-    small = [spec.bytes is not None and spec.bytes <= settings.split_batch_max_bytes for spec in specs]
+    small = [spec.bytes is not None and spec.bytes <= settings.advanced.split_batch_max_bytes for spec in specs]
     out = _Batches(sum(small), settings, taper)
     check_room(jobs.client())  # a job accepted at Redis's memory limit could not run: refuse it now
     try:
@@ -150,7 +155,7 @@ def enqueue_many(specs: list[JobSpec], *, taper: bool = True) -> list[str]:
             chunk = specs[first:first + size]
             payloads = [(spec.model_dump(mode="json"), spec.force) for spec in chunk]
             # a finished job is not redone unless forced; a run under way is shared, not doubled
-            started = job_runs.start_runs(payloads, stale_after_s=reliability().deadline_s)
+            started = job_runs.start_runs(payloads, stale_after_s=get_settings().limits.deadline_s)
             fresh = [(payload, is_small) for (payload, _), how, is_small
                      in zip(payloads, started, small[first:first + size], strict=True) if how == "started"]
             out.unsent.update((payload["job_id"], None) for payload, _ in fresh)

@@ -34,7 +34,7 @@ def lookup_client(settings: Settings) -> Any:
     """A client whose requests give up after `s3_lookup_timeout_s`, retried once without backoff."""
     import urllib3
 
-    return new_s3_client(settings, timeout_s=settings.s3_lookup_timeout_s,
+    return new_s3_client(settings, timeout_s=settings.storage.s3_lookup_timeout_s,
                          retries=urllib3.Retry(total=1, backoff_factor=0, status_forcelist=[500, 502, 503, 504]))
 
 

@@ -14,16 +14,17 @@ from workers.settings import Settings
 
 def s3_credentials(settings: Settings) -> Any:
     """The minio client's provider chain, first match wins: static keys from the settings (when both
-    are set: PAGEFLEET_S3_ACCESS_KEY/SECRET_KEY), then AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (+
+    are set: PAGEFLEET_STORAGE__S3_ACCESS_KEY/SECRET_KEY), then AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (+
     AWS_SESSION_TOKEN), MINIO_ACCESS_KEY/MINIO_SECRET_KEY, then IAM: a web identity token
     (AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN: EKS IRSA, pod identity), the ECS task role or the
     EC2 instance profile. Temporary credentials are refreshed before they expire."""
     from minio.credentials import ChainedProvider, EnvAWSProvider, EnvMinioProvider, IamAwsProvider, StaticProvider
 
     providers: list[Any] = []
-    if settings.s3_access_key and settings.s3_secret_key:
-        providers.append(StaticProvider(settings.s3_access_key, settings.s3_secret_key))
-    providers += [EnvAWSProvider(), EnvMinioProvider(), IamAwsProvider(region=settings.s3_region)]
+    s3 = settings.storage
+    if s3.s3_access_key and s3.s3_secret_key:
+        providers.append(StaticProvider(s3.s3_access_key, s3.s3_secret_key))
+    providers += [EnvAWSProvider(), EnvMinioProvider(), IamAwsProvider(region=s3.s3_region)]
     return ChainedProvider(providers)
 
 
@@ -39,8 +40,9 @@ def s3_client(settings: Settings) -> Any:
     paid a TCP connect, and over HTTPS a TLS handshake, for every document). Keyed by the process
     (a forked child makes its own: pooled sockets are not shared across a fork), every setting and
     environment variable the client is made from; minio's client is safe to share between threads."""
-    key = (os.getpid(), settings.s3_endpoint, settings.s3_secure, settings.s3_region, settings.s3_timeout_s,
-           settings.s3_access_key, settings.s3_secret_key, *(os.environ.get(name) for name in _CLIENT_ENVIRONMENT))
+    s3 = settings.storage
+    key = (os.getpid(), s3.s3_endpoint, s3.s3_secure, s3.s3_region, s3.s3_timeout_s,
+           s3.s3_access_key, s3.s3_secret_key, *(os.environ.get(name) for name in _CLIENT_ENVIRONMENT))
     client = _clients.get(key)
     if client is None:  # two threads racing here make two clients; the second is dropped unused
         if len(_clients) >= 64:  # settings made per test or per call: keep the cache bounded
@@ -61,15 +63,15 @@ def new_s3_client(settings: Settings, *, timeout_s: float | None = None, retries
     from minio import Minio
     from urllib3.util.ssl_ import create_urllib3_context
 
-    timeout = timeout_s or settings.s3_timeout_s
+    timeout = timeout_s or settings.storage.s3_timeout_s
     tls = None
-    if settings.s3_secure:
+    if settings.storage.s3_secure:
         tls = create_urllib3_context()  # what urllib3 makes per connection: TLS 1.2 or later, certificates required
         tls.load_verify_locations(cafile=os.environ.get("SSL_CERT_FILE") or certifi.where())
     http = urllib3.PoolManager(timeout=urllib3.Timeout(connect=timeout, read=timeout), maxsize=10,
                                cert_reqs="CERT_REQUIRED", ssl_context=tls,
                                retries=retries or urllib3.Retry(total=5, read=1, backoff_factor=0.2,
                                                                 status_forcelist=[500, 502, 503, 504]))
-    endpoint = settings.s3_endpoint.removeprefix("http://").removeprefix("https://")
-    return Minio(endpoint, credentials=s3_credentials(settings), secure=settings.s3_secure, region=settings.s3_region,
+    endpoint = settings.storage.s3_endpoint.removeprefix("http://").removeprefix("https://")
+    return Minio(endpoint, credentials=s3_credentials(settings), secure=settings.storage.s3_secure, region=settings.storage.s3_region,
                  http_client=http)

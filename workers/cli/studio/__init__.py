@@ -1,6 +1,6 @@
 """The review studio: a local web app where a person clears quarantined pages (`pagefleet review`).
 
-    config    StudioSettings (env prefix PAGEFLEET_STUDIO_), the bind/token rule
+    config    StudioSettings (env PAGEFLEET_STUDIO__*), the bind/token rule
     library   the served folder or S3 prefix: documents, artifacts, path safety
     risk      page risk order, statistics, next-flagged, the unresolved filter
     reviews   review.json decisions, the export, document.reviewed.md

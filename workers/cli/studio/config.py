@@ -1,5 +1,5 @@
 """The review studio's bind rule. Its settings are `Settings().studio` (`workers.settings.StudioSettings`,
-env prefix `PAGEFLEET_STUDIO_`): host, port, token, max_upload_bytes, low_confidence, image_dpi,
+env `PAGEFLEET_STUDIO__*`): host, port, token, max_upload_bytes, low_confidence, image_dpi,
 options for uploaded PDFs. The broker, S3 endpoint and keys come from the rest of the tree.
 """
 
@@ -33,5 +33,5 @@ def check_bind(host: str, token: str | None) -> None:
     """Safe by default: a token is required for any host that is not loopback."""
     if not is_loopback(host) and not token:
         raise StudioConfigError(
-            f"refusing to serve on {host} without a token: pass --token (or PAGEFLEET_STUDIO_TOKEN), "
+            f"refusing to serve on {host} without a token: pass --token (or PAGEFLEET_STUDIO__TOKEN), "
             "or bind 127.0.0.1")

@@ -6,7 +6,6 @@ the views share.
 from __future__ import annotations
 
 import getpass
-import os
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -33,8 +32,8 @@ class Studio:
         self.library = library
         self.settings = settings
         self.csrf = new_csrf()
-        self.reviewer = os.environ.get("PAGEFLEET_STUDIO_REVIEWER") or getpass.getuser()
-        self.images = SourceImages(Path(get_settings().cache_dir) / "studio", settings.image_dpi, get_settings())
+        self.reviewer = settings.reviewer or getpass.getuser()
+        self.images = SourceImages(Path(get_settings().storage.cache_dir) / "studio", settings.image_dpi, get_settings())
         self.uploads = Uploads(library, settings, broker)
         self.env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
         self.env.globals.update(doc_url=doc_url, csrf=self.csrf, served=library.label, rank_names=risk.RANK_NAMES)

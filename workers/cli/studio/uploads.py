@@ -123,7 +123,7 @@ class Uploads:
             elif self.fleet is None:
                 from workers.cli.embedded import EmbeddedFleet
 
-                logdir = (self.library.local_root or Path(get_settings().cache_dir)) / ".pagefleet" / "logs"
+                logdir = (self.library.local_root or Path(get_settings().storage.cache_dir)) / ".pagefleet" / "logs"
                 fleet = EmbeddedFleet(broker_url=None, cpu_workers=1, gpu=False, logdir=logdir)
                 fleet.__enter__()
                 self.fleet = fleet
