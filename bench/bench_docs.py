@@ -84,9 +84,11 @@ def one_page_pdfs(corpus: Path, n: int, folder: Path) -> list[Path]:
 
 def _fullest(pages: list[tuple[Path, int]], keep: int = 6) -> list[tuple[Path, int]]:
     """The pages holding the most text (a scan of a one-line page measures nothing)."""
+
     def size(item: tuple[Path, int]) -> int:
         with pymupdf.open(item[0]) as doc:
             return len(doc[item[1]].get_text().split())
+
     return sorted(pages, key=size, reverse=True)[:keep]
 
 

@@ -81,10 +81,14 @@ def _noop(_: int) -> None:
 
 def pymupdf4llm_sample(pdf: Path, pages: int) -> tuple[float, float]:
     """Run in a child so its memory is its own."""
-    code = ("import sys, time, resource, pymupdf4llm; t = time.perf_counter(); "
-            f"pymupdf4llm.to_markdown({str(pdf)!r}, pages=list(range({pages}))); "
-            "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=3600)
+    code = (
+        "import sys, time, resource, pymupdf4llm; t = time.perf_counter(); "
+        f"pymupdf4llm.to_markdown({str(pdf)!r}, pages=list(range({pages}))); "
+        "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=3600
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"pymupdf4llm failed: {proc.stderr[-500:]}")
     wall, rss = proc.stdout.split()[-2:]
@@ -100,7 +104,10 @@ def measured(argv: list[str], env: dict[str, str]) -> tuple[int, float]:
         peak = 0.0
         while proc.poll() is None:
             with contextlib.suppress(psutil.Error):
-                tree = [proc.pid, *(c.pid for c in psutil.Process(proc.pid).children(recursive=True))]
+                tree = [
+                    proc.pid,
+                    *(c.pid for c in psutil.Process(proc.pid).children(recursive=True)),
+                ]
                 peak = max([peak, *(hwm_mb(pid) for pid in tree)])
             time.sleep(0.05)
         if proc.returncode != 0:
@@ -116,7 +123,10 @@ def _tesseract(args: tuple[str, str, str]) -> float:
 
 def tesseract_limit(pngs: list[Path], scripts: list[str], workers: int = 2) -> tuple[float, float]:
     with tempfile.TemporaryDirectory(prefix="bench-tess-") as tmp:
-        jobs = [(str(png), TESSERACT_LANGS[s], f"{tmp}/{i}") for i, (png, s) in enumerate(zip(pngs, scripts))]
+        jobs = [
+            (str(png), TESSERACT_LANGS[s], f"{tmp}/{i}")
+            for i, (png, s) in enumerate(zip(pngs, scripts))
+        ]
         settle()
         started = time.perf_counter()
         with concurrent.futures.ThreadPoolExecutor(workers) as pool:
@@ -127,9 +137,22 @@ def tesseract_limit(pngs: list[Path], scripts: list[str], workers: int = 2) -> t
 def ocrmypdf_peer(pdf: Path, jobs: int = 2) -> tuple[float, float]:
     exe = shutil.which("ocrmypdf") or str(Path(sys.executable).with_name("ocrmypdf"))
     with tempfile.TemporaryDirectory(prefix="bench-ocrmypdf-") as tmp:
-        argv = [exe, "--jobs", str(jobs), "-l", "heb+ara+eng", "--output-type", "pdf", "--sidecar",
-                f"{tmp}/out.txt", str(pdf), f"{tmp}/out.pdf"]
+        argv = [
+            exe,
+            "--jobs",
+            str(jobs),
+            "-l",
+            "heb+ara+eng",
+            "--output-type",
+            "pdf",
+            "--sidecar",
+            f"{tmp}/out.txt",
+            str(pdf),
+            f"{tmp}/out.pdf",
+        ]
         settle()
         started = time.perf_counter()
-        _, rss = measured(argv, dict(os.environ, OMP_THREAD_LIMIT="1"))  # its largest process (ocrmypdf itself
-        return time.perf_counter() - started, rss                         # or a tesseract it waited for)
+        _, rss = measured(
+            argv, dict(os.environ, OMP_THREAD_LIMIT="1")
+        )  # its largest process (ocrmypdf itself
+        return time.perf_counter() - started, rss  # or a tesseract it waited for)

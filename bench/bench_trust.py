@@ -52,15 +52,29 @@ def peak_rss_mb() -> float:
 def run_pagefleet(files: list[Path], workers: int) -> tuple[Pages, float]:
     out = Path(tempfile.mkdtemp(prefix="bench-pagefleet-"))
     started = time.monotonic()
-    subprocess.run([str(ROOT / ".venv" / "bin" / "pagefleet"), "run", *map(str, files), "--out", str(out),
-                    "--workers", str(workers), "--force"], capture_output=True, check=False)
+    subprocess.run(
+        [
+            str(ROOT / ".venv" / "bin" / "pagefleet"),
+            "run",
+            *map(str, files),
+            "--out",
+            str(out),
+            "--workers",
+            str(workers),
+            "--force",
+        ],
+        capture_output=True,
+        check=False,
+    )
     wall = time.monotonic() - started
     pages: Pages = {}
     for f in files:
         doc = out / f.stem / "document.json"
         if doc.exists():
             data = json.loads(doc.read_text(encoding="utf-8"))
-            pages[f.name] = [p["text"] if p["route"] in ACCEPTED_ROUTES else None for p in data["pages"]]
+            pages[f.name] = [
+                p["text"] if p["route"] in ACCEPTED_ROUTES else None for p in data["pages"]
+            ]
     return pages, wall
 
 
@@ -82,7 +96,9 @@ def run_pdftotext(files: list[Path]) -> tuple[Pages, float]:
     started = time.monotonic()
     pages: Pages = {}
     for f in files:
-        proc = subprocess.run(["pdftotext", "-enc", "UTF-8", "-q", str(f), "-"], capture_output=True, timeout=120)
+        proc = subprocess.run(
+            ["pdftotext", "-enc", "UTF-8", "-q", str(f), "-"], capture_output=True, timeout=120
+        )
         text = proc.stdout.decode("utf-8", "replace")
         pages[f.name] = text.split("\f")[:-1] if proc.returncode == 0 else []
     return pages, time.monotonic() - started
@@ -139,7 +155,13 @@ def _same_text(a: str, b: str) -> bool:
 
 
 def trust(pages: Pages, labels: dict[str, Any], layers: dict[str, list[str]]) -> dict[str, int]:
-    counts = {"pages": 0, "garbage_emitted": 0, "reversed_emitted": 0, "image_only_empty": 0, "bad_chars": 0}
+    counts = {
+        "pages": 0,
+        "garbage_emitted": 0,
+        "reversed_emitted": 0,
+        "image_only_empty": 0,
+        "bad_chars": 0,
+    }
     for name, texts in pages.items():
         label = labels.get(name, {})
         kinds = label.get("pages", "")
@@ -149,9 +171,16 @@ def trust(pages: Pages, labels: dict[str, Any], layers: dict[str, list[str]]) ->
                 continue
             kind = kinds[i] if i < len(kinds) else "T"
             layer = layers.get(name, [])
-            if label.get("text_layer") == "garbage" and i < len(layer) and _same_text(text, layer[i]):
+            if (
+                label.get("text_layer") == "garbage"
+                and i < len(layer)
+                and _same_text(text, layer[i])
+            ):
                 counts["garbage_emitted"] += 1
-            if label.get("text_layer") in ("reversed", "partly_reversed") and page_order(text, None, from_ocr=False).visual_lines:
+            if (
+                label.get("text_layer") in ("reversed", "partly_reversed")
+                and page_order(text, None, from_ocr=False).visual_lines
+            ):
                 counts["reversed_emitted"] += 1
             if kind == "I" and not text.strip():
                 counts["image_only_empty"] += 1
@@ -174,7 +203,9 @@ def run_one(name: str, files: list[Path], workers: int) -> tuple[Pages, float]:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("corpus")
     ap.add_argument("--labels")
     ap.add_argument("--workers", type=int, default=2)
@@ -186,29 +217,61 @@ def main(argv: list[str]) -> int:
     files = sorted(corpus.glob("*.pdf"))
     if args.one:
         pages, wall = run_one(args.one, files, args.workers)
-        Path(args.result).write_text(json.dumps({"pages": pages, "wall": wall, "rss_mb": peak_rss_mb()}), encoding="utf-8")
+        Path(args.result).write_text(
+            json.dumps({"pages": pages, "wall": wall, "rss_mb": peak_rss_mb()}), encoding="utf-8"
+        )
         return 0
     labels_path = Path(args.labels) if args.labels else corpus / "LABELS.json"
     labels = json.loads(labels_path.read_text(encoding="utf-8")) if labels_path.exists() else {}
     layers = _layers(files)
     console = Console(width=160)
     table = Table(title=f"{len(files)} files from {corpus}, {args.workers} workers")
-    for col in ("system", "wall s", "pages/s", "max RSS MB", "pages", "garbage layer emitted", "reversed emitted",
-                "image-only empty", "U+FFFD/PUA/pres. forms"):
+    for col in (
+        "system",
+        "wall s",
+        "pages/s",
+        "max RSS MB",
+        "pages",
+        "garbage layer emitted",
+        "reversed emitted",
+        "image-only empty",
+        "U+FFFD/PUA/pres. forms",
+    ):
         table.add_column(col, justify="right")
     for name in SYSTEMS:
         if name == "tesseract-all" and args.skip_tesseract:
             continue
         console.print(f"running {name} …")
         with tempfile.NamedTemporaryFile(suffix=".json") as tmp:
-            subprocess.run([sys.executable, __file__, str(corpus), "--workers", str(args.workers), "--one", name,
-                            "--result", tmp.name], capture_output=True, check=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    str(corpus),
+                    "--workers",
+                    str(args.workers),
+                    "--one",
+                    name,
+                    "--result",
+                    tmp.name,
+                ],
+                capture_output=True,
+                check=True,
+            )
             result = json.loads(Path(tmp.name).read_text(encoding="utf-8"))
         wall = result["wall"]
         t = trust(result["pages"], labels, layers)
-        table.add_row(name, f"{wall:.1f}", f"{t['pages'] / wall:.2f}" if wall else "-", f"{result['rss_mb']:.0f}",
-                      str(t["pages"]), str(t["garbage_emitted"]), str(t["reversed_emitted"]),
-                      str(t["image_only_empty"]), str(t["bad_chars"]))
+        table.add_row(
+            name,
+            f"{wall:.1f}",
+            f"{t['pages'] / wall:.2f}" if wall else "-",
+            f"{result['rss_mb']:.0f}",
+            str(t["pages"]),
+            str(t["garbage_emitted"]),
+            str(t["reversed_emitted"]),
+            str(t["image_only_empty"]),
+            str(t["bad_chars"]),
+        )
     console.print(table)
     return 0
 

@@ -52,7 +52,14 @@ REDIS_BUDGET_OPS = 50_000
 REDIS_BUDGET_BYTES = 10e9 / 8 / 2
 S3_WRITES_PER_PREFIX = 3_500
 S3_READS_PER_PREFIX = 5_500
-S3_WRITE_OPS = {"PutObject", "UploadPart", "Multipart", "DeleteObject", "DeleteObjects", "CreateBucket"}
+S3_WRITE_OPS = {
+    "PutObject",
+    "UploadPart",
+    "Multipart",
+    "DeleteObject",
+    "DeleteObjects",
+    "CreateBucket",
+}
 
 
 @dataclass
@@ -89,18 +96,30 @@ class Row:
 
 def redis_snapshot(r: Any) -> tuple[dict[str, int], int, int]:
     stats = r.info("stats")
-    commands = {name.removeprefix("cmdstat_"): int(v["calls"]) for name, v in r.info("commandstats").items()}
+    commands = {
+        name.removeprefix("cmdstat_"): int(v["calls"]) for name, v in r.info("commandstats").items()
+    }
     return commands, int(stats["total_net_input_bytes"]), int(stats["total_net_output_bytes"])
 
 
-def usage_between(before: tuple[Any, Any], after: tuple[Any, Any], idle: Usage | None = None,
-                  seconds: float = 0.0) -> Usage:
+def usage_between(
+    before: tuple[Any, Any], after: tuple[Any, Any], idle: Usage | None = None, seconds: float = 0.0
+) -> Usage:
     """The difference of two (redis snapshot, S3 counts) pairs, less `idle` per second × `seconds`."""
     (rb, sb), (ra, sa) = before, after
     calls = {c: n - rb[0].get(c, 0) for c, n in ra[0].items() if c not in OWN_COMMANDS}
-    used = Usage({c: n for c, n in calls.items() if n > 0}, ra[1] - rb[1], ra[2] - rb[2],
-                 {op: n - sb["requests"].get(op, 0) for op, n in sa["requests"].items() if n > sb["requests"].get(op, 0)},
-                 sa["bytes_in"] - sb["bytes_in"], sa["bytes_out"] - sb["bytes_out"])
+    used = Usage(
+        {c: n for c, n in calls.items() if n > 0},
+        ra[1] - rb[1],
+        ra[2] - rb[2],
+        {
+            op: n - sb["requests"].get(op, 0)
+            for op, n in sa["requests"].items()
+            if n > sb["requests"].get(op, 0)
+        },
+        sa["bytes_in"] - sb["bytes_in"],
+        sa["bytes_out"] - sb["bytes_out"],
+    )
     if idle is not None and seconds > 0:
         for command, rate in idle.redis_calls.items():
             left = used.redis_calls.get(command, 0) - round(rate * seconds)
@@ -134,8 +153,12 @@ class CapacityFleet:
         self.moto.start()
         os.environ.update(self.moto.env())
         os.environ["PAGEFLEET_STORAGE__CACHE_DIR"] = str(self.workdir / "cache")
-        self.fleet = Fleet(self.workdir, (("split,collect", 2), ("cpu", 2)),
-                           env={"PAGEFLEET_GPU__ENABLED": "0", "OMP_THREAD_LIMIT": "1"}, logdir=self.workdir / "logs").start()
+        self.fleet = Fleet(
+            self.workdir,
+            (("split,collect", 2), ("cpu", 2)),
+            env={"PAGEFLEET_GPU__ENABLED": "0", "OMP_THREAD_LIMIT": "1"},
+            logdir=self.workdir / "logs",
+        ).start()
         use_broker(self.fleet.broker_url or "")
         self.r = redis.Redis.from_url(self.fleet.broker_url)
         for bucket in ("capacity-in", "capacity-out"):
@@ -162,8 +185,11 @@ class CapacityFleet:
         before = self.snapshot()
         time.sleep(IDLE_WINDOW_S)
         used = usage_between(before, self.snapshot())
-        self.idle = Usage({c: n / IDLE_WINDOW_S for c, n in used.redis_calls.items()},  # type: ignore[misc]
-                          used.redis_in / IDLE_WINDOW_S, used.redis_out / IDLE_WINDOW_S)  # type: ignore[arg-type]
+        self.idle = Usage(
+            {c: n / IDLE_WINDOW_S for c, n in used.redis_calls.items()},  # type: ignore[misc]
+            used.redis_in / IDLE_WINDOW_S,
+            used.redis_out / IDLE_WINDOW_S,
+        )  # type: ignore[arg-type]
 
     def upload(self, files: list[Path]) -> list[Any]:
         """Each file as an object of the input bucket, and the job spec the bucket trigger would send."""
@@ -176,8 +202,17 @@ class CapacityFleet:
             self.serial += 1
             key = f"incoming/{self.serial:05d}-{path.name}"
             etag = client.fput_object("capacity-in", key, str(path)).etag
-            specs.append(spec_for_object("capacity-in", key, "s3://capacity-out", opts, size=path.stat().st_size,
-                                         etag=etag, force=True))
+            specs.append(
+                spec_for_object(
+                    "capacity-in",
+                    key,
+                    "s3://capacity-out",
+                    opts,
+                    size=path.stat().st_size,
+                    etag=etag,
+                    force=True,
+                )
+            )
         return specs
 
     def run(self, name: str, files: list[Path]) -> Row:
@@ -198,7 +233,9 @@ class CapacityFleet:
         for spec in specs:
             info = jobs.get(spec.job_id)
             if info.get("state") != "done":
-                raise RuntimeError(f"{name}: job {spec.job_id} ended {info.get('state')}: {info.get('error_code')}")
+                raise RuntimeError(
+                    f"{name}: job {spec.job_id} ended {info.get('state')}: {info.get('error_code')}"
+                )
             pages += int(info.get("pages") or 0)
         return Row(name, len(specs), pages, wall, usage_between(before, after, self.idle, wall))
 
@@ -219,13 +256,22 @@ class CapacityFleet:
 
 def workloads(corpus: Path, sizes: dict[str, int], tmp: Path) -> list[tuple[str, list[Path]]]:
     return [
-        (f"born-digital, one {sizes['digital']}-page document",
-         [bench_docs.digital_pdf(corpus, sizes["digital"], tmp / "digital.pdf")]),
-        (f"born-digital, one {sizes['big']}-page document",
-         [bench_docs.digital_pdf(corpus, sizes["big"], tmp / "big.pdf")]),
-        (f"{sizes['small']} one-page documents at once", bench_docs.one_page_pdfs(corpus, sizes["small"], tmp / "small")),
-        (f"scans, one {sizes['scanned']}-page document (Tesseract)",
-         [bench_docs.scanned_pdf(corpus, sizes["scanned"], tmp / "scanned.pdf")]),
+        (
+            f"born-digital, one {sizes['digital']}-page document",
+            [bench_docs.digital_pdf(corpus, sizes["digital"], tmp / "digital.pdf")],
+        ),
+        (
+            f"born-digital, one {sizes['big']}-page document",
+            [bench_docs.digital_pdf(corpus, sizes["big"], tmp / "big.pdf")],
+        ),
+        (
+            f"{sizes['small']} one-page documents at once",
+            bench_docs.one_page_pdfs(corpus, sizes["small"], tmp / "small"),
+        ),
+        (
+            f"scans, one {sizes['scanned']}-page document (Tesseract)",
+            [bench_docs.scanned_pdf(corpus, sizes["scanned"], tmp / "scanned.pdf")],
+        ),
     ]
 
 
@@ -234,32 +280,67 @@ def _kb(value: float) -> str:
 
 
 def table(rows: list[Row], idle: Usage) -> str:
-    head = ["workload", "docs", "pages", "wall s", "Redis cmds/page", "Redis KB in/page", "Redis KB out/page",
-            "S3 requests/page", "S3 writes/page", "S3 KB in/page", "S3 KB out/page"]
+    head = [
+        "workload",
+        "docs",
+        "pages",
+        "wall s",
+        "Redis cmds/page",
+        "Redis KB in/page",
+        "Redis KB out/page",
+        "S3 requests/page",
+        "S3 writes/page",
+        "S3 KB in/page",
+        "S3 KB out/page",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
         u = row.usage
         writes = sum(n for op, n in u.s3_requests.items() if op in S3_WRITE_OPS)
-        cells = [row.name, str(row.documents), str(row.pages), f"{row.wall:.2f}",
-                 f"{row.per_page(u.redis_ops):.1f}", _kb(row.per_page(u.redis_in)), _kb(row.per_page(u.redis_out)),
-                 f"{row.per_page(u.s3_total):.2f}", f"{row.per_page(writes):.2f}", _kb(row.per_page(u.s3_in)),
-                 _kb(row.per_page(u.s3_out))]
+        cells = [
+            row.name,
+            str(row.documents),
+            str(row.pages),
+            f"{row.wall:.2f}",
+            f"{row.per_page(u.redis_ops):.1f}",
+            _kb(row.per_page(u.redis_in)),
+            _kb(row.per_page(u.redis_out)),
+            f"{row.per_page(u.s3_total):.2f}",
+            f"{row.per_page(writes):.2f}",
+            _kb(row.per_page(u.s3_in)),
+            _kb(row.per_page(u.s3_out)),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     idle_ops = sum(idle.redis_calls.values())
-    lines += ["", f"Idle fleet (subtracted above): {idle_ops:.1f} Redis commands/s, {_kb(idle.redis_in)} KB/s in, "
-              f"{_kb(idle.redis_out)} KB/s out."]
+    lines += [
+        "",
+        f"Idle fleet (subtracted above): {idle_ops:.1f} Redis commands/s, {_kb(idle.redis_in)} KB/s in, "
+        f"{_kb(idle.redis_out)} KB/s out.",
+    ]
     for row in rows:
         top = sorted(row.usage.redis_calls.items(), key=lambda kv: -kv[1])[:8]
         ops = sorted(row.usage.s3_requests.items(), key=lambda kv: -kv[1])
-        lines.append(f"\n{row.name}: Redis " + ", ".join(f"{c} {row.per_page(n):.2f}" for c, n in top)
-                     + " a page; S3 " + ", ".join(f"{op} {row.per_page(n):.2f}" for op, n in ops) + " a page")
+        lines.append(
+            f"\n{row.name}: Redis "
+            + ", ".join(f"{c} {row.per_page(n):.2f}" for c, n in top)
+            + " a page; S3 "
+            + ", ".join(f"{op} {row.per_page(n):.2f}" for op, n in ops)
+            + " a page"
+        )
     return "\n".join(lines)
 
 
 def ceilings(rows: list[Row], cores: int) -> str:
     """Pages/s one Redis and one S3 prefix carry at the measured costs, and the nodes that feeds."""
-    head = ["workload", "one Redis, by commands", "one Redis, by bytes", "one S3 prefix, writes",
-            "one S3 prefix, reads", "pages/s a core here", "16-core CPU nodes one Redis feeds"]
+    head = [
+        "workload",
+        "one Redis, by commands",
+        "one Redis, by bytes",
+        "one S3 prefix, writes",
+        "one S3 prefix, reads",
+        "pages/s a core here",
+        "16-core CPU nodes one Redis feeds",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
         u = row.usage
@@ -268,10 +349,15 @@ def ceilings(rows: list[Row], cores: int) -> str:
         by_ops = REDIS_BUDGET_OPS / max(row.per_page(u.redis_ops), 1e-9)
         by_bytes = REDIS_BUDGET_BYTES / max(row.per_page(u.redis_in + u.redis_out), 1e-9)
         per_core = row.pages / row.wall / cores
-        cells = [row.name, f"{by_ops:,.0f}", f"{by_bytes:,.0f}",
-                 f"{S3_WRITES_PER_PREFIX / max(row.per_page(writes), 1e-9):,.0f}",
-                 f"{S3_READS_PER_PREFIX / max(row.per_page(reads), 1e-9):,.0f}", f"{per_core:.1f}",
-                 f"{min(by_ops, by_bytes) / (16 * per_core):,.0f}"]
+        cells = [
+            row.name,
+            f"{by_ops:,.0f}",
+            f"{by_bytes:,.0f}",
+            f"{S3_WRITES_PER_PREFIX / max(row.per_page(writes), 1e-9):,.0f}",
+            f"{S3_READS_PER_PREFIX / max(row.per_page(reads), 1e-9):,.0f}",
+            f"{per_core:.1f}",
+            f"{min(by_ops, by_bytes) / (16 * per_core):,.0f}",
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -280,7 +366,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("corpus", type=Path, nargs="?", default=ROOT.parent / "shared" / "corpus")
     ap.add_argument("--quick", action="store_true", help=f"smaller workloads: {QUICK}")
-    ap.add_argument("--markdown", type=Path, help="also write the tables as this docs page's latest run")
+    ap.add_argument(
+        "--markdown", type=Path, help="also write the tables as this docs page's latest run"
+    )
     args = ap.parse_args(argv)
     sizes = QUICK if args.quick else FULL
     tmp = Path(tempfile.mkdtemp(prefix="pagefleet-capacity-"))
@@ -290,18 +378,24 @@ def main(argv: list[str] | None = None) -> int:
         fleet.measure_idle()
         rows = [fleet.run(name, files) for name, files in inputs]
     cores = os.cpu_count() or 1
-    body = (table(rows, fleet.idle) + f"\n\nCeilings at these costs, in pages/s ({cores} cores here; "
-            "planning figures in docs/capacity.md):\n\n" + ceilings(rows, cores))
+    body = (
+        table(rows, fleet.idle) + f"\n\nCeilings at these costs, in pages/s ({cores} cores here; "
+        "planning figures in docs/capacity.md):\n\n" + ceilings(rows, cores)
+    )
     print(body)
     if args.markdown:
         from bench import page
 
-        shown = [os.path.relpath(a, ROOT) if Path(a).is_dir() else a for a in (argv or sys.argv[1:])]
+        shown = [
+            os.path.relpath(a, ROOT) if Path(a).is_dir() else a for a in (argv or sys.argv[1:])
+        ]
         command = "python bench/capacity.py " + " ".join(shown)
         page.write(args.markdown, body, command)
     digital = rows[0]
-    print(f"redis_ops_per_page={digital.per_page(digital.usage.redis_ops):.1f} "
-          f"s3_requests_per_page={digital.per_page(digital.usage.s3_total):.2f}")
+    print(
+        f"redis_ops_per_page={digital.per_page(digital.usage.redis_ops):.1f} "
+        f"s3_requests_per_page={digital.per_page(digital.usage.s3_total):.2f}"
+    )
     return 0
 
 

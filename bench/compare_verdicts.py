@@ -25,15 +25,22 @@ def verdicts(folder: Path) -> dict[str, Any]:
             data = json.loads((doc / "document.json").read_text(encoding="utf-8"))
             found[doc.name] = {int(p["number"]): _page(p) for p in data["pages"]}
         elif (doc / "error.json").exists():
-            found[doc.name] = {"error": json.loads((doc / "error.json").read_text(encoding="utf-8")).get("code")}
+            found[doc.name] = {
+                "error": json.loads((doc / "error.json").read_text(encoding="utf-8")).get("code")
+            }
     return found
 
 
 def _page(page: dict[str, Any]) -> tuple[Any, ...]:
     quality = page.get("quality") or {}
     text = page.get("text") or ((page.get("review_preview") or {}).get("text")) or ""
-    return (page.get("route"), text, quality.get("ok"), tuple(quality.get("reasons") or ()),
-            tuple(sorted(quality.get("warnings") or ())))
+    return (
+        page.get("route"),
+        text,
+        quality.get("ok"),
+        tuple(quality.get("reasons") or ()),
+        tuple(sorted(quality.get("warnings") or ())),
+    )
 
 
 FIELDS = ("route", "text", "ok", "reasons", "warnings")
@@ -59,7 +66,9 @@ def differences(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("before", type=Path)
     ap.add_argument("after", type=Path)
     args = ap.parse_args(argv)

@@ -57,7 +57,9 @@ class Reading:
 class SystemRun:
     readings: dict[str, Reading]
     seconds: float
-    cpu_seconds: float = 0.0  # CPU time of the processes it started (less noisy on a shared machine)
+    cpu_seconds: float = (
+        0.0  # CPU time of the processes it started (less noisy on a shared machine)
+    )
 
     def pages_per_s(self) -> float:
         return len(self.readings) / self.seconds if self.seconds else 0.0
@@ -79,7 +81,9 @@ def timed(run: Callable[[], SystemRun]) -> SystemRun:
     return result
 
 
-def documents(pages: list[TruthPage], truth_dir: Path, work: Path) -> list[tuple[str, Path, list[TruthPage]]]:
+def documents(
+    pages: list[TruthPage], truth_dir: Path, work: Path
+) -> list[tuple[str, Path, list[TruthPage]]]:
     """One multi-page image-only PDF per language set: the documents pagefleet and ocrmypdf read."""
     import pymupdf
 
@@ -106,8 +110,15 @@ def run_fleet(docs: list[tuple[str, Path, list[TruthPage]]], work: Path, workers
     out = work / "fleet_out"
     console = Console(stderr=True, quiet=True)
     started = time.monotonic()
-    run([str(path) for _, path, _ in docs], str(out), Options(), workers=workers, broker=None, force=True,
-        console=console)
+    run(
+        [str(path) for _, path, _ in docs],
+        str(out),
+        Options(),
+        workers=workers,
+        broker=None,
+        force=True,
+        console=console,
+    )
     seconds = time.monotonic() - started
     readings = {}
     for _, path, group in docs:
@@ -134,8 +145,13 @@ def fleet_reading(document: dict[str, Any], index: int) -> Reading:
 
 def _tesseract_one(png: Path, langs: str) -> str:
     env = dict(os.environ, OMP_THREAD_LIMIT="1")
-    proc = subprocess.run(["tesseract", str(png), "-", "-l", langs], capture_output=True, timeout=600, env=env,
-                          check=False)
+    proc = subprocess.run(
+        ["tesseract", str(png), "-", "-l", langs],
+        capture_output=True,
+        timeout=600,
+        env=env,
+        check=False,
+    )
     return proc.stdout.decode("utf-8", "replace")
 
 
@@ -152,13 +168,33 @@ def run_ocrmypdf(docs: list[tuple[str, Path, list[TruthPage]]], work: Path, jobs
     seconds = 0.0
     for langs, src, group in docs:
         out, sidecar = work / f"{src.stem}.ocrmypdf.pdf", work / f"{src.stem}.ocrmypdf.txt"
-        cmd = [sys.executable, "-m", "ocrmypdf", "--jobs", str(jobs), "--deskew", "--clean", "-l", langs,
-               "--sidecar", str(sidecar), "--output-type", "pdf", "--optimize", "0", "--quiet", str(src), str(out)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "ocrmypdf",
+            "--jobs",
+            str(jobs),
+            "--deskew",
+            "--clean",
+            "-l",
+            langs,
+            "--sidecar",
+            str(sidecar),
+            "--output-type",
+            "pdf",
+            "--optimize",
+            "0",
+            "--quiet",
+            str(src),
+            str(out),
+        ]
         started = time.monotonic()
         proc = subprocess.run(cmd, capture_output=True, timeout=3600, check=False)
         seconds += time.monotonic() - started
         if proc.returncode != 0 or not sidecar.exists():
-            raise RuntimeError(f"ocrmypdf failed ({proc.returncode}): {proc.stderr.decode()[-500:]}")
+            raise RuntimeError(
+                f"ocrmypdf failed ({proc.returncode}): {proc.stderr.decode()[-500:]}"
+            )
         texts = sidecar.read_text(encoding="utf-8").split("\f")
         for i, p in enumerate(group):
             readings[p.id] = Reading(texts[i] if i < len(texts) else "")
@@ -167,8 +203,18 @@ def run_ocrmypdf(docs: list[tuple[str, Path, list[TruthPage]]], work: Path, jobs
 
 def degradations(variant_name: str) -> list[str]:
     v = next(v for v in VARIANTS if v.name == variant_name)
-    found = [name for name, on in (("blur", v.blur), ("noise", v.noise), ("skew", v.skew), ("jpeg", v.jpeg),
-                                   ("low contrast", v.contrast < 1), ("show-through", v.show_through)) if on]
+    found = [
+        name
+        for name, on in (
+            ("blur", v.blur),
+            ("noise", v.noise),
+            ("skew", v.skew),
+            ("jpeg", v.jpeg),
+            ("low contrast", v.contrast < 1),
+            ("show-through", v.show_through),
+        )
+        if on
+    ]
     return found or ["clean"]
 
 
@@ -181,13 +227,23 @@ def strip_marks(text: str) -> str:
 def score(pages: list[TruthPage], runs: dict[str, SystemRun]) -> list[dict[str, Any]]:
     rows = []
     for p in pages:
-        row: dict[str, Any] = {"id": p.id, "kind": p.kind, "dpi": p.dpi, "degradations": degradations(p.variant)}
+        row: dict[str, Any] = {
+            "id": p.id,
+            "kind": p.kind,
+            "dpi": p.dpi,
+            "degradations": degradations(p.variant),
+        }
         for name, result in runs.items():
             reading = result.readings.get(p.id, Reading("", accepted=False))
             text = strip_marks(reading.text)
-            row[name] = {"cer": cer(text, p.text), "wer": wer(text, p.text),
-                         "bag": bag_error(text, p.text), "confidence": reading.confidence,
-                         "accepted": reading.accepted, "reasons": reading.reasons}
+            row[name] = {
+                "cer": cer(text, p.text),
+                "wer": wer(text, p.text),
+                "bag": bag_error(text, p.text),
+                "confidence": reading.confidence,
+                "accepted": reading.accepted,
+                "reasons": reading.reasons,
+            }
         rows.append(row)
     return rows
 
@@ -223,7 +279,9 @@ def print_table(console: Console, rows: list[dict[str, Any]], runs: dict[str, Sy
     if "fleet" in runs:
         table.add_column("fleet acc.", justify="right")
     for label, members in groups(rows):
-        cells = [f"{mean(members, s, metric):.3f}" for metric in ("cer", "wer", "bag") for s in runs]
+        cells = [
+            f"{mean(members, s, metric):.3f}" for metric in ("cer", "wer", "bag") for s in runs
+        ]
         if "fleet" in runs:
             cells.append(str(sum(r["fleet"]["accepted"] for r in members)))
         table.add_row(label, str(len(members)), *cells)
@@ -236,15 +294,24 @@ def print_table(console: Console, rows: list[dict[str, Any]], runs: dict[str, Sy
 def calibration(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Fleet confidence against CER: the lowest confidence floor above which no benchmark page's CER
     exceeds CER_GOAL, and what each candidate floor would accept."""
-    points = sorted((r["fleet"]["confidence"], r["fleet"]["cer"]) for r in rows
-                    if "fleet" in r and r["fleet"]["confidence"] is not None)
+    points = sorted(
+        (r["fleet"]["confidence"], r["fleet"]["cer"])
+        for r in rows
+        if "fleet" in r and r["fleet"]["confidence"] is not None
+    )
     bad = [conf for conf, c in points if c > CER_GOAL]
     floor = (max(bad) + 0.01) if bad else (points[0][0] if points else None)
     curve = []
     for threshold in (40, 50, 60, 65, 70, 75, 80, 85, 90):
         kept = [c for conf, c in points if conf >= threshold]
-        curve.append({"floor": threshold, "accepted": len(kept), "over_goal": sum(c > CER_GOAL for c in kept),
-                      "mean_cer": sum(kept) / len(kept) if kept else None})
+        curve.append(
+            {
+                "floor": threshold,
+                "accepted": len(kept),
+                "over_goal": sum(c > CER_GOAL for c in kept),
+                "mean_cer": sum(kept) / len(kept) if kept else None,
+            }
+        )
     return {"points": points, "safe_floor": floor, "curve": curve}
 
 
@@ -253,13 +320,19 @@ def print_calibration(console: Console, calib: dict[str, Any]) -> None:
     for col in ("floor", "accepted", f"of them CER > {CER_GOAL}", "mean CER accepted"):
         table.add_column(col, justify="right")
     for c in calib["curve"]:
-        table.add_row(str(c["floor"]), str(c["accepted"]), str(c["over_goal"]),
-                      "-" if c["mean_cer"] is None else f"{c['mean_cer']:.3f}")
+        table.add_row(
+            str(c["floor"]),
+            str(c["accepted"]),
+            str(c["over_goal"]),
+            "-" if c["mean_cer"] is None else f"{c['mean_cer']:.3f}",
+        )
     console.print(table)
     console.print(f"lowest floor with no accepted page over CER {CER_GOAL}: {calib['safe_floor']}")
 
 
-def evaluate(work: Path, *, quick: bool, seed: int, workers: int, systems: tuple[str, ...]) -> dict[str, Any]:
+def evaluate(
+    work: Path, *, quick: bool, seed: int, workers: int, systems: tuple[str, ...]
+) -> dict[str, Any]:
     truth_dir = work / "truth"
     pages = generate(truth_dir, seed=seed, quick=quick)
     docs = documents(pages, truth_dir, work)
@@ -278,13 +351,17 @@ def closing_line(rows: list[dict[str, Any]], runs: dict[str, SystemRun]) -> str:
     def pps(name: str) -> float:
         return runs[name].pages_per_s() if name in runs else float("nan")
 
-    return (f"cer_fleet={mean(rows, 'fleet', 'cer'):.4f} cer_tesseract={mean(rows, 'tesseract', 'cer'):.4f} "
-            f"fleet_pages_per_s={pps('fleet'):.4f} tesseract_pages_per_s={pps('tesseract'):.4f}")
+    return (
+        f"cer_fleet={mean(rows, 'fleet', 'cer'):.4f} cer_tesseract={mean(rows, 'tesseract', 'cer'):.4f} "
+        f"fleet_pages_per_s={pps('fleet'):.4f} tesseract_pages_per_s={pps('tesseract'):.4f}"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="OCR accuracy against known text")
-    parser.add_argument("--quick", action="store_true", help="16 pages (every kind, DPI and degradation)")
+    parser.add_argument(
+        "--quick", action="store_true", help="16 pages (every kind, DPI and degradation)"
+    )
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("--workers", type=int, default=2, help="processes for every system")
     parser.add_argument("--systems", default=",".join(SYSTEMS))
@@ -301,9 +378,14 @@ def main() -> None:
         calib = calibration(rows)
         print_calibration(console, calib)
     if args.json:
-        speed = {k: {"pages_per_s": v.pages_per_s(), "cpu_s_per_page": v.cpu_per_page()} for k, v in runs.items()}
-        Path(args.json).write_text(json.dumps({"rows": rows, "speed": speed}, ensure_ascii=False, indent=1),
-                                   encoding="utf-8")
+        speed = {
+            k: {"pages_per_s": v.pages_per_s(), "cpu_s_per_page": v.cpu_per_page()}
+            for k, v in runs.items()
+        }
+        Path(args.json).write_text(
+            json.dumps({"rows": rows, "speed": speed}, ensure_ascii=False, indent=1),
+            encoding="utf-8",
+        )
     print(closing_line(rows, runs))
 
 

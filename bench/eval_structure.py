@@ -42,7 +42,11 @@ from routing.structure.mdparse import markdown_blocks
 from workers.store.artifacts import ACCEPTED_ROUTES
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS_TABLES = ("he_macro_table_ghostscript", "ar_tunisia_stats_table", "he_pdfcpu_table_rtl_niqqud")
+CORPUS_TABLES = (
+    "he_macro_table_ghostscript",
+    "ar_tunisia_stats_table",
+    "he_pdfcpu_table_rtl_niqqud",
+)
 BODY = ("heading", "paragraph", "list_item")
 
 
@@ -57,7 +61,9 @@ def pagefleet_pages(pdf: Path) -> list[Any]:
     src = source.local_source(str(pdf), options)
     src = source.SourceFile(path=src.path, filename=pdf.name, bytes=src.bytes, sha256=src.sha256)
     info = source.inspect(src, options, settings)
-    pages = source.extract_pages(src, info["page_count"], settings, already=info.pop("pages", None), structure=True)
+    pages = source.extract_pages(
+        src, info["page_count"], settings, already=info.pop("pages", None), structure=True
+    )
     layout = structure.document_layout(pages)
     records = []
     for page in pages:
@@ -72,20 +78,30 @@ def pagefleet_prediction(record: Any) -> Prediction:
     if getattr(record, "route", None) not in ACCEPTED_ROUTES:
         return Prediction([], [], [])
     blocks = record.blocks
-    return Prediction([b.text for b in blocks if b.type == "heading"], [b.text for b in blocks if b.type in BODY],
-                      [b.table.rows for b in blocks if b.type == "table" and b.table])
+    return Prediction(
+        [b.text for b in blocks if b.type == "heading"],
+        [b.text for b in blocks if b.type in BODY],
+        [b.table.rows for b in blocks if b.type == "table" and b.table],
+    )
 
 
 def pymupdf4llm_predictions(pdf: Path) -> list[Prediction]:
     import pymupdf4llm
 
     with contextlib.redirect_stdout(io.StringIO()):
-        chunks = pymupdf4llm.to_markdown(str(pdf), page_chunks=True, use_ocr=False, show_progress=False)
+        chunks = pymupdf4llm.to_markdown(
+            str(pdf), page_chunks=True, use_ocr=False, show_progress=False
+        )
     out = []
     for chunk in chunks:
         parsed = markdown_blocks(chunk["text"])
-        out.append(Prediction([b.text for b in parsed if b.type == "heading"], [b.text for b in parsed if b.type in BODY],
-                              [b.rows for b in parsed if b.type == "table"]))
+        out.append(
+            Prediction(
+                [b.text for b in parsed if b.type == "heading"],
+                [b.text for b in parsed if b.type in BODY],
+                [b.rows for b in parsed if b.type == "table"],
+            )
+        )
     return out
 
 
@@ -109,11 +125,21 @@ def peer_main(pdfs: list[str]) -> int:
 
 def run_peer(pdfs: list[Path]) -> tuple[Results, float]:
     """pymupdf4llm's predictions per document, and the CPU seconds its process spent on them."""
-    proc = subprocess.run([sys.executable, "-m", "bench.eval_structure", "--peer", *map(str, pdfs)],
-                          capture_output=True, timeout=3600, check=True, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.eval_structure", "--peer", *map(str, pdfs)],
+        capture_output=True,
+        timeout=3600,
+        check=True,
+        cwd=ROOT,
+    )
     data = json.loads(proc.stdout.decode("utf-8"))
-    return ({pdf: ([Prediction(**p) for p in v["pages"]], v["seconds"]) for pdf, v in data["documents"].items()},
-            float(data["cpu_s"]))
+    return (
+        {
+            pdf: ([Prediction(**p) for p in v["pages"]], v["seconds"])
+            for pdf, v in data["documents"].items()
+        },
+        float(data["cpu_s"]),
+    )
 
 
 def _warm(pdf: str) -> None:
@@ -122,7 +148,9 @@ def _warm(pdf: str) -> None:
 
 
 def _started(_: int) -> None:
-    time.sleep(0.3)  # one per pool process: every process has started (and warmed up) before the clock
+    time.sleep(
+        0.3
+    )  # one per pool process: every process has started (and warmed up) before the clock
 
 
 def _pagefleet_timed(pdf: str) -> tuple[str, list[Any], float]:
@@ -147,7 +175,9 @@ def run_pagefleet(pdfs: list[Path], jobs: int) -> tuple[Results, float]:
     return {pdf: (records, t) for pdf, records, t in results}, wall
 
 
-def score(truth: dict[str, Any], predictions: list[Prediction], totals: dict[str, list[int]]) -> None:
+def score(
+    truth: dict[str, Any], predictions: list[Prediction], totals: dict[str, list[int]]
+) -> None:
     rtl = "rtl" if truth["rtl"] else "ltr"
     for page, pred in zip(truth["pages"], predictions):
         heads = [b["text"] for b in page["blocks"] if b["type"] == "heading"]
@@ -158,7 +188,9 @@ def score(truth: dict[str, Any], predictions: list[Prediction], totals: dict[str
             for key in ("cells", f"cells_{rtl}"):
                 totals[key][0] += right
                 totals[key][1] += cells
-        ordered, pairs = order_pairs([b["text"] for b in page["blocks"] if b["type"] != "table"], pred.blocks)
+        ordered, pairs = order_pairs(
+            [b["text"] for b in page["blocks"] if b["type"] != "table"], pred.blocks
+        )
         totals["order"][0] += ordered
         totals["order"][1] += pairs
 
@@ -173,9 +205,12 @@ def _ratio(pair: list[int]) -> float:
     return pair[0] / pair[1] if pair[1] else 0.0
 
 
-def run_generated(fixtures: Path, ours: Results, peer: Results,
-                  console: Console) -> tuple[dict[str, dict[str, list[int]]], int]:
-    totals: dict[str, dict[str, list[int]]] = {s: defaultdict(lambda: [0, 0]) for s in ("pagefleet", "pymupdf4llm")}
+def run_generated(
+    fixtures: Path, ours: Results, peer: Results, console: Console
+) -> tuple[dict[str, dict[str, list[int]]], int]:
+    totals: dict[str, dict[str, list[int]]] = {
+        s: defaultdict(lambda: [0, 0]) for s in ("pagefleet", "pymupdf4llm")
+    }
     pages = 0
     for truth_file in sorted(fixtures.glob("*.truth.json")):
         truth = json.loads(truth_file.read_text(encoding="utf-8"))
@@ -185,14 +220,20 @@ def run_generated(fixtures: Path, ours: Results, peer: Results,
         pages += len(truth["pages"])
         score(truth, [pagefleet_prediction(r) for r in records], totals["pagefleet"])
         score(truth, theirs, totals["pymupdf4llm"])
-        console.print(f"{truth['name']}: pagefleet {t1:.2f}s, pymupdf4llm {t2:.2f}s, routes "
-                      f"{[getattr(r, 'route', 'pending') for r in records]}")
+        console.print(
+            f"{truth['name']}: pagefleet {t1:.2f}s, pymupdf4llm {t2:.2f}s, routes "
+            f"{[getattr(r, 'route', 'pending') for r in records]}"
+        )
     return totals, pages
 
 
 def _poppler_page(pdf: Path, number: int) -> str:
-    proc = subprocess.run(["pdftotext", "-f", str(number), "-l", str(number), "-layout", "-q", str(pdf), "-"],
-                          capture_output=True, timeout=60, check=False)
+    proc = subprocess.run(
+        ["pdftotext", "-f", str(number), "-l", str(number), "-layout", "-q", str(pdf), "-"],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
     return proc.stdout.decode("utf-8", "replace")
 
 
@@ -210,18 +251,44 @@ def run_corpus(corpus: Path, fleet: Results, peer: Results) -> tuple[list[list[s
         pages += len(records)
         routes = defaultdict(int)
         for r in records:
-            routes["+".join(getattr(r, "quality").reasons) or r.route if hasattr(r, "quality") else "pending"] += 1
+            routes[
+                "+".join(getattr(r, "quality").reasons) or r.route
+                if hasattr(r, "quality")
+                else "pending"
+            ] += 1
         ours = sum(len(pagefleet_prediction(r).tables) for r in records)
-        agree = [cell_agreement([c for t in p.tables for row in t for c in row], _poppler_page(pdf, n))[0]
-                 for n, p in enumerate(theirs, 1) if p.tables]
-        rows.append([name, ", ".join(f"{k}={v}" for k, v in routes.items()), str(ours),
-                     str(sum(len(p.tables) for p in theirs)), f"{min(agree):.2f}" if agree else "-"])
+        agree = [
+            cell_agreement([c for t in p.tables for row in t for c in row], _poppler_page(pdf, n))[
+                0
+            ]
+            for n, p in enumerate(theirs, 1)
+            if p.tables
+        ]
+        rows.append(
+            [
+                name,
+                ", ".join(f"{k}={v}" for k, v in routes.items()),
+                str(ours),
+                str(sum(len(p.tables) for p in theirs)),
+                f"{min(agree):.2f}" if agree else "-",
+            ]
+        )
     return rows, pages
 
 
-def report(totals: dict[str, dict[str, list[int]]], speed: dict[str, float], console: Console) -> dict[str, float]:
+def report(
+    totals: dict[str, dict[str, list[int]]], speed: dict[str, float], console: Console
+) -> dict[str, float]:
     table = Table(title="structure: generated documents (truth known)")
-    for col in ("system", "heading F1", "cell acc (all)", "cell acc RTL", "cell acc LTR", "reading order", "pages/s"):
+    for col in (
+        "system",
+        "heading F1",
+        "cell acc (all)",
+        "cell acc RTL",
+        "cell acc LTR",
+        "reading order",
+        "pages/s",
+    ):
         table.add_column(col)
     out: dict[str, float] = {}
     for system, t in totals.items():
@@ -229,29 +296,53 @@ def report(totals: dict[str, dict[str, list[int]]], speed: dict[str, float], con
         cells = _ratio(t["cells"])
         out[system] = cells
         out[f"{system}_f1"] = hf1
-        table.add_row(system, f"{hf1:.3f}", f"{cells:.3f}", f"{_ratio(t['cells_rtl']):.3f}",
-                      f"{_ratio(t['cells_ltr']):.3f}", f"{_ratio(t['order']):.3f}", f"{speed[system]:.1f}")
+        table.add_row(
+            system,
+            f"{hf1:.3f}",
+            f"{cells:.3f}",
+            f"{_ratio(t['cells_rtl']):.3f}",
+            f"{_ratio(t['cells_ltr']):.3f}",
+            f"{_ratio(t['order']):.3f}",
+            f"{speed[system]:.1f}",
+        )
     console.print(table)
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--fixtures", type=Path, default=ROOT / "fixtures" / "structure")
     parser.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "corpus")
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
-                        help="pagefleet documents at a time (default: one per core, as the fleet's pool; "
-                             "pymupdf4llm's layout model uses the cores by itself)")
-    parser.add_argument("--peer", nargs="+", help=argparse.SUPPRESS)  # child mode: pymupdf4llm alone
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="pagefleet documents at a time (default: one per core, as the fleet's pool; "
+        "pymupdf4llm's layout model uses the cores by itself)",
+    )
+    parser.add_argument(
+        "--peer", nargs="+", help=argparse.SUPPRESS
+    )  # child mode: pymupdf4llm alone
     args = parser.parse_args(argv)
     if args.peer:
         return peer_main(args.peer)
     console = Console(stderr=True)
     if not any(args.fixtures.glob("*.truth.json")):
-        subprocess.run([sys.executable, str(ROOT / "fixtures" / "make_structure_fixtures.py"), str(args.fixtures)],
-                       check=True, timeout=300)
-    pdfs = sorted(args.fixtures.glob("*.pdf")) + [p for n in CORPUS_TABLES if (p := args.corpus / f"{n}.pdf").exists()]
+        subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "fixtures" / "make_structure_fixtures.py"),
+                str(args.fixtures),
+            ],
+            check=True,
+            timeout=300,
+        )
+    pdfs = sorted(args.fixtures.glob("*.pdf")) + [
+        p for n in CORPUS_TABLES if (p := args.corpus / f"{n}.pdf").exists()
+    ]
     peer, peer_cpu = run_peer(pdfs)  # first, alone: the two systems never share the CPU
     ours, wall = run_pagefleet(pdfs, args.jobs)
     totals, pages = run_generated(args.fixtures, ours, peer, console)
@@ -260,20 +351,40 @@ def main(argv: list[str] | None = None) -> int:
     peer_wall = sum(t for _, t in peer.values())
     speed = {"pagefleet": pages / max(wall, 1e-9), "pymupdf4llm": pages / max(peer_wall, 1e-9)}
     out = report(totals, speed, console)
-    console.print(f"pagefleet: {args.jobs} document(s) at a time, {wall:.2f} s wall; pymupdf4llm: one process, "
-                  f"{peer_wall:.2f} s wall, {peer_cpu / max(peer_wall, 1e-9):.2f} cores busy on average")
+    console.print(
+        f"pagefleet: {args.jobs} document(s) at a time, {wall:.2f} s wall; pymupdf4llm: one process, "
+        f"{peer_wall:.2f} s wall, {peer_cpu / max(peer_wall, 1e-9):.2f} cores busy on average"
+    )
     corpus = Table(title="corpus tables (no cell truth)")
-    for col in ("document", "pagefleet pages", "pagefleet tables", "pymupdf4llm tables", "pymupdf4llm cells vs Poppler"):
+    for col in (
+        "document",
+        "pagefleet pages",
+        "pagefleet tables",
+        "pymupdf4llm tables",
+        "pymupdf4llm cells vs Poppler",
+    ):
         corpus.add_column(col)
     for row in corpus_rows:
         corpus.add_row(*row)
     console.print(corpus)
-    line = (f"heading_f1={out['pagefleet_f1']:.3f} table_cell_acc={out['pagefleet']:.3f} "
-            f"pymupdf4llm_table_cell_acc={out['pymupdf4llm']:.3f} pages_per_s={speed['pagefleet']:.1f} "
-            f"pymupdf4llm_pages_per_s={speed['pymupdf4llm']:.1f}")
+    line = (
+        f"heading_f1={out['pagefleet_f1']:.3f} table_cell_acc={out['pagefleet']:.3f} "
+        f"pymupdf4llm_table_cell_acc={out['pymupdf4llm']:.3f} pages_per_s={speed['pagefleet']:.1f} "
+        f"pymupdf4llm_pages_per_s={speed['pymupdf4llm']:.1f}"
+    )
     if args.json:
-        args.json.write_text(json.dumps({"totals": totals, "speed": speed, "corpus": corpus_rows, "jobs": args.jobs,
-                                         "pymupdf4llm_cores": peer_cpu / max(peer_wall, 1e-9)}, indent=1))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "totals": totals,
+                    "speed": speed,
+                    "corpus": corpus_rows,
+                    "jobs": args.jobs,
+                    "pymupdf4llm_cores": peer_cpu / max(peer_wall, 1e-9),
+                },
+                indent=1,
+            )
+        )
     print(line)
     return 0
 

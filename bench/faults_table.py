@@ -11,22 +11,70 @@ import sys
 import tempfile
 from pathlib import Path
 
-COLUMNS = ("drill", "documents in", "pages in", "artifacts", "error.json", "dead-lettered", "pages out",
-           "lost", "orphans", "settled / stopped (s)")
+COLUMNS = (
+    "drill",
+    "documents in",
+    "pages in",
+    "artifacts",
+    "error.json",
+    "dead-lettered",
+    "pages out",
+    "lost",
+    "orphans",
+    "settled / stopped (s)",
+)
 
 
 def row(t: dict) -> list[str]:
     took = t.get("settled_s", t.get("stopped_s", ""))
-    return [t["drill"], str(t["documents_in"]), str(t["pages_in"]), str(t["artifacts"]), str(t["errors"]),
-            str(t["dead_lettered"]), str(t["pages_out"]), str(t["lost"]), str(t["orphans"]), str(took)]
+    return [
+        t["drill"],
+        str(t["documents_in"]),
+        str(t["pages_in"]),
+        str(t["artifacts"]),
+        str(t["errors"]),
+        str(t["dead_lettered"]),
+        str(t["pages_out"]),
+        str(t["lost"]),
+        str(t["orphans"]),
+        str(took),
+    ]
 
 
 def table(lines: list[dict]) -> str:
     rows = [row(t) for t in lines]
-    total = {k: sum(t[k] for t in lines) for k in ("documents_in", "pages_in", "artifacts", "errors",
-                                                  "dead_lettered", "pages_out", "lost", "orphans")}
-    rows.append([f"**{len(lines)} drills**", *(str(total[k]) for k in ("documents_in", "pages_in", "artifacts",
-                 "errors", "dead_lettered", "pages_out", "lost", "orphans")), ""])
+    total = {
+        k: sum(t[k] for t in lines)
+        for k in (
+            "documents_in",
+            "pages_in",
+            "artifacts",
+            "errors",
+            "dead_lettered",
+            "pages_out",
+            "lost",
+            "orphans",
+        )
+    }
+    rows.append(
+        [
+            f"**{len(lines)} drills**",
+            *(
+                str(total[k])
+                for k in (
+                    "documents_in",
+                    "pages_in",
+                    "artifacts",
+                    "errors",
+                    "dead_lettered",
+                    "pages_out",
+                    "lost",
+                    "orphans",
+                )
+            ),
+            "",
+        ]
+    )
     out = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     return "\n".join([*out, *("| " + " | ".join(r) + " |" for r in rows)])
 
@@ -36,8 +84,10 @@ def main(argv: list[str]) -> int:
     lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
     print(table(lines))
     lost = sum(t["lost"] for t in lines)
-    print(f"\nfaults: {len(lines)} drills, {sum(t['documents_in'] for t in lines)} documents, "
-          f"{sum(t['pages_in'] for t in lines)} pages in, lost = {lost}")
+    print(
+        f"\nfaults: {len(lines)} drills, {sum(t['documents_in'] for t in lines)} documents, "
+        f"{sum(t['pages_in'] for t in lines)} pages in, lost = {lost}"
+    )
     return 0 if lost == 0 else 1
 
 

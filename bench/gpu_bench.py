@@ -41,7 +41,9 @@ from workers.engines.base import PageImage, create  # noqa: E402
 ROUTER_BATCHES = (1, 2, 4, 8, 16, 32, 64)
 ROUTER_E2E_BATCHES = (1, 8, 16, 32, 64)
 ROUTER_E2E_PAGES = 64
-IDLE = 10**9  # min_span that never triggers: random weights loop, the stopper would cut the fixed-length runs
+IDLE = (
+    10**9
+)  # min_span that never triggers: random weights loop, the stopper would cut the fixed-length runs
 VLM_RUNS = ((1, IDLE), (4, IDLE), (8, IDLE), (16, IDLE), (8, 64))
 PROMPTS = ["this is a photo of English text.", "this is a photo of Arabic text."]
 
@@ -80,7 +82,12 @@ def router_model(device: str, quick: bool) -> tuple[Any, Any, Any]:
         sizes = {"hidden": 768, "layers": 12, "heads": 12, "intermediate": 3072}
         vocab = 256_000
     config = tiny_models.siglip_config(
-        vocab, image_size=224, patch_size=16, pad_id=tokenizer.pad_token_id, eos_id=tokenizer.eos_token_id, **sizes
+        vocab,
+        image_size=224,
+        patch_size=16,
+        pad_id=tokenizer.pad_token_id,
+        eos_id=tokenizer.eos_token_id,
+        **sizes,
     )
     model = build_on(device, lambda: SiglipModel(config))
     images = SiglipImageProcessorPil(size={"height": 224, "width": 224})
@@ -105,9 +112,13 @@ def bench_router(device: str, built: tuple[Any, Any, Any], page: Any) -> dict[st
 
     model, tokenizer, images = built
     params = sum(p.numel() for p in model.parameters())
-    text = tokenizer(PROMPTS, padding="max_length", max_length=64, truncation=True, return_tensors="pt").to(device)
+    text = tokenizer(
+        PROMPTS, padding="max_length", max_length=64, truncation=True, return_tensors="pt"
+    ).to(device)
     prep = median_seconds(lambda: images(images=[page], return_tensors="pt"), "cpu", 1, 3)
-    pixel = images(images=[page], return_tensors="pt")["pixel_values"].to(device, hf.torch_dtype(device))
+    pixel = images(images=[page], return_tensors="pt")["pixel_values"].to(
+        device, hf.torch_dtype(device)
+    )
     rows = []
     for batch in ROUTER_BATCHES if device.startswith("cuda") else ROUTER_BATCHES[:3]:
         pixels = pixel.expand(batch, -1, -1, -1).contiguous()
@@ -130,9 +141,18 @@ def vlm_loaded(device: str, quick: bool) -> hf.LoadedModel:
         sizes: dict[str, Any] = {"image_size": 224}
     else:
         sizes = {
-            "hidden": 1024, "layers": 28, "heads": 16, "kv_heads": 8, "intermediate": 3072, "head_dim": 128,
-            "vocab_size": 151_936, "vision_hidden": 1024, "vision_layers": 24, "vision_heads": 16,
-            "vision_intermediate": 4096, "image_size": 1540,
+            "hidden": 1024,
+            "layers": 28,
+            "heads": 16,
+            "kv_heads": 8,
+            "intermediate": 3072,
+            "head_dim": 128,
+            "vocab_size": 151_936,
+            "vision_hidden": 1024,
+            "vision_layers": 24,
+            "vision_heads": 16,
+            "vision_intermediate": 4096,
+            "image_size": 1540,
         }
     config = tiny_models.lightonocr_config(tokenizer, **sizes)
     model = build_on(device, lambda: LightOnOcrForConditionalGeneration(config))
@@ -140,14 +160,20 @@ def vlm_loaded(device: str, quick: bool) -> hf.LoadedModel:
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     images = PixtralImageProcessorPil(size={"longest_edge": sizes["image_size"]}, patch_size=14)
     processor = LightOnOcrProcessor(
-        image_processor=images, tokenizer=tokenizer, patch_size=14, spatial_merge_size=2,
+        image_processor=images,
+        tokenizer=tokenizer,
+        patch_size=14,
+        spatial_merge_size=2,
         chat_template=tiny_models.LIGHTON_TEMPLATE,
     )
-    return hf.LoadedModel(model, processor, device, type(model).__name__, "bench/lightonocr-random", 0.0)
+    return hf.LoadedModel(
+        model, processor, device, type(model).__name__, "bench/lightonocr-random", 0.0
+    )
 
 
-def bench_router_e2e(device: str, quick: bool, built: tuple[Any, Any, Any], root: Path,
-                     pages: list[PageImage]) -> dict[str, Any]:
+def bench_router_e2e(
+    device: str, quick: bool, built: tuple[Any, Any, Any], root: Path, pages: list[PageImage]
+) -> dict[str, Any]:
     """The router as the fleet runs it: a checkpoint on disk, SiglipRouter.load() and classify(paths)."""
     from transformers import SiglipProcessor
 
@@ -164,15 +190,23 @@ def bench_router_e2e(device: str, quick: bool, built: tuple[Any, Any, Any], root
     load_s = time.perf_counter() - started
     rows = []
     for batch in ROUTER_E2E_BATCHES[:3] if quick else ROUTER_E2E_BATCHES:
-        router = SiglipRouter(model=str(path), batch_size=batch, device=device, local_files_only=True)
+        router = SiglipRouter(
+            model=str(path), batch_size=batch, device=device, local_files_only=True
+        )
         router.classify(paths[:batch])  # warm-up at this shape
         sync(device)
         started = time.perf_counter()
         verdicts = router.classify(paths)
         sync(device)
         seconds = time.perf_counter() - started
-        rows.append({"batch": batch, "seconds": seconds, "pages_per_s": count / seconds,
-                     "labelled": sum(v.script is not None for v in verdicts)})
+        rows.append(
+            {
+                "batch": batch,
+                "seconds": seconds,
+                "pages_per_s": count / seconds,
+                "labelled": sum(v.script is not None for v in verdicts),
+            }
+        )
     return {"pages": count, "load_s": load_s, "rows": rows}
 
 
@@ -198,7 +232,9 @@ def free_cuda(device: str) -> None:
         torch.cuda.empty_cache()
 
 
-def vlm_row(engine: Any, pages: list[PageImage], batch: int, min_span: int, device: str) -> dict[str, Any]:
+def vlm_row(
+    engine: Any, pages: list[PageImage], batch: int, min_span: int, device: str
+) -> dict[str, Any]:
     batch_pages = [pages[i % len(pages)] for i in range(batch)]
     max_new = engine.max_new_tokens
     engine.max_new_tokens = 8
@@ -211,9 +247,13 @@ def vlm_row(engine: Any, pages: list[PageImage], batch: int, min_span: int, devi
     wall = time.perf_counter() - started
     details = outputs[0].details
     return {
-        "batch": batch, "stopper": "idle" if min_span >= IDLE else "on",
-        "tokens": sum(o.details["tokens"] for o in outputs), "gen_tokens_per_s": details["tokens_per_s"],
-        "generate_s": details["generate_seconds"], "wall_s": wall, "pages_per_s": batch / wall,
+        "batch": batch,
+        "stopper": "idle" if min_span >= IDLE else "on",
+        "tokens": sum(o.details["tokens"] for o in outputs),
+        "gen_tokens_per_s": details["tokens_per_s"],
+        "generate_s": details["generate_seconds"],
+        "wall_s": wall,
+        "pages_per_s": batch / wall,
         "stopped_for_repetition": sum(o.details["repetition_stop"] for o in outputs),
     }
 
@@ -230,8 +270,14 @@ def bench_vlm(device: str, quick: bool, pages: list[PageImage], root: Path) -> d
     load_s = 0.0
     for batch, min_span in runs:
         engine = create(
-            "lightonocr", model=str(path), device=device, batch_size=batch, max_new_tokens=max_new,
-            min_span=min_span, max_pixels=1540 * 1540, local_files_only=True,
+            "lightonocr",
+            model=str(path),
+            device=device,
+            batch_size=batch,
+            max_new_tokens=max_new,
+            min_span=min_span,
+            max_pixels=1540 * 1540,
+            local_files_only=True,
         )
         if not load_s:
             started = time.perf_counter()
@@ -240,7 +286,13 @@ def bench_vlm(device: str, quick: bool, pages: list[PageImage], root: Path) -> d
         try:
             rows.append(vlm_row(engine, pages, batch, min_span, device))
         except (torch.cuda.OutOfMemoryError, EngineCrashed) as e:
-            rows.append({"batch": batch, "stopper": "idle" if min_span >= IDLE else "on", "error": str(e)[:160]})
+            rows.append(
+                {
+                    "batch": batch,
+                    "stopper": "idle" if min_span >= IDLE else "on",
+                    "error": str(e)[:160],
+                }
+            )
             free_cuda(device)
         if device.startswith("cuda"):
             rows[-1]["peak_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
@@ -258,8 +310,16 @@ def profile_vlm(device: str, quick: bool, pages: list[PageImage], root: Path) ->
     import torch
 
     path, _ = vlm_checkpoint(device, quick, root)
-    engine = create("lightonocr", model=str(path), device=device, batch_size=1, max_new_tokens=64, min_span=IDLE,
-                    max_pixels=1540 * 1540, local_files_only=True)
+    engine = create(
+        "lightonocr",
+        model=str(path),
+        device=device,
+        batch_size=1,
+        max_new_tokens=64,
+        min_span=IDLE,
+        max_pixels=1540 * 1540,
+        local_files_only=True,
+    )
     engine.read(pages[:1], script="latin")  # load + warm-up
     profiler = cProfile.Profile()
     started = time.perf_counter()
@@ -274,7 +334,9 @@ def profile_vlm(device: str, quick: bool, pages: list[PageImage], root: Path) ->
         loaded.model.generate(**inputs, max_new_tokens=8, do_sample=False, pad_token_id=pad)
         sync(device)
         started = time.perf_counter()
-        loaded.model.generate(**inputs, max_new_tokens=64, min_new_tokens=64, do_sample=False, pad_token_id=pad)
+        loaded.model.generate(
+            **inputs, max_new_tokens=64, min_new_tokens=64, do_sample=False, pad_token_id=pad
+        )
         sync(device)
     bare_s = time.perf_counter() - started
     text = io.StringIO()
@@ -290,17 +352,36 @@ def bench_static(device: str, quick: bool, pages: list[PageImage], root: Path) -
     rows = []
     for static in (False, True):
         for batch in (1, 8):
-            engine = create("lightonocr", model=str(path), device=device, batch_size=batch, max_new_tokens=64,
-                            min_span=IDLE, max_pixels=1540 * 1540, local_files_only=True, static_cache=static)
+            engine = create(
+                "lightonocr",
+                model=str(path),
+                device=device,
+                batch_size=batch,
+                max_new_tokens=64,
+                min_span=IDLE,
+                max_pixels=1540 * 1540,
+                local_files_only=True,
+                static_cache=static,
+            )
             engine.load()
             for call in range(3):
                 sync(device)
                 started = time.perf_counter()
                 out = engine.read([pages[i % len(pages)] for i in range(batch)], script="latin")
                 sync(device)
-                rows.append({"static": static, "batch": batch, "call": call + 1,
-                             "seconds": time.perf_counter() - started, "tokens": sum(o.details["tokens"] for o in out)})
-                print(f"static={static} batch={batch} call={call + 1}: {rows[-1]['seconds']:.2f}s", flush=True)
+                rows.append(
+                    {
+                        "static": static,
+                        "batch": batch,
+                        "call": call + 1,
+                        "seconds": time.perf_counter() - started,
+                        "tokens": sum(o.details["tokens"] for o in out),
+                    }
+                )
+                print(
+                    f"static={static} batch={batch} call={call + 1}: {rows[-1]['seconds']:.2f}s",
+                    flush=True,
+                )
     hf._CACHE.clear()
     return {"rows": rows}
 
@@ -334,13 +415,20 @@ def environment(device: str) -> dict[str, Any]:
     return info
 
 
-def recommend(results: dict[str, Any], gpu_gib: float, share: float = 0.85, room: float = 0.8) -> dict[str, int]:
+def recommend(
+    results: dict[str, Any], gpu_gib: float, share: float = 0.85, room: float = 0.8
+) -> dict[str, int]:
     """Batch settings from a run: the smallest batch within `share` of the best pages/s — for the VLM
     among fixed-length (stopper idle) rows that ran and peaked under `room` of the GPU's memory."""
     candidates = {
         "PAGEFLEET_OCR__ROUTER__SIGLIP_BATCH_SIZE": results.get("router_e2e", {}).get("rows", []),
-        "PAGEFLEET_GPU__VLM__BATCH_SIZE": [r for r in results.get("vlm", {}).get("rows", []) if "error" not in r
-                                      and r["stopper"] == "idle" and r.get("peak_gib", 0.0) <= room * gpu_gib],
+        "PAGEFLEET_GPU__VLM__BATCH_SIZE": [
+            r
+            for r in results.get("vlm", {}).get("rows", [])
+            if "error" not in r
+            and r["stopper"] == "idle"
+            and r.get("peak_gib", 0.0) <= room * gpu_gib
+        ],
     }
     picks: dict[str, int] = {}
     for name, rows in candidates.items():
@@ -350,30 +438,50 @@ def recommend(results: dict[str, Any], gpu_gib: float, share: float = 0.85, room
     return picks
 
 
-def print_batches(title: str, rows: list[dict[str, Any]], seconds: str, scale: float, width: int, digits: int) -> None:
+def print_batches(
+    title: str, rows: list[dict[str, Any]], seconds: str, scale: float, width: int, digits: int
+) -> None:
     """One router table: batch, its time (`seconds` column, times `scale`), pages/s."""
     print(f"\n{title}")
     print(f"{'batch':>6} {seconds:>{width}} {'pages/s':>10}")
     for row in rows:
-        print(f"{row['batch']:>6} {row['seconds'] * scale:>{width}.{digits}f} {row['pages_per_s']:>10.1f}")
+        print(
+            f"{row['batch']:>6} {row['seconds'] * scale:>{width}.{digits}f} {row['pages_per_s']:>10.1f}"
+        )
 
 
 def print_report(results: dict[str, Any]) -> None:
     print(f"environment: {results['environment']}")
     if "router" in results:
         router = results["router"]
-        print_batches(f"router (SigLIP, {router['params'] / 1e6:.1f}M params); CPU preprocessing "
-                      f"{router['preprocess_s_per_page'] * 1000:.1f} ms/page", router["rows"], "ms/batch", 1000, 10, 2)
+        print_batches(
+            f"router (SigLIP, {router['params'] / 1e6:.1f}M params); CPU preprocessing "
+            f"{router['preprocess_s_per_page'] * 1000:.1f} ms/page",
+            router["rows"],
+            "ms/batch",
+            1000,
+            10,
+            2,
+        )
     if "router_e2e" in results:
         e2e = results["router_e2e"]
-        print_batches(f"router end to end (SiglipRouter.classify on {e2e['pages']} page files; load "
-                      f"{e2e['load_s']:.1f}s)", e2e["rows"], "s", 1, 8, 2)
+        print_batches(
+            f"router end to end (SiglipRouter.classify on {e2e['pages']} page files; load "
+            f"{e2e['load_s']:.1f}s)",
+            e2e["rows"],
+            "s",
+            1,
+            8,
+            2,
+        )
     if "vlm" in results:
         print_vlm(results["vlm"])
     if "profile" in results:
         prof = results["profile"]
-        print(f"\nvlm decode, batch 1, 64 tokens: engine {prof['engine_s']:.2f}s, bare generate "
-              f"{prof['bare_generate_s']:.2f}s\n{prof['profile']}")
+        print(
+            f"\nvlm decode, batch 1, 64 tokens: engine {prof['engine_s']:.2f}s, bare generate "
+            f"{prof['bare_generate_s']:.2f}s\n{prof['profile']}"
+        )
     print(f"\ntotal {results['seconds']:.1f}s")
     picks = results.get("recommended") or {}
     if picks:
@@ -381,26 +489,39 @@ def print_report(results: dict[str, Any]) -> None:
 
 
 def print_vlm(engine: dict[str, Any]) -> None:
-    print(f"\nvlm (lightonocr engine, {engine['params'] / 1e6:.1f}M params, "
-          f"max_new_tokens {engine['max_new_tokens']}, load {engine['load_s']:.1f}s)")
-    print(f"{'batch':>6} {'stopper':>8} {'tokens':>7} {'gen tok/s':>10} {'gen s':>7} {'wall s':>7} "
-          f"{'pages/s':>8} {'loops':>6} {'peak GiB':>8}")
+    print(
+        f"\nvlm (lightonocr engine, {engine['params'] / 1e6:.1f}M params, "
+        f"max_new_tokens {engine['max_new_tokens']}, load {engine['load_s']:.1f}s)"
+    )
+    print(
+        f"{'batch':>6} {'stopper':>8} {'tokens':>7} {'gen tok/s':>10} {'gen s':>7} {'wall s':>7} "
+        f"{'pages/s':>8} {'loops':>6} {'peak GiB':>8}"
+    )
     for row in engine["rows"]:
         if "error" in row:
             print(f"{row['batch']:>6} {row['stopper']:>8} failed: {row['error']}")
             continue
-        print(f"{row['batch']:>6} {row['stopper']:>8} {row['tokens']:>7} {row['gen_tokens_per_s']:>10.1f} "
-              f"{row['generate_s']:>7.2f} {row['wall_s']:>7.2f} {row['pages_per_s']:>8.2f} "
-              f"{row['stopped_for_repetition']:>6} {row.get('peak_gib', float('nan')):>8.2f}")
+        print(
+            f"{row['batch']:>6} {row['stopper']:>8} {row['tokens']:>7} {row['gen_tokens_per_s']:>10.1f} "
+            f"{row['generate_s']:>7.2f} {row['wall_s']:>7.2f} {row['pages_per_s']:>8.2f} "
+            f"{row['stopped_for_repetition']:>6} {row.get('peak_gib', float('nan')):>8.2f}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda", help="cuda (default) or cpu")
-    parser.add_argument("--quick", action="store_true", help="tiny model sizes (smoke-test the script on a CPU)")
+    parser.add_argument(
+        "--quick", action="store_true", help="tiny model sizes (smoke-test the script on a CPU)"
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
-    parser.add_argument("--parts", nargs="+", default=["router", "e2e", "vlm"],
-                        choices=["router", "e2e", "vlm", "profile", "static"], help="what to run (default: all but profile)")
+    parser.add_argument(
+        "--parts",
+        nargs="+",
+        default=["router", "e2e", "vlm"],
+        choices=["router", "e2e", "vlm", "profile", "static"],
+        help="what to run (default: all but profile)",
+    )
     args = parser.parse_args(argv)
     import torch
 
@@ -416,12 +537,16 @@ def main(argv: list[str] | None = None) -> int:
         with Image.open(pages[0].path) as first:
             page = first.convert("RGB")
         results: dict[str, Any] = {"environment": environment(args.device)}
-        built = router_model(args.device, args.quick) if {"router", "e2e"} & set(args.parts) else None
+        built = (
+            router_model(args.device, args.quick) if {"router", "e2e"} & set(args.parts) else None
+        )
         if "router" in args.parts:
             results["router"] = bench_router(args.device, built, page)
             save(args.json, results)
         if "e2e" in args.parts:
-            results["router_e2e"] = bench_router_e2e(args.device, args.quick, built, Path(tmp), pages)
+            results["router_e2e"] = bench_router_e2e(
+                args.device, args.quick, built, Path(tmp), pages
+            )
             save(args.json, results)
         del built
         free_cuda(args.device)
@@ -432,7 +557,11 @@ def main(argv: list[str] | None = None) -> int:
             results["profile"] = profile_vlm(args.device, args.quick, pages, Path(tmp))
         if "static" in args.parts:
             results["static"] = bench_static(args.device, args.quick, pages, Path(tmp))
-    gpu_gib = torch.cuda.get_device_properties(0).total_memory / 2**30 if args.device.startswith("cuda") else 0.0
+    gpu_gib = (
+        torch.cuda.get_device_properties(0).total_memory / 2**30
+        if args.device.startswith("cuda")
+        else 0.0
+    )
     results["recommended"] = recommend(results, gpu_gib) if gpu_gib else {}
     if args.device.startswith("cuda"):
         results["environment"]["peak_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)

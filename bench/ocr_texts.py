@@ -89,4 +89,10 @@ POOLS: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
 
 # the language data the fleet's CPU chain uses for each kind of page (routing's chains), so plain
 # Tesseract is given the same data
-LANGS = {"he": "heb+eng", "ar": "ara+eng", "en": "eng", "mixed_he": "heb+eng", "mixed_ar": "ara+eng"}
+LANGS = {
+    "he": "heb+eng",
+    "ar": "ara+eng",
+    "en": "eng",
+    "mixed_he": "heb+eng",
+    "mixed_ar": "ara+eng",
+}

@@ -83,11 +83,13 @@ def compose(kind: str, rng: random.Random) -> tuple[list[str], str]:
     main, second, direction = POOLS[kind]
     pool = rng.sample(main, k=len(main)) + rng.sample(main, k=len(main))
     size = 4 if second else 5
-    paragraphs = [pool[0].rstrip(".")] + [" ".join(pool[1 + i * size:1 + (i + 1) * size]) for i in range(5)]
+    paragraphs = [pool[0].rstrip(".")] + [
+        " ".join(pool[1 + i * size : 1 + (i + 1) * size]) for i in range(5)
+    ]
     if second:
         extra = rng.sample(second, k=len(second))
         for i, at in enumerate((2, 4, 6)):
-            paragraphs.insert(at, " ".join(extra[i * 3:i * 3 + 3]))
+            paragraphs.insert(at, " ".join(extra[i * 3 : i * 3 + 3]))
     return [p for p in paragraphs if p], direction
 
 
@@ -112,27 +114,39 @@ def _sentences(paragraph: str) -> list[str]:
     return [s if s.endswith(".") else s + "." for s in paragraph.replace(". ", ".\n").splitlines()]
 
 
-def render_text(paragraphs: list[str], kind: str, direction: str, dpi: int, font: str,
-                size: float) -> tuple[np.ndarray, list[str]]:
+def render_text(
+    paragraphs: list[str], kind: str, direction: str, dpi: int, font: str, size: float
+) -> tuple[np.ndarray, list[str]]:
     """The clean page: shaped text rasterised in grayscale at `dpi`, and the paragraphs on it (the
     last ones dropped until the rest fit the page)."""
-    css = (f"@font-face {{font-family: body; src: url({font});}} "
-           f"body {{font-family: body; font-size: {size}pt; line-height: 1.45;}} h3 {{font-size: {size + 3}pt;}}")
+    css = (
+        f"@font-face {{font-family: body; src: url({font});}} "
+        f"body {{font-family: body; font-size: {size}pt; line-height: 1.45;}} h3 {{font-size: {size + 3}pt;}}"
+    )
     doc = pymupdf.open()
     while True:
         html = page_html(paragraphs, direction, paragraph_dirs(paragraphs, kind, direction))
         page = doc.new_page(width=PAGE_W, height=PAGE_H)
-        spare, _ = page.insert_htmlbox(pymupdf.Rect(MARGIN, MARGIN, PAGE_W - MARGIN, PAGE_H - MARGIN), html,
-                                       css=css, archive=pymupdf.Archive(FONT_DIR), scale_low=1)
+        spare, _ = page.insert_htmlbox(
+            pymupdf.Rect(MARGIN, MARGIN, PAGE_W - MARGIN, PAGE_H - MARGIN),
+            html,
+            css=css,
+            archive=pymupdf.Archive(FONT_DIR),
+            scale_low=1,
+        )
         if spare >= 0 or len(paragraphs) <= 2:
             break
         doc.delete_page(-1)
         paragraphs = paragraphs[:-1]
     pix = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY, alpha=False)
-    return np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.width).copy(), paragraphs
+    return np.frombuffer(pix.samples, dtype=np.uint8).reshape(
+        pix.height, pix.width
+    ).copy(), paragraphs
 
 
-def degrade(img: np.ndarray, v: Variant, rng: np.random.Generator, back: np.ndarray | None) -> np.ndarray:
+def degrade(
+    img: np.ndarray, v: Variant, rng: np.random.Generator, back: np.ndarray | None
+) -> np.ndarray:
     """Show-through, skew, blur, low contrast, noise — in the order a scanner meets them."""
     out = img.astype(np.float32)
     if v.show_through and back is not None:
@@ -140,10 +154,14 @@ def degrade(img: np.ndarray, v: Variant, rng: np.random.Generator, back: np.ndar
         out *= 1.0 - v.show_through * (1.0 - np.asarray(ghost, dtype=np.float32) / 255.0)
     if v.skew:
         pil = Image.fromarray(out.clip(0, 255).astype(np.uint8))
-        out = np.asarray(pil.rotate(v.skew, resample=Image.Resampling.BICUBIC, fillcolor=255), dtype=np.float32)
+        out = np.asarray(
+            pil.rotate(v.skew, resample=Image.Resampling.BICUBIC, fillcolor=255), dtype=np.float32
+        )
     if v.blur:
         pil = Image.fromarray(out.clip(0, 255).astype(np.uint8))
-        out = np.asarray(pil.filter(ImageFilter.GaussianBlur(v.blur * v.dpi / 300)), dtype=np.float32)
+        out = np.asarray(
+            pil.filter(ImageFilter.GaussianBlur(v.blur * v.dpi / 300)), dtype=np.float32
+        )
     if v.contrast < 1.0:
         paper, ink = 236.0, 236.0 - 236.0 * v.contrast
         out = ink + (paper - ink) * out / 255.0
@@ -169,7 +187,9 @@ def wrap_pdf(data: bytes, width_px: int, height_px: int, dpi: int, path: Path) -
     doc = pymupdf.open()
     page = doc.new_page(width=width_px * 72.0 / dpi, height=height_px * 72.0 / dpi)
     page.insert_image(page.rect, stream=data)
-    doc.set_metadata({"producer": "pagefleet ocr_truth", "creator": "", "creationDate": "", "modDate": ""})
+    doc.set_metadata(
+        {"producer": "pagefleet ocr_truth", "creator": "", "creationDate": "", "modDate": ""}
+    )
     doc.save(path, garbage=3, deflate=True, no_new_id=True)
     doc.close()
 
@@ -193,7 +213,9 @@ def make_page(out: Path, index: int, kind: str, v: Variant, seed: int) -> TruthP
     Image.fromarray(pixels).save(out / f"{page_id}.png", dpi=(v.dpi, v.dpi))
     wrap_pdf(data, img.shape[1], img.shape[0], v.dpi, out / f"{page_id}.pdf")
     text = "\n".join(paragraphs)
-    return TruthPage(page_id, kind, LANGS[kind], v.name, v.dpi, f"{page_id}.pdf", f"{page_id}.png", text)
+    return TruthPage(
+        page_id, kind, LANGS[kind], v.name, v.dpi, f"{page_id}.pdf", f"{page_id}.png", text
+    )
 
 
 def plan(quick: bool = False) -> list[tuple[int, str, Variant]]:
@@ -212,13 +234,16 @@ def plan(quick: bool = False) -> list[tuple[int, str, Variant]]:
 def generate(out: Path, *, seed: int = 12, quick: bool = False) -> list[TruthPage]:
     out.mkdir(parents=True, exist_ok=True)
     pages = [make_page(out, index, kind, v, seed) for index, kind, v in plan(quick)]
-    (out / "truth.json").write_text(json.dumps([asdict(p) for p in pages], ensure_ascii=False, indent=1),
-                                    encoding="utf-8")
+    (out / "truth.json").write_text(
+        json.dumps([asdict(p) for p in pages], ensure_ascii=False, indent=1), encoding="utf-8"
+    )
     return pages
 
 
 def load(out: Path) -> list[TruthPage]:
-    return [TruthPage(**item) for item in json.loads((out / "truth.json").read_text(encoding="utf-8"))]
+    return [
+        TruthPage(**item) for item in json.loads((out / "truth.json").read_text(encoding="utf-8"))
+    ]
 
 
 def main() -> None:

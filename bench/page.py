@@ -38,13 +38,21 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    return f"{model}, {os.cpu_count()} cores, {platform.system()} {platform.release().split('-')[0]}"
+    return (
+        f"{model}, {os.cpu_count()} cores, {platform.system()} {platform.release().split('-')[0]}"
+    )
 
 
 def commit() -> str:
     try:
-        proc = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True, text=True,
-                              timeout=10, check=False)
+        proc = subprocess.run(
+            ["git", "describe", "--always", "--dirty"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return proc.stdout.strip() or "unknown"
@@ -53,10 +61,24 @@ def commit() -> str:
 def write(path: Path, body: str, command: str) -> None:
     """Keep the page's hand-written part, replace its latest run by this one."""
     path = Path(path)
-    kept = path.read_text(encoding="utf-8").split(MARKER, 1)[0].rstrip() if path.exists() else f"# {path.stem}"
+    kept = (
+        path.read_text(encoding="utf-8").split(MARKER, 1)[0].rstrip()
+        if path.exists()
+        else f"# {path.stem}"
+    )
     when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    run = [MARKER, "", f"Last run: {when}, on {machine()}, at commit `{commit()}`:", "", "```sh", command, "```",
-           "", body.strip(), ""]
+    run = [
+        MARKER,
+        "",
+        f"Last run: {when}, on {machine()}, at commit `{commit()}`:",
+        "",
+        "```sh",
+        command,
+        "```",
+        "",
+        body.strip(),
+        "",
+    ]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(kept + "\n\n" + "\n".join(run), encoding="utf-8")
 
@@ -67,10 +89,15 @@ def main(argv: list[str] | None = None) -> int:
     if split not in (1, 2) or (split == 2 and args[1] != "--raw") or len(args) <= split + 1:
         print("usage: python -m bench.page PAGE.md [--raw] -- COMMAND [ARGS...]", file=sys.stderr)
         return 64
-    page, raw, command = Path(args[0]), split == 2, args[split + 1:]
+    page, raw, command = Path(args[0]), split == 2, args[split + 1 :]
     lines: list[str] = []
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          env={**os.environ, "COLUMNS": "160"}) as proc:
+    with subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "COLUMNS": "160"},
+    ) as proc:
         assert proc.stdout is not None
         for line in proc.stdout:
             sys.stdout.write(line)
@@ -78,12 +105,22 @@ def main(argv: list[str] | None = None) -> int:
     output = "\n".join(lines).strip()
     # a benchmark that ran but whose checks failed (`pagefleet eval` exits 2) is a result worth keeping;
     # a crash, a signal or no output is not
-    if proc.returncode not in (0, 1, 2) or not output or "Traceback (most recent call last)" in output:
-        print(f"bench.page: the command exited {proc.returncode}; {page} is left as it was", file=sys.stderr)
+    if (
+        proc.returncode not in (0, 1, 2)
+        or not output
+        or "Traceback (most recent call last)" in output
+    ):
+        print(
+            f"bench.page: the command exited {proc.returncode}; {page} is left as it was",
+            file=sys.stderr,
+        )
         return proc.returncode or 1
     shown = " ".join(shlex.quote(a) for a in command)
-    write(page, output if raw else "```text\n" + output + "\n```",
-          shown + (f"   # exit status {proc.returncode}" if proc.returncode else ""))
+    write(
+        page,
+        output if raw else "```text\n" + output + "\n```",
+        shown + (f"   # exit status {proc.returncode}" if proc.returncode else ""),
+    )
     print(f"wrote {page}")
     return proc.returncode
 

@@ -109,12 +109,17 @@ def measure(pdf: Path, pages: int, passes: int) -> tuple[float, dict[str, float]
     from workers.settings import Settings
     from workers.store.storage import LocalStorage
 
-    limit = best(passes, lambda: get_text_cpu((str(pdf), 0, None)))  # the bench's limit, in this process
+    limit = best(
+        passes, lambda: get_text_cpu((str(pdf), 0, None))
+    )  # the bench's limit, in this process
     seconds = {"extraction": best(passes, lambda: child_read(str(pdf), 1, pages))}
     textpages = best(passes, lambda: _textpages(pdf))
     reply = pydantic_core.to_json(child_read(str(pdf), 1, pages), inf_nan_mode="constants")
-    seconds["hand-over"] = best(passes, lambda read: json.loads(pydantic_core.to_json(read, inf_nan_mode="constants")),
-                                lambda: json.loads(reply))
+    seconds["hand-over"] = best(
+        passes,
+        lambda read: json.loads(pydantic_core.to_json(read, inf_nan_mode="constants")),
+        lambda: json.loads(reply),
+    )
     fresh = lambda: json.loads(reply)["pages"]  # noqa: E731 - each pass decides its own copy
     decided: list[Any] = []
 
@@ -126,11 +131,17 @@ def measure(pdf: Path, pages: int, passes: int) -> tuple[float, dict[str, float]
             assess(gate_input(page))
 
     seconds["gate"] = best(passes, gate, fresh)
-    records = [r for r in decided if isinstance(r, PageRecord)]  # (the by-script passes below replace `decided`)
+    records = [
+        r for r in decided if isinstance(r, PageRecord)
+    ]  # (the by-script passes below replace `decided`)
     detectors = best(passes, detect, fresh)
-    parts: Parts = {"extraction": [("MuPDF text pages", pages, textpages)],
-                    "gate": [("detectors (assess)", pages, detectors),
-                             ("repairs and record", pages, seconds["gate"] - detectors)]}
+    parts: Parts = {
+        "extraction": [("MuPDF text pages", pages, textpages)],
+        "gate": [
+            ("detectors (assess)", pages, detectors),
+            ("repairs and record", pages, seconds["gate"] - detectors),
+        ],
+    }
     for name in ("Arabic", "Hebrew", "other"):
         chosen = lambda: [p for p in fresh() if _script(p) == name]  # noqa: E731
         count = len(chosen())
@@ -148,7 +159,9 @@ def measure(pdf: Path, pages: int, passes: int) -> tuple[float, dict[str, float]
         held, streamed = _collections(pdf, Path(tmp))
         in_memory = best(passes, held)
         seconds["collection"] = best(passes, streamed) if streamed is not None else in_memory
-        parts["collection"] = [("held (one range)", pages, in_memory)] if streamed is not None else []
+        parts["collection"] = (
+            [("held (one range)", pages, in_memory)] if streamed is not None else []
+        )
     return limit, seconds, parts
 
 
@@ -170,8 +183,14 @@ def _collections(pdf: Path, tmp: Path) -> tuple[Callable[[], Any], Callable[[], 
     from workers.store.storage import LocalStorage
 
     settings = Settings(storage={"cache_dir": str(tmp / "cache")})
-    job = JobSpec(job_id=job_id_for("budget", {}), source=str(pdf), filename=pdf.name,
-                  storage=(tmp / "store").as_uri(), artifact_prefix="doc", options={"structure": False})
+    job = JobSpec(
+        job_id=job_id_for("budget", {}),
+        source=str(pdf),
+        filename=pdf.name,
+        storage=(tmp / "store").as_uri(),
+        artifact_prefix="doc",
+        options={"structure": False},
+    )
     left: list[tuple[int, int]] = []
     held = split.split_document(job, settings, on_ranges=left.extend).held
     if held is not None:
@@ -181,11 +200,21 @@ def _collections(pdf: Path, tmp: Path) -> tuple[Callable[[], Any], Callable[[], 
     storage = LocalStorage(tmp / "store")
     manifest = storage.get_json(keys.job_manifest(job.job_id))
     records = [record for _, record in iter_records(storage, job.job_id, manifest)]
-    assert all(r is not None for r in records), "every page of the generated document climbs nowhere"
+    assert all(r is not None for r in records), (
+        "every page of the generated document climbs nowhere"
+    )
     read_back = collect.Held(manifest, records, storage)
-    return (lambda: collect.collect_held(job, settings, read_back),
-            lambda: collect.assemble(job, settings, storage, manifest, iter_records(storage, job.job_id, manifest),
-                                      final_attempt=True))
+    return (
+        lambda: collect.collect_held(job, settings, read_back),
+        lambda: collect.assemble(
+            job,
+            settings,
+            storage,
+            manifest,
+            iter_records(storage, job.job_id, manifest),
+            final_attempt=True,
+        ),
+    )
 
 
 def report(pages: int, limit: float, seconds: dict[str, float], parts: Parts) -> list[str]:
@@ -193,7 +222,10 @@ def report(pages: int, limit: float, seconds: dict[str, float], parts: Parts) ->
     per_page = {name: s / pages * 1000 for name, s in seconds.items()}
     limit_ms = limit / pages * 1000
     total = sum(per_page.values())
-    lines = [f"{'stage':<26} {'ms/page':>8} {'share':>6}", f"{'limit: get_text':<26} {limit_ms:>8.3f}"]
+    lines = [
+        f"{'stage':<26} {'ms/page':>8} {'share':>6}",
+        f"{'limit: get_text':<26} {limit_ms:>8.3f}",
+    ]
     for name in STAGES:
         lines.append(f"{name:<26} {per_page[name]:>8.3f} {per_page[name] / total:>6.0%}")
         for label, count, s in parts.get(name, []):
@@ -201,17 +233,23 @@ def report(pages: int, limit: float, seconds: dict[str, float], parts: Parts) ->
     lines.append(f"{'the stages':<26} {total:>8.3f}")
     rest = total - per_page["extraction"]
     room = limit_ms / TARGET - per_page["extraction"]  # negative: not even extraction fits
-    lines.append(f"{f'room past extraction, {TARGET}':<26} {room:>8.3f}  (the stages after it: {rest:.3f}; "
-                 f"free, they would leave {limit_ms / per_page['extraction']:.2f} of the limit)")
+    lines.append(
+        f"{f'room past extraction, {TARGET}':<26} {room:>8.3f}  (the stages after it: {rest:.3f}; "
+        f"free, they would leave {limit_ms / per_page['extraction']:.2f} of the limit)"
+    )
     lines.append(f"budget_ratio={limit_ms / total:.2f}")
     return lines
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("corpus", type=Path)
     ap.add_argument("--pages", type=int, default=1000)
-    ap.add_argument("--repeats", type=int, default=3, help="passes a stage; its least CPU is reported")
+    ap.add_argument(
+        "--repeats", type=int, default=3, help="passes a stage; its least CPU is reported"
+    )
     args = ap.parse_args(argv)
     import workers  # noqa: F401 - the fleet's start-up: the gate's compiled build, where current
     from bench.bench_docs import digital_pdf
@@ -220,8 +258,10 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="pagefleet-budget-doc-") as tmp:
         pdf = digital_pdf(args.corpus, args.pages, Path(tmp) / "doc.pdf")
         limit, seconds, parts = measure(pdf, args.pages, args.repeats)
-    print(f"{args.pages} pages, best of {args.repeats} passes a stage, one process; quality gate "
-          f"{'compiled with mypyc' if compiled.active() else 'from its sources'}")
+    print(
+        f"{args.pages} pages, best of {args.repeats} passes a stage, one process; quality gate "
+        f"{'compiled with mypyc' if compiled.active() else 'from its sources'}"
+    )
     print("\n".join(report(args.pages, limit, seconds, parts)))
     return 0
 

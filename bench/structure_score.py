@@ -1,11 +1,11 @@
 """Scoring rules of `make eval-structure` (bench/eval_structure.py), pure functions.
 
-    heading F1            predicted heading texts against the truth's, whitespace folded
-    table cell accuracy   per truth table, the predicted table on the same page with the most cells
-                          equal at the same row and column; exact cell text (whitespace folded)
-    reading order         truth body blocks found in the prediction (a predicted block holding the
-                          truth block's opening words); the share of consecutive truth pairs that
-                          come out in the same order
+heading F1            predicted heading texts against the truth's, whitespace folded
+table cell accuracy   per truth table, the predicted table on the same page with the most cells
+                      equal at the same row and column; exact cell text (whitespace folded)
+reading order         truth body blocks found in the prediction (a predicted block holding the
+                      truth block's opening words); the share of consecutive truth pairs that
+                      come out in the same order
 """
 
 from __future__ import annotations
@@ -50,7 +50,9 @@ def cells_right(truth: Sequence[Sequence[str]], predicted: Sequence[Sequence[str
     return right
 
 
-def table_cells(truth: Sequence[Sequence[str]], candidates: Sequence[Sequence[Sequence[str]]]) -> tuple[int, int]:
+def table_cells(
+    truth: Sequence[Sequence[str]], candidates: Sequence[Sequence[Sequence[str]]]
+) -> tuple[int, int]:
     """(cells right in the best candidate, cells in the truth table)."""
     total = sum(len(row) for row in truth)
     best = max((cells_right(truth, cand) for cand in candidates), default=0)

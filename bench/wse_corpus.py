@@ -22,11 +22,30 @@ from workers.wse.words import PageWord, page_words
 
 TUNISIA_BODY = [5, 52, 779, 520]
 SPECS: list[dict[str, Any]] = [
-    {"file": "he_macro_table_ghostscript.pdf", "page": 1, "clip": [120, 212, 470, 632],
-     "columns": [120, 157, 190, 221, 252, 283, 315, 470], "rows": "lines"},
-    {"file": "ar_tunisia_stats_table.pdf", "page": 1, "clip": [5, 186, 779, 520], "columns": "rules", "rows": "rules"},
-    *({"file": "ar_tunisia_stats_table.pdf", "page": n, "clip": TUNISIA_BODY, "columns": "rules", "rows": "rules"}
-      for n in (2, 3, 4)),
+    {
+        "file": "he_macro_table_ghostscript.pdf",
+        "page": 1,
+        "clip": [120, 212, 470, 632],
+        "columns": [120, 157, 190, 221, 252, 283, 315, 470],
+        "rows": "lines",
+    },
+    {
+        "file": "ar_tunisia_stats_table.pdf",
+        "page": 1,
+        "clip": [5, 186, 779, 520],
+        "columns": "rules",
+        "rows": "rules",
+    },
+    *(
+        {
+            "file": "ar_tunisia_stats_table.pdf",
+            "page": n,
+            "clip": TUNISIA_BODY,
+            "columns": "rules",
+            "rows": "rules",
+        }
+        for n in (2, 3, 4)
+    ),
 ]
 WORDS_ONLY = [("he_pdfcpu_table_rtl_niqqud.pdf", 1)]
 
@@ -80,8 +99,13 @@ def truth_table(corpus: Path, spec: dict[str, Any]) -> list[list[str]]:
     with pymupdf.open(corpus / spec["file"]) as doc:
         page = doc[spec["page"] - 1]
         clip = pymupdf.Rect(spec["clip"])
-        words = [w for w in page_words(page) if clip.contains(pymupdf.Point((w.bbox[0] + w.bbox[2]) / 2,
-                                                                            (w.bbox[1] + w.bbox[3]) / 2))]
+        words = [
+            w
+            for w in page_words(page)
+            if clip.contains(
+                pymupdf.Point((w.bbox[0] + w.bbox[2]) / 2, (w.bbox[1] + w.bbox[3]) / 2)
+            )
+        ]
         rule_x, rule_y = _rules(page, clip)
     cols = rule_x if spec["columns"] == "rules" else list(spec["columns"])
     rows = rule_y if spec["rows"] == "rules" else _baselines(words)

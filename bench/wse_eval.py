@@ -59,15 +59,24 @@ def run_pagefleet(pdf: str, page: int) -> PageRun:
 
 
 def score(run: PageRun, truth: list[list[str]] | None, body_only: bool) -> dict[str, Any]:
-    row: dict[str, Any] = {"route": run.route, "parser": run.parser, "words": round(run.word_recovery, 4),
-                           "found": run.words_found, "total": run.words_total, "seconds": round(run.seconds, 2)}
+    row: dict[str, Any] = {
+        "route": run.route,
+        "parser": run.parser,
+        "words": round(run.word_recovery, 4),
+        "found": run.words_found,
+        "total": run.words_total,
+        "seconds": round(run.seconds, 2),
+    }
     if truth is None:
         return row | {"teds": None, "cells": None}
     index, _ = best_match(run.tables, truth)
     if index < 0:
         return row | {"teds": 0.0, "cells": 0.0}
     pred = crop_to_truth(run.tables[index], truth) if body_only else run.tables[index]
-    return row | {"teds": round(teds(pred, truth), 4), "cells": round(cell_accuracy(pred, truth), 4)}
+    return row | {
+        "teds": round(teds(pred, truth), 4),
+        "cells": round(cell_accuracy(pred, truth), 4),
+    }
 
 
 def cases(corpus: Path | None, fixtures: Path) -> list[dict[str, Any]]:
@@ -76,16 +85,41 @@ def cases(corpus: Path | None, fixtures: Path) -> list[dict[str, Any]]:
     for truth_file in sorted(fixtures.glob("wse_*.truth.json")):
         pdf = truth_file.with_name(truth_file.name.replace(".truth.json", ".pdf"))
         truth = json.loads(truth_file.read_text(encoding="utf-8"))["pages"][0]["tables"][0]
-        out.append({"name": pdf.stem, "pdf": pdf, "page": 1, "truth": truth, "kind": "generated", "body": False})
+        out.append(
+            {
+                "name": pdf.stem,
+                "pdf": pdf,
+                "page": 1,
+                "truth": truth,
+                "kind": "generated",
+                "body": False,
+            }
+        )
     if corpus is not None and corpus.is_dir():
         for spec in SPECS:
             if (corpus / spec["file"]).exists():
-                out.append({"name": f"{Path(spec['file']).stem} p{spec['page']}", "pdf": corpus / spec["file"],
-                            "page": spec["page"], "truth": truth_table(corpus, spec), "kind": "corpus", "body": True})
+                out.append(
+                    {
+                        "name": f"{Path(spec['file']).stem} p{spec['page']}",
+                        "pdf": corpus / spec["file"],
+                        "page": spec["page"],
+                        "truth": truth_table(corpus, spec),
+                        "kind": "corpus",
+                        "body": True,
+                    }
+                )
         for name, page in WORDS_ONLY:
             if (corpus / name).exists():
-                out.append({"name": f"{Path(name).stem} p{page}", "pdf": corpus / name, "page": page,
-                            "truth": None, "kind": "corpus", "body": False})
+                out.append(
+                    {
+                        "name": f"{Path(name).stem} p{page}",
+                        "pdf": corpus / name,
+                        "page": page,
+                        "truth": None,
+                        "kind": "corpus",
+                        "body": False,
+                    }
+                )
     return out
 
 
@@ -94,31 +128,45 @@ def _fmt(value: Any) -> str:
 
 
 def _print(name: str, row: dict[str, Any]) -> None:
-    print(f"| {name} | {row['parser']} | {row['route']} | {_fmt(row['teds'])} | {_fmt(row['cells'])} | "
-          f"{row['found']}/{row['total']} | {row['seconds']:.2f} |", flush=True)
+    print(
+        f"| {name} | {row['parser']} | {row['route']} | {_fmt(row['teds'])} | {_fmt(row['cells'])} | "
+        f"{row['found']}/{row['total']} | {row['seconds']:.2f} |",
+        flush=True,
+    )
 
 
 def summary(rows: list[dict[str, Any]], parsers: list[str]) -> list[str]:
-    lines = ["| tables | parser | route | TEDS | cell acc. | word recovery | s/page |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| tables | parser | route | TEDS | cell acc. | word recovery | s/page |",
+        "|---|---|---|---|---|---|---|",
+    ]
     pairs = [("text layer", "pagefleet")] + [(p, r) for p in parsers for r in ROUTES]
     for kind in ("generated", "corpus"):
         for parser, route in pairs:
-            sel = [r for r in rows if r["kind"] == kind and r["parser"] == parser and r["route"] == route]
+            sel = [
+                r
+                for r in rows
+                if r["kind"] == kind and r["parser"] == parser and r["route"] == route
+            ]
             scored = [r for r in sel if r["teds"] is not None]
             if not sel:
                 continue
             words = sum(r["found"] for r in sel) / max(1, sum(r["total"] for r in sel))
-            lines.append(f"| {kind} ({len(scored)} tables) | {parser} | {route} | "
-                         f"{mean(r['teds'] for r in scored) if scored else 0:.3f} | "
-                         f"{mean(r['cells'] for r in scored) if scored else 0:.3f} | {words:.4f} | "
-                         f"{mean(r['seconds'] for r in sel):.2f} |")
+            lines.append(
+                f"| {kind} ({len(scored)} tables) | {parser} | {route} | "
+                f"{mean(r['teds'] for r in scored) if scored else 0:.3f} | "
+                f"{mean(r['cells'] for r in scored) if scored else 0:.3f} | {words:.4f} | "
+                f"{mean(r['seconds'] for r in sel):.2f} |"
+            )
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "corpus")
-    ap.add_argument("--fixtures", type=Path, help="generated tables (default: made fresh in a temp dir)")
+    ap.add_argument(
+        "--fixtures", type=Path, help="generated tables (default: made fresh in a temp dir)"
+    )
     ap.add_argument("--parsers", default="pymupdf,pymupdf4llm")
     ap.add_argument("--json", type=Path, help="also write every row here")
     args = ap.parse_args(argv)
@@ -131,14 +179,18 @@ def main(argv: list[str] | None = None) -> int:
             fixtures = Path(tmp)
             make_wse_fixtures.make(fixtures)
         rows = []
-        print("| table | parser | route | TEDS | cell acc. | word recovery | s |\n|---|---|---|---|---|---|---|")
+        print(
+            "| table | parser | route | TEDS | cell acc. | word recovery | s |\n|---|---|---|---|---|---|---|"
+        )
         for case in cases(args.corpus, fixtures):
             row = score(run_pagefleet(str(case["pdf"]), case["page"]), case["truth"], case["body"])
             rows.append(row | {"table": case["name"], "kind": case["kind"]})
             _print(case["name"], row)
             for parser in parsers:
                 for route, run in ROUTES.items():
-                    row = score(run(str(case["pdf"]), case["page"], parser), case["truth"], case["body"])
+                    row = score(
+                        run(str(case["pdf"]), case["page"], parser), case["truth"], case["body"]
+                    )
                     rows.append(row | {"table": case["name"], "kind": case["kind"]})
                     _print(case["name"], row)
     print()
@@ -147,11 +199,22 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")
     wse = [r for r in rows if r["route"] == "wse"]
     found, total = sum(r["found"] for r in wse), sum(r["total"] for r in wse)
-    better = sum(1 for r in wse if r["teds"] is not None and r["teds"] > next(
-        d["teds"] for d in rows if d["route"] == "direct" and d["table"] == r["table"] and d["parser"] == r["parser"]))
+    better = sum(
+        1
+        for r in wse
+        if r["teds"] is not None
+        and r["teds"]
+        > next(
+            d["teds"]
+            for d in rows
+            if d["route"] == "direct" and d["table"] == r["table"] and d["parser"] == r["parser"]
+        )
+    )
     scored = sum(1 for r in wse if r["teds"] is not None)
-    print(f"wse: words restored {found}/{total} ({found / max(total, 1):.2%}); TEDS above the direct route "
-          f"in {better}/{scored} table×parser pairs")
+    print(
+        f"wse: words restored {found}/{total} ({found / max(total, 1):.2%}); TEDS above the direct route "
+        f"in {better}/{scored} table×parser pairs"
+    )
     return 0
 
 

@@ -62,9 +62,15 @@ def fold_presentation_forms(text: str) -> str:
     return text.translate(_FOLD_TABLE) if _PRESENTATION_FORM.search(text) else text
 
 
-_PRESENTATION_FORM = re.compile("[\ufb50-\ufdff\ufe70-\ufefe]")  # is_presentation_form, as a pattern
-_FOLD_TABLE = LazyTable(lambda c: unicodedata.normalize("NFKC", c) if is_presentation_form(c) else c)
-_LETTER_TABLE = LazyTable(lambda c: "1" if is_arabic_letter(c) else None)  # keeps only Arabic letters
+_PRESENTATION_FORM = re.compile(
+    "[\ufb50-\ufdff\ufe70-\ufefe]"
+)  # is_presentation_form, as a pattern
+_FOLD_TABLE = LazyTable(
+    lambda c: unicodedata.normalize("NFKC", c) if is_presentation_form(c) else c
+)
+_LETTER_TABLE = LazyTable(
+    lambda c: "1" if is_arabic_letter(c) else None
+)  # keeps only Arabic letters
 
 
 def _word_initial(text: str, pos: int) -> bool:
@@ -78,7 +84,9 @@ def _word_initial(text: str, pos: int) -> bool:
             k, taken = j, taken + 1
         else:
             break
-    return k == 0 or not (is_arabic_letter(text[k - 1]) or is_arabic_mark(text[k - 1]) or text[k - 1] == TATWEEL)
+    return k == 0 or not (
+        is_arabic_letter(text[k - 1]) or is_arabic_mark(text[k - 1]) or text[k - 1] == TATWEEL
+    )
 
 
 def _alef_x_lam(text: str, pattern: re.Pattern[str]) -> list[int]:
@@ -123,7 +131,9 @@ def is_kashida_run(text: str, i: int, j: int) -> bool:
     nxt = text[j] if j < len(text) else ""
     letter_before, letter_after = is_arabic_letter(before), bool(nxt) and is_arabic_letter(nxt)
     boundary_before, boundary_after = before == "" or before.isspace(), nxt == "" or nxt.isspace()
-    return (letter_before and (letter_after or boundary_after)) or (boundary_before and letter_after)
+    return (letter_before and (letter_after or boundary_after)) or (
+        boundary_before and letter_after
+    )
 
 
 def elongation_repairs(text: str) -> list[tuple[int, int, str]]:
@@ -197,7 +207,9 @@ def _word_code(ch: str) -> str:
     return "c" if unicodedata.category(ch) == "Cc" else "."
 
 
-_TOKEN_CODES = LazyTable(lambda c: " " if _WORD_SPLIT.fullmatch(c) else _word_code(c))  # words: split()
+_TOKEN_CODES = LazyTable(
+    lambda c: " " if _WORD_SPLIT.fullmatch(c) else _word_code(c)
+)  # words: split()
 
 
 def _word_counts(text: str) -> tuple[int, int, int, int, int]:

@@ -40,8 +40,13 @@ _KEPT_AS_NEUTRAL = frozenset(uba.X9_REMOVED) | {"LRI", "RLI", "FSI", "PDI"}
 _LEVEL = re.compile(r"Level\(\s*(\d+)")
 # a character that can take a level other than an RTL paragraph's own (1): its class is not R, AL
 # or a neutral (paired brackets resolve to the embedding's direction between RTL letters alone)
-_MOVES = LazyTable(lambda ch: None if unicodedata.bidirectional(ch) in {"R", "AL", "WS", "ON", "NSM", "BN", "CS", "B", "S"}
-                   else "x")
+_MOVES = LazyTable(
+    lambda ch: (
+        None
+        if unicodedata.bidirectional(ch) in {"R", "AL", "WS", "ON", "NSM", "BN", "CS", "B", "S"}
+        else "x"
+    )
+)
 _L1_RESET = frozenset({"WS", "BN", "LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"})
 _SEPARATOR = frozenset({"S", "B"})
 
@@ -68,7 +73,7 @@ def _resolved_levels(text: str, rtl: bool) -> list[int] | None:
     report of the levels of its UTF-8 bytes; None where the report does not add up."""
     try:
         report = get_display(text, base_dir="R" if rtl else "L", debug=True)
-        part = report[report.index("levels:"): report.index("paragraphs:")]
+        part = report[report.index("levels:") : report.index("paragraphs:")]
     except (ValueError, TypeError):
         return None
     per_byte = _LEVEL.findall(part)

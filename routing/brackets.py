@@ -74,8 +74,10 @@ def mirror_brackets(text: str) -> tuple[list[Replacement], int]:
         swapped = line.translate(BRACKET_SWAP)
         if rtl > latin and brackets_balanced(swapped):
             changed = [i for i, c in enumerate(line) if c != swapped[i]]
-            reps += [Replacement(offset + i, offset + i + 1, swapped[i], "mirrored_bracket") for i in changed]
+            reps += [
+                Replacement(offset + i, offset + i + 1, swapped[i], "mirrored_bracket")
+                for i in changed
+            ]
         else:
             unbalanced += 1
     return reps, unbalanced
-

@@ -56,10 +56,18 @@ def decide(
     """First decisive source wins: the text layer's hint, then each visual vote in order."""
     tried = tuple(f"{v.source}:{v.script or 'undecided'}" for v in votes)
     if hint_script in ("latin", "he", "ar"):
-        return RouteDecision(hint_script, "text_layer", hint_margin, chain_for(hint_script, chains, gpu=gpu), tried)
+        return RouteDecision(
+            hint_script, "text_layer", hint_margin, chain_for(hint_script, chains, gpu=gpu), tried
+        )
     for vote in votes:
         if vote.script in ("latin", "he", "ar"):
-            return RouteDecision(vote.script, vote.source, vote.margin, chain_for(vote.script, chains, gpu=gpu), tried)
+            return RouteDecision(
+                vote.script,
+                vote.source,
+                vote.margin,
+                chain_for(vote.script, chains, gpu=gpu),
+                tried,
+            )
     return RouteDecision("default", "default", None, chain_for("default", chains, gpu=gpu), tried)
 
 
@@ -68,4 +76,3 @@ def reads_script(engine_entry: str, script: str, reads: Mapping[str, Collection[
     declares it reads; an entry it does not hold reads nothing. Used by the routing table and the
     chain tests: an RTL page must never be read by an engine that cannot read its script."""
     return script in reads.get(engine_entry, ())
-

@@ -23,12 +23,28 @@ from typing import ClassVar
 import numpy as np
 
 HEBREW_RANGES = ((0x0590, 0x05FF), (0xFB1D, 0xFB4F))
-ARABIC_RANGES = ((0x0600, 0x06FF), (0x0750, 0x077F), (0x08A0, 0x08FF), (0xFB50, 0xFDFF), (0xFE70, 0xFEFF))
+ARABIC_RANGES = (
+    (0x0600, 0x06FF),
+    (0x0750, 0x077F),
+    (0x08A0, 0x08FF),
+    (0xFB50, 0xFDFF),
+    (0xFE70, 0xFEFF),
+)
 ARABIC_PRESENTATION_RANGES = ((0xFB50, 0xFDFF), (0xFE70, 0xFEFF))
 HEBREW_PRESENTATION_RANGES = ((0xFB1D, 0xFB4F),)
 PRIVATE_USE_RANGES = ((0xE000, 0xF8FF), (0xF0000, 0xFFFFD), (0x100000, 0x10FFFD))
-CJK_RANGES = ((0x3040, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xAC00, 0xD7AF), (0xF900, 0xFAFF))
-EUROPEAN_RANGES = ((0xC0, 0x24F), (0x370, 0x4FF), (0x1E00, 0x1EFF))  # Latin-1..Ext-B, Greek, Cyrillic
+CJK_RANGES = (
+    (0x3040, 0x30FF),
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xAC00, 0xD7AF),
+    (0xF900, 0xFAFF),
+)
+EUROPEAN_RANGES = (
+    (0xC0, 0x24F),
+    (0x370, 0x4FF),
+    (0x1E00, 0x1EFF),
+)  # Latin-1..Ext-B, Greek, Cyrillic
 CP1252_SPECIALS = frozenset("€‚ƒ„…†‡ˆ‰Š‹ŒŽ‘’“”•–—˜™š›œžŸ")
 NFKC_RANGES = (
     (0xFB50, 0xFDFF),  # Arabic Presentation Forms-A
@@ -74,7 +90,11 @@ def is_arabic(ch: str) -> bool:
 
 
 def is_private_use(ch: str) -> bool:
-    return ("\ue000" <= ch <= "\uf8ff") or ("\U000f0000" <= ch <= "\U000ffffd") or ("\U00100000" <= ch <= "\U0010fffd")
+    return (
+        ("\ue000" <= ch <= "\uf8ff")
+        or ("\U000f0000" <= ch <= "\U000ffffd")
+        or ("\U00100000" <= ch <= "\U0010fffd")
+    )
 
 
 def is_letter(ch: str) -> bool:
@@ -110,11 +130,15 @@ CLASS_CODES = {
     "x": "control character (Cc other than tab/newline/return/form feed)",
     "d": "digit (str.isdigit)",
     "a": "Latin letter A-Z a-z",
-    "h": "Hebrew letter", "r": "Arabic letter (presentation forms included)",
-    "p": "Private Use", "c": "CJK letter", "k": "CJK-range non-letter",
+    "h": "Hebrew letter",
+    "r": "Arabic letter (presentation forms included)",
+    "p": "Private Use",
+    "c": "CJK letter",
+    "k": "CJK-range non-letter",
     "e": "European letter (Latin-1..Ext-B, Greek, Cyrillic, Latin Ext. Additional)",
     "E": "European letter that is also a Latin-1/cp1252 mojibake character",
-    "o": "other letter", "O": "other letter that is also a cp1252 special (ˆ)",
+    "o": "other letter",
+    "O": "other letter that is also a cp1252 special (ˆ)",
     "m": "Latin-1/cp1252 mojibake character that is not a letter",
     "n": "anything else (punctuation, symbols, marks, RTL-block non-letters)",
 }
@@ -180,13 +204,17 @@ class LazyTable(dict):  # type: ignore[type-arg]
     kinds, the brackets kept), the gather is of bytes, read back as Latin-1: a page in a third of
     the time of the general gather, which makes room for any code point."""
 
-    LONG: ClassVar[int] = 256  # shorter texts: str.translate (numpy's fixed cost per call is a few µs)
+    LONG: ClassVar[int] = (
+        256  # shorter texts: str.translate (numpy's fixed cost per call is a few µs)
+    )
 
     def __init__(self, fn: Callable[[str], str | None]) -> None:
         super().__init__()
         self._fn = fn
         self._array: np.ndarray | None = None  # code point -> 0 unseen, 1 deleted, value + 2
-        self._bytes: np.ndarray | None = None  # code point -> 0 unseen, 1 deleted, else the value (while narrow)
+        self._bytes: np.ndarray | None = (
+            None  # code point -> 0 unseen, 1 deleted, else the value (while narrow)
+        )
         self._arrayable = True
         self._narrow = True  # every value so far none or one character of U+0002..U+00FF
         self._deletes = False  # some value so far is none
@@ -201,14 +229,18 @@ class LazyTable(dict):  # type: ignore[type-arg]
         if len(text) < self.LONG or not self._arrayable:
             return text.translate(self)
         if self._array is None or self._bytes is None:
-            self._array = np.zeros(0x110000, dtype=np.uint32)  # calloc: only the pages used get memory
+            self._array = np.zeros(
+                0x110000, dtype=np.uint32
+            )  # calloc: only the pages used get memory
             self._bytes = np.zeros(0x110000, dtype=np.uint8)
         points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
         out = (self._bytes if self._narrow else self._array).take(points)  # 0: unseen in either
         if not out.all():
             if not self._fill(set(points[out == 0].tolist())):  # (np.unique: 20 ms on first use)
                 return text.translate(self)
-            out = (self._bytes if self._narrow else self._array).take(points)  # (narrow may have ended)
+            out = (self._bytes if self._narrow else self._array).take(
+                points
+            )  # (narrow may have ended)
         if self._narrow:
             return (out[out != 1] if self._deletes else out).tobytes().decode("latin-1")
         return (out[out != 1] - 2).tobytes().decode("utf-32-le", "surrogatepass")
@@ -262,8 +294,14 @@ FEATURE_RANGES: dict[int, tuple[tuple[int, int], ...]] = {
     F_HEBREW: HEBREW_RANGES,
     F_PRESENTATION: ARABIC_PRESENTATION_RANGES,
     F_NFKC: NFKC_RANGES,
-    F_SPACE: ((0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A), (0x202F, 0x202F), (0x205F, 0x205F),
-              (0x3000, 0x3000)),  # Zs other than " "
+    F_SPACE: (
+        (0xA0, 0xA0),
+        (0x1680, 0x1680),
+        (0x2000, 0x200A),
+        (0x202F, 0x202F),
+        (0x205F, 0x205F),
+        (0x3000, 0x3000),
+    ),  # Zs other than " "
     F_BIDI: ((0x061C, 0x061C), (0x200E, 0x200F), (0x202A, 0x202E), (0x2066, 0x2069)),
     F_ELONGATION: ((0x0640, 0x0640), (0xFFFD, 0xFFFD)),  # tatweel, U+FFFD
     F_PRIVATE_USE: PRIVATE_USE_RANGES,

@@ -45,12 +45,25 @@ ROOT = Path(__file__).resolve().parent.parent
 STAMP = ROOT / "routing" / "_compiled.json"
 BUILD = "_build"  # the build's folder inside the group's package: routing/_build/<module path>.so
 MODULES = (
-    "routing.charclass", "routing.scripts", "routing.mirrored_lines", "routing.visual_order", "routing.arabic",
-    "routing.lam", "routing.spans", "routing.edits", "routing.edit_builder", "routing.brackets",
-    "routing.normalize", "routing.evidence", "routing.detectors",
+    "routing.charclass",
+    "routing.scripts",
+    "routing.mirrored_lines",
+    "routing.visual_order",
+    "routing.arabic",
+    "routing.lam",
+    "routing.spans",
+    "routing.edits",
+    "routing.edit_builder",
+    "routing.brackets",
+    "routing.normalize",
+    "routing.evidence",
+    "routing.detectors",
     "routing.quality",
-    "routing.structure.chunking", "routing.structure.offsets",
-    "workers.pdf.runs", "workers.ladder.accept", "workers.ladder.textlayer",
+    "routing.structure.chunking",
+    "routing.structure.offsets",
+    "workers.pdf.runs",
+    "workers.ladder.accept",
+    "workers.ladder.textlayer",
 )
 GROUP = "routing._gate"  # the shared library: routing/_build/routing/_gate__mypyc.*.so
 
@@ -65,8 +78,11 @@ def build_dir(root: Path = ROOT, group: str = GROUP) -> Path:
 
 def extension(module: str, root: Path = ROOT, group: str = GROUP) -> Path:
     """Where the build puts `module`'s extension for this interpreter."""
-    return build_dir(root, group).joinpath(*module.split(".")).with_name(
-        module.rsplit(".", 1)[-1] + importlib.machinery.EXTENSION_SUFFIXES[0])
+    return (
+        build_dir(root, group)
+        .joinpath(*module.split("."))
+        .with_name(module.rsplit(".", 1)[-1] + importlib.machinery.EXTENSION_SUFFIXES[0])
+    )
 
 
 def library(group: str = GROUP) -> str:
@@ -95,11 +111,14 @@ def stale(stamp: Path = STAMP, modules: Sequence[str] = MODULES, root: Path = RO
 class CompiledFirst(importlib.abc.MetaPathFinder):
     """Loads the named modules, and the group's shared library, from the build's extensions."""
 
-    def __init__(self, modules: Sequence[str] = MODULES, root: Path = ROOT, group: str = GROUP) -> None:
+    def __init__(
+        self, modules: Sequence[str] = MODULES, root: Path = ROOT, group: str = GROUP
+    ) -> None:
         self.paths = {m: extension(m, root, group) for m in (*modules, library(group))}
 
-    def find_spec(self, name: str, path: Sequence[str] | None = None,
-                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
         where = self.paths.get(name)
         if where is None or not where.exists():
             return None
@@ -122,8 +141,11 @@ def enable(modules: Sequence[str] = MODULES, root: Path = ROOT, group: str = GRO
     if changed or loaded:
         # info, not a warning: an edited checkout runs correctly from its sources, and a CLI's
         # stderr is its one-line error (a worker's ready log and `make bench` say which build runs)
-        log.info("compiled gate not used (%s %s): running the sources; `make compiled` rebuilds it",
-                 "sources changed:" if changed else "already imported:", ", ".join((changed or loaded)[:3]))
+        log.info(
+            "compiled gate not used (%s %s): running the sources; `make compiled` rebuilds it",
+            "sources changed:" if changed else "already imported:",
+            ", ".join((changed or loaded)[:3]),
+        )
         return False
     sys.meta_path.insert(0, CompiledFirst(modules, root, group))
     return True
@@ -143,16 +165,24 @@ setup(name="pagefleet-gate", script_args=["build_ext", "--build-temp", sys.argv[
 """
 
 
-def extensions(modules: Sequence[str] = MODULES, root: Path = ROOT, group: str = GROUP) -> list[Path]:
+def extensions(
+    modules: Sequence[str] = MODULES, root: Path = ROOT, group: str = GROUP
+) -> list[Path]:
     """Every extension the build holds: each module's and the group's shared library."""
     where = build_dir(root, group)
     return sorted(where.rglob("*.so")) if where.is_dir() else []
 
 
-def beside_sources(modules: Sequence[str] = MODULES, root: Path = ROOT, group: str = GROUP) -> list[Path]:
+def beside_sources(
+    modules: Sequence[str] = MODULES, root: Path = ROOT, group: str = GROUP
+) -> list[Path]:
     """Extensions that builds of earlier versions left beside the sources, which Python's own
     finder would load before the source: `build()` removes them."""
-    found = [p for py in (source(m, root) for m in modules) for p in py.parent.glob(py.stem + ".cpython-*.so")]
+    found = [
+        p
+        for py in (source(m, root) for m in modules)
+        for p in py.parent.glob(py.stem + ".cpython-*.so")
+    ]
     package, name = group.rsplit(".", 1)
     return found + sorted(root.joinpath(*package.split(".")).glob(name + "__mypyc.*.so"))
 
@@ -177,8 +207,12 @@ def build(root: Path = ROOT, modules: Sequence[str] = MODULES, group: str = GROU
         script = Path(work) / "setup_gate.py"
         script.write_text(SETUP % group, encoding="utf-8")
         try:
-            subprocess.run([sys.executable, str(script), work, str(build_dir(root, group)), *files], cwd=root,
-                           check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [sys.executable, str(script), work, str(build_dir(root, group)), *files],
+                cwd=root,
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
         except (OSError, subprocess.CalledProcessError):
             shutil.rmtree(build_dir(root, group), ignore_errors=True)
             raise

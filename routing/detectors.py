@@ -29,18 +29,32 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from routing.charclass import (
-    F_ARABIC, F_BIDI, F_CJK, F_CYRILLIC, F_GREEK, F_HEBREW, F_MOJIBAKE, FAMILY_TABLE, features,
+    F_ARABIC,
+    F_BIDI,
+    F_CJK,
+    F_CYRILLIC,
+    F_GREEK,
+    F_HEBREW,
+    F_MOJIBAKE,
+    FAMILY_TABLE,
+    features,
 )
 from routing.evidence import Evidence, Finding, GateThresholds, TableFacts
 from routing.lam import lam_signals
 from routing.normalize import SYMBOL_PUA_MAP
 
-_UTF8_MOJIBAKE = re.compile("[ÃÂ×ØÙÚÛ][\u0080-\u00bf\u0152\u0153\u0160\u0161\u0178\u017d\u017e\u0192\u02c6\u02dc\u2013-\u2022\u2026\u2030\u2039\u203a\u20ac\u2122]")
+_UTF8_MOJIBAKE = re.compile(
+    "[ÃÂ×ØÙÚÛ][\u0080-\u00bf\u0152\u0153\u0160\u0161\u0178\u017d\u017e\u0192\u02c6\u02dc\u2013-\u2022\u2026\u2030\u2039\u203a\u20ac\u2122]"
+)
 _WORD = re.compile(r"\w+", re.UNICODE)
 _TOKEN = re.compile(r"[^\s\-\u05be/.,;:!?()\[\]{}\"'״׳«»]+")
 _BIDI_CONTROL = re.compile("[\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_PRIVATE_USE = re.compile("[^\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd]+")  # all but Private Use
-_SYMBOL_PUA_DELETE = dict.fromkeys(map(ord, SYMBOL_PUA_MAP))  # str.translate: drop the explained glyphs
+_PRIVATE_USE = re.compile(
+    "[^\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd]+"
+)  # all but Private Use
+_SYMBOL_PUA_DELETE = dict.fromkeys(
+    map(ord, SYMBOL_PUA_MAP)
+)  # str.translate: drop the explained glyphs
 _FAMILIES = (F_HEBREW, F_ARABIC, F_GREEK, F_CYRILLIC, F_CJK)
 
 
@@ -63,8 +77,9 @@ def characters(ev: Evidence) -> Finding:
     letters = stats.all_letters
     unexpected = letters - stats.known_letters + pua
     latin, rtl = stats.latin, stats.he + stats.ar
-    found.metrics.update(control_chars=controls, private_use=pua, unexpected_letters=unexpected,
-                         mojibake_chars=moji)
+    found.metrics.update(
+        control_chars=controls, private_use=pua, unexpected_letters=unexpected, mojibake_chars=moji
+    )
     if controls:
         found.reasons.append("control_chars")
     if unmapped_pua:
@@ -134,7 +149,9 @@ def mixed_scripts(ev: Evidence) -> Finding:
     text = ev.gate.text
     mixed = _mixed_words(text)
     found = Finding(metrics={"mixed_script_words": mixed})
-    if mixed >= 2 or (mixed and mixed / max(len(_TOKEN.findall(text)), 1) > 0.02):  # words counted only then
+    if mixed >= 2 or (
+        mixed and mixed / max(len(_TOKEN.findall(text)), 1) > 0.02
+    ):  # words counted only then
         found.reasons.append("mixed_script_words")
     return found
 
@@ -142,11 +159,13 @@ def mixed_scripts(ev: Evidence) -> Finding:
 def reading_direction(ev: Evidence) -> Finding:
     """Visual-order RTL lines and Hebrew letter soup, from the shared run-order pass."""
     order, t = ev.order, ev.thresholds
-    found = Finding(metrics={
-        "visual_votes": order.page.visual_votes,
-        "logical_votes": order.page.logical_votes,
-        "visual_lines": order.visual_lines,
-    })
+    found = Finding(
+        metrics={
+            "visual_votes": order.page.visual_votes,
+            "logical_votes": order.page.logical_votes,
+            "visual_lines": order.visual_lines,
+        }
+    )
     hebrew_words = max(order.page.hebrew_words, 1)
     if order.page.final_mid_word >= 2 and order.page.final_mid_word / hebrew_words >= t.soup_share:
         found.reasons.append("hebrew_letter_soup")
@@ -171,7 +190,9 @@ def glyph_defects(ev: Evidence) -> Finding:
     return found
 
 
-def repetition_loop(text: str, min_tokens: int = 40, min_repeats: int = 8, max_period: int = 16) -> bool:
+def repetition_loop(
+    text: str, min_tokens: int = 40, min_repeats: int = 8, max_period: int = 16
+) -> bool:
     """A unit of 1..max_period words repeated back to back, covering >= min_tokens words."""
     tokens = text.split()
     n = len(tokens)
@@ -248,8 +269,13 @@ def lam_ligatures(ev: Evidence) -> Finding:
     sig = lam_signals(ev.gate.text, clusters)
     if not sig.arabic_words:
         return Finding()
-    warnings = (["swapped_lam_ligature"] if sig.swapped else []) + (["lone_al"] if sig.lone_al else [])
-    return Finding(warnings=warnings, metrics={"swapped_lam_clusters": sig.swapped_clusters, "lone_al": sig.lone_al})
+    warnings = (["swapped_lam_ligature"] if sig.swapped else []) + (
+        ["lone_al"] if sig.lone_al else []
+    )
+    return Finding(
+        warnings=warnings,
+        metrics={"swapped_lam_clusters": sig.swapped_clusters, "lone_al": sig.lone_al},
+    )
 
 
 def tables(facts: TableFacts, t: GateThresholds) -> Finding:
@@ -258,11 +284,15 @@ def tables(facts: TableFacts, t: GateThresholds) -> Finding:
     found = Finding()
     if facts.tables:
         precision, recall = facts.worst
-        found.metrics.update(table_precision=precision, table_recall=recall, tables=float(facts.tables))
+        found.metrics.update(
+            table_precision=precision, table_recall=recall, tables=float(facts.tables)
+        )
         if precision < t.table_agreement or recall < t.table_agreement:
             found.reasons.append("table_unrecovered")
     if facts.aligned_rows:
-        found.metrics.update(aligned_rows=float(facts.aligned_rows), layout_rows=float(facts.layout_rows))
+        found.metrics.update(
+            aligned_rows=float(facts.aligned_rows), layout_rows=float(facts.layout_rows)
+        )
         if facts.layout_rows:
             found.reasons.append("table_unrecovered")
         else:
@@ -284,18 +314,49 @@ class Detector:
 
 DETECTORS: tuple[Detector, ...] = (
     Detector("readable_text", ("too_little_text", "glyph_soup"), page=readable_text),
-    Detector("characters", ("control_chars", "private_use_chars", "symbol_glyphs", "unexpected_script_letters",
-                            "latin1_mojibake", "utf8_mojibake", "bidi_controls"), page=characters),
-    Detector("arabic", ("foreign_letters_in_words", "letter_fragmentation", "presentation_forms",
-                        "decomposed_lam_alef", "ligature_order", "tatweel", "kashida_unmapped"), page=arabic),
+    Detector(
+        "characters",
+        (
+            "control_chars",
+            "private_use_chars",
+            "symbol_glyphs",
+            "unexpected_script_letters",
+            "latin1_mojibake",
+            "utf8_mojibake",
+            "bidi_controls",
+        ),
+        page=characters,
+    ),
+    Detector(
+        "arabic",
+        (
+            "foreign_letters_in_words",
+            "letter_fragmentation",
+            "presentation_forms",
+            "decomposed_lam_alef",
+            "ligature_order",
+            "tatweel",
+            "kashida_unmapped",
+        ),
+        page=arabic,
+    ),
     Detector("replacement_chars", ("replacement_chars",), page=replacement_chars),
     Detector("mixed_scripts", ("mixed_script_words",), page=mixed_scripts),
-    Detector("reading_direction", ("hebrew_letter_soup", "visual_order_rtl", "ocr_visual_order_suspect"),
-             page=reading_direction),
-    Detector("glyph_defects", ("broken_tounicode", "text_below_visible", "line_order_unresolved"),
-             page=glyph_defects),
-    Detector("ocr_reading", ("low_confidence", "text_missing", "repetition_loop", "expected_script_low"),
-             page=ocr_reading),
+    Detector(
+        "reading_direction",
+        ("hebrew_letter_soup", "visual_order_rtl", "ocr_visual_order_suspect"),
+        page=reading_direction,
+    ),
+    Detector(
+        "glyph_defects",
+        ("broken_tounicode", "text_below_visible", "line_order_unresolved"),
+        page=glyph_defects,
+    ),
+    Detector(
+        "ocr_reading",
+        ("low_confidence", "text_missing", "repetition_loop", "expected_script_low"),
+        page=ocr_reading,
+    ),
     Detector("engine_agreement", ("engine_disagreement",), page=engine_agreement),
     Detector("short_text", ("short_text",), page=short_text),
     Detector("lam_ligatures", ("swapped_lam_ligature", "lone_al"), page=lam_ligatures),

@@ -78,7 +78,9 @@ class EditMapBuilder:
         self._segs: list[_Seg] = [_Seg(0, len(raw), raw, None)] if raw else []
         self._text = raw
         self.counters: dict[str, int] = {}
-        self._edits: list[Edit] | None = None  # edits() of the map as it is (a stage that changes nothing keeps it)
+        self._edits: list[Edit] | None = (
+            None  # edits() of the map as it is (a stage that changes nothing keeps it)
+        )
 
     @property
     def text(self) -> str:
@@ -123,7 +125,9 @@ class EditMapBuilder:
             raise AssertionError("edit map composition diverged from the stage's output")
         return len(reps)
 
-    def _group(self, reps: list[Replacement], starts: list[int], ends: list[int]) -> list[Replacement]:
+    def _group(
+        self, reps: list[Replacement], starts: list[int], ends: list[int]
+    ) -> list[Replacement]:
         """Join replacements of one stage that overlap the same earlier edit into one."""
         grouped: list[tuple[Replacement, int]] = []  # (replacement, end of its extent)
         for rep in reps:
@@ -136,7 +140,9 @@ class EditMapBuilder:
             if grouped and lo < grouped[-1][1]:
                 prev, prev_hi = grouped[-1]
                 text = prev.text + self._text[prev.end : rep.start] + rep.text
-                joined = Replacement(prev.start, rep.end, text, combine_kinds([prev.kind, rep.kind]))
+                joined = Replacement(
+                    prev.start, rep.end, text, combine_kinds([prev.kind, rep.kind])
+                )
                 grouped[-1] = (joined, max(prev_hi, hi))
             else:
                 grouped.append((rep, hi))
@@ -146,7 +152,9 @@ class EditMapBuilder:
         prev_end = 0
         for i, rep in enumerate(reps):
             if not (0 <= rep.start <= rep.end <= len(self._text)):
-                raise EditMapError(f"replacement {i} [{rep.start},{rep.end}) out of bounds", index=i)
+                raise EditMapError(
+                    f"replacement {i} [{rep.start},{rep.end}) out of bounds", index=i
+                )
             if rep.start < prev_end:
                 raise EditMapError(f"replacement {i} out of order or overlapping", index=i)
             if not isinstance(rep.text, str) or not rep.kind:
@@ -176,7 +184,9 @@ class EditMapBuilder:
         out.extend(segs[prev:])
         return out
 
-    def _merge(self, rep: Replacement, covered: list[_Seg], first_out: int, last_out: int) -> list[_Seg]:
+    def _merge(
+        self, rep: Replacement, covered: list[_Seg], first_out: int, last_out: int
+    ) -> list[_Seg]:
         """One segment for `rep` and the segments it covers (identity merges become unchanged)."""
         out = self._text[first_out : rep.start] + rep.text + self._text[rep.end : last_out]
         rs, re_ = covered[0].rs, covered[-1].re

@@ -66,8 +66,14 @@ class Edit:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (what `dataclasses.asdict` gives, without its recursive deep copy)."""
-        return {"start": self.start, "end": self.end, "replacement": self.replacement, "kind": self.kind,
-                "out_start": self.out_start, "out_end": self.out_end}
+        return {
+            "start": self.start,
+            "end": self.end,
+            "replacement": self.replacement,
+            "kind": self.kind,
+            "out_start": self.out_start,
+            "out_end": self.out_end,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Edit:
@@ -78,13 +84,23 @@ class Edit:
             extra = [k for k in data if k not in names]
             raise EditMapError(f"edit keys: missing {missing}, unexpected {extra}")
         start, end, replacement, kind, out_start, out_end = [data[n] for n in names]
-        if (type(start) is int and type(end) is int and type(out_start) is int and type(out_end) is int
-                and type(replacement) is str and type(kind) is str):  # what JSON gives: no check below to make
+        if (
+            type(start) is int
+            and type(end) is int
+            and type(out_start) is int
+            and type(out_end) is int
+            and type(replacement) is str
+            and type(kind) is str
+        ):  # what JSON gives: no check below to make
             return cls(start, end, replacement, kind, out_start, out_end)
         for name in names:
             value = data[name]
             want_str = name in ("replacement", "kind")
-            ok = isinstance(value, str) if want_str else (isinstance(value, int) and not isinstance(value, bool))
+            ok = (
+                isinstance(value, str)
+                if want_str
+                else (isinstance(value, int) and not isinstance(value, bool))
+            )
             if not ok:
                 raise EditMapError(f"edit field {name!r} has type {type(value).__name__}")
         return cls(**{n: data[n] for n in names})
@@ -104,8 +120,12 @@ class EditCheck:
 
 
 def _check_edit(raw_len: int, edit: Edit, index: int, prev: Edit | None, out_pos: int) -> None:
-    if not (type(edit.start) is int and type(edit.end) is int and type(edit.out_start) is int
-            and type(edit.out_end) is int):  # plain ints (every edit from JSON or a stage): nothing to name
+    if not (
+        type(edit.start) is int
+        and type(edit.end) is int
+        and type(edit.out_start) is int
+        and type(edit.out_end) is int
+    ):  # plain ints (every edit from JSON or a stage): nothing to name
         for name in ("start", "end", "out_start", "out_end"):
             value = getattr(edit, name)
             if not isinstance(value, int) or isinstance(value, bool):
@@ -114,10 +134,14 @@ def _check_edit(raw_len: int, edit: Edit, index: int, prev: Edit | None, out_pos
         raise EditMapError(f"edit {index}: replacement is not a string", index=index, at=out_pos)
     if edit.start < 0 or edit.end > raw_len or edit.start > edit.end:
         raise EditMapError(
-            f"edit {index}: raw range [{edit.start},{edit.end}) out of bounds of {raw_len}", index=index, at=out_pos
+            f"edit {index}: raw range [{edit.start},{edit.end}) out of bounds of {raw_len}",
+            index=index,
+            at=out_pos,
         )
     if prev is not None and edit.start < prev.start:
-        raise EditMapError(f"edit {index}: out of order (starts before edit {index - 1})", index=index, at=out_pos)
+        raise EditMapError(
+            f"edit {index}: out of order (starts before edit {index - 1})", index=index, at=out_pos
+        )
     if prev is not None and edit.start < prev.end:
         raise EditMapError(f"edit {index}: overlaps edit {index - 1}", index=index, at=out_pos)
 
@@ -129,7 +153,9 @@ def apply_edits(raw: str, edits: Sequence[Edit]) -> str:
     prev: Edit | None = None
     for index, edit in enumerate(edits):
         if not isinstance(edit, Edit):
-            raise EditMapError(f"edit {index} is a {type(edit).__name__}, not an Edit", index=index, at=out_pos)
+            raise EditMapError(
+                f"edit {index} is a {type(edit).__name__}, not an Edit", index=index, at=out_pos
+            )
         _check_edit(len(raw), edit, index, prev, out_pos)
         parts.append(raw[pos : edit.start])
         out_pos += edit.start - pos
@@ -160,11 +186,18 @@ def verify_edits(raw: Any, edits: Any, display: Any) -> EditCheck:
     except EditMapError as exc:
         return EditCheck(False, exc.at, str(exc))
     except Exception as err:  # noqa: BLE001 - a verdict, never an exception (its own name: compiled, a
-        return EditCheck(False, None, f"{type(err).__name__}: {err}")  # name keeps its first except's type
+        return EditCheck(
+            False, None, f"{type(err).__name__}: {err}"
+        )  # name keeps its first except's type
     if replay == display:
         return EditCheck(True, None, "ok")
-    at = next((i for i, (a, b) in enumerate(zip(replay, display)) if a != b), min(len(replay), len(display)))
-    reason = f"replay differs from display at {at} (replay {len(replay)} chars, display {len(display)})"
+    at = next(
+        (i for i, (a, b) in enumerate(zip(replay, display)) if a != b),
+        min(len(replay), len(display)),
+    )
+    reason = (
+        f"replay differs from display at {at} (replay {len(replay)} chars, display {len(display)})"
+    )
     return EditCheck(False, at, reason)
 
 

@@ -59,7 +59,9 @@ class GlyphFacts:
     line_geometry: list[Any] | None = None  # per line [x-increasing, x-decreasing] RTL glyph steps
     glyph_clusters: list[Any] | None = None  # text-layer spans drawn as one glyph
     run_orders: list[Any] | None = None  # per line, text-layer spans in reading order
-    gap_repairs: list[Any] | None = None  # word-gap edits the glyphs prove ([start, end, new, kind])
+    gap_repairs: list[Any] | None = (
+        None  # word-gap edits the glyphs prove ([start, end, new, kind])
+    )
     glyph_rows: bool = False  # the RTL lines are rows read from the glyphs
     row_directions: list[Any] | None = None  # per line, the direction its row was read in
 
@@ -110,7 +112,9 @@ class GateInput:
     glyphs: GlyphFacts = NO_GLYPHS
     confidence: float | None = None
     reference_text: str | None = None  # a second engine's reading of the same page
-    missing_lines: int = 0  # OCR: ink regions no recognised word covers that a re-read could not read
+    missing_lines: int = (
+        0  # OCR: ink regions no recognised word covers that a re-read could not read
+    )
 
 
 @dataclass(frozen=True)

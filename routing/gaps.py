@@ -12,7 +12,9 @@ from collections.abc import Sequence
 
 from routing.edit_builder import Replacement
 
-_GAP_KINDS = frozenset({"word_space_inserted", "split_word_rejoined", "space_under_glyph", "ligature_order"})
+_GAP_KINDS = frozenset(
+    {"word_space_inserted", "split_word_rejoined", "space_under_glyph", "ligature_order"}
+)
 
 
 def gap_replacements(raw: str, repairs: Sequence[Sequence[object]]) -> list[Replacement]:
@@ -25,7 +27,12 @@ def gap_replacements(raw: str, repairs: Sequence[Sequence[object]]) -> list[Repl
         if len(item) != 4:
             continue
         start, end, new, kind = item
-        if not (isinstance(start, int) and isinstance(end, int) and isinstance(new, str) and kind in _GAP_KINDS):
+        if not (
+            isinstance(start, int)
+            and isinstance(end, int)
+            and isinstance(new, str)
+            and kind in _GAP_KINDS
+        ):
             continue
         if not last <= start <= end <= len(raw):
             continue

@@ -30,11 +30,20 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from routing.arabic import ALEF_FORMS, LAM, PREFIXES, fold_presentation_forms, is_arabic_letter, is_arabic_mark
+from routing.arabic import (
+    ALEF_FORMS,
+    LAM,
+    PREFIXES,
+    fold_presentation_forms,
+    is_arabic_letter,
+    is_arabic_mark,
+)
 from routing.charclass import ARABIC_RANGES, F_ARABIC, LazyTable, features
 
 SWAPPED_WORDS = frozenset({"خالل", "ثالث", "آالف", "إال"})  # خلال ثلاث آلاف إلا, stored alef-first
-_LAM_ALEF = re.compile(f"{LAM}(?=[{re.escape(ALEF_FORMS)}](?!{LAM}))")  # lam, an alef form, then no lam
+_LAM_ALEF = re.compile(
+    f"{LAM}(?=[{re.escape(ALEF_FORMS)}](?!{LAM}))"
+)  # lam, an alef form, then no lam
 MIN_WORDS_FOR_ABSENCE = 20  # "the page never shows lam before alef" means something from here on
 
 
@@ -44,7 +53,11 @@ def lam_ligatures() -> frozenset[str]:
     found = set()
     for cp in [*range(0xFB50, 0xFE00), *range(0xFE70, 0xFEFF)]:
         letters = unicodedata.normalize("NFKC", chr(cp))
-        if 2 <= len(letters) <= 3 and letters[0] == LAM and all(is_arabic_letter(c) for c in letters):
+        if (
+            2 <= len(letters) <= 3
+            and letters[0] == LAM
+            and all(is_arabic_letter(c) for c in letters)
+        ):
             found.add(letters)
     return frozenset(found)
 
@@ -96,7 +109,9 @@ def _attached(ch: str) -> bool:
 
 def _attached_class() -> str:
     """`_attached` as a regular-expression class: every such character lies in the Arabic blocks."""
-    found = sorted({ch for lo, hi in ARABIC_RANGES for ch in map(chr, range(lo, hi + 1)) if _attached(ch)})
+    found = sorted(
+        {ch for lo, hi in ARABIC_RANGES for ch in map(chr, range(lo, hi + 1)) if _attached(ch)}
+    )
     return "[" + "".join(re.escape(ch) for ch in found) + "]"
 
 
@@ -155,7 +170,11 @@ class LamSignals:
     @property
     def lexical_swap(self) -> bool:
         """Swapped words on a page long enough to show lam before alef, which never does."""
-        return self.swapped_words > 0 and self.lam_before_alef == 0 and self.arabic_words >= MIN_WORDS_FOR_ABSENCE
+        return (
+            self.swapped_words > 0
+            and self.lam_before_alef == 0
+            and self.arabic_words >= MIN_WORDS_FOR_ABSENCE
+        )
 
     @property
     def swapped(self) -> bool:
@@ -170,8 +189,14 @@ def lam_signals(text: str, clusters: Iterable[Sequence[int]] | None = None) -> L
     if LAM not in folded:
         return LamSignals()
     words = _word_tokens(folded)
-    joined = " ".join(words)  # a swapped word (after its prefix) is a piece of it: most pages hold none
-    swapped = sum(1 for w in words if _is_swapped_word(w)) if any(w in joined for w in SWAPPED_WORDS) else 0
+    joined = " ".join(
+        words
+    )  # a swapped word (after its prefix) is a piece of it: most pages hold none
+    swapped = (
+        sum(1 for w in words if _is_swapped_word(w))
+        if any(w in joined for w in SWAPPED_WORDS)
+        else 0
+    )
     return LamSignals(
         swapped_clusters=len(swapped_clusters(text, clusters or ())),
         lone_al=len(lone_al_positions(folded)),
@@ -190,4 +215,3 @@ def lam_violations(text: str) -> list[str]:
     if sig.lexical_swap:
         found.append("swapped_lam_ligature")
     return found
-

@@ -46,14 +46,20 @@ FINALS = "ךםןףץ"
 MEDIALS = "כמנפצ"
 ABBREVIATION_MARKS = "'\"\u05f3\u05f4"  # ' " geresh gershayim
 PREFIX_JOINERS = "-\u05be"  # hyphen, maqaf: כ-50, מ-2019
-NUMBER_SIGNS = "%\u066a\u2030\u20aa$\u20ac\u00a3\u00a5#\u00b0\u00b1"  # bidi ET: written onto a number
+NUMBER_SIGNS = (
+    "%\u066a\u2030\u20aa$\u20ac\u00a3\u00a5#\u00b0\u00b1"  # bidi ET: written onto a number
+)
 RTL_MARK_RANGES = (
     (0x0591, 0x05C7), (0x0610, 0x061A), (0x064B, 0x065F), (0x0670, 0x0670), (0x06D6, 0x06ED), (0x08D3, 0x08FF)
 )  # fmt: skip
 _HEB_LETTER = "\u05d0-\u05ea\u05f0-\u05f2"
 _HEB_MARK = "\u0591-\u05bd\u05bf\u05c1\u05c2\u05c4\u05c5\u05c7"
-_HEBREW_WORD = re.compile(f"[{_HEB_LETTER}](?:[{_HEB_LETTER}{_HEB_MARK}]|[{ABBREVIATION_MARKS}](?=[{_HEB_LETTER}]))*")
-_MARK_CHARS = "".join(chr(cp) for cp in range(0x0591, 0x05C8) if re.fullmatch(f"[{_HEB_MARK}]", chr(cp)))
+_HEBREW_WORD = re.compile(
+    f"[{_HEB_LETTER}](?:[{_HEB_LETTER}{_HEB_MARK}]|[{ABBREVIATION_MARKS}](?=[{_HEB_LETTER}]))*"
+)
+_MARK_CHARS = "".join(
+    chr(cp) for cp in range(0x0591, 0x05C8) if re.fullmatch(f"[{_HEB_MARK}]", chr(cp))
+)
 _RTL_MARK = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in RTL_MARK_RANGES) + "]")
 
 Direction = Literal["ltr", "rtl"]
@@ -70,7 +76,9 @@ class OrderEvidence:
 
 
 _HEBREW_PRESENTATION = re.compile("[\ufb1d-\ufb4f]")
-_FOLD_HEBREW = LazyTable(lambda c: unicodedata.normalize("NFKC", c) if "\ufb1d" <= c <= "\ufb4f" else c)
+_FOLD_HEBREW = LazyTable(
+    lambda c: unicodedata.normalize("NFKC", c) if "\ufb1d" <= c <= "\ufb4f" else c
+)
 
 
 def fold_hebrew_presentation(text: str) -> str:
@@ -88,7 +96,11 @@ def hebrew_order_evidence(text: str) -> OrderEvidence:
     final_first = medial_last = final_last = words = 0
     for _, first, medial, last in hebrew_word_votes(fold_hebrew_presentation(text)):
         words += 1
-        final_first, medial_last, final_last = final_first + first, medial_last + medial, final_last + last
+        final_first, medial_last, final_last = (
+            final_first + first,
+            medial_last + medial,
+            final_last + last,
+        )
     return OrderEvidence(final_first, medial_last, final_last, words)
 
 
@@ -107,9 +119,17 @@ def hebrew_word_votes(text: str) -> list[tuple[int, int, int, int]]:
             continue
         after = text[match.end()] if match.end() < len(text) else ""
         abbreviated = after != "" and after in ABBREVIATION_MARKS + PREFIX_JOINERS
-        abbreviated = abbreviated or word[-2] in ABBREVIATION_MARKS  # בע"מ: an acronym's last letter
-        found.append((match.start(), int(word[0] in FINALS), int(core[-1] in MEDIALS and not abbreviated),
-                      int(core[-1] in FINALS)))
+        abbreviated = (
+            abbreviated or word[-2] in ABBREVIATION_MARKS
+        )  # בע"מ: an acronym's last letter
+        found.append(
+            (
+                match.start(),
+                int(word[0] in FINALS),
+                int(core[-1] in MEDIALS and not abbreviated),
+                int(core[-1] in FINALS),
+            )
+        )
     return found
 
 

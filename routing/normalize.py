@@ -45,7 +45,15 @@ from routing.bidi_order import line_is_rtl, reread_line
 from routing.gaps import gap_replacements
 from routing.symbols import SYMBOL_PUA_MAP
 from routing.charclass import (
-    F_ARABIC, F_BIDI, F_CR, F_HEBREW, F_NFKC, F_PRIVATE_USE, F_SPACE, NFKC_RANGES, features,
+    F_ARABIC,
+    F_BIDI,
+    F_CR,
+    F_HEBREW,
+    F_NFKC,
+    F_PRIVATE_USE,
+    F_SPACE,
+    NFKC_RANGES,
+    features,
     positions,
 )
 from routing.edit_builder import EditMapBuilder, Replacement
@@ -73,14 +81,18 @@ __all__ = [
     "normalize",
 ]
 
-BIDI_CONTROLS = frozenset("\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+BIDI_CONTROLS = frozenset(
+    "\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
 SENTENCE_PUNCTUATION = ".,:;!?\u060c\u061b\u061f"
 _LINE_END = re.compile("\r\n?")
 _UNICODE_SPACE = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")  # Zs other than " "
 _BIDI_CONTROL = re.compile("[" + "".join(sorted(BIDI_CONTROLS)) + "]")
 _SYMBOL_PUA = re.compile("[\uf020-\uf0ff]")
 _DISPLACED = re.compile(
-    "^[ \t]*(?P<p>[" + re.escape(SENTENCE_PUNCTUATION) + "]{1,3})"  # the displaced mark, at the line start
+    "^[ \t]*(?P<p>["
+    + re.escape(SENTENCE_PUNCTUATION)
+    + "]{1,3})"  # the displaced mark, at the line start
     "[\u202b\u202e](?P<body>[^\u202a-\u202e\n]*)\u202c[ \t]*$"  # RLE/RLO … PDF to the line end
 )
 
@@ -166,8 +178,14 @@ def _stage_displaced_punctuation(text: str) -> list[Replacement]:
         last = max(i for i, c in enumerate(body) if c not in BIDI_CONTROLS and not c.isspace())
         body_at = offset + match.start("body")
         punct = match.group("p")
-        reps.append(Replacement(offset + match.start("p"), offset + match.end("p"), "", "rtl_punctuation_repair"))
-        reps.append(Replacement(body_at + last + 1, body_at + last + 1, punct, "rtl_punctuation_repair"))
+        reps.append(
+            Replacement(
+                offset + match.start("p"), offset + match.end("p"), "", "rtl_punctuation_repair"
+            )
+        )
+        reps.append(
+            Replacement(body_at + last + 1, body_at + last + 1, punct, "rtl_punctuation_repair")
+        )
     return reps
 
 
@@ -186,21 +204,27 @@ def _line_is_visual(line: str, flag: bool | None) -> bool:
     return not looks_visual_order(hebrew_order_evidence(visual_to_logical(line)))
 
 
-def _stage_visual_order(text: str, flags: list[bool] | None, glyph_rows: bool = False,
-                        directions: Sequence[int] | None = None) -> list[Replacement]:
+def _stage_visual_order(
+    text: str,
+    flags: list[bool] | None,
+    glyph_rows: bool = False,
+    directions: Sequence[int] | None = None,
+) -> list[Replacement]:
     """`glyph_rows`: the lines are rows read from the glyphs (`workers.pdf.glyphlines`), so a
     flagged line is a page that shows mirrored words, read again as its drawn sequence in the
     direction it was read in (`directions`, per line: 1 RTL, 0 LTR)."""
     reps: list[Replacement] = []
     # a line is reversed where its flag says so, or (no flags) where its Hebrew letters say so
-    if (not any(flags) if flags is not None else not features(text) & F_HEBREW):
+    if not any(flags) if flags is not None else not features(text) & F_HEBREW:
         return reps
     for index, (offset, line) in enumerate(_lines(text)):
         if not _line_is_visual(line, flags[index] if flags is not None else None):
             continue
         if glyph_rows:
             known = directions[index] if directions is not None and index < len(directions) else -1
-            default = sum(1 for c in line if is_rtl_letter(c)) >= sum(1 for c in line if is_latin(c))
+            default = sum(1 for c in line if is_rtl_letter(c)) >= sum(
+                1 for c in line if is_latin(c)
+            )
             new = reread_line(line, bool(known) if known in (0, 1) else line_is_rtl(line, default))
             if new != line:
                 reps.append(Replacement(offset, offset + len(line), new, "visual_order_reversal"))
@@ -242,7 +266,9 @@ def _swap_after(text: str, positions: list[int], kind: str) -> list[Replacement]
     return [Replacement(p + 1, p + 3, text[p + 2] + text[p + 1], kind) for p in positions]
 
 
-def _stage_lam_clusters(raw: str, builder: EditMapBuilder, clusters: Sequence[Sequence[int]]) -> list[Replacement]:
+def _stage_lam_clusters(
+    raw: str, builder: EditMapBuilder, clusters: Sequence[Sequence[int]]
+) -> list[Replacement]:
     """Swapped lam ligature clusters (raw spans of code points from one glyph) put back in order:
     `lam_alef_order` for a lam-alef, `ligature_order` for the other lam ligatures."""
     spans = current_spans(raw, builder.text, builder.edits(), clusters)
@@ -253,12 +279,16 @@ def _stage_lam_clusters(raw: str, builder: EditMapBuilder, clusters: Sequence[Se
     return reps
 
 
-def _stage_run_order(raw: str, builder: EditMapBuilder, run_orders: Sequence[Sequence[Sequence[int]]]) -> list[Replacement]:
+def _stage_run_order(
+    raw: str, builder: EditMapBuilder, run_orders: Sequence[Sequence[Sequence[int]]]
+) -> list[Replacement]:
     """Lines whose runs the glyph geometry puts in another reading order (numbers and brackets
     on the wrong side of Arabic words, `workers.pdf.runs`): the line's runs in that order, one
     `visual_order_reversal` edit per line. A line whose spans no longer tile it is left alone."""
     reps = []
-    for order, spans in zip(run_orders, current_span_groups(raw, builder.text, builder.edits(), run_orders)):
+    for order, spans in zip(
+        run_orders, current_span_groups(raw, builder.text, builder.edits(), run_orders)
+    ):
         tiles = sorted(spans)
         if len(spans) != len(order) or any(a[1] != b[0] for a, b in zip(tiles, tiles[1:])):
             continue
@@ -321,9 +351,13 @@ def normalize(
         ligature_evidence = bool(lam_alef)
     builder.apply(_swap_after(builder.text, lam_alef, "lam_alef_order"))
     if ligature_evidence:
-        builder.apply(_swap_after(builder.text, ligature_order_positions(builder.text), "ligature_order"))
+        builder.apply(
+            _swap_after(builder.text, ligature_order_positions(builder.text), "ligature_order")
+        )
     builder.apply(_stage_symbols(builder.text))
     bracket_reps, unbalanced = mirror_brackets(builder.text)
     builder.apply(bracket_reps)
-    counters = {kind: 0 for kind in EDIT_KINDS} | builder.counters | {"unbalanced_brackets": unbalanced}
+    counters = (
+        {kind: 0 for kind in EDIT_KINDS} | builder.counters | {"unbalanced_brackets": unbalanced}
+    )
     return Normalized(builder.text, builder.edits(), counters)

@@ -71,9 +71,13 @@ class Verdict:
     order: PageOrder | None = None
     glyph_clusters: list[list[int]] | None = None  # text-layer spans from one glyph, for repair
     run_orders: list[list[list[int]]] | None = None  # per line, text-layer spans in reading order
-    gap_repairs: list[list[Any]] | None = None  # word-gap edits the glyphs prove ([start, end, new, kind])
+    gap_repairs: list[list[Any]] | None = (
+        None  # word-gap edits the glyphs prove ([start, end, new, kind])
+    )
     glyph_rows: bool = False  # the text layer's RTL lines are rows read from the glyphs
-    row_directions: list[int] | None = None  # per line, the direction its row was read in (1, 0, -1)
+    row_directions: list[int] | None = (
+        None  # per line, the direction its row was read in (1, 0, -1)
+    )
 
     @property
     def repairable(self) -> bool:
@@ -85,7 +89,11 @@ def assess(gi: GateInput, t: GateThresholds = GateThresholds()) -> Verdict:
     text = gi.text
     stats = script_stats(text)
     readable = stats.letters + stats.digits
-    metrics: dict[str, float] = {"readable": readable, "letters": stats.letters, "non_space": stats.non_space}
+    metrics: dict[str, float] = {
+        "readable": readable,
+        "letters": stats.letters,
+        "non_space": stats.non_space,
+    }
     if readable == 0 and stats.non_space == 0:
         return Verdict(False, ["no_text"], [], metrics)
     order = page_order(text, gi.glyphs.line_geometry, from_ocr=gi.origin == "ocr")
@@ -99,10 +107,18 @@ def assess(gi: GateInput, t: GateThresholds = GateThresholds()) -> Verdict:
             warnings += found.warnings
             metrics.update(found.metrics)
     glyphs = gi.glyphs if gi.origin != "ocr" else NO_GLYPHS
-    return Verdict(not reasons, _dedupe(reasons), _dedupe(warnings), metrics, order,
-                   glyph_clusters=glyphs.glyph_clusters, run_orders=glyphs.run_orders,
-                   gap_repairs=glyphs.gap_repairs, glyph_rows=glyphs.glyph_rows,
-                   row_directions=glyphs.row_directions)
+    return Verdict(
+        not reasons,
+        _dedupe(reasons),
+        _dedupe(warnings),
+        metrics,
+        order,
+        glyph_clusters=glyphs.glyph_clusters,
+        run_orders=glyphs.run_orders,
+        gap_repairs=glyphs.gap_repairs,
+        glyph_rows=glyphs.glyph_rows,
+        row_directions=glyphs.row_directions,
+    )
 
 
 def assess_tables(facts: TableFacts, t: GateThresholds = GateThresholds()) -> Finding:
@@ -130,7 +146,9 @@ def canonical_violations(text: str) -> list[str]:
     if shaped:
         found.append("presentation_forms")
     folded = fold_presentation_forms(text) if shaped else text
-    if "\u0627" in folded and lam_alef_positions(folded):  # arabic_signals' decomposed_lam_alef, alone
+    if "\u0627" in folded and lam_alef_positions(
+        folded
+    ):  # arabic_signals' decomposed_lam_alef, alone
         found.append("decomposed_lam_alef")
     if present & F_CONTROL and _CONTROL.search(text):
         found.append("control_chars")

@@ -84,10 +84,18 @@ def script_stats(text: str) -> ScriptStats:
     european, european_moji, other, other_moji = n("e"), n("E"), n("o"), n("O")
     cjk_letters = n("c")
     return ScriptStats(
-        latin=n("a"), he=n("h"), ar=n("r"), pua=n("p"), cjk=cjk_letters + n("k"),
-        other_letter=european + european_moji + other + other_moji, digits=n("d"), chars=len(text),
-        non_space=len(text) - spaces - space_controls, controls=space_controls + n("x"),
-        cjk_letters=cjk_letters, european=european + european_moji,
+        latin=n("a"),
+        he=n("h"),
+        ar=n("r"),
+        pua=n("p"),
+        cjk=cjk_letters + n("k"),
+        other_letter=european + european_moji + other + other_moji,
+        digits=n("d"),
+        chars=len(text),
+        non_space=len(text) - spaces - space_controls,
+        controls=space_controls + n("x"),
+        cjk_letters=cjk_letters,
+        european=european + european_moji,
         mojibake=european_moji + other_moji + n("m"),
     )
 
@@ -120,7 +128,9 @@ class ScriptDecision:
         return "mixed" if self.stats.scored else "unknown"
 
 
-def classify_text_layer(text: str, thresholds: ClassifierThresholds = ClassifierThresholds()) -> ScriptDecision:
+def classify_text_layer(
+    text: str, thresholds: ClassifierThresholds = ClassifierThresholds()
+) -> ScriptDecision:
     """Seed 003: >95% Latin → latin; >50% Hebrew or Arabic → that script; otherwise undecided.
 
     The margin is the winning share minus its threshold (how far inside the decision the page is).
@@ -139,4 +149,6 @@ def classify_text_layer(text: str, thresholds: ClassifierThresholds = Classifier
 
 
 def direction_of(script: str) -> str:
-    return {"he": "rtl", "ar": "rtl", "latin": "ltr"}.get(script, "mixed" if script == "mixed" else "unknown")
+    return {"he": "rtl", "ar": "rtl", "latin": "ltr"}.get(
+        script, "mixed" if script == "mixed" else "unknown"
+    )

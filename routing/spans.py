@@ -41,12 +41,18 @@ def _boundary(edits: Sequence[Edit], ends: Sequence[int], pos: int, *, closing: 
 def _mirrored(raw: str, edits: Sequence[Edit], start: int, end: int) -> tuple[int, int] | None:
     """A span inside an edit whose output is its raw range reversed (a visual-order run)."""
     for edit in edits:
-        if edit.start <= start and end <= edit.end and edit.replacement == raw[edit.start : edit.end][::-1]:
+        if (
+            edit.start <= start
+            and end <= edit.end
+            and edit.replacement == raw[edit.start : edit.end][::-1]
+        ):
             return edit.out_start + edit.end - end, edit.out_start + edit.end - start
     return None
 
 
-def current_spans(raw: str, text: str, edits: Sequence[Edit], spans: Iterable[Sequence[int]]) -> list[tuple[int, int]]:
+def current_spans(
+    raw: str, text: str, edits: Sequence[Edit], spans: Iterable[Sequence[int]]
+) -> list[tuple[int, int]]:
     """Raw-text spans carried onto the current `text` of an edit map (`edits` against `raw`), in
     the order given. A span that holds whole edits or none moves with the edits before it; a span
     inside a same-length edit whose output is the raw range reversed is mirrored with it; a span
@@ -54,8 +60,9 @@ def current_spans(raw: str, text: str, edits: Sequence[Edit], spans: Iterable[Se
     return current_span_groups(raw, text, edits, [spans])[0]
 
 
-def current_span_groups(raw: str, text: str, edits: Sequence[Edit],
-                        groups: Iterable[Iterable[Sequence[int]]]) -> list[list[tuple[int, int]]]:
+def current_span_groups(
+    raw: str, text: str, edits: Sequence[Edit], groups: Iterable[Iterable[Sequence[int]]]
+) -> list[list[tuple[int, int]]]:
     """`current_spans` of each group of spans (a line's runs), the edit map read once."""
     ends = [edit.end for edit in edits]
     out: list[list[tuple[int, int]]] = []
@@ -68,8 +75,13 @@ def current_span_groups(raw: str, text: str, edits: Sequence[Edit],
         found: list[tuple[int, int]] = []
         for a, b in spans:
             start, end = int(a), int(b)
-            lo, hi = _boundary(edits, ends, start, closing=False), _boundary(edits, ends, end, closing=True)
-            mapped = (lo, hi) if lo is not None and hi is not None else _mirrored(raw, edits, start, end)
+            lo, hi = (
+                _boundary(edits, ends, start, closing=False),
+                _boundary(edits, ends, end, closing=True),
+            )
+            mapped = (
+                (lo, hi) if lo is not None and hi is not None else _mirrored(raw, edits, start, end)
+            )
             if mapped is not None and 0 <= mapped[0] < mapped[1] <= len(text):
                 found.append(mapped)
         out.append(found)

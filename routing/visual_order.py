@@ -22,9 +22,21 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from routing.charclass import (
-    ARABIC_RANGES, F_ARABIC, F_HEBREW, F_PRESENTATION, HEBREW_RANGES, LazyTable, features, ranges_pattern,
+    ARABIC_RANGES,
+    F_ARABIC,
+    F_HEBREW,
+    F_PRESENTATION,
+    HEBREW_RANGES,
+    LazyTable,
+    features,
+    ranges_pattern,
 )
-from routing.mirrored_lines import FINALS, fold_hebrew_presentation, hebrew_order_evidence, hebrew_word_votes
+from routing.mirrored_lines import (
+    FINALS,
+    fold_hebrew_presentation,
+    hebrew_order_evidence,
+    hebrew_word_votes,
+)
 
 _RTL_ANY = ranges_pattern(HEBREW_RANGES + ARABIC_RANGES)
 _ARABIC_WORD = re.compile(r"[\u0620-\u064A\u0671-\u06D3\u06FA-\u06FF]+")
@@ -45,7 +57,9 @@ class LineEvidence:
     logical_votes: int  # final-last (+ Arabic final-only letters at word ends)
     geometry_visual: int  # RTL letter pairs with increasing x in extraction order
     geometry_logical: int
-    final_mid_word: int  # a Hebrew final form inside a word: neither order explains it (letter soup)
+    final_mid_word: (
+        int  # a Hebrew final form inside a word: neither order explains it (letter soup)
+    )
     hebrew_words: int
 
     @property
@@ -73,7 +87,7 @@ class LineEvidence:
 def _form(ch: str) -> str:
     """The positional form of an Arabic presentation-form character: initial/medial/final/isolated."""
     tag = unicodedata.decomposition(ch)
-    return tag[1:tag.index(">")] if tag.startswith("<") else ""
+    return tag[1 : tag.index(">")] if tag.startswith("<") else ""
 
 
 def arabic_order_votes(text: str) -> tuple[int, int]:
@@ -124,7 +138,7 @@ def line_evidence(line: str, geometry: Sequence[int] | None = None) -> LineEvide
 
 
 _HEBREW_WORD = re.compile(r"[\u05D0-\u05EA\u0591-\u05C7]+")
-_FINAL_THEN_LETTER = re.compile(f"[{FINALS}][\u0591-\u05C7]*[\u05D0-\u05EA]")
+_FINAL_THEN_LETTER = re.compile(f"[{FINALS}][\u0591-\u05c7]*[\u05d0-\u05ea]")
 
 
 def _final_mid_word(text: str) -> int:
@@ -137,7 +151,7 @@ def _final_mid_words(text: str) -> list[int]:
     if _FINAL_THEN_LETTER.search(text) is None:  # no final form with a letter after it in its word
         return found
     for match in _HEBREW_WORD.finditer(text):
-        letters = [c for c in match.group() if "\u05D0" <= c <= "\u05EA"]
+        letters = [c for c in match.group() if "\u05d0" <= c <= "\u05ea"]
         if any(c in FINALS for c in letters[1:-1]):
             found.append(match.start())
     return found
@@ -158,7 +172,9 @@ def _starts(lines: list[str]) -> list[int]:
 Votes = tuple[list[int], list[int], list[int], list[int], list[int], list[int]]
 
 
-def _page_evidence(text: str, lines: list[str], geometry: Sequence[Sequence[int]] | None, scripts: int) -> Votes:
+def _page_evidence(
+    text: str, lines: list[str], geometry: Sequence[Sequence[int]] | None, scripts: int
+) -> Votes:
     """`line_evidence` of every line as six lists (visual votes, logical votes, geometry visual,
     geometry logical, final mid-word, Hebrew words), from one pass of each pattern over the whole
     page (a line at a time cost a few pattern calls a line, and an object a line): each vote is
@@ -207,7 +223,9 @@ def page_order(text: str, geometry: Sequence[Sequence[int]] | None, *, from_ocr:
     lines = text.split("\n")
     scripts = features(text) & (F_HEBREW | F_ARABIC)
     if not scripts and not any(g and (g[0] or g[1]) for g in geometry or ()):
-        return PageOrder([False] * len(lines), _NO_EVIDENCE)  # no RTL letter and no RTL geometry: nothing votes
+        return PageOrder(
+            [False] * len(lines), _NO_EVIDENCE
+        )  # no RTL letter and no RTL geometry: nothing votes
     visual, logical, inc, dec, mid, words = _page_evidence(text, lines, geometry, scripts)
     total = LineEvidence(sum(visual), sum(logical), sum(inc), sum(dec), sum(mid), sum(words))
     if from_ocr:
@@ -220,6 +238,10 @@ def page_order(text: str, geometry: Sequence[Sequence[int]] | None, *, from_ocr:
             continue
         e = LineEvidence(visual[i], logical[i], inc[i], dec[i], mid[i], words[i])
         letters_logical = e.logical_votes > 0 and e.visual_votes == 0
-        flag = e.letters_strong or (e.letters_say_visual and not page_logical) or (page_strong and e.weak_visual)
+        flag = (
+            e.letters_strong
+            or (e.letters_say_visual and not page_logical)
+            or (page_strong and e.weak_visual)
+        )
         flags.append(flag or (e.geometry_says_visual and not letters_logical))
     return PageOrder(flags, total)

@@ -30,9 +30,12 @@ def token_tolerance(token: str) -> int:
 
 def style_key(bold: bool, italic: bool) -> str:
     """PyMuPDF's base-14 Helvetica name for a style: helv, hebo, heit, hebi."""
-    return {(False, False): "helv", (True, False): "hebo", (False, True): "heit", (True, True): "hebi"}[
-        (bool(bold), bool(italic))
-    ]
+    return {
+        (False, False): "helv",
+        (True, False): "hebo",
+        (False, True): "heit",
+        (True, True): "hebi",
+    }[(bool(bold), bool(italic))]
 
 
 def parse_pages(spec: str | None, count: int) -> list[int]:

@@ -33,6 +33,7 @@ if str(ROOT) not in sys.path:
 
 # --- CLI reference --------------------------------------------------------------------------------
 
+
 def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -45,7 +46,11 @@ def _fixed_width(cmd: argparse.ArgumentParser) -> None:
 def _default(action: argparse.Action) -> str:
     if action.default in (None, False, argparse.SUPPRESS) or action.required:
         return ""
-    if isinstance(action.default, int) and action.dest in ("workers", "jobs") and action.default == os.cpu_count():
+    if (
+        isinstance(action.default, int)
+        and action.dest in ("workers", "jobs")
+        and action.default == os.cpu_count()
+    ):
         return "the CPU count"
     return f"`{action.default}`"
 
@@ -53,7 +58,10 @@ def _default(action: argparse.Action) -> str:
 def _argument_rows(cmd: argparse.ArgumentParser) -> list[str]:
     rows = []
     for action in cmd._actions:
-        if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)) or action.help == argparse.SUPPRESS:
+        if (
+            isinstance(action, (argparse._HelpAction, argparse._SubParsersAction))
+            or action.help == argparse.SUPPRESS
+        ):
             continue
         if action.option_strings:
             name = ", ".join(f"`{s}`" for s in action.option_strings)
@@ -63,11 +71,15 @@ def _argument_rows(cmd: argparse.ArgumentParser) -> list[str]:
             name = f"`{action.metavar or action.dest}`"
         choices = ", ".join(f"`{c}`" for c in action.choices) if action.choices else ""
         helptext = cmd._get_formatter()._expand_help(action) if action.help else ""
-        rows.append(f"| {_cell(name)} | {_cell(helptext)} | {_cell(choices)} | {_cell(_default(action))} |")
+        rows.append(
+            f"| {_cell(name)} | {_cell(helptext)} | {_cell(choices)} | {_cell(_default(action))} |"
+        )
     return rows
 
 
-def _commands(cmd: argparse.ArgumentParser, path: str) -> Iterator[tuple[str, str, argparse.ArgumentParser]]:
+def _commands(
+    cmd: argparse.ArgumentParser, path: str
+) -> Iterator[tuple[str, str, argparse.ArgumentParser]]:
     """(`pagefleet run`, its help line, its parser) for every command and sub-command, in order."""
     for action in cmd._actions:
         if not isinstance(action, argparse._SubParsersAction):
@@ -83,8 +95,10 @@ def _section(title: str, helptext: str, cmd: argparse.ArgumentParser) -> list[st
     lines = [f"## `{title}`", ""]
     if helptext:
         lines += [helptext[0].upper() + helptext[1:] + ".", ""]
-    usage = [line.removeprefix("usage: ").removeprefix(" " * len("usage: "))
-             for line in cmd.format_usage().strip().splitlines()]
+    usage = [
+        line.removeprefix("usage: ").removeprefix(" " * len("usage: "))
+        for line in cmd.format_usage().strip().splitlines()
+    ]
     lines += ["```", *usage, "```", ""]
     rows = _argument_rows(cmd)
     if rows:
@@ -96,9 +110,15 @@ def cli_page() -> str:
     from workers.cli.main import parser
 
     root = parser()
-    lines = [GENERATED, "", "# CLI reference", "",
-             "Every command of `pagefleet`, as its argument parser defines it. Usage errors exit 64; "
-             "the other exit statuses are in [Exit codes](exit-codes.md).", ""]
+    lines = [
+        GENERATED,
+        "",
+        "# CLI reference",
+        "",
+        "Every command of `pagefleet`, as its argument parser defines it. Usage errors exit 64; "
+        "the other exit statuses are in [Exit codes](exit-codes.md).",
+        "",
+    ]
     lines += _section("pagefleet", root.description or "", root)
     for title, helptext, cmd in _commands(root, "pagefleet"):
         lines += _section(title, helptext, cmd)
@@ -106,6 +126,7 @@ def cli_page() -> str:
 
 
 # --- configuration reference ----------------------------------------------------------------------
+
 
 def _type_name(annotation: Any) -> str:
     origin = typing.get_origin(annotation)
@@ -138,7 +159,9 @@ def _value(value: Any) -> str:
 def _model_of(annotation: Any) -> type | None:
     from pydantic import BaseModel
 
-    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    return (
+        annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    )
 
 
 def _env_name(path: list[str]) -> str:
@@ -149,8 +172,9 @@ def _env_name(path: list[str]) -> str:
     return " ".join(f"`{n}`" for n in [name, *also])
 
 
-def _rows(model: type, path: list[str], options: type,
-          missing: list[str]) -> tuple[list[tuple[str, ...]], list[tuple]]:
+def _rows(
+    model: type, path: list[str], options: type, missing: list[str]
+) -> tuple[list[tuple[str, ...]], list[tuple]]:
     """A section's rows (setting, environment, type, default, description) and the sections nested
     in it (path, model, description)."""
     rows, nested = [], []
@@ -165,19 +189,31 @@ def _rows(model: type, path: list[str], options: type,
         description = field.description or ""
         if inner is options:
             description += " (a JSON object of [job options](#job-options))"
-        if typing.get_origin(field.annotation) is dict and _model_of(typing.get_args(field.annotation)[-1]):
+        if typing.get_origin(field.annotation) is dict and _model_of(
+            typing.get_args(field.annotation)[-1]
+        ):
             value = typing.get_args(field.annotation)[-1]
-            description += f" (a JSON object: NAME → [`{value.__name__}`](#{value.__name__.lower()}))"
+            description += (
+                f" (a JSON object: NAME → [`{value.__name__}`](#{value.__name__.lower()}))"
+            )
             nested.append(([value.__name__], value, value.__doc__ or ""))
-        default = "" if field.is_required() else _value(field.get_default(call_default_factory=True))
+        default = (
+            "" if field.is_required() else _value(field.get_default(call_default_factory=True))
+        )
         envs = _env_name(where)
-        rows.append((f"`{'.'.join(where)}`", envs, _type_name(field.annotation), default, description))
+        rows.append(
+            (f"`{'.'.join(where)}`", envs, _type_name(field.annotation), default, description)
+        )
     return rows, nested
 
 
 def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-            *["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows], ""]
+    return [
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+        *["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows],
+        "",
+    ]
 
 
 def _sentence(text: str) -> str:
@@ -196,9 +232,16 @@ def config_tables() -> tuple[str, list[str]]:
         path, model, description = todo.pop(0)
         rows, nested = _rows(model, path, Options, missing)
         if path == [model.__name__]:  # the entries of a dict of models: keys, not variables
-            out += [f"## {model.__name__}", "", _sentence(description), "",
-                    *_table(("key", "type", "default", "description"),
-                            [(f"`{r[0].strip('`').split('.')[-1]}`", *r[2:]) for r in rows])]
+            out += [
+                f"## {model.__name__}",
+                "",
+                _sentence(description),
+                "",
+                *_table(
+                    ("key", "type", "default", "description"),
+                    [(f"`{r[0].strip('`').split('.')[-1]}`", *r[2:]) for r in rows],
+                ),
+            ]
         else:
             level = "#" * (1 + len(path))
             out += [f"{level} `{'.'.join(path)}`", "", _sentence(description), ""]
@@ -208,27 +251,39 @@ def config_tables() -> tuple[str, list[str]]:
                 out += _table(("setting", "environment", "type", "default", "description"), rows)
         todo[0:0] = nested
     opt_rows, _ = _rows(Options, ["options"], Options, missing)
-    out += ["## Job options", "",
-            "What `pagefleet run` and `pagefleet submit` take on the command line, and the receiver and the "
-            "studio as `options`; part of the job id. As environment: `PAGEFLEET_EVENTS__OPTIONS__OCR=off`, "
-            "`PAGEFLEET_STUDIO__OPTIONS='{\"structure\": false}'`.", "",
-            *_table(("option", "type", "default", "description"),
-                    [(r[0].replace("options.", ""), *r[2:]) for r in opt_rows])]
+    out += [
+        "## Job options",
+        "",
+        "What `pagefleet run` and `pagefleet submit` take on the command line, and the receiver and the "
+        "studio as `options`; part of the job id. As environment: `PAGEFLEET_EVENTS__OPTIONS__OCR=off`, "
+        "`PAGEFLEET_STUDIO__OPTIONS='{\"structure\": false}'`.",
+        "",
+        *_table(
+            ("option", "type", "default", "description"),
+            [(r[0].replace("options.", ""), *r[2:]) for r in opt_rows],
+        ),
+    ]
     return "\n".join(out + _process_switches() + _old_spellings()), missing
 
 
-ADVANCED = ("These are tuning levers, not everyday settings: the defaults suit a fleet, and a site moves "
-            "them for a benchmark, a test or unusual documents. Every other tuned value is a named "
-            "constant beside the code that uses it.")
+ADVANCED = (
+    "These are tuning levers, not everyday settings: the defaults suit a fleet, and a site moves "
+    "them for a benchmark, a test or unusual documents. Every other tuned value is a named "
+    "constant beside the code that uses it."
+)
 
 
 def _process_switches() -> list[str]:
     from workers.settings.spellings import PROCESS_SWITCHES
 
     rows = [(f"`{name}`", reason) for name, reason in PROCESS_SWITCHES.items()]
-    return ["## Process switches", "",
-            "Variables read outside the settings tree, each for the reason given.", "",
-            *_table(("environment", "why it is not a setting"), rows)]
+    return [
+        "## Process switches",
+        "",
+        "Variables read outside the settings tree, each for the reason given.",
+        "",
+        *_table(("environment", "why it is not a setting"), rows),
+    ]
 
 
 def _old_spellings() -> list[str]:
@@ -237,39 +292,62 @@ def _old_spellings() -> list[str]:
     rows = [(f"`{old}`", f"`{new}`") for old, new in EXACT.items()]
     rows += [(f"`{old}…`", f"`{new}…`") for old, new in PREFIXES]
     rows += [(f"`{old}`", "no longer read (a constant)") for old in sorted(RETIRED)]
-    return ["## Old spellings", "",
-            "The names of pagefleet 0.3 still work until 0.5; each warns once, naming its new spelling. "
-            "A new name that is set wins over its old spelling.", "",
-            *_table(("old", "new"), rows)]
+    return [
+        "## Old spellings",
+        "",
+        "The names of pagefleet 0.3 still work until 0.5; each warns once, naming its new spelling. "
+        "A new name that is set wins over its old spelling.",
+        "",
+        *_table(("old", "new"), rows),
+    ]
 
 
 def config_page() -> str:
     tables, _ = config_tables()
-    intro = [GENERATED, "", "# Configuration reference", "",
-             "Every setting of the one settings tree (`workers/settings/`, `get_settings()`), read from "
-             "the environment as `PAGEFLEET_` and the setting's path, nested names joined by `__` "
-             "(`PAGEFLEET_GPU__VLM__BATCH_SIZE=16`); lists, dicts and models are JSON "
-             "(`PAGEFLEET_OCR__CHAINS__HE='[\"dots\", \"tesseract:heb+eng\"]'`). The settings are grouped "
-             "by what they configure: broker, storage, ocr, gpu, events, studio, limits, observability, "
-             "and a few advanced levers. Command-line options override these.", ""]
+    intro = [
+        GENERATED,
+        "",
+        "# Configuration reference",
+        "",
+        "Every setting of the one settings tree (`workers/settings/`, `get_settings()`), read from "
+        "the environment as `PAGEFLEET_` and the setting's path, nested names joined by `__` "
+        "(`PAGEFLEET_GPU__VLM__BATCH_SIZE=16`); lists, dicts and models are JSON "
+        '(`PAGEFLEET_OCR__CHAINS__HE=\'["dots", "tesseract:heb+eng"]\'`). The settings are grouped '
+        "by what they configure: broker, storage, ocr, gpu, events, studio, limits, observability, "
+        "and a few advanced levers. Command-line options override these.",
+        "",
+    ]
     return "\n".join(intro) + "\n" + tables.rstrip() + "\n"
 
 
 def exit_codes_page() -> str:
     from workers.cli.exitcodes import MEANING, SEVERITY
 
-    rows = [(f"{int(code)}", f"`{code.name}`", kind, meaning) for code, (kind, meaning) in MEANING.items()]
+    rows = [
+        (f"{int(code)}", f"`{code.name}`", kind, meaning)
+        for code, (kind, meaning) in MEANING.items()
+    ]
     order = " > ".join(f"`{code.name.lower()}`" for code in SEVERITY)
-    return "\n".join([
-        GENERATED, "", "# Exit codes", "",
-        "`pagefleet` exits with one status a script can act on (`workers/cli/exitcodes.py`, `ExitCode`). Input "
-        "errors, fleet failures and internal errors each have their own, so a batch script can retry a fleet "
-        "failure and set a bad input aside.", "",
-        *_table(("status", "name", "class", "meaning"), rows),
-        "`pagefleet run` over several documents exits with the most severe outcome among them and prints the "
-        "count of each, e.g. `outcomes: ok=30 review_needed=1 encrypted_pdf=1; exit status 4 (encrypted_pdf)`. "
-        "A document the run had to abort (a dead worker, a lost broker, the deadline, a signal) counts as what "
-        "ended the run. From the most severe:", "", order, ""])
+    return "\n".join(
+        [
+            GENERATED,
+            "",
+            "# Exit codes",
+            "",
+            "`pagefleet` exits with one status a script can act on (`workers/cli/exitcodes.py`, `ExitCode`). Input "
+            "errors, fleet failures and internal errors each have their own, so a batch script can retry a fleet "
+            "failure and set a bad input aside.",
+            "",
+            *_table(("status", "name", "class", "meaning"), rows),
+            "`pagefleet run` over several documents exits with the most severe outcome among them and prints the "
+            "count of each, e.g. `outcomes: ok=30 review_needed=1 encrypted_pdf=1; exit status 4 (encrypted_pdf)`. "
+            "A document the run had to abort (a dead worker, a lost broker, the deadline, a signal) counts as what "
+            "ended the run. From the most severe:",
+            "",
+            order,
+            "",
+        ]
+    )
 
 
 PAGES = {CLI_PAGE: cli_page, CONFIG_PAGE: config_page, EXIT_PAGE: exit_codes_page}
@@ -277,7 +355,9 @@ PAGES = {CLI_PAGE: cli_page, CONFIG_PAGE: config_page, EXIT_PAGE: exit_codes_pag
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="write the generated reference pages of the docs site")
-    ap.add_argument("--check", action="store_true", help="exit 1 if a page is stale, writing nothing")
+    ap.add_argument(
+        "--check", action="store_true", help="exit 1 if a page is stale, writing nothing"
+    )
     args = ap.parse_args(argv)
     stale = []
     for page, make in PAGES.items():
@@ -289,7 +369,10 @@ def main(argv: list[str] | None = None) -> int:
             page.parent.mkdir(parents=True, exist_ok=True)
             page.write_text(text, encoding="utf-8")
     if args.check and stale:
-        print(f"stale: {', '.join(stale)}; run `make docs` (or python scripts/gen_docs.py)", file=sys.stderr)
+        print(
+            f"stale: {', '.join(stale)}; run `make docs` (or python scripts/gen_docs.py)",
+            file=sys.stderr,
+        )
         return 1
     for page in stale:
         print(f"wrote {page}")

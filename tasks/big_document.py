@@ -26,7 +26,9 @@ def split_done(self, results: list[dict], spec: dict, head: list[int]) -> dict:
     if done.skipped is not None:
         return done.skipped
     if done.todo:
-        range_chords.dispatch_structure(spec, done.outcome, done.layout, done.todo, get_settings().advanced.split_range_queue)
+        range_chords.dispatch_structure(
+            spec, done.outcome, done.layout, done.todo, get_settings().advanced.split_range_queue
+        )
         return done.outcome.as_dict()
     return chords.climb(spec, done.outcome)
 
@@ -41,5 +43,12 @@ def structure_range(spec: dict, first: int, last: int, layout: dict) -> dict:
 @task("pagefleet.ranges_structured")
 def ranges_structured(spec: dict, outcome: dict) -> dict:
     """Every range has its blocks: the pages that climb go out as the document's OCR chord."""
-    return chords.climb(spec, SplitOutcome(outcome["job_id"], page_count=outcome["page_count"],
-                                           accepted=outcome["accepted"], pending=outcome["pending"]))
+    return chords.climb(
+        spec,
+        SplitOutcome(
+            outcome["job_id"],
+            page_count=outcome["page_count"],
+            accepted=outcome["accepted"],
+            pending=outcome["pending"],
+        ),
+    )

@@ -23,11 +23,23 @@ def callback(self, url: str, notice: dict) -> dict:
         status = post_callback(url, notice, rel.callback_timeout_s)
     except CallbackFailed as exc:
         if self.request.retries >= rel.callback_max_retries:
-            jobs.dead_letter({"job_id": job_id, "page": None, "reason": "callback_failed", "detail": exc.message,
-                              "callback_url": url, "notice": notice})
-            log.warning("job %s: callback dead-lettered after %d retries", job_id, self.request.retries)
+            jobs.dead_letter(
+                {
+                    "job_id": job_id,
+                    "page": None,
+                    "reason": "callback_failed",
+                    "detail": exc.message,
+                    "callback_url": url,
+                    "notice": notice,
+                }
+            )
+            log.warning(
+                "job %s: callback dead-lettered after %d retries", job_id, self.request.retries
+            )
             return {"job_id": job_id, "dead_lettered": True}
-        countdown = min(2 ** self.request.retries, rel.callback_backoff_max_s)
-        raise self.retry(exc=exc, countdown=countdown, max_retries=rel.callback_max_retries) from exc
+        countdown = min(2**self.request.retries, rel.callback_backoff_max_s)
+        raise self.retry(
+            exc=exc, countdown=countdown, max_retries=rel.callback_max_retries
+        ) from exc
     mark_delivered(notice, rel.job_record_ttl_s)
     return {"job_id": job_id, "status": status}

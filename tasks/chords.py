@@ -21,13 +21,21 @@ __all__ = ["climb", "dispatch", "dispatch_ranges"]
 def dispatch(spec: dict, outcome: SplitOutcome, gpu_batch: int) -> None:
     """One chord per document: a CPU task per page, GPU tasks per batch; the collector as body."""
     job_id = outcome.job_id
-    header = [signature("pagefleet.ocr_cpu", spec, [n], task_id=f"{job_id}-p{n}", job_id=job_id)
-              for n in outcome.pending.get("cpu", [])]
+    header = [
+        signature("pagefleet.ocr_cpu", spec, [n], task_id=f"{job_id}-p{n}", job_id=job_id)
+        for n in outcome.pending.get("cpu", [])
+    ]
     gpu_pages = outcome.pending.get("gpu", [])
     for i in range(0, len(gpu_pages), gpu_batch):
-        batch = gpu_pages[i:i + gpu_batch]
-        header.append(signature("pagefleet.ocr_gpu", spec, batch, task_id=f"{job_id}-g{batch[0]}", job_id=job_id))
-    body = signature("pagefleet.collect", spec, task_id=f"{job_id}-collect", job_id=job_id).on_error(after_error(spec))
+        batch = gpu_pages[i : i + gpu_batch]
+        header.append(
+            signature(
+                "pagefleet.ocr_gpu", spec, batch, task_id=f"{job_id}-g{batch[0]}", job_id=job_id
+            )
+        )
+    body = signature(
+        "pagefleet.collect", spec, task_id=f"{job_id}-collect", job_id=job_id
+    ).on_error(after_error(spec))
     if header:
         chord(header)(body)
     else:
@@ -35,7 +43,9 @@ def dispatch(spec: dict, outcome: SplitOutcome, gpu_batch: int) -> None:
             finish(spec, final_attempt=False)
         except PagesMissing:
             body.apply_async()
-    jobs.update(job_id, **{SENT: 1})  # only now: a split lost before this is redone by its redelivery
+    jobs.update(
+        job_id, **{SENT: 1}
+    )  # only now: a split lost before this is redone by its redelivery
 
 
 def climb(spec: dict, outcome: SplitOutcome) -> dict:

@@ -26,7 +26,7 @@ def _collect_or_wait(request_task: Task, spec: dict) -> dict:
     except PagesMissing as exc:
         retries = request_task.request.retries
         if retries < request_task.max_retries:
-            raise request_task.retry(exc=exc, countdown=min(2 ** retries, 30)) from exc
+            raise request_task.retry(exc=exc, countdown=min(2**retries, 30)) from exc
         log.warning("job %s: %s; the watchdog takes over", spec.get("job_id"), exc.message)
         return {"job_id": spec.get("job_id"), "waiting": exc.message}
 

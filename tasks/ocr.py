@@ -21,6 +21,8 @@ from workers.model import JobSpec
 from workers.settings import get_settings
 
 log = logging.getLogger(__name__)
+
+
 def _run(spec: dict, pages: list[int], retries: int = 0) -> dict:
     job = JobSpec.model_validate(spec)
     settings = get_settings()
@@ -29,16 +31,32 @@ def _run(spec: dict, pages: list[int], retries: int = 0) -> dict:
     todo, capped = [], []
     for number in pages:
         if jobs.count_delivery(job.job_id, number, retries) > settings.limits.max_page_attempts:
-            capped.append(failed_page(job, number, ["attempts_exhausted"], settings,
-                                      f"delivered more than {settings.limits.max_page_attempts} times"))
-            jobs.dead_letter({"job_id": job.job_id, "page": number, "reason": "attempts_exhausted",
-                              "filename": job.filename, "storage": job.storage})
+            capped.append(
+                failed_page(
+                    job,
+                    number,
+                    ["attempts_exhausted"],
+                    settings,
+                    f"delivered more than {settings.limits.max_page_attempts} times",
+                )
+            )
+            jobs.dead_letter(
+                {
+                    "job_id": job.job_id,
+                    "page": number,
+                    "reason": "attempts_exhausted",
+                    "filename": job.filename,
+                    "storage": job.storage,
+                }
+            )
         else:
             todo.append(number)
     # a task on a thread (a gpu worker's threads pool) keeps its own soft limit: Celery's needs a pool child
     on_thread = threading.current_thread() is not threading.main_thread()
     try:
-        with deadline.until(time.monotonic() + settings.limits.task_soft_time_limit if on_thread else None):
+        with deadline.until(
+            time.monotonic() + settings.limits.task_soft_time_limit if on_thread else None
+        ):
             records = ocr_pages(job, todo, settings)
     except (SoftTimeLimitExceeded, TaskDeadline):
         records = [failed_page(job, n, ["time_limit"], settings) for n in todo]

@@ -13,8 +13,9 @@ from workers.app import app
 
 def signature(name: str, *args: Any, job_id: str, **options: Any) -> Signature:
     """An immutable signature of task `name`, labelled with the job only."""
-    return app.signature(name, args=args, immutable=True).set(argsrepr=f"(job {job_id})", kwargsrepr="{}",
-                                                               **options)
+    return app.signature(name, args=args, immutable=True).set(
+        argsrepr=f"(job {job_id})", kwargsrepr="{}", **options
+    )
 
 
 def after_error(spec: dict) -> Signature:

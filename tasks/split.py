@@ -25,8 +25,11 @@ def split(self, spec: dict) -> dict:
 def split_batch(specs: list[dict], submission: str = "") -> list[dict]:
     """The small documents of one submission, one after another, sharing one sandbox child
     (`workers.split.batch`); none of them collects with its ranges."""
-    return batch.split_batch(specs, submission,
-                             lambda spec, ahead: job.split_one(spec, chords, may_stream=False, ahead=ahead))
+    return batch.split_batch(
+        specs,
+        submission,
+        lambda spec, ahead: job.split_one(spec, chords, may_stream=False, ahead=ahead),
+    )
 
 
 @task("pagefleet.split_range")

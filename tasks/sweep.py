@@ -23,7 +23,9 @@ def watchdog() -> list[list[str]]:
 
 @task("pagefleet.redispatch")
 def redispatch(spec: dict, pending: dict[str, list[int]]) -> dict:
-    outcome = SplitOutcome(spec["job_id"], pending={q: [int(n) for n in ns] for q, ns in pending.items()})
+    outcome = SplitOutcome(
+        spec["job_id"], pending={q: [int(n) for n in ns] for q, ns in pending.items()}
+    )
     dispatch(spec, outcome, get_settings().gpu.vlm.batch_size)
     return {"job_id": spec["job_id"], "redispatched": outcome.pending}
 

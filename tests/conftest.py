@@ -18,11 +18,17 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
 
 
-def _generate(tmp_path_factory: pytest.TempPathFactory, script: str, name: str, timeout_s: int) -> Path:
+def _generate(
+    tmp_path_factory: pytest.TempPathFactory, script: str, name: str, timeout_s: int
+) -> Path:
     """Run one of the fixtures/ generator scripts into a fresh session folder."""
     out = tmp_path_factory.mktemp(name)
-    subprocess.run([sys.executable, str(ROOT / "fixtures" / script), str(out)], check=True,
-                   capture_output=True, timeout=timeout_s)
+    subprocess.run(
+        [sys.executable, str(ROOT / "fixtures" / script), str(out)],
+        check=True,
+        capture_output=True,
+        timeout=timeout_s,
+    )
     return out
 
 
@@ -114,8 +120,12 @@ def fleet(service_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory)
     from workers.fleet.launcher import Fleet
 
     logdir = tmp_path_factory.mktemp("worker-logs")
-    started = Fleet(logdir, (("split,collect", 1), ("cpu", 2), ("notify", 2)), broker_url=service_env["PAGEFLEET_BROKER__URL"],
-                    env={**service_env, "PAGEFLEET_STORAGE__CACHE_DIR": str(logdir / "cache")}).start()
+    started = Fleet(
+        logdir,
+        (("split,collect", 1), ("cpu", 2), ("notify", 2)),
+        broker_url=service_env["PAGEFLEET_BROKER__URL"],
+        env={**service_env, "PAGEFLEET_STORAGE__CACHE_DIR": str(logdir / "cache")},
+    ).start()
     yield started.workers
     started.stop()
 
@@ -150,11 +160,20 @@ class PrivateFleet:
     """A fleet of its own for tests that change settings or kill things: Redis + workers
     (`workers.fleet.launcher.Fleet`), started at once; inside `with`, this process's broker too."""
 
-    def __init__(self, tmp: Path, env_extra: dict[str, str], queues: tuple[tuple[str, int], ...]) -> None:
+    def __init__(
+        self, tmp: Path, env_extra: dict[str, str], queues: tuple[tuple[str, int], ...]
+    ) -> None:
         from workers.fleet.launcher import Fleet
 
-        self.fleet = Fleet(tmp, queues, env={"PAGEFLEET_STORAGE__CACHE_DIR": str(tmp / "cache"), **env_extra}).start()
-        self.redis, self.url, self.env, self.workers = self.fleet.redis, self.fleet.broker_url, self.fleet.env, self.fleet.workers
+        self.fleet = Fleet(
+            tmp, queues, env={"PAGEFLEET_STORAGE__CACHE_DIR": str(tmp / "cache"), **env_extra}
+        ).start()
+        self.redis, self.url, self.env, self.workers = (
+            self.fleet.redis,
+            self.fleet.broker_url,
+            self.fleet.env,
+            self.fleet.workers,
+        )
 
     def __enter__(self) -> "PrivateFleet":
         from workers.app import use_broker

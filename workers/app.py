@@ -21,8 +21,16 @@ from celery import Celery
 from celery.backends.redis import RedisBackend
 from celery.exceptions import Reject
 from celery.signals import (
-    celeryd_init, setup_logging, task_postrun, task_prerun, worker_init, worker_process_init,
-    worker_process_shutdown, worker_ready, worker_shutdown, worker_shutting_down,
+    celeryd_init,
+    setup_logging,
+    task_postrun,
+    task_prerun,
+    worker_init,
+    worker_process_init,
+    worker_process_shutdown,
+    worker_ready,
+    worker_shutdown,
+    worker_shutting_down,
 )
 from kombu.exceptions import OperationalError
 import redis
@@ -36,14 +44,22 @@ from workers.settings import get_settings
 
 # The one retry policy of the tasks: an explicit tuple of transient errors, backoff with jitter.
 TRANSIENT = (StorageError, BrokerUnavailable, ConnectionError)
-RETRY_POLICY: dict[str, Any] = {"autoretry_for": TRANSIENT, "retry_backoff": True, "retry_jitter": True,
-                                "max_retries": 5}
+RETRY_POLICY: dict[str, Any] = {
+    "autoretry_for": TRANSIENT,
+    "retry_backoff": True,
+    "retry_jitter": True,
+    "max_retries": 5,
+}
 TASK_ROUTES = {
     "pagefleet.split": {"queue": "split"},
     "pagefleet.split_batch": {"queue": "split"},
-    "pagefleet.split_range": {"queue": "cpu"},  # the split task names settings.advanced.split_range_queue
+    "pagefleet.split_range": {
+        "queue": "cpu"
+    },  # the split task names settings.advanced.split_range_queue
     "pagefleet.split_done": {"queue": "collect"},
-    "pagefleet.structure_range": {"queue": "cpu"},  # split_done names settings.advanced.split_range_queue
+    "pagefleet.structure_range": {
+        "queue": "cpu"
+    },  # split_done names settings.advanced.split_range_queue
     "pagefleet.ranges_structured": {"queue": "collect"},
     "pagefleet.ocr_cpu": {"queue": "cpu"},
     "pagefleet.ocr_gpu": {"queue": "gpu"},
@@ -68,8 +84,17 @@ class ResultBackend(RedisBackend):
 
 
 def make_app() -> Celery:
-    celery = Celery("pagefleet", include=["tasks.split", "tasks.big_document", "tasks.ocr", "tasks.collect",
-                                          "tasks.sweep", "tasks.callback"])
+    celery = Celery(
+        "pagefleet",
+        include=[
+            "tasks.split",
+            "tasks.big_document",
+            "tasks.ocr",
+            "tasks.collect",
+            "tasks.sweep",
+            "tasks.callback",
+        ],
+    )
     celery.conf.update(**celery_config(get_settings(), TASK_ROUTES))
     return celery
 
@@ -132,7 +157,9 @@ def preload(names: tuple[str, ...]) -> list[str]:
         try:
             importlib.import_module(name)
         except ImportError as exc:
-            logging.getLogger(__name__).warning("preloading %s failed (%s): it is imported on first use", name, exc)
+            logging.getLogger(__name__).warning(
+                "preloading %s failed (%s): it is imported on first use", name, exc
+            )
             continue
         done.append(name)
     return done
@@ -145,7 +172,9 @@ def _freeze_child_heap(**_: object) -> None:
     gc.freeze()
 
 
-def send(name: str, args: list[Any], *, queue: str, task_id: str | None = None, label: str = "") -> None:
+def send(
+    name: str, args: list[Any], *, queue: str, task_id: str | None = None, label: str = ""
+) -> None:
     """Send one task by name to the broker configured *now* (producers switch brokers with
     `use_broker`; the app's cached producer pool would still point at the old one), on this
     process's connection to that broker: a connection per message (connect, declare the queue)
@@ -164,11 +193,25 @@ def send(name: str, args: list[Any], *, queue: str, task_id: str | None = None, 
                     raise
 
 
-def _send_on(conn: Any, name: str, args: list[Any], queue: str, task_id: str | None, label: str) -> None:
+def _send_on(
+    conn: Any, name: str, args: list[Any], queue: str, task_id: str | None, label: str
+) -> None:
     app.send_task(
-        name, args=args, task_id=task_id, queue=queue, connection=conn, ignore_result=True,
-        argsrepr=label or "(hidden)", kwargsrepr="{}", retry=True,
-        retry_policy={"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 1.0},
+        name,
+        args=args,
+        task_id=task_id,
+        queue=queue,
+        connection=conn,
+        ignore_result=True,
+        argsrepr=label or "(hidden)",
+        kwargsrepr="{}",
+        retry=True,
+        retry_policy={
+            "max_retries": 2,
+            "interval_start": 0.2,
+            "interval_step": 0.5,
+            "interval_max": 1.0,
+        },
     )
 
 
@@ -189,7 +232,9 @@ def _drop_producer_connection() -> None:
     conn = _producer.pop("conn", None)
     _producer.pop("key", None)
     if conn is not None:
-        with contextlib.suppress(Exception):  # closing a broken connection may fail: it is gone either way
+        with contextlib.suppress(
+            Exception
+        ):  # closing a broken connection may fail: it is gone either way
             conn.release()
 
 
@@ -238,7 +283,9 @@ def _unbind_log_context(task_id: str | None = None, **_: object) -> None:
 
 
 @celeryd_init.connect
-def _recycle_cpu_workers_only(conf: Any = None, options: dict[str, Any] | None = None, **_: object) -> None:
+def _recycle_cpu_workers_only(
+    conf: Any = None, options: dict[str, Any] | None = None, **_: object
+) -> None:
     """A pool child of a gpu worker holds its models for its whole life: billiard compares peak RSS
     after every task, and a VLM loaded once exceeds any sane limit, so recycling would reload the
     model after every task. GPU workers are not recycled; CPU queues (MuPDF, Tesseract) are."""
@@ -280,7 +327,9 @@ def _sentry_child(**_: object) -> None:
 
 @worker_ready.connect
 def _ready(**_: object) -> None:
-    logging.getLogger(__name__).info("quality gate: %s", "compiled (mypyc)" if compiled.active() else "from its sources")
+    logging.getLogger(__name__).info(
+        "quality gate: %s", "compiled (mypyc)" if compiled.active() else "from its sources"
+    )
     if steps.HEARTBEAT.enabled:
         steps.HEARTBEAT.mark_ready()
 

@@ -44,8 +44,18 @@ log = logging.getLogger(__name__)
 HASH = "pagefleet:metrics"
 COUNTED = "pagefleet:metrics:counted:{job_id}"
 # attempt reasons that are not the gate's: an engine that could not run, OCR switched off
-NOT_GATE = frozenset({"engine_unavailable", "engine_crashed", "engine_timeout", "engine_error", "render_failed",
-                      "ocr_disabled", "attempts_exhausted", "stray_rtl_letters"})
+NOT_GATE = frozenset(
+    {
+        "engine_unavailable",
+        "engine_crashed",
+        "engine_timeout",
+        "engine_error",
+        "render_failed",
+        "ocr_disabled",
+        "attempts_exhausted",
+        "stray_rtl_letters",
+    }
+)
 
 
 def field(name: str, **labels: str) -> str:
@@ -69,7 +79,9 @@ def page_counts(page: Any, counts: Counter[str]) -> None:
                 counts[field("gate_refusals_total", reason=reason)] += 1
 
 
-def document_counts(status: str, pages: Counter[str], report: dict[str, Any]) -> tuple[Counter[str], dict[str, float]]:
+def document_counts(
+    status: str, pages: Counter[str], report: dict[str, Any]
+) -> tuple[Counter[str], dict[str, float]]:
     """(integer increments, float increments) for one finished document (`pages`: `page_counts`
     over its pages)."""
     counts: Counter[str] = Counter({field("documents_total", status=status): 1})
@@ -97,8 +109,9 @@ return 1
 _COUNTED_TTL_S = 7 * 86400
 
 
-def counted_once(job_id: str, status: str, pages: Counter[str],
-                 report: dict[str, Any]) -> tuple[list[str], list[str | int | float]]:
+def counted_once(
+    job_id: str, status: str, pages: Counter[str], report: dict[str, Any]
+) -> tuple[list[str], list[str | int | float]]:
     """(keys, args) of `COUNT_ONCE` for one finished document (run by `Recorder.document`, or in
     the pipeline that marks a document done, `jobs.done`)."""
     counts, seconds = document_counts(status, pages, report)
@@ -128,7 +141,9 @@ class Recorder:
             self._client = jobs.client()
         return self._client
 
-    def document(self, job_id: str, status: str, pages: Counter[str], report: dict[str, Any]) -> None:
+    def document(
+        self, job_id: str, status: str, pages: Counter[str], report: dict[str, Any]
+    ) -> None:
         """Count a finished document once (redelivered collectors do not count it again); `pages`:
         its pages' series (`page_counts`). One round trip (`counted_once`)."""
         try:
@@ -144,19 +159,30 @@ class Recorder:
     def bridge_submission(self, events: int, gathered: bool) -> None:
         """One submission of a bucket-event bridge (`workers.intake.bridge`), buffered."""
         flag = "true" if gathered else "false"
-        self.count({field("bridge_submissions_total", gathered=flag): 1,
-                    field("bridge_events_total", gathered=flag): events})
+        self.count(
+            {
+                field("bridge_submissions_total", gathered=flag): 1,
+                field("bridge_events_total", gathered=flag): events,
+            }
+        )
 
     def generate_call(self, engine: str, pages: int, tasks: int) -> None:
         """One VLM call of a gpu worker: the pages it read and the tasks they came from (buffered)."""
-        self.count({field("generate_calls_total", engine=engine): 1, field("generate_pages_total", engine=engine): pages,
-                    field("generate_tasks_total", engine=engine): tasks})
+        self.count(
+            {
+                field("generate_calls_total", engine=engine): 1,
+                field("generate_pages_total", engine=engine): pages,
+                field("generate_tasks_total", engine=engine): tasks,
+            }
+        )
 
     def count(self, series: dict[str, int]) -> None:
         with self._lock:
             self._pending.update(series)
             if self._flusher is None:
-                self._flusher = threading.Thread(target=self._flush_loop, name="pagefleet-metrics", daemon=True)
+                self._flusher = threading.Thread(
+                    target=self._flush_loop, name="pagefleet-metrics", daemon=True
+                )
                 self._flusher.start()
 
     def flush(self) -> None:
@@ -192,14 +218,33 @@ HELP = {
     "pages_total": ("counter", "finished pages by route and deciding rung", ["route", "rung"]),
     "gate_refusals_total": ("counter", "candidates refused, by quality-gate reason", ["reason"]),
     "documents_total": ("counter", "finished documents by status", ["status"]),
-    "receiver_requests_total": ("counter", "bucket-event receiver requests by outcome", ["outcome"]),
-    "bridge_submissions_total": ("counter", "a bucket-event bridge's submissions (gathered: held while split tasks "
-                                            "waited)", ["gathered"]),
+    "receiver_requests_total": (
+        "counter",
+        "bucket-event receiver requests by outcome",
+        ["outcome"],
+    ),
+    "bridge_submissions_total": (
+        "counter",
+        "a bucket-event bridge's submissions (gathered: held while split tasks waited)",
+        ["gathered"],
+    ),
     "bridge_events_total": ("counter", "bucket events in those submissions", ["gathered"]),
     "generate_calls_total": ("counter", "a gpu worker's VLM generate calls", ["engine"]),
-    "generate_pages_total": ("counter", "pages read by those calls (per call: the batch filled)", ["engine"]),
-    "generate_tasks_total": ("counter", "tasks whose pages those calls read (per call: tasks sharing one)", ["engine"]),
-    "review_decisions_total": ("counter", "review decisions made in the studio, by decision", ["decision"]),
+    "generate_pages_total": (
+        "counter",
+        "pages read by those calls (per call: the batch filled)",
+        ["engine"],
+    ),
+    "generate_tasks_total": (
+        "counter",
+        "tasks whose pages those calls read (per call: tasks sharing one)",
+        ["engine"],
+    ),
+    "review_decisions_total": (
+        "counter",
+        "review decisions made in the studio, by decision",
+        ["decision"],
+    ),
     "review_corrected_total": ("counter", "review approvals that carried a correction", []),
 }
 
@@ -215,21 +260,29 @@ class FleetCollector:
 
         from workers.settings import QUEUES
 
-        depth = GaugeMetricFamily("pagefleet_queue_depth", "messages waiting in each Celery queue", labels=["queue"])
+        depth = GaugeMetricFamily(
+            "pagefleet_queue_depth", "messages waiting in each Celery queue", labels=["queue"]
+        )
         lengths = self._pipe(lambda pipe: [pipe.llen(queue) for queue in QUEUES])
         for queue, length in zip(QUEUES, lengths):
             depth.add_metric([queue], float(length))
         yield depth
         used, limit = memory(self.client)  # producers refuse jobs above broker.full_ratio of it
-        yield GaugeMetricFamily("pagefleet_broker_memory_bytes", "Redis used_memory", value=float(used))
-        yield GaugeMetricFamily("pagefleet_broker_maxmemory_bytes", "Redis maxmemory (0: no limit)", value=float(limit))
+        yield GaugeMetricFamily(
+            "pagefleet_broker_memory_bytes", "Redis used_memory", value=float(used)
+        )
+        yield GaugeMetricFamily(
+            "pagefleet_broker_maxmemory_bytes", "Redis maxmemory (0: no limit)", value=float(limit)
+        )
         raw = self.client.hgetall(HASH)
         series: dict[str, list[tuple[dict[str, str], float]]] = {}
         for key, value in raw.items():
             name, labels = parse_field(key.decode() if isinstance(key, bytes) else key)
             series.setdefault(name, []).append((labels, float(value)))
         for name, (_kind, text, labels) in HELP.items():
-            family = CounterMetricFamily(f"pagefleet_{name.removesuffix('_total')}", text, labels=labels)
+            family = CounterMetricFamily(
+                f"pagefleet_{name.removesuffix('_total')}", text, labels=labels
+            )
             for found, value in series.get(name, []):
                 family.add_metric([found.get(label, "") for label in labels], value)
             yield family
@@ -245,18 +298,24 @@ class FleetCollector:
     def _rung_seconds(series: dict[str, list[tuple[dict[str, str], float]]]) -> Any:
         from prometheus_client.core import SummaryMetricFamily
 
-        family = SummaryMetricFamily("pagefleet_rung_seconds", "seconds spent per ladder rung", labels=["rung"])
+        family = SummaryMetricFamily(
+            "pagefleet_rung_seconds", "seconds spent per ladder rung", labels=["rung"]
+        )
         sums = {labels["rung"]: value for labels, value in series.get("rung_seconds_sum", [])}
         for labels, count in series.get("rung_seconds_count", []):
-            family.add_metric([labels["rung"]], count_value=count, sum_value=sums.get(labels["rung"], 0.0))
+            family.add_metric(
+                [labels["rung"]], count_value=count, sum_value=sums.get(labels["rung"], 0.0)
+            )
         return family
 
 
 def _review_seconds(series: dict[str, list[tuple[dict[str, str], float]]]) -> Any:
     from prometheus_client.core import SummaryMetricFamily
 
-    family = SummaryMetricFamily("pagefleet_review_decision_seconds",
-                                 "seconds from a document's artifacts being written to a review decision")
+    family = SummaryMetricFamily(
+        "pagefleet_review_decision_seconds",
+        "seconds from a document's artifacts being written to a review decision",
+    )
     count = sum(value for _, value in series.get("review_decision_seconds_count", []))
     total = sum(value for _, value in series.get("review_decision_seconds_sum", []))
     family.add_metric([], count_value=count, sum_value=total)
@@ -279,7 +338,9 @@ def exporter_app(client: redis.Redis) -> Any:
         try:
             body = await run_in_threadpool(generate_latest, registry)
         except redis.RedisError as exc:
-            return JSONResponse({"error": {"code": "broker_unavailable", "message": str(exc)}}, status_code=503)
+            return JSONResponse(
+                {"error": {"code": "broker_unavailable", "message": str(exc)}}, status_code=503
+            )
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 
     async def healthz(request: Request) -> Response:

@@ -21,8 +21,17 @@ class Rung(StrEnum):
     GPU_OCR = "gpu_ocr"
 
 
-Route = Literal["text_layer", "text_layer_repaired", "fallback_text", "ocr", "no_text", "review_required", "failed",
-                "reviewed", "rejected"]  # reviewed, rejected: document.reviewed.json only (workers.review.reviewed)
+Route = Literal[
+    "text_layer",
+    "text_layer_repaired",
+    "fallback_text",
+    "ocr",
+    "no_text",
+    "review_required",
+    "failed",
+    "reviewed",
+    "rejected",
+]  # reviewed, rejected: document.reviewed.json only (workers.review.reviewed)
 RouterSource = Literal["text_layer", "siglip2", "osd", "default"]
 
 
@@ -66,7 +75,17 @@ class EditMapInfo(BaseModel):
     gap: str | None = None
 
 
-BlockType = Literal["heading", "paragraph", "list_item", "table", "figure", "caption", "footnote", "header", "footer"]
+BlockType = Literal[
+    "heading",
+    "paragraph",
+    "list_item",
+    "table",
+    "figure",
+    "caption",
+    "footnote",
+    "header",
+    "footer",
+]
 
 
 class TableData(BaseModel):
@@ -145,7 +164,9 @@ class JobSpec(BaseModel):
     artifact_prefix: str  # inside storage; `{sha256}` is filled in once the bytes are hashed
     options: dict[str, Any] = {}
     etag: str | None = None
-    version_id: str | None = None  # S3 versionId from the bucket event: exactly that version is read
+    version_id: str | None = (
+        None  # S3 versionId from the bucket event: exactly that version is read
+    )
     callback_url: str | None = None
     force: bool = False  # reprocess even if this job id already completed
 

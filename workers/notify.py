@@ -30,14 +30,22 @@ class CallbackFailed(PagefleetError):
 def notify(job: JobSpec, result: dict[str, Any], run: str | None = None) -> None:
     """`run`: the job's run id when the caller has read it already."""
     if run is None:
-        run = jobs.get(job.job_id).get("run", "")  # one run of the job: a forced re-run notifies again
+        run = jobs.get(job.job_id).get(
+            "run", ""
+        )  # one run of the job: a forced re-run notifies again
     notice = notice_for(job, result, run)
     jobs.announce(notice)
     call_back(job, notice)
 
 
 def notice_for(job: JobSpec, result: dict[str, Any], run: str) -> dict[str, Any]:
-    return {"job_id": job.job_id, "run": run, "filename": job.filename, "source": job.source, **result}
+    return {
+        "job_id": job.job_id,
+        "run": run,
+        "filename": job.filename,
+        "source": job.source,
+        **result,
+    }
 
 
 def call_back(job: JobSpec, notice: dict[str, Any]) -> None:
@@ -45,7 +53,12 @@ def call_back(job: JobSpec, notice: dict[str, Any]) -> None:
     if job.callback_url:
         from workers.app import send
 
-        send("pagefleet.callback", [job.callback_url, notice], queue="notify", label=f"(job {job.job_id})")
+        send(
+            "pagefleet.callback",
+            [job.callback_url, notice],
+            queue="notify",
+            label=f"(job {job.job_id})",
+        )
 
 
 def post_callback(url: str, notice: dict[str, Any], timeout_s: float = 10.0) -> int:

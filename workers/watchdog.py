@@ -59,7 +59,11 @@ def missing_pages(job: JobSpec, info: dict[str, str], settings: Settings) -> dic
     missing: dict[str, list[int]] = {}
     try:  # the ranges' objects and the OCR'd pages (workers/store/work.py)
         manifest = storage.get_json(keys.job_manifest(job.job_id))
-        recorded = {n for n, record in work.iter_records(storage, job.job_id, manifest) if record is not None}
+        recorded = {
+            n
+            for n, record in work.iter_records(storage, job.job_id, manifest)
+            if record is not None
+        }
     except KeyError:
         recorded = set()
     for number in range(1, int(info.get("pages") or 0) + 1):
@@ -77,7 +81,9 @@ def sweep(deadline_s: float | None = None, now: float | None = None) -> list[tup
     """One pass: (job id, what was done) for every stalled job."""
     settings = get_settings()
     rel = settings.limits
-    if deadline_s is None:  # never shorter than the visibility timeout: no task of the job can still run
+    if (
+        deadline_s is None
+    ):  # never shorter than the visibility timeout: no task of the job can still run
         deadline_s = max(rel.deadline_s, settings.broker.visibility_for(rel.task_time_limit))
     done = []
     for job_id in stalled(deadline_s, now):
@@ -96,7 +102,13 @@ def sweep(deadline_s: float | None = None, now: float | None = None) -> list[tup
             jobs.release(lock)
         if action is None:
             continue
-        log.warning("watchdog: job %s stalled in %s for > %.0fs: %s", job_id, info.get("state"), deadline_s, action)
+        log.warning(
+            "watchdog: job %s stalled in %s for > %.0fs: %s",
+            job_id,
+            info.get("state"),
+            deadline_s,
+            action,
+        )
         done.append((job_id, action))
     return done
 
@@ -110,8 +122,14 @@ def backlogged(queues: list[str], deadline_s: float, now: float | None = None) -
     return now - progress < deadline_s and any(r.llen(q) > 0 for q in queues)
 
 
-def _act(job_id: str, info: dict[str, str], settings: Settings, rel: LimitsSettings, deadline_s: float,
-         now: float | None) -> str | None:
+def _act(
+    job_id: str,
+    info: dict[str, str],
+    settings: Settings,
+    rel: LimitsSettings,
+    deadline_s: float,
+    now: float | None,
+) -> str | None:
     """What to do with one stalled job (None: it only waits behind a backlog)."""
     from workers.app import send
 
@@ -137,24 +155,51 @@ def _act(job_id: str, info: dict[str, str], settings: Settings, rel: LimitsSetti
         if missing:
             send("pagefleet.redispatch", [spec, missing], queue="collect", label=label)
             return f"pages re-dispatched: {missing}"
-        send("pagefleet.collect", [spec], queue="collect", task_id=f"{job_id}-collect-w{tries + 1}", label=label)
+        send(
+            "pagefleet.collect",
+            [spec],
+            queue="collect",
+            task_id=f"{job_id}-collect-w{tries + 1}",
+            label=label,
+        )
         return "collect re-dispatched"
-    jobs.dead_letter({"job_id": job_id, "page": None, "reason": "deadline", "state": info.get("state"),
-                      "missing": missing, "spec": spec})
+    jobs.dead_letter(
+        {
+            "job_id": job_id,
+            "page": None,
+            "reason": "deadline",
+            "state": info.get("state"),
+            "missing": missing,
+            "spec": spec,
+        }
+    )
     jobs.update(job_id, state=JobState.COLLECTING, watchdog=time.time(), progress=False)
     send("pagefleet.collect_final", [spec], queue="collect", label=label)
     return f"finished with missing pages {missing}, dead-lettered"
 
 
-def _split_again(job_id: str, job: JobSpec, spec: dict[str, Any], info: dict[str, str], settings: Settings,
-                 tries: int, max_redispatch: int) -> str:
+def _split_again(
+    job_id: str,
+    job: JobSpec,
+    spec: dict[str, Any],
+    info: dict[str, str],
+    settings: Settings,
+    tries: int,
+    max_redispatch: int,
+) -> str:
     """A job stalled before its split finished: split again while tries remain, else abandoned."""
     from workers.app import send
 
     if tries < max_redispatch:
         jobs.update(job_id, state=JobState.QUEUED, redispatched=tries + 1, progress=False)
         jobs.break_lock(f"split:{job_id}")  # its owner is dead: no task outlives the deadline
-        send("pagefleet.split", [spec], queue="split", task_id=f"{job_id}-split-w{tries + 1}", label=f"(job {job_id})")
+        send(
+            "pagefleet.split",
+            [spec],
+            queue="split",
+            task_id=f"{job_id}-split-w{tries + 1}",
+            label=f"(job {job_id})",
+        )
         return "split re-dispatched"
     _abandon(job, info, settings)
     return "abandoned: aborted error.json, dead-lettered"
@@ -164,12 +209,20 @@ def _collected(job: JobSpec, info: dict[str, str], settings: Settings) -> bool:
     """A job whose artifacts are complete (report.json, stored last) is marked done, not redone."""
     from workers.split.pages import resolve_prefix
 
-    prefix = info.get("artifact_prefix") or resolve_prefix(job.artifact_prefix, job.sha256 or None, job.job_id)
+    prefix = info.get("artifact_prefix") or resolve_prefix(
+        job.artifact_prefix, job.sha256 or None, job.job_id
+    )
     try:
         report = open_storage(job.storage, settings).get_json(keys.artifact(prefix, "report.json"))
     except KeyError:
         return False
-    jobs.update(job.job_id, state=JobState.DONE, status=report.get("status"), artifact_prefix=prefix, progress=False)
+    jobs.update(
+        job.job_id,
+        state=JobState.DONE,
+        status=report.get("status"),
+        artifact_prefix=prefix,
+        progress=False,
+    )
     jobs.announce({"job_id": job.job_id, "status": report.get("status"), "storage": job.storage})
     return True
 
@@ -178,19 +231,45 @@ def _abandon(job: JobSpec, info: dict[str, str], settings: Settings) -> None:
     """A job that never got through its split: `aborted` error.json, a dead letter, state error."""
     from workers.split.pages import write_error
 
-    record = write_error(job, open_storage(job.storage, settings),
-                         AbortedError("aborted: the split did not finish within the deadline"))
-    jobs.dead_letter({"job_id": job.job_id, "page": None, "reason": "deadline", "state": info.get("state"),
-                      "spec": job.model_dump(mode="json")})
-    jobs.update(job.job_id, state=JobState.ERROR, status="error", error_code=record["code"],
-                error_message=record["message"], progress=False)
-    jobs.announce({"job_id": job.job_id, "status": "error", "error": record, "storage": job.storage})
+    record = write_error(
+        job,
+        open_storage(job.storage, settings),
+        AbortedError("aborted: the split did not finish within the deadline"),
+    )
+    jobs.dead_letter(
+        {
+            "job_id": job.job_id,
+            "page": None,
+            "reason": "deadline",
+            "state": info.get("state"),
+            "spec": job.model_dump(mode="json"),
+        }
+    )
+    jobs.update(
+        job.job_id,
+        state=JobState.ERROR,
+        status="error",
+        error_code=record["code"],
+        error_message=record["message"],
+        progress=False,
+    )
+    jobs.announce(
+        {"job_id": job.job_id, "status": "error", "error": record, "storage": job.storage}
+    )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("watchdog", help="re-dispatch, then finish, jobs that made no progress within the deadline")
-    p.add_argument("--once", action="store_true", help="one sweep, then exit (default: sweep every --interval)")
-    p.add_argument("--interval", type=float, help="seconds between sweeps (default: limits.watchdog_interval_s)")
+    p = sub.add_parser(
+        "watchdog", help="re-dispatch, then finish, jobs that made no progress within the deadline"
+    )
+    p.add_argument(
+        "--once", action="store_true", help="one sweep, then exit (default: sweep every --interval)"
+    )
+    p.add_argument(
+        "--interval",
+        type=float,
+        help="seconds between sweeps (default: limits.watchdog_interval_s)",
+    )
     p.add_argument("--deadline-minutes", type=float, help="default: limits.job_deadline_minutes")
     p.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER__URL)")
     p.set_defaults(handler=_handler)

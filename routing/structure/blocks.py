@@ -87,8 +87,14 @@ def _rows(lines: Sequence[LineIn], rules: BlockRules) -> list[_Row]:
             row = rows[-1]
             prev = row.lines[-1]
             centre, other = (line.bbox[1] + line.bbox[3]) / 2, (row.bbox[1] + row.bbox[3]) / 2
-            near = min(abs(line.bbox[0] - row.bbox[2]), abs(row.bbox[0] - line.bbox[2])) <= rules.row_gap * max(line.size, 1.0)
-            if line.index == prev.index + 1 and abs(centre - other) <= rules.same_row * row.height and near:
+            near = min(
+                abs(line.bbox[0] - row.bbox[2]), abs(row.bbox[0] - line.bbox[2])
+            ) <= rules.row_gap * max(line.size, 1.0)
+            if (
+                line.index == prev.index + 1
+                and abs(centre - other) <= rules.same_row * row.height
+                and near
+            ):
                 row.lines.append(line)
                 row.bbox = _union(row.bbox, line.bbox)
                 continue
@@ -96,7 +102,9 @@ def _rows(lines: Sequence[LineIn], rules: BlockRules) -> list[_Row]:
     return rows
 
 
-def same_baseline_rows(lines: Sequence[LineIn], rules: BlockRules = BlockRules()) -> list[list[LineIn]]:
+def same_baseline_rows(
+    lines: Sequence[LineIn], rules: BlockRules = BlockRules()
+) -> list[list[LineIn]]:
     """Lines grouped into rows: pieces of one drawn line (consecutive, one baseline, close together).
     MuPDF gives an RTL `- 1 -` as three lines `- `, `1`, ` -`; a header as two bidi runs."""
     return [row.lines for row in _rows(lines, rules)]
@@ -118,8 +126,15 @@ def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
 def _block(kind: str, text: str, start: int, end: int, bbox: Box, **extra: Any) -> dict[str, Any]:
     start, end = _trimmed(text, start, end)
     body = text[start:end]
-    return {"type": kind, "text": body, "bbox": [round(v, 2) for v in bbox], "direction": direction(body),
-            "start": start, "end": end, **extra}
+    return {
+        "type": kind,
+        "text": body,
+        "bbox": [round(v, 2) for v in bbox],
+        "direction": direction(body),
+        "start": start,
+        "end": end,
+        **extra,
+    }
 
 
 def _starts_new(prev: _Row, row: _Row, text: str, stats: FontStats, rules: BlockRules) -> bool:
@@ -129,11 +144,12 @@ def _starts_new(prev: _Row, row: _Row, text: str, stats: FontStats, rules: Block
         return True  # a paragraph gap, or back up the page (the next column)
     if row.bbox[0] > prev.bbox[2] or row.bbox[2] < prev.bbox[0]:
         return True
-    return list_marker(text[row.lines[0].start:row.lines[-1].end]) is not None
+    return list_marker(text[row.lines[0].start : row.lines[-1].end]) is not None
 
 
-def _group(rows: list[_Row], text: str, stats: FontStats, heading_rules: HeadingRules,
-           rules: BlockRules) -> list[dict[str, Any]]:
+def _group(
+    rows: list[_Row], text: str, stats: FontStats, heading_rules: HeadingRules, rules: BlockRules
+) -> list[dict[str, Any]]:
     groups: list[list[_Row]] = []
     for row in rows:
         if groups and not _starts_new(groups[-1][-1], row, text, stats, rules):
@@ -143,7 +159,9 @@ def _group(rows: list[_Row], text: str, stats: FontStats, heading_rules: Heading
     return [_classify(g, text, stats, heading_rules) for g in groups]
 
 
-def _classify(group: list[_Row], text: str, stats: FontStats, heading_rules: HeadingRules) -> dict[str, Any]:
+def _classify(
+    group: list[_Row], text: str, stats: FontStats, heading_rules: HeadingRules
+) -> dict[str, Any]:
     start, end = group[0].lines[0].start, group[-1].lines[-1].end
     bbox = group[0].bbox
     for row in group[1:]:
@@ -156,7 +174,14 @@ def _classify(group: list[_Row], text: str, stats: FontStats, heading_rules: Hea
     if level is not None and is_heading_text(body, len(group), heading_rules):
         return _block("heading", text, start, end, bbox, level=level)  # "1. Introduction" included
     if level is None and semantic_heading(body):
-        return _block("heading", text, start, end, bbox, level=min(len(stats.levels) + 1, heading_rules.max_levels))
+        return _block(
+            "heading",
+            text,
+            start,
+            end,
+            bbox,
+            level=min(len(stats.levels) + 1, heading_rules.max_levels),
+        )
     if marker:
         return _block("list_item", text, start, end, bbox, marker=marker.marker)
     return _block("paragraph", text, start, end, bbox)
@@ -180,7 +205,11 @@ def page_blocks(
     the page `height`, small-print notes low on the page are footnotes."""
     furniture = furniture or {}
     covered = set().union(*(t.lines for t in tables)) if tables else set()
-    body = [ln for ln in lines if text[ln.start:ln.end].strip() and ln.index not in covered and ln.index not in furniture]
+    body = [
+        ln
+        for ln in lines
+        if text[ln.start : ln.end].strip() and ln.index not in covered and ln.index not in furniture
+    ]
     rows = _rows(body, rules)
     units: list[_Row | TableIn | Box] = [*rows, *tables, *figures]
     order = reading_order([u if isinstance(u, tuple) else u.bbox for u in units], rtl)
@@ -197,18 +226,30 @@ def page_blocks(
             blocks.append(_table_block(text, unit, lines))
         else:
             at = blocks[-1]["end"] if blocks else 0
-            blocks.append({"type": "figure", "text": "", "bbox": [round(v, 2) for v in unit], "direction": "ltr",
-                           "start": at, "end": at})
+            blocks.append(
+                {
+                    "type": "figure",
+                    "text": "",
+                    "bbox": [round(v, 2) for v in unit],
+                    "direction": "ltr",
+                    "start": at,
+                    "end": at,
+                }
+            )
     blocks += _group(run, text, stats, heading_rules, rules)
     if height:
         blocks = [_footnote(b, lines, stats, height) for b in blocks]
-    return _with_furniture(blocks, text, lines, {i: k for i, k in furniture.items() if i not in covered}, rules)
+    return _with_furniture(
+        blocks, text, lines, {i: k for i, k in furniture.items() if i not in covered}, rules
+    )
 
 
 _FOOTNOTE = re.compile(r"^\s*(?:\d{1,3}|[*†‡§]+|[¹²³⁴⁵⁶⁷⁸⁹⁰]+)(?:[.)]|\s)")
 
 
-def _footnote(block: dict[str, Any], lines: Sequence[LineIn], stats: FontStats, height: float) -> dict[str, Any]:
+def _footnote(
+    block: dict[str, Any], lines: Sequence[LineIn], stats: FontStats, height: float
+) -> dict[str, Any]:
     """A paragraph in the page's lower part, smaller than the body, opening with a note mark."""
     if block["type"] != "paragraph" or not block.get("bbox") or block["bbox"][1] < 0.6 * height:
         return block
@@ -226,12 +267,19 @@ def _table_block(text: str, table: TableIn, lines: Sequence[LineIn]) -> dict[str
     return _block("table", text, start, end, table.bbox, table=payload)
 
 
-def _with_furniture(blocks: list[dict[str, Any]], text: str, lines: Sequence[LineIn],
-                    furniture: dict[int, str], rules: BlockRules) -> list[dict[str, Any]]:
+def _with_furniture(
+    blocks: list[dict[str, Any]],
+    text: str,
+    lines: Sequence[LineIn],
+    furniture: dict[int, str],
+    rules: BlockRules,
+) -> list[dict[str, Any]]:
     """Header and footer blocks, one per row: a line drawn in pieces is one block."""
     heads, feet = [], []
-    marked = [ln for ln in lines if furniture.get(ln.index) and text[ln.start:ln.end].strip()]
+    marked = [ln for ln in lines if furniture.get(ln.index) and text[ln.start : ln.end].strip()]
     for row in _rows(marked, rules):
         kind = furniture[row.first]
-        (heads if kind == "header" else feet).append(_block(kind, text, row.lines[0].start, row.lines[-1].end, row.bbox))
+        (heads if kind == "header" else feet).append(
+            _block(kind, text, row.lines[0].start, row.lines[-1].end, row.bbox)
+        )
     return heads + blocks + feet

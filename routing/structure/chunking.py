@@ -72,11 +72,25 @@ def _table_pieces(page: PageIn, block: Mapping[str, Any], limit: int) -> Iterato
     batch: list[list[str]] = []
     for row in rows[head:]:
         if batch and len(gfm([*rows[:head], *batch, row])) > limit:
-            yield _Piece(page, "table", gfm([*rows[:head], *batch]), block["start"], block["end"], block.get("bbox"))
+            yield _Piece(
+                page,
+                "table",
+                gfm([*rows[:head], *batch]),
+                block["start"],
+                block["end"],
+                block.get("bbox"),
+            )
             batch = []
         batch.append(row)
     if batch:
-        yield _Piece(page, "table", gfm([*rows[:head], *batch]), block["start"], block["end"], block.get("bbox"))
+        yield _Piece(
+            page,
+            "table",
+            gfm([*rows[:head], *batch]),
+            block["start"],
+            block["end"],
+            block.get("bbox"),
+        )
 
 
 def _text_pieces(page: PageIn, block: Mapping[str, Any], limit: int) -> Iterator[_Piece]:
@@ -84,7 +98,14 @@ def _text_pieces(page: PageIn, block: Mapping[str, Any], limit: int) -> Iterator
     while len(text) > limit:
         cut = max(text.rfind("\n", 0, limit), text.rfind(" ", 0, limit))
         cut = cut if cut > 0 else limit
-        yield _Piece(page, block["type"], text[:cut].rstrip(), start, start + len(text[:cut].rstrip()), block.get("bbox"))
+        yield _Piece(
+            page,
+            block["type"],
+            text[:cut].rstrip(),
+            start,
+            start + len(text[:cut].rstrip()),
+            block.get("bbox"),
+        )
         rest = text[cut:]
         skipped = len(rest) - len(rest.lstrip())
         start, text = start + cut + skipped, rest.lstrip()
@@ -96,7 +117,7 @@ def _header(block: Mapping[str, Any]) -> list[list[str]] | None:
     """A table block's header rows (None for any other block: only a table can be continued)."""
     table = block.get("table") or {}
     rows = (table.get("rows") or []) if block["type"] == "table" else []
-    return [list(r) for r in rows[:max(1, int(table.get("header_rows") or 0))]] if rows else None
+    return [list(r) for r in rows[: max(1, int(table.get("header_rows") or 0))]] if rows else None
 
 
 def continued_table(block: Mapping[str, Any], header: list[list[str]]) -> Mapping[str, Any]:
@@ -104,10 +125,13 @@ def continued_table(block: Mapping[str, Any], header: list[list[str]]) -> Mappin
     columns and without the header repeated, continues it: its chunks get that header."""
     table = block.get("table") or {}
     rows = [list(r) for r in table.get("rows") or []]
-    if not rows or len(rows[0]) != len(header[0]) or rows[:len(header)] == header:
+    if not rows or len(rows[0]) != len(header[0]) or rows[: len(header)] == header:
         return block
     joined = [*header, *rows]
-    return {**block, "table": {**table, "rows": joined, "header_rows": len(header), "markdown": gfm(joined)}}
+    return {
+        **block,
+        "table": {**table, "rows": joined, "header_rows": len(header), "markdown": gfm(joined)},
+    }
 
 
 def _emit(open_: _Open, ctx: Mapping[str, Any], index: int) -> dict[str, Any]:
@@ -143,12 +167,16 @@ def _pieces(page: PageIn, block: Mapping[str, Any], limit: int) -> Iterator[_Pie
     return _text_pieces(page, block, limit)
 
 
-def chunk_document(pages: Sequence[PageIn], ctx: Mapping[str, Any], rules: ChunkRules = ChunkRules()) -> list[dict[str, Any]]:
+def chunk_document(
+    pages: Sequence[PageIn], ctx: Mapping[str, Any], rules: ChunkRules = ChunkRules()
+) -> list[dict[str, Any]]:
     """`ctx`: doc_sha256, filename, pipeline_version."""
     return list(iter_chunks(pages, ctx, rules))
 
 
-def iter_chunks(pages: Iterable[PageIn], ctx: Mapping[str, Any], rules: ChunkRules = ChunkRules()) -> Iterator[dict[str, Any]]:
+def iter_chunks(
+    pages: Iterable[PageIn], ctx: Mapping[str, Any], rules: ChunkRules = ChunkRules()
+) -> Iterator[dict[str, Any]]:
     """The chunks of `pages` as each one closes: a chunk is out before the pages after it are
     read (the collector feeds pages as it reads them and keeps none it no longer needs)."""
     trail: list[tuple[int, str]] = []
@@ -179,7 +207,9 @@ def iter_chunks(pages: Iterable[PageIn], ctx: Mapping[str, Any], rules: ChunkRul
             if block["type"] == "heading":
                 yield from close()
                 level = int(block.get("level") or 1)
-                trail[:] = [t for t in trail if t[0] < level] + [(level, " ".join(block["text"].split()))]
+                trail[:] = [t for t in trail if t[0] < level] + [
+                    (level, " ".join(block["text"].split()))
+                ]
                 current = _Open([t for _, t in trail])
             for piece in _pieces(page, block, rules.max_chars):
                 if current.pieces and current.size() + len(piece.text) > rules.max_chars:

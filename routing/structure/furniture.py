@@ -73,7 +73,9 @@ def running_furniture(
     for here in zoned:
         marks = {}
         for line, zone in here:
-            if is_page_number(line.text) or (len(pages) >= rules.min_pages and seen[(zone, fold(line.text))] >= need):
+            if is_page_number(line.text) or (
+                len(pages) >= rules.min_pages and seen[(zone, fold(line.text))] >= need
+            ):
                 marks[line.key] = zone
         out.append(marks)
     return out

@@ -26,10 +26,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-SNAP = 3.0        # snap, join and intersection tolerance (PyMuPDF's defaults)
+SNAP = 3.0  # snap, join and intersection tolerance (PyMuPDF's defaults)
 MIN_LENGTH = 3.0  # shorter edges are dropped; a thinner rectangle is a line
-FLAT = 1.0        # a line whose ends differ by this much across it is still axis-parallel
-MAX_CLUSTERED = 1000  # joining touching paths is quadratic: a page drawing more (a chart, a map) gets no frames
+FLAT = 1.0  # a line whose ends differ by this much across it is still axis-parallel
+MAX_CLUSTERED = (
+    1000  # joining touching paths is quadratic: a page drawing more (a chart, a map) gets no frames
+)
 
 Box = tuple[float, float, float, float]
 Edge = tuple[float, float, float]  # position across, start, end along
@@ -77,7 +79,12 @@ class _Edges:
                 self.v.append((x, *span))
 
     def rect(self, box: Sequence[float]) -> None:
-        x0, y0, x1, y1 = min(box[0], box[2]), min(box[1], box[3]), max(box[0], box[2]), max(box[1], box[3])
+        x0, y0, x1, y1 = (
+            min(box[0], box[2]),
+            min(box[1], box[3]),
+            max(box[0], box[2]),
+            max(box[1], box[3]),
+        )
         width, height = x1 - x0, y1 - y0
         if width <= MIN_LENGTH and width < height:
             self.line(((x0 + x1) / 2, y0), ((x0 + x1) / 2, y1))
@@ -119,8 +126,9 @@ def edges_from_paths(paths: Iterable[dict[str, Any]], clip: Box) -> tuple[list[E
 
 def _near(a: Box, b: Box) -> bool:
     """An x end of `a` within `b`'s x range and a y end within its y range (each within `SNAP`)."""
-    return ((b[0] - SNAP <= a[0] <= b[2] + SNAP or b[0] - SNAP <= a[2] <= b[2] + SNAP)
-            and (b[1] - SNAP <= a[1] <= b[3] + SNAP or b[1] - SNAP <= a[3] <= b[3] + SNAP))
+    return (b[0] - SNAP <= a[0] <= b[2] + SNAP or b[0] - SNAP <= a[2] <= b[2] + SNAP) and (
+        b[1] - SNAP <= a[1] <= b[3] + SNAP or b[1] - SNAP <= a[3] <= b[3] + SNAP
+    )
 
 
 def _touch(a: Box, b: Box) -> bool:
@@ -140,7 +148,12 @@ def path_clusters(boxes: Iterable[Sequence[float]]) -> list[Box]:
             grown, keep = False, []
             for other in rest:
                 if _touch(box, other):
-                    box = (min(box[0], other[0]), min(box[1], other[1]), max(box[2], other[2]), max(box[3], other[3]))
+                    box = (
+                        min(box[0], other[0]),
+                        min(box[1], other[1]),
+                        max(box[2], other[2]),
+                        max(box[3], other[3]),
+                    )
                     grown = True
                 else:
                     keep.append(other)
@@ -200,7 +213,9 @@ def find_grids(h_raw: list[Edge], v_raw: list[Edge], chars: Sequence[Box]) -> li
                 vs.add(vi)
                 hs.add(hi)
     cells = _cells(corners)
-    return [g for g in (_grid(t) for t in _tables(cells)) if g is not None and _has_text(g.bbox, chars)]
+    return [
+        g for g in (_grid(t) for t in _tables(cells)) if g is not None and _has_text(g.bbox, chars)
+    ]
 
 
 def _cells(corners: dict[tuple[float, float], tuple[set[int], set[int]]]) -> list[Box]:
@@ -214,9 +229,17 @@ def _cells(corners: dict[tuple[float, float], tuple[set[int], set[int]]]) -> lis
     for (x, y), (vs, hs) in sorted(corners.items()):
         below = [b for b in column[x] if b > y and corners[(x, b)][0] & vs]
         right = [r for r in row[y] if r > x and corners[(r, y)][1] & hs]
-        cell = next(((x, y, r, b) for b in below for r in right
-                     if (r, b) in corners and corners[(r, b)][0] & corners[(r, y)][0]
-                     and corners[(r, b)][1] & corners[(x, b)][1]), None)
+        cell = next(
+            (
+                (x, y, r, b)
+                for b in below
+                for r in right
+                if (r, b) in corners
+                and corners[(r, b)][0] & corners[(r, y)][0]
+                and corners[(r, b)][1] & corners[(x, b)][1]
+            ),
+            None,
+        )
         if cell is not None:
             cells.append(cell)
     return cells
@@ -260,9 +283,23 @@ def _grid(cells: list[Box]) -> Grid | None:
     for top in sorted(by_top):
         slots = [by_top[top].get(x) for x in xs]
         present = [c for c in slots if c is not None]
-        rows.append(Row((min(c[0] for c in present), min(c[1] for c in present),
-                         max(c[2] for c in present), max(c[3] for c in present)), slots))
-    bbox = (min(c[0] for c in cells), min(c[1] for c in cells), max(c[2] for c in cells), max(c[3] for c in cells))
+        rows.append(
+            Row(
+                (
+                    min(c[0] for c in present),
+                    min(c[1] for c in present),
+                    max(c[2] for c in present),
+                    max(c[3] for c in present),
+                ),
+                slots,
+            )
+        )
+    bbox = (
+        min(c[0] for c in cells),
+        min(c[1] for c in cells),
+        max(c[2] for c in cells),
+        max(c[3] for c in cells),
+    )
     return Grid(bbox, rows)
 
 
@@ -273,7 +310,9 @@ def ruled_grids(paths: Sequence[dict[str, Any]], clip: Box, chars: Sequence[Box]
     frames = _Edges(clip)
     boxes = [p["rect"] for p in paths if p.get("rect")]
     for box in path_clusters(boxes) if len(boxes) <= MAX_CLUSTERED else []:
-        if any(box[0] <= c[0] and c[2] <= box[2] and box[1] <= c[1] and c[3] <= box[3] for c in chars):
+        if any(
+            box[0] <= c[0] and c[2] <= box[2] and box[1] <= c[1] and c[3] <= box[3] for c in chars
+        ):
             frames.frame(box)
     return find_grids(h + _missing(frames.h, h), v + _missing(frames.v, v), chars)
 
@@ -281,5 +320,8 @@ def ruled_grids(paths: Sequence[dict[str, Any]], clip: Box, chars: Sequence[Box]
 def _missing(sides: list[Edge], drawn: list[Edge]) -> list[Edge]:
     """A frame's sides where no drawn edge runs (within `SNAP`): a ruled table's frame is its own
     outer rulings and must not pull them toward the paths' outer bounds."""
-    return [s for s in sides
-            if not any(abs(d[0] - s[0]) <= SNAP and d[1] <= s[2] and s[1] <= d[2] for d in drawn)]
+    return [
+        s
+        for s in sides
+        if not any(abs(d[0] - s[0]) <= SNAP and d[1] <= s[2] and s[1] <= d[2] for d in drawn)
+    ]

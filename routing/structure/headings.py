@@ -39,10 +39,15 @@ class FontStats:
         return self.levels.get(style_of(size, bold))
 
     def as_dict(self) -> dict[str, object]:
-        return {"body": list(self.body), "levels": [[s, b, lvl] for (s, b), lvl in sorted(self.levels.items())]}
+        return {
+            "body": list(self.body),
+            "levels": [[s, b, lvl] for (s, b), lvl in sorted(self.levels.items())],
+        }
 
 
-def font_stats(styles: Iterable[tuple[float, bool, int]], rules: HeadingRules = HeadingRules()) -> FontStats:
+def font_stats(
+    styles: Iterable[tuple[float, bool, int]], rules: HeadingRules = HeadingRules()
+) -> FontStats:
     """`styles`: (size, bold, characters) per line of the whole document."""
     chars: Counter[Style] = Counter()
     for size, bold, n in styles:

@@ -37,7 +37,9 @@ def block_markdown(block: Mapping[str, Any]) -> str:
     if kind in FURNITURE:
         return ""
     if kind == "heading":
-        return "#" * max(1, min(int(block.get("level") or 1), 6)) + " " + _one_line(text).lstrip("#")
+        return (
+            "#" * max(1, min(int(block.get("level") or 1), 6)) + " " + _one_line(text).lstrip("#")
+        )
     if kind == "list_item":
         return _list_item(str(block.get("marker") or ""), _one_line(text))
     if kind == "table":
@@ -51,7 +53,7 @@ def _list_item(marker: str, body: str) -> str:
     body = _SPACED_NUMBER.sub(r"\1\2", body)  # `1 . item`: a number and its dot drawn apart
     found = list_marker(body + " ") if body else None
     if found is not None:
-        marker, body = found.marker, body[found.length:].strip()
+        marker, body = found.marker, body[found.length :].strip()
     core = marker.strip("().-")
     if not marker or marker in BULLETS:
         return "- " + escape_line(body)

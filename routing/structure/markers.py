@@ -37,7 +37,7 @@ _CAPTION = re.compile(
 
 
 def is_caption(text: str) -> bool:
-    """"Figure 2. …", "Table 3: …", "איור 1 …", "جدول ٢ …"."""
+    """ "Figure 2. …", "Table 3: …", "איור 1 …", "جدول ٢ …"."""
     return bool(_CAPTION.match(text))
 
 
@@ -69,5 +69,5 @@ def list_marker(line: str) -> Marker | None:
 def _letter_marker_ok(marker: str, core: str) -> bool:
     """A bare Hebrew word is not a marker: letters need punctuation, a geresh, or one letter only."""
     if marker[0] == "(" or marker[-1] in ".)-":
-        return len(core.rstrip("'\u05F3")) <= 2
-    return core.endswith(("'", "\u05F3"))
+        return len(core.rstrip("'\u05f3")) <= 2
+    return core.endswith(("'", "\u05f3"))

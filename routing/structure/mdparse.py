@@ -31,7 +31,9 @@ def inline_text(token: Token) -> str:
     for child in token.children or []:
         if child.type in ("text", "code_inline"):
             parts.append(child.content)
-        elif child.type in ("softbreak", "hardbreak") or (child.type == "html_inline" and "br" in child.content.lower()):
+        elif child.type in ("softbreak", "hardbreak") or (
+            child.type == "html_inline" and "br" in child.content.lower()
+        ):
             parts.append(" ")
     return " ".join("".join(parts).split())
 
@@ -73,7 +75,11 @@ def markdown_blocks(md: str) -> list[MdBlock]:
             out.append(MdBlock("heading", inline_text(tokens[i + 1]), span, level=int(tok.tag[1])))  # type: ignore[arg-type]
         elif tok.type == "paragraph_open" and item is not None:
             marker = _marker(lists[-1] if lists else None, item)
-            out.append(MdBlock("list_item", inline_text(tokens[i + 1]), tuple(item.map or span), marker=marker))  # type: ignore[arg-type]
+            out.append(
+                MdBlock(
+                    "list_item", inline_text(tokens[i + 1]), tuple(item.map or span), marker=marker
+                )
+            )  # type: ignore[arg-type]
             item = None
         elif tok.type == "paragraph_open":
             out.append(MdBlock("paragraph", inline_text(tokens[i + 1]), span))  # type: ignore[arg-type]

@@ -58,7 +58,7 @@ def _replay(raw: str, edits: Sequence[EditDict], start: int, end: int) -> str:
     parts, pos = [], start
     for e in edits:
         if e["end"] > start and e["start"] >= start and e["end"] <= end:
-            parts.append(raw[pos:e["start"]])
+            parts.append(raw[pos : e["start"]])
             parts.append(e["replacement"])
             pos = e["end"]
     parts.append(raw[pos:end])

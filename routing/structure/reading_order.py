@@ -43,10 +43,16 @@ def _order(items: list[int], boxes: Sequence[Box], rtl: bool, rules: OrderRules)
         segments = _columns_below(bands, boxes, rules)
     if len(segments) > 1:
         return [i for seg in segments for i in _order(seg, boxes, rtl, rules)]
-    return [i for band in bands for i in sorted(band, key=lambda i: -boxes[i][2] if rtl else boxes[i][0])]
+    return [
+        i
+        for band in bands
+        for i in sorted(band, key=lambda i: -boxes[i][2] if rtl else boxes[i][0])
+    ]
 
 
-def _columns_below(bands: list[list[int]], boxes: Sequence[Box], rules: OrderRules) -> list[list[int]]:
+def _columns_below(
+    bands: list[list[int]], boxes: Sequence[Box], rules: OrderRules
+) -> list[list[int]]:
     """[top bands, the rest] for the first cut below which the rest splits into columns (a narrow
     title over two columns); [everything] when there is none."""
     for k in range(1, len(bands) - 1):

@@ -33,7 +33,9 @@ class TableRules:
     max_cell_share: float = 0.45  # widest segment / region width
     min_columns_without_numbers: int = 3
     min_fill: float = 0.6  # every column holds text in this share of the rows
-    max_short_words: float = 2.0  # without numbers, one column's median cell has at most this many words
+    max_short_words: float = (
+        2.0  # without numbers, one column's median cell has at most this many words
+    )
     layout_min_rows: int = 3
     layout_max_chunk: int = 30
 
@@ -52,8 +54,9 @@ def logical_rows(visual_rows: Sequence[Sequence[str]], rtl: bool) -> list[list[s
     return [list(reversed(row)) if rtl else list(row) for row in visual_rows]
 
 
-def spread_spans(rows: Sequence[Sequence[str]], boxes: Sequence[Sequence[Sequence[float] | None]],
-                 rtl: bool) -> tuple[list[list[str]], list[list[Sequence[float] | None]]]:
+def spread_spans(
+    rows: Sequence[Sequence[str]], boxes: Sequence[Sequence[Sequence[float] | None]], rtl: bool
+) -> tuple[list[list[str]], list[list[Sequence[float] | None]]]:
     """Rows (cells drawn left to right, with their boxes) as wide as the table's widest row: a cell
     that spans columns stands at the first column of its span in reading order (the leftmost for
     an LTR table, the rightmost for an RTL one) and the rest of its span is empty. A row without
@@ -64,7 +67,11 @@ def spread_spans(rows: Sequence[Sequence[str]], boxes: Sequence[Sequence[Sequenc
     centres = [(b[0] + b[2]) / 2 for b in boxes[widest]]  # type: ignore[index]
     out_rows, out_boxes = [], []
     for row, row_boxes in zip(rows, boxes):
-        if len(row) == len(centres) or len(row) != len(row_boxes) or any(b is None for b in row_boxes):
+        if (
+            len(row) == len(centres)
+            or len(row) != len(row_boxes)
+            or any(b is None for b in row_boxes)
+        ):
             out_rows.append(list(row))
             out_boxes.append(list(row_boxes))
             continue
@@ -131,8 +138,12 @@ def _gutters(rows: Sequence[Sequence[Segment]], min_gutter: float) -> list[tuple
     return gaps
 
 
-def _is_table(rows: Sequence[Sequence[Segment]], gutters: list[tuple[float, float]], rules: TableRules,
-              numeric: bool) -> bool:
+def _is_table(
+    rows: Sequence[Sequence[Segment]],
+    gutters: list[tuple[float, float]],
+    rules: TableRules,
+    numeric: bool,
+) -> bool:
     if len(rows) < rules.min_rows or not gutters:
         return False
     segs = [s for row in rows for s in row]
@@ -146,10 +157,14 @@ def _is_table(rows: Sequence[Sequence[Segment]], gutters: list[tuple[float, floa
         return False
     if numeric:
         return True
-    return len(gutters) + 1 >= rules.min_columns_without_numbers and _short_column(rows, gutters, rules.max_short_words)
+    return len(gutters) + 1 >= rules.min_columns_without_numbers and _short_column(
+        rows, gutters, rules.max_short_words
+    )
 
 
-def _short_column(rows: Sequence[Sequence[Segment]], gutters: list[tuple[float, float]], max_words: float) -> bool:
+def _short_column(
+    rows: Sequence[Sequence[Segment]], gutters: list[tuple[float, float]], max_words: float
+) -> bool:
     """Some column of short cells (labels, codes): columns of wrapped prose have none."""
     edges = [float("-inf"), *[(a + b) / 2 for a, b in gutters], float("inf")]
     for lo, hi in zip(edges, edges[1:]):
@@ -159,7 +174,9 @@ def _short_column(rows: Sequence[Sequence[Segment]], gutters: list[tuple[float, 
     return False
 
 
-def _filled(rows: Sequence[Sequence[Segment]], gutters: list[tuple[float, float]], min_fill: float) -> bool:
+def _filled(
+    rows: Sequence[Sequence[Segment]], gutters: list[tuple[float, float]], min_fill: float
+) -> bool:
     edges = [float("-inf"), *[(a + b) / 2 for a, b in gutters], float("inf")]
     for lo, hi in zip(edges, edges[1:]):
         filled = sum(1 for row in rows if any(lo <= (s[0] + s[1]) / 2 < hi for s in row))
@@ -168,7 +185,9 @@ def _filled(rows: Sequence[Sequence[Segment]], gutters: list[tuple[float, float]
     return True
 
 
-def _subtract(free: list[tuple[float, float]], spans: Sequence[Segment]) -> list[tuple[float, float]]:
+def _subtract(
+    free: list[tuple[float, float]], spans: Sequence[Segment]
+) -> list[tuple[float, float]]:
     """The parts of the free intervals no span touches."""
     for x0, x1, _ in spans:
         out = []
@@ -184,7 +203,9 @@ def _subtract(free: list[tuple[float, float]], spans: Sequence[Segment]) -> list
     return free
 
 
-def _stretches(rows: Sequence[Sequence[Segment]], i: int, min_gutter: float) -> list[tuple[int, list[tuple[float, float]]]]:
+def _stretches(
+    rows: Sequence[Sequence[Segment]], i: int, min_gutter: float
+) -> list[tuple[int, list[tuple[float, float]]]]:
     """From row i down, while the rows share gutters: (last row, gutters) where each stretch with
     the same number of gutters ends. A one-segment row inside a run (a section label) is kept when it
     stays inside one column; a run neither starts nor ends with one. Gutters are kept incrementally
@@ -195,7 +216,11 @@ def _stretches(rows: Sequence[Sequence[Segment]], i: int, min_gutter: float) -> 
     j = i
     while j < len(rows) and rows[j] and (len(rows[j]) >= 2 or j > i):
         free = _subtract(free, rows[j])
-        gutters = [(a, b) for a, b in free if a != float("-inf") and b != float("inf") and b - a >= min_gutter]
+        gutters = [
+            (a, b)
+            for a, b in free
+            if a != float("-inf") and b != float("inf") and b - a >= min_gutter
+        ]
         if not gutters or (len(rows[j]) < 2 and len(gutters) < len(last)):
             break
         if last and len(gutters) != len(last):
@@ -215,7 +240,9 @@ def _last_full(rows: Sequence[Sequence[Segment]], i: int, j: int) -> int:
 
 
 def aligned_columns(
-    rows: Sequence[Sequence[Segment]], numeric: Sequence[bool] | None = None, rules: TableRules = TableRules()
+    rows: Sequence[Sequence[Segment]],
+    numeric: Sequence[bool] | None = None,
+    rules: TableRules = TableRules(),
 ) -> list[tuple[int, int, list[tuple[float, float]]]]:
     """Unruled tables among visual rows (top to bottom): [(first row, last row, gutters)].
 
@@ -227,8 +254,12 @@ def aligned_columns(
     while i < len(rows):
         hit = None
         for last, gutters in reversed(_stretches(rows, i, rules.min_gutter)):
-            has_number = numeric is not None and len(numeric) > 0 and 2 * sum(numeric[i:last + 1]) >= last + 1 - i
-            if _is_table(rows[i:last + 1], gutters, rules, has_number):
+            has_number = (
+                numeric is not None
+                and len(numeric) > 0
+                and 2 * sum(numeric[i : last + 1]) >= last + 1 - i
+            )
+            if _is_table(rows[i : last + 1], gutters, rules, has_number):
                 hit = (i, last, gutters)
                 break
         if hit:
@@ -249,7 +280,9 @@ def layout_rows(layout_text: str, rules: TableRules = TableRules()) -> int:
     prev: set[int] = set()
     for line in layout_text.splitlines():
         gaps = {p for m in _WIDE_GAP.finditer(line) for p in range(m.start(1), m.end(1))}
-        short = all(len(chunk) <= rules.layout_max_chunk for chunk in re.split(r"\s{2,}", line.strip()))
+        short = all(
+            len(chunk) <= rules.layout_max_chunk for chunk in re.split(r"\s{2,}", line.strip())
+        )
         if not gaps or not short:
             run, prev = 0, set()
         elif run and gaps & prev:
@@ -282,8 +315,12 @@ def cell_agreement(cells: Sequence[str], layout_text: str) -> tuple[float, float
     two or more spaces), spaces inside a cell or chunk ignored: Poppler splits shaped Arabic and
     some Hebrew words at single spaces, which a word count would take for disagreement."""
     mine = Counter(g for c in cells if (g := _glued(c)))
-    theirs = Counter(g for line in layout_text.splitlines() for chunk in re.split(r"\s{2,}", _BIDI.sub("", line))
-                     if (g := _glued(chunk)))
+    theirs = Counter(
+        g
+        for line in layout_text.splitlines()
+        for chunk in re.split(r"\s{2,}", _BIDI.sub("", line))
+        if (g := _glued(chunk))
+    )
     common = sum((mine & theirs).values())
     precision = common / sum(mine.values()) if mine else 0.0
     recall = common / sum(theirs.values()) if theirs else 0.0
@@ -300,14 +337,18 @@ def signature(text: str) -> str:
 PopplerWord = tuple[float, float, float, float, str]
 
 
-def cell_box_agreement(cells: Sequence[tuple[str, Sequence[float] | None]],
-                       words: Sequence[PopplerWord]) -> tuple[float, float]:
+def cell_box_agreement(
+    cells: Sequence[tuple[str, Sequence[float] | None]], words: Sequence[PopplerWord]
+) -> tuple[float, float]:
     """Per cell, our text against the Poppler words whose centres fall in the cell's box (order-free
     signatures): (share of our non-empty cells matched, share of Poppler's non-empty cells matched)."""
     theirs = [[] for _ in cells]  # type: list[list[str]]
     boxes = [box for _, box in cells if box]
     left, top = min((b[0] for b in boxes), default=0.0), min((b[1] for b in boxes), default=0.0)
-    right, bottom = max((b[2] for b in boxes), default=-1.0), max((b[3] for b in boxes), default=-1.0)
+    right, bottom = (
+        max((b[2] for b in boxes), default=-1.0),
+        max((b[3] for b in boxes), default=-1.0),
+    )
     for x0, y0, x1, y1, text in words:
         cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
         if not (left <= cx <= right and top <= cy <= bottom):  # outside every cell: no cell loop
@@ -320,7 +361,9 @@ def cell_box_agreement(cells: Sequence[tuple[str, Sequence[float] | None]],
     ref = [signature(" ".join(t)) for t in theirs]
     matched = sum(1 for a, b in zip(ours, ref) if a and a == b)
     mine, other = sum(1 for a in ours if a), sum(1 for b in ref if b)
-    return (round(matched / mine, 4) if mine else 0.0), (round(matched / other, 4) if other else 0.0)
+    return (round(matched / mine, 4) if mine else 0.0), (
+        round(matched / other, 4) if other else 0.0
+    )
 
 
 def poppler_tsv_words(tsv: str) -> dict[int, list[PopplerWord]]:
@@ -335,5 +378,7 @@ def poppler_tsv_words(tsv: str) -> dict[int, list[PopplerWord]]:
             page = int(parts[1])
         except ValueError:
             continue
-        pages.setdefault(page, []).append((left, top, left + width, top + height, "\t".join(parts[11:])))
+        pages.setdefault(page, []).append(
+            (left, top, left + width, top + height, "\t".join(parts[11:]))
+        )
     return pages

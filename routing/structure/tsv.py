@@ -20,8 +20,12 @@ def tsv_paragraphs(words: Iterable[TsvWord], scale: float = 1.0) -> list[dict[st
         box = [left * scale, top * scale, (left + width) * scale, (top + height) * scale]
         if out and key == (block, par):
             last = out[-1]
-            last["bbox"] = [min(last["bbox"][0], box[0]), min(last["bbox"][1], box[1]),
-                            max(last["bbox"][2], box[2]), max(last["bbox"][3], box[3])]
+            last["bbox"] = [
+                min(last["bbox"][0], box[0]),
+                min(last["bbox"][1], box[1]),
+                max(last["bbox"][2], box[2]),
+                max(last["bbox"][3], box[3]),
+            ]
             last["last"] = text
             last["words"] += 1
         else:

@@ -18,7 +18,11 @@ import pytest
 from tests.support.drills import OPTIONS, DrillFleet, Ledger, make_docs
 
 # one JSON line per drill (bench/faults_table.py turns them into docs/benchmarks/faults.md's table)
-RESULTS = Path(os.environ.get("PAGEFLEET_FAULTS_RESULTS", Path(tempfile.gettempdir()) / "pagefleet-faults.jsonl"))
+RESULTS = Path(
+    os.environ.get(
+        "PAGEFLEET_FAULTS_RESULTS", Path(tempfile.gettempdir()) / "pagefleet-faults.jsonl"
+    )
+)
 
 
 @pytest.fixture
@@ -41,9 +45,17 @@ def drill(tmp_path: Path, s3_server: str, request: pytest.FixtureRequest) -> Ite
     yield Drill()
 
 
-def submit(d: Any, paths: list[Path], pages: int, *, on_s3: bool = False, force: bool = False,
-           callback_url: str | None = None, together: bool = False,
-           options: dict[str, Any] | None = None) -> list[str]:
+def submit(
+    d: Any,
+    paths: list[Path],
+    pages: int,
+    *,
+    on_s3: bool = False,
+    force: bool = False,
+    callback_url: str | None = None,
+    together: bool = False,
+    options: dict[str, Any] | None = None,
+) -> list[str]:
     """One job a path, each enqueued alone, or with `together` as one submission (`enqueue_many`:
     small documents in batches). `options`: the jobs' options (default: the drills' OCR on every page)."""
     from workers.settings import Options
@@ -57,11 +69,20 @@ def submit(d: Any, paths: list[Path], pages: int, *, on_s3: bool = False, force:
         if on_s3:
             key = f"in/{path.name}"
             info = d.ledger.client.fput_object(d.bucket, key, str(path))
-            spec = spec_for_object(d.bucket, key, storage, opts, etag=info.etag,
-                                   prefix_template=prefix, force=force, callback_url=callback_url)
+            spec = spec_for_object(
+                d.bucket,
+                key,
+                storage,
+                opts,
+                etag=info.etag,
+                prefix_template=prefix,
+                force=force,
+                callback_url=callback_url,
+            )
         else:
-            spec = spec_for_path(str(path), storage, prefix, opts, force=force,
-                                 callback_url=callback_url)
+            spec = spec_for_path(
+                str(path), storage, prefix, opts, force=force, callback_url=callback_url
+            )
         if together:
             specs.append(spec)
             ids.append(spec.job_id)
@@ -109,7 +130,10 @@ def _log_tails(folder: Path, lines: int = 25) -> str:
     and a CI run keeps only what the assertion prints)."""
     out = []
     for log in sorted(folder.glob("*.log")):
-        notable = [ln[:300] for ln in log.read_text(encoding="utf-8", errors="replace").splitlines()
-                   if " WARNING " in ln or " ERROR " in ln or " CRITICAL " in ln or "received" in ln]
+        notable = [
+            ln[:300]
+            for ln in log.read_text(encoding="utf-8", errors="replace").splitlines()
+            if " WARNING " in ln or " ERROR " in ln or " CRITICAL " in ln or "received" in ln
+        ]
         out.append(f"--- {log.name}\n" + "\n".join(notable[-lines:]))
     return "\n".join(out)

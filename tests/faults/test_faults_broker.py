@@ -34,7 +34,9 @@ def _until(predicate, timeout_s: float = 60, every_s: float = 0.05):
 
 
 def test_redis_at_maxmemory_with_documents_in_ocr(drill, tmp_path: Path) -> None:
-    with drill(env_extra={**SLOW_ENGINE_ENV, **DEFAULT_DEADLINE}, queues=(("split,collect", 1), ("cpu", 2))) as fleet:
+    with drill(
+        env_extra={**SLOW_ENGINE_ENV, **DEFAULT_DEADLINE}, queues=(("split,collect", 1), ("cpu", 2))
+    ) as fleet:
         ids = submit(drill, drill.docs(4, 3), pages=3)
         _until(lambda: any(busy_child(w.proc.pid) for w in fleet.workers[1:]), 60)
         client = redis.Redis.from_url(fleet.redis.url)
@@ -44,15 +46,38 @@ def test_redis_at_maxmemory_with_documents_in_ocr(drill, tmp_path: Path) -> None
         client.config_set("maxmemory", used // 2)
         full_at = time.monotonic()
         extra = drill.docs(1, 1)[0]
-        cli = subprocess.run([sys.executable, "-m", "workers.cli.main", "submit", str(extra), "--storage",
-                              f"file://{tmp_path / 'refused'}"], cwd=ROOT, env=fleet.env, capture_output=True,
-                             text=True, timeout=60)
-        assert cli.returncode == ExitCode.BROKER_FULL and "broker is full" in cli.stderr, (cli.returncode, cli.stderr)
+        cli = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "workers.cli.main",
+                "submit",
+                str(extra),
+                "--storage",
+                f"file://{tmp_path / 'refused'}",
+            ],
+            cwd=ROOT,
+            env=fleet.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert cli.returncode == ExitCode.BROKER_FULL and "broker is full" in cli.stderr, (
+            cli.returncode,
+            cli.stderr,
+        )
         time.sleep(max(0.0, FULL_S - (time.monotonic() - full_at)))
-        assert [w.name for w in fleet.workers if not w.alive()] == [], "a worker exited at maxmemory"
+        assert [w.name for w in fleet.workers if not w.alive()] == [], (
+            "a worker exited at maxmemory"
+        )
         client.config_set("maxmemory", 0)
         took = settle(ids, 120)
-        assert [w.name for w in fleet.workers if not w.alive()] == [], "a worker exited after memory was freed"
+        assert [w.name for w in fleet.workers if not w.alive()] == [], (
+            "a worker exited after memory was freed"
+        )
     assert took < 90, f"documents took {took:.1f}s after memory was freed"
-    finish(drill, "Redis at maxmemory mid-OCR", {"full_s": FULL_S, "settled_s": round(took, 1),
-                                                  "submit_rc": cli.returncode})
+    finish(
+        drill,
+        "Redis at maxmemory mid-OCR",
+        {"full_s": FULL_S, "settled_s": round(took, 1), "submit_rc": cli.returncode},
+    )

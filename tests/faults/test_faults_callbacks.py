@@ -22,7 +22,9 @@ class Endpoint:
     longer than the client's timeout, later ones answer at once; /sleep30: every POST takes 30 s."""
 
     def __init__(self) -> None:
-        self.seen: dict[str, list[tuple[str, str, int]]] = defaultdict(list)  # job -> (path, key, status)
+        self.seen: dict[str, list[tuple[str, str, int]]] = defaultdict(
+            list
+        )  # job -> (path, key, status)
         lock = threading.Lock()
         outer = self
 
@@ -65,17 +67,30 @@ def test_callback_endpoint_fails_or_is_slow(drill) -> None:
         assert took < 60, "documents waited for their callbacks"
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            dead = {d["job_id"] for d in jobs.dead_letters() if d.get("reason") == "callback_failed"}
-            delivered = {j for j, calls in endpoint.seen.items() if any(s == 200 for _, _, s in calls)}
+            dead = {
+                d["job_id"] for d in jobs.dead_letters() if d.get("reason") == "callback_failed"
+            }
+            delivered = {
+                j for j, calls in endpoint.seen.items() if any(s == 200 for _, _, s in calls)
+            }
             if ids[0] in dead and {ids[1], ids[2]} <= delivered:
                 break
             time.sleep(0.5)
         fail_calls = endpoint.seen[ids[0]]
-    assert ids[0] in dead and all(s == 500 for _, _, s in fail_calls) and len(fail_calls) == 4  # 1 + 3 retries
+    assert (
+        ids[0] in dead and all(s == 500 for _, _, s in fail_calls) and len(fail_calls) == 4
+    )  # 1 + 3 retries
     assert [s for _, _, s in endpoint.seen[ids[1]]] == [500, 500, 200]
     assert {k for _, k, _ in endpoint.seen[ids[2]]} == {ids[2]}  # a receiver can drop the duplicate
-    finish(drill, "callback endpoint answers 500 / slowly",
-           {"callbacks_delivered": len(delivered), "callbacks_dead_lettered": len(dead), "settled_s": round(took, 1)})
+    finish(
+        drill,
+        "callback endpoint answers 500 / slowly",
+        {
+            "callbacks_delivered": len(delivered),
+            "callbacks_dead_lettered": len(dead),
+            "settled_s": round(took, 1),
+        },
+    )
 
 
 def test_a_sleeping_endpoint_delays_only_its_own_notices(drill) -> None:
@@ -95,7 +110,9 @@ def test_a_sleeping_endpoint_delays_only_its_own_notices(drill) -> None:
         in_flight = sum(1 for calls in endpoint.seen.values() if calls) < len(slow)
         deadline = time.monotonic() + 150
         while time.monotonic() < deadline:
-            dead = {d["job_id"] for d in jobs.dead_letters() if d.get("reason") == "callback_failed"}
+            dead = {
+                d["job_id"] for d in jobs.dead_letters() if d.get("reason") == "callback_failed"
+            }
             if set(slow) <= dead:
                 break
             time.sleep(1)
@@ -103,5 +120,8 @@ def test_a_sleeping_endpoint_delays_only_its_own_notices(drill) -> None:
     assert took < 20, f"documents after the slow callbacks took {took:.1f}s"
     assert in_flight, "the slow callbacks had all finished before the other documents: no drill"
     assert set(slow) <= dead, "a slow endpoint's notices must end dead-lettered, never dropped"
-    finish(drill, "callback endpoint sleeps 30 s", {"settled_s": round(took, 1),
-                                                     "slow_callbacks_dead_lettered_s": waited_s})
+    finish(
+        drill,
+        "callback endpoint sleeps 30 s",
+        {"settled_s": round(took, 1), "slow_callbacks_dead_lettered_s": waited_s},
+    )

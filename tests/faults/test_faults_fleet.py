@@ -33,19 +33,26 @@ def _until(predicate, timeout_s: float = 60, every_s: float = 0.05):
 
 
 def test_redis_restarted_mid_ocr(drill) -> None:
-    with drill(env_extra={**SLOW_ENGINE_ENV, **DEFAULT_LIMITS}, queues=(("split,collect", 1), ("cpu", 2))) as fleet:
+    with drill(
+        env_extra={**SLOW_ENGINE_ENV, **DEFAULT_LIMITS}, queues=(("split,collect", 1), ("cpu", 2))
+    ) as fleet:
         ids = submit(drill, drill.docs(3, 2), pages=2)
         _until(lambda: any(busy_child(w.proc.pid) for w in fleet.workers[1:]), 60)
         fleet.redis.kill()  # a crash: SIGKILL; AOF with fsync always keeps every acknowledged write
         time.sleep(3)
         fleet.redis.start()
-        took = settle(ids, 240)  # from the restart: the reconnected consumers put back what they held
+        took = settle(
+            ids, 240
+        )  # from the restart: the reconnected consumers put back what they held
     finish(drill, "redis-server restarted mid-OCR", {"settled_s": round(took, 1)})
     assert took <= RECOVERY_S
 
 
 REDIS_DEAD_S = float(os.environ.get("PAGEFLEET_DRILL_REDIS_DEAD_S", "8"))
-QUICK_REDIS_CHECKS = {"PAGEFLEET_BROKER__REDIS_SOCKET_TIMEOUT_S": "5", "PAGEFLEET_BROKER__REDIS_HEALTH_CHECK_S": "3"}
+QUICK_REDIS_CHECKS = {
+    "PAGEFLEET_BROKER__REDIS_SOCKET_TIMEOUT_S": "5",
+    "PAGEFLEET_BROKER__REDIS_HEALTH_CHECK_S": "3",
+}
 
 
 def test_redis_connections_go_dead_mid_ocr(drill) -> None:
@@ -54,23 +61,36 @@ def test_redis_connections_go_dead_mid_ocr(drill) -> None:
     until it passes; the old ones never answer again. A command on a dead connection fails after
     `broker.redis_socket_timeout_s` (it waited for ever), kombu drops a consumer's dead BRPOP
     after its health check, and the work goes on over new connections."""
-    with drill(env_extra={**SLOW_ENGINE_ENV, **QUICK_REDIS_CHECKS}, queues=(("split,collect", 1), ("cpu", 2)),
-               redis_proxy=True) as fleet:
+    with drill(
+        env_extra={**SLOW_ENGINE_ENV, **QUICK_REDIS_CHECKS},
+        queues=(("split,collect", 1), ("cpu", 2)),
+        redis_proxy=True,
+    ) as fleet:
         ids = submit(drill, drill.docs(3, 2), pages=2)
         _until(lambda: any(busy_child(w.proc.pid) for w in fleet.workers[1:]), 60)
         fleet.redis_proxy.stall()
         time.sleep(REDIS_DEAD_S)
         fleet.redis_proxy.restore()
         took = settle(ids, 240)
-    finish(drill, "Redis connections go dead mid-OCR", {"outage_s": REDIS_DEAD_S, "settled_s": round(took, 1)})
+    finish(
+        drill,
+        "Redis connections go dead mid-OCR",
+        {"outage_s": REDIS_DEAD_S, "settled_s": round(took, 1)},
+    )
 
 
 def test_worker_main_process_sigkilled(drill) -> None:
-    with drill(env_extra={**SLOW_ENGINE_ENV, **DEFAULT_LIMITS},
-               queues=(("split,collect", 1), ("cpu", 1), ("cpu", 1))) as fleet:
+    with drill(
+        env_extra={**SLOW_ENGINE_ENV, **DEFAULT_LIMITS},
+        queues=(("split,collect", 1), ("cpu", 1), ("cpu", 1)),
+    ) as fleet:
         ids = submit(drill, drill.docs(2, 2), pages=2)
-        victim = _until(lambda: next((w for w in fleet.workers[1:] if busy_child(w.proc.pid)), None), 60)
-        os.kill(victim.proc.pid, signal.SIGKILL)  # the main process only: a peer puts its unacked pages back
+        victim = _until(
+            lambda: next((w for w in fleet.workers[1:] if busy_child(w.proc.pid)), None), 60
+        )
+        os.kill(
+            victim.proc.pid, signal.SIGKILL
+        )  # the main process only: a peer puts its unacked pages back
         took = settle(ids, 240)
     finish(drill, "worker main process SIGKILLed", {"settled_s": round(took, 1)})
     assert took <= RECOVERY_S
@@ -101,11 +121,15 @@ def test_sigkill_during_a_big_documents_split(drill) -> None:
     """Killed once its range chord is out: the take-over sends no second chain, the one chain
     collects once, and nothing is dead-lettered."""
     with drill(env_extra=DEFAULT_LIMITS, queues=(("split,collect", 1), ("cpu", 2))) as fleet:
-        ids = submit(drill, drill.docs(1, BIG_PAGES), pages=BIG_PAGES, options={})  # born-digital: the text layer
+        ids = submit(
+            drill, drill.docs(1, BIG_PAGES), pages=BIG_PAGES, options={}
+        )  # born-digital: the text layer
         took = _kill_split(fleet, ids, lambda record: record.get("ranges:0"))
     tally = finish(drill, f"SIGKILL during a {BIG_PAGES}-page split", {"settled_s": round(took, 1)})
     assert took <= RECOVERY_S
-    assert tally["dead_lettered"] == 0 and not [d for d in fleet.snapshot["dead"] if d.get("job_id") == ids[0]]
+    assert tally["dead_lettered"] == 0 and not [
+        d for d in fleet.snapshot["dead"] if d.get("job_id") == ids[0]
+    ]
     assert fleet.snapshot["jobs"][ids[0]]["state"] == "done"
 
 

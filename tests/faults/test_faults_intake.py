@@ -34,8 +34,11 @@ def _receiver(drill, output: str):
 
 
 def _event(bucket: str, key: str, etag: str, size: int) -> dict:
-    return minio_webhook_body(minio_record(key=urllib.parse.quote_plus(key, safe="/"), bucket=bucket, etag=etag,
-                                           size=size))
+    return minio_webhook_body(
+        minio_record(
+            key=urllib.parse.quote_plus(key, safe="/"), bucket=bucket, etag=etag, size=size
+        )
+    )
 
 
 def test_events_for_missing_objects(drill) -> None:
@@ -57,9 +60,17 @@ def test_events_for_missing_objects(drill) -> None:
                 info = client.fput_object(bucket, f"in/{path.name}", str(path))
                 if i == 2:  # deleted before its event arrives
                     client.remove_object(bucket, f"in/{path.name}")
-                answers.append(http(server.url + "/events", _event(bucket, f"in/{path.name}", info.etag.strip('"'),
-                                                                   path.stat().st_size)))
-            answers.append(http(server.url + "/events", _event(bucket, "in/never written.pdf", "c" * 32, 999)))
+                answers.append(
+                    http(
+                        server.url + "/events",
+                        _event(
+                            bucket, f"in/{path.name}", info.etag.strip('"'), path.stat().st_size
+                        ),
+                    )
+                )
+            answers.append(
+                http(server.url + "/events", _event(bucket, "in/never written.pdf", "c" * 32, 999))
+            )
             ids = []
             for status, body, _ in answers:
                 assert status == 200, body
@@ -70,22 +81,35 @@ def test_events_for_missing_objects(drill) -> None:
                     ids.append(entry["job_id"])
                 for entry in body["refused"]:
                     assert entry["code"] == "source_missing" and body["accepted"] is False, body
-                    drill.ledger.add(entry["job_id"], f"results/artifacts/{entry['job_id']}", 2, out)
+                    drill.ledger.add(
+                        entry["job_id"], f"results/artifacts/{entry['job_id']}", 2, out
+                    )
                     ids.append(entry["job_id"])
             assert [len(b["enqueued"]) for _, b, _ in answers] == [1, 1, 0, 0]
             answered_s = time.monotonic() - started
 
-            info = client.fput_object(bucket, "in/late.pdf", str(paths[3]))  # submitted, then deleted
-            spec = spec_for_object(bucket, "in/late.pdf", f"s3://{bucket}", Options(ocr="force", dpi=72),
-                                   etag=info.etag.strip('"'), prefix_template="late/{sha256}")
+            info = client.fput_object(
+                bucket, "in/late.pdf", str(paths[3])
+            )  # submitted, then deleted
+            spec = spec_for_object(
+                bucket,
+                "in/late.pdf",
+                f"s3://{bucket}",
+                Options(ocr="force", dpi=72),
+                etag=info.etag.strip('"'),
+                prefix_template="late/{sha256}",
+            )
             client.remove_object(bucket, "in/late.pdf")
             ids.append(enqueue(spec))
             drill.ledger.add(spec.job_id, f"late/{spec.job_id}", 2, f"s3://{bucket}")
             took = settle(ids, 120)
         finally:
             server.stop()
-        tally = finish(drill, "bucket events and a split for missing objects",
-                       {"settled_s": round(took, 1), "answered_s": round(answered_s, 2)})
+        tally = finish(
+            drill,
+            "bucket events and a split for missing objects",
+            {"settled_s": round(took, 1), "answered_s": round(answered_s, 2)},
+        )
     assert tally["artifacts"] == 2 and tally["errors"] == 3 and tally["dead_lettered"] == 0, tally
 
 
@@ -97,14 +121,27 @@ def test_truncated_pdf(drill, tmp_path: Path) -> None:
         intact = drill.docs(1, 3)
         ids = submit(drill, [*damaged, *intact], pages=3)
         took = settle(ids, 120)
-        documents = [drill.ledger._json(f"out/{path.stem}/document.json") for path in [*damaged, *intact]]
-        tally = finish(drill, "truncated PDF (repaired, empty pages refused)", {"settled_s": round(took, 1)})
+        documents = [
+            drill.ledger._json(f"out/{path.stem}/document.json") for path in [*damaged, *intact]
+        ]
+        tally = finish(
+            drill, "truncated PDF (repaired, empty pages refused)", {"settled_s": round(took, 1)}
+        )
     assert tally["artifacts"] == 3, tally
     for document in documents[:2]:
         for page in document["pages"]:
             assert "repaired" in page["quality"]["warnings"], page
-            assert page["route"] != "text_layer" or page["text"].strip(), "a damaged page accepted blank"
-    assert [p["route"] for p in documents[0]["pages"]] == ["failed"] * 3 and documents[0]["status"] == "failed"
+            assert page["route"] != "text_layer" or page["text"].strip(), (
+                "a damaged page accepted blank"
+            )
+    assert [p["route"] for p in documents[0]["pages"]] == ["failed"] * 3 and documents[0][
+        "status"
+    ] == "failed"
     assert [p["quality"]["reasons"] for p in documents[1]["pages"][1:]] == [["source_damaged"]] * 2
-    for page in documents[2]["pages"]:  # the intact one (read by the drills' echo engine) says nothing of damage
-        assert "repaired" not in page["quality"]["warnings"] and "source_damaged" not in page["quality"]["reasons"]
+    for page in documents[2][
+        "pages"
+    ]:  # the intact one (read by the drills' echo engine) says nothing of damage
+        assert (
+            "repaired" not in page["quality"]["warnings"]
+            and "source_damaged" not in page["quality"]["reasons"]
+        )

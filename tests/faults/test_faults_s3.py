@@ -46,7 +46,9 @@ def test_s3_unreachable_at_split_source_on_s3(drill) -> None:
     with drill():
         paths = drill.docs(2, 2)
         drill.fleet.proxy.cut()
-        ids = submit(drill, paths, pages=2, on_s3=True)  # uploaded directly; the fleet cannot reach it
+        ids = submit(
+            drill, paths, pages=2, on_s3=True
+        )  # uploaded directly; the fleet cannot reach it
         _outage(drill, ids, "S3 unreachable at split (source on S3)")
 
 
@@ -77,5 +79,7 @@ def test_s3_unreachable_during_a_batch_of_small_documents(drill) -> None:
         ids = submit(drill, drill.docs(16, 1), pages=1, together=True)
         _wait_state(ids, ("splitting", "collecting", "done"))
         drill.fleet.proxy.cut()
-        assert [jobs.get(j).get("state") for j in ids].count("done") < len(ids)  # the cut hit the batch
+        assert [jobs.get(j).get("state") for j in ids].count("done") < len(
+            ids
+        )  # the cut hit the batch
         _outage(drill, ids, "S3 unreachable during a batch of small documents")

@@ -18,8 +18,15 @@ def test_mutated_inputs_end_typed(fixtures_dir: Path, tmp_path: Path) -> None:
     made = mutants(sources, 2 * len(MUTATIONS), seed=11, folder=tmp_path / "in")
     rc, seconds = run_fleet([m[0] for m in made], tmp_path / "out", timeout_s=600, workers=1)
     tally = verdicts(made, tmp_path / "out")
-    assert set(tally) <= {"artifacts"} | {k for k in tally if k.startswith("error:") and k != "error:aborted"}, tally
+    assert set(tally) <= {"artifacts"} | {
+        k for k in tally if k.startswith("error:") and k != "error:aborted"
+    }, tally
     # every document ended as a document does: accepted, to review, or a typed input error
-    documents = (ExitCode.OK, ExitCode.REVIEW_NEEDED, ExitCode.INPUT_ERROR, ExitCode.ENCRYPTED_PDF,
-                 ExitCode.INPUT_TOO_LARGE)
+    documents = (
+        ExitCode.OK,
+        ExitCode.REVIEW_NEEDED,
+        ExitCode.INPUT_ERROR,
+        ExitCode.ENCRYPTED_PDF,
+        ExitCode.INPUT_TOO_LARGE,
+    )
     assert sum(tally.values()) == len(made) and rc in documents, rc

@@ -38,18 +38,26 @@ def batch_of_three(monkeypatch: pytest.MonkeyPatch):
     get_settings.cache_clear()
 
 
-def test_one_submissions_small_documents_split_in_batches(fleet, tmp_path: Path, batch_of_three,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_submissions_small_documents_split_in_batches(
+    fleet, tmp_path: Path, batch_of_three, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from workers import app
 
-    files = [one_page(tmp_path / f"doc{i}.pdf", f"batch document {i} hello world") for i in range(6)]
-    (tmp_path / "doc1.pdf").write_bytes(b"%PDF-1.7 this is not a pdf at all")  # a typed error in a batch
+    files = [
+        one_page(tmp_path / f"doc{i}.pdf", f"batch document {i} hello world") for i in range(6)
+    ]
+    (tmp_path / "doc1.pdf").write_bytes(
+        b"%PDF-1.7 this is not a pdf at all"
+    )  # a typed error in a batch
     with pymupdf.open() as doc:  # over the batch's byte limit: a task of its own
         doc.new_page().insert_text((72, 72), "big document 3 hello world")
         doc.set_metadata({"subject": "x" * 20000})
         doc.save(files[3])
     storage = LocalStorage(tmp_path / "out")
-    specs = [spec_for_path(str(f), storage.url, f.stem, Options(structure=False), force=True) for f in files]
+    specs = [
+        spec_for_path(str(f), storage.url, f.stem, Options(structure=False), force=True)
+        for f in files
+    ]
     sent: list[tuple[str, list[str], str]] = []
     real_send = app.send
 
@@ -64,26 +72,38 @@ def test_one_submissions_small_documents_split_in_batches(fleet, tmp_path: Path,
 
     monkeypatch.setattr(app, "send", spy)
     assert enqueue_many(specs) == [s.job_id for s in specs]
-    ids = [s.job_id for s in specs]  # six documents: batches of 3 and 3 (`submit.batch_plan`), the big one alone
-    assert [(name, jobs) for name, jobs, _ in sent] == [("pagefleet.split_batch", ids[0:3]), ("pagefleet.split", [ids[3]]),
-                    ("pagefleet.split_batch", ids[4:6])]
+    ids = [
+        s.job_id for s in specs
+    ]  # six documents: batches of 3 and 3 (`submit.batch_plan`), the big one alone
+    assert [(name, jobs) for name, jobs, _ in sent] == [
+        ("pagefleet.split_batch", ids[0:3]),
+        ("pagefleet.split", [ids[3]]),
+        ("pagefleet.split_batch", ids[4:6]),
+    ]
     assert {queue for *_, queue in sent} == {"split"}
-    assert len(submissions) == 1 and "" not in submissions  # both batches: one submission (one producer call)
+    assert (
+        len(submissions) == 1 and "" not in submissions
+    )  # both batches: one submission (one producer call)
     for i, spec in enumerate(specs):
         info = wait_for_job(spec.job_id)
         if i == 1:
             assert info["state"] == "error" and info["error_code"] == "invalid_pdf", info
-            error = json.loads((tmp_path / "out" / "doc1" / "error.json").read_text(encoding="utf-8"))
+            error = json.loads(
+                (tmp_path / "out" / "doc1" / "error.json").read_text(encoding="utf-8")
+            )
             assert error["code"] == "invalid_pdf"
             continue
         assert info["state"] == "done" and info["status"] == "accepted", info
-        document = json.loads((tmp_path / "out" / f"doc{i}" / "document.json").read_text(encoding="utf-8"))
+        document = json.loads(
+            (tmp_path / "out" / f"doc{i}" / "document.json").read_text(encoding="utf-8")
+        )
         assert document["job_id"] == spec.job_id and document["page_count"] == 1
         assert f"document {i} hello world" in document["pages"][0]["text"]
 
 
-def test_a_big_document_between_small_ones_moves_no_batch_cut(fleet, tmp_path: Path, batch_of_three,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_big_document_between_small_ones_moves_no_batch_cut(
+    fleet, tmp_path: Path, batch_of_three, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The batches end where the plan of the submission's small documents says (8 small → 3, 3, 2),
     counted in small documents: a big one sent alone between them flushes the batch so far but
     moves no later cut, so the submission still ends on the plan's last batch, not a lone document."""
@@ -95,7 +115,10 @@ def test_a_big_document_between_small_ones_moves_no_batch_cut(fleet, tmp_path: P
         doc.set_metadata({"subject": "x" * 20000})
         doc.save(files[1])
     storage = LocalStorage(tmp_path / "out")
-    specs = [spec_for_path(str(f), storage.url, f.stem, Options(structure=False), force=True) for f in files]
+    specs = [
+        spec_for_path(str(f), storage.url, f.stem, Options(structure=False), force=True)
+        for f in files
+    ]
     sent: list[list[str]] = []
     real_send = app.send
 
@@ -115,7 +138,10 @@ def test_a_redelivered_batch_skips_what_is_done(fleet, tmp_path: Path, batch_of_
     from tasks.split import split_batch
 
     files = [one_page(tmp_path / f"doc{i}.pdf", f"again {i}") for i in range(3)]
-    specs = [spec_for_path(str(f), LocalStorage(tmp_path / "out").url, f.stem, Options(), force=True) for f in files]
+    specs = [
+        spec_for_path(str(f), LocalStorage(tmp_path / "out").url, f.stem, Options(), force=True)
+        for f in files
+    ]
     enqueue_many(specs)
     assert all(wait_for_job(s.job_id)["state"] == "done" for s in specs)
     results = split_batch.run([s.model_dump(mode="json") for s in specs])
@@ -133,22 +159,32 @@ def test_a_submissions_batches_share_one_sandbox_child(fleet, tmp_path: Path) ->
 
     files = [one_page(tmp_path / f"doc{i}.pdf", f"shared child {i}") for i in range(6)]
     out = LocalStorage(tmp_path / "out")
-    specs = [spec_for_path(str(f), out.url, f.stem, Options(structure=False), force=True) for f in files]
+    specs = [
+        spec_for_path(str(f), out.url, f.stem, Options(structure=False), force=True) for f in files
+    ]
     children = []
     for batch, submission in ((specs[:2], "one"), (specs[2:4], "one"), (specs[4:], "two")):
         results = split_batch.run([s.model_dump(mode="json") for s in batch], submission)
         assert [r.get("accepted") for r in results] == [1, 1], results
-        children.append({c.pid for c in psutil.Process(CLIENT._proc.pid).children()
-                         if c.status() != psutil.STATUS_ZOMBIE})
+        children.append(
+            {
+                c.pid
+                for c in psutil.Process(CLIENT._proc.pid).children()
+                if c.status() != psutil.STATUS_ZOMBIE
+            }
+        )
     assert len(children[0]) == 1 and children[1] == children[0]
     assert children[2] - children[0]  # another submission: a fresh child
     for i in range(6):
-        document = json.loads((tmp_path / "out" / f"doc{i}" / "document.json").read_text(encoding="utf-8"))
+        document = json.loads(
+            (tmp_path / "out" / f"doc{i}" / "document.json").read_text(encoding="utf-8")
+        )
         assert f"shared child {i}" in document["pages"][0]["text"]
 
 
 def test_a_batch_reads_its_documents_heads_a_chunk_at_a_time_in_its_reader_thread(
-        fleet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fleet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`split_batch` reads the documents' heads (options, source, sandbox probe) in one reader
     thread, in order, in chunks growing 1, 2, 4 … up to `batch.PROBE_BATCH`, each chunk asked for
     before the first document of the chunk before it is decided; a chunk's probes go to the sandbox
@@ -163,9 +199,13 @@ def test_a_batch_reads_its_documents_heads_a_chunk_at_a_time_in_its_reader_threa
     monkeypatch.setattr(batch, "PROBE_BATCH", 4)
     get_settings.cache_clear()
     files = [one_page(tmp_path / f"doc{i}.pdf", f"read ahead {i}") for i in range(7)]
-    (tmp_path / "doc4.pdf").write_bytes(b"%PDF-1.7 not a pdf")  # passes the header check, fails in MuPDF
+    (tmp_path / "doc4.pdf").write_bytes(
+        b"%PDF-1.7 not a pdf"
+    )  # passes the header check, fails in MuPDF
     out = LocalStorage(tmp_path / "out")
-    specs = [spec_for_path(str(f), out.url, f.stem, Options(structure=False), force=True) for f in files]
+    specs = [
+        spec_for_path(str(f), out.url, f.stem, Options(structure=False), force=True) for f in files
+    ]
     ids = [s.job_id for s in specs]
     events: list[tuple[str, tuple[str, ...], str]] = []
     heads_of, split_one, run_child = batch.heads_of, job.split_one, source.run_child
@@ -180,7 +220,13 @@ def test_a_batch_reads_its_documents_heads_a_chunk_at_a_time_in_its_reader_threa
 
     def spy_child(command: str, pdf: str, params: dict, **limits):
         paths = [d[0] for d in params["docs"]] if command == "probe_many" else [pdf]
-        events.append((command, tuple(ids[files.index(Path(p))] for p in paths), "extract" if params else "bare"))
+        events.append(
+            (
+                command,
+                tuple(ids[files.index(Path(p))] for p in paths),
+                "extract" if params else "bare",
+            )
+        )
         return run_child(command, pdf, params, **limits)
 
     class Reader(batch.ThreadPoolExecutor):
@@ -193,26 +239,48 @@ def test_a_batch_reads_its_documents_heads_a_chunk_at_a_time_in_its_reader_threa
     monkeypatch.setattr(batch, "ThreadPoolExecutor", Reader)
     monkeypatch.setattr(source, "run_child", spy_child)
     results = split.split_batch.run([s.model_dump(mode="json") for s in specs])
-    assert [r.get("accepted") for r in results] == [1, 1, 1, 1, 0, 1, 1] and results[4]["error"]["code"] == "invalid_pdf"
+    assert [r.get("accepted") for r in results] == [1, 1, 1, 1, 0, 1, 1] and results[4]["error"][
+        "code"
+    ] == "invalid_pdf"
     chunks = [(ids[0],), tuple(ids[1:3]), tuple(ids[3:7])]
-    assert [(job, where) for kind, job, where in events if kind == "heads"] == [(c, "heads_0") for c in chunks]
+    assert [(job, where) for kind, job, where in events if kind == "heads"] == [
+        (c, "heads_0") for c in chunks
+    ]
     assert [job for kind, job, _ in events if kind == "asked"] == chunks
-    assert [(job, how) for kind, job, how in events if kind == "split"] == [((job,), "ahead") for job in ids]
-    for c, first in ((1, 0), (2, 1)):  # chunk c asked for before the first document of chunk c - 1 is split
-        assert events.index(("asked", chunks[c], "")) < events.index(("split", (ids[first],), "ahead"))
+    assert [(job, how) for kind, job, how in events if kind == "split"] == [
+        ((job,), "ahead") for job in ids
+    ]
+    for c, first in (
+        (1, 0),
+        (2, 1),
+    ):  # chunk c asked for before the first document of chunk c - 1 is split
+        assert events.index(("asked", chunks[c], "")) < events.index(
+            ("split", (ids[first],), "ahead")
+        )
     probes = [(kind, job, how) for kind, job, how in events if kind.startswith("probe")]
-    assert probes == [("probe", (ids[0],), "extract"), ("probe_many", chunks[1], "extract"),
-                      ("probe_many", chunks[2], "extract"),  # stops at doc4: it and the two after it go alone
-                      ("probe", (ids[4],), "extract"), ("probe", (ids[4],), "bare"),
-                      ("probe", (ids[5],), "extract"), ("probe", (ids[6],), "extract")]
-    assert json.loads((tmp_path / "out" / "doc4" / "error.json").read_text(encoding="utf-8"))["code"] == "invalid_pdf"
+    assert probes == [
+        ("probe", (ids[0],), "extract"),
+        ("probe_many", chunks[1], "extract"),
+        ("probe_many", chunks[2], "extract"),  # stops at doc4: it and the two after it go alone
+        ("probe", (ids[4],), "extract"),
+        ("probe", (ids[4],), "bare"),
+        ("probe", (ids[5],), "extract"),
+        ("probe", (ids[6],), "extract"),
+    ]
+    assert (
+        json.loads((tmp_path / "out" / "doc4" / "error.json").read_text(encoding="utf-8"))["code"]
+        == "invalid_pdf"
+    )
     for i in (0, 1, 2, 3, 5, 6):
-        document = json.loads((tmp_path / "out" / f"doc{i}" / "document.json").read_text(encoding="utf-8"))
+        document = json.loads(
+            (tmp_path / "out" / f"doc{i}" / "document.json").read_text(encoding="utf-8")
+        )
         assert f"read ahead {i}" in document["pages"][0]["text"]
 
 
-def test_a_burst_of_bucket_events_is_enqueued_in_batches(fleet, tmp_path: Path, s3_bucket,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_burst_of_bucket_events_is_enqueued_in_batches(
+    fleet, tmp_path: Path, s3_bucket, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The Redis bridge takes the elements already waiting with the first one (up to its batch),
     so a burst of small uploads goes to the split queue as batches; an upload named twice in the
     burst is one job."""
@@ -239,12 +307,19 @@ def test_a_burst_of_bucket_events_is_enqueued_in_batches(fleet, tmp_path: Path, 
     list_name = f"burst-{uuid.uuid4().hex[:8]}"
     source = bridge_client(get_settings().broker.url, block_s=0.2)
     intake = build_intake(EventSettings(output=f"s3://{bucket}-out/r"), jobs.client())
-    bridge = RedisBridge(source, list_name, intake, block_s=0.2, retry_s=0.2, stop=threading.Event(), batch=16)
+    bridge = RedisBridge(
+        source, list_name, intake, block_s=0.2, retry_s=0.2, stop=threading.Event(), batch=16
+    )
     source.rpush(list_name, *elements, elements[2])
     sent: list[tuple[str, int]] = []
     real_send = app.send
-    monkeypatch.setattr(app, "send", lambda name, args, **kw: (sent.append((name, len(args[0]))),
-                                                              real_send(name, args, **kw))[1])
+    monkeypatch.setattr(
+        app,
+        "send",
+        lambda name, args, **kw: (sent.append((name, len(args[0]))), real_send(name, args, **kw))[
+            1
+        ],
+    )
     try:
         assert bridge.step()
         assert source.llen(list_name) == 0 and source.llen(bridge.processing) == 0
@@ -254,14 +329,17 @@ def test_a_burst_of_bucket_events_is_enqueued_in_batches(fleet, tmp_path: Path, 
             obj = parse_event_payload(json.loads(element)).objects[0]
             info = wait_for_job(intake.spec_for(obj).job_id, timeout_s=120)
             assert info["state"] == "done", info
-            document = S3Storage(bucket + "-out", "r").get_json(f"{info['artifact_prefix']}/document.json")
+            document = S3Storage(bucket + "-out", "r").get_json(
+                f"{info['artifact_prefix']}/document.json"
+            )
             assert f"uploaded document {obj.key[5]} hello world" in document["pages"][0]["text"]
     finally:
         source.delete(list_name, bridge.processing, bridge.dead)
 
 
-def test_a_submission_whose_send_failed_is_sent_by_its_retry(fleet, tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_submission_whose_send_failed_is_sent_by_its_retry(
+    fleet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The broker refuses the message after the runs were started (at maxmemory, say): the runs
     are forgotten, so the producer's retry starts and sends them instead of finding them
     "running" with nothing on the queue."""
@@ -272,7 +350,9 @@ def test_a_submission_whose_send_failed_is_sent_by_its_retry(fleet, tmp_path: Pa
     from workers.errors import BrokerUnavailable
 
     files = [one_page(tmp_path / f"retry{i}.pdf", f"retried document {i}") for i in range(3)]
-    specs = [spec_for_path(str(f), LocalStorage(tmp_path / "out").url, f.stem, Options()) for f in files]
+    specs = [
+        spec_for_path(str(f), LocalStorage(tmp_path / "out").url, f.stem, Options()) for f in files
+    ]
 
     def refused(*_: object, **__: object) -> None:
         raise OperationalError("command not allowed when used memory > 'maxmemory'")
@@ -287,7 +367,8 @@ def test_a_submission_whose_send_failed_is_sent_by_its_retry(fleet, tmp_path: Pa
 
 
 def test_a_document_decided_whole_is_collected_from_memory_and_redone_whole_after_a_failure(
-        service_env, tmp_path: Path) -> None:
+    service_env, tmp_path: Path
+) -> None:
     """One range and no page that climbs: the split task collects in place from the records in its
     memory — no work state is written — and the job stays `splitting` until done, so a split that
     fails while collecting (here the artifact folder's place is taken by a file) is simply done
@@ -310,11 +391,18 @@ def test_a_document_decided_whole_is_collected_from_memory_and_redone_whole_afte
     with pytest.raises(OSError):
         split_one(payload)
     assert jobs.get(spec.job_id)["state"] == "splitting"
-    assert not (out / ".pagefleet").exists(), "no manifest or range object for a document collected in place"
+    assert not (out / ".pagefleet").exists(), (
+        "no manifest or range object for a document collected in place"
+    )
     (out / "memo").unlink()
     assert split_one(payload)["accepted"] == 1
     record = jobs.get(spec.job_id)
-    assert (record["state"], record["status"], record["pages"], record["pages_done"]) == ("done", "accepted", "1", "1")
+    assert (record["state"], record["status"], record["pages"], record["pages_done"]) == (
+        "done",
+        "accepted",
+        "1",
+        "1",
+    )
     document = json.loads((out / "memo" / "document.json").read_text(encoding="utf-8"))
     assert "collected from memory hello world" in document["pages"][0]["text"]
     assert not (out / ".pagefleet").exists()
@@ -322,7 +410,12 @@ def test_a_document_decided_whole_is_collected_from_memory_and_redone_whole_afte
 
 
 def test_pagefleet_submit_of_a_folder_and_an_object_is_one_batched_submission(
-        fleet, tmp_path: Path, s3_bucket, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    fleet,
+    tmp_path: Path,
+    s3_bucket,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """`pagefleet submit DIR s3://b/k --storage …`: the folder's PDFs (name order) and the object go
     as one `split_batch`; a job id a line in the sources' order; each job runs to its artifacts."""
     from workers import app
@@ -338,17 +431,36 @@ def test_pagefleet_submit_of_a_folder_and_an_object_is_one_batched_submission(
     client.fput_object(bucket, "in/up.pdf", str(uploaded))
     sent: list[tuple[str, int]] = []
     real_send = app.send
-    monkeypatch.setattr(app, "send", lambda name, args, **kw: (
-        sent.append((name, len(args[0]) if name == "pagefleet.split_batch" else 1)), real_send(name, args, **kw))[1])
+    monkeypatch.setattr(
+        app,
+        "send",
+        lambda name, args, **kw: (
+            sent.append((name, len(args[0]) if name == "pagefleet.split_batch" else 1)),
+            real_send(name, args, **kw),
+        )[1],
+    )
     out = tmp_path / "out"
-    argv = ["submit", str(folder), f"s3://{bucket}/in/up.pdf", "--storage", out.as_uri(), "--no-structure", "--force"]
+    argv = [
+        "submit",
+        str(folder),
+        f"s3://{bucket}/in/up.pdf",
+        "--storage",
+        out.as_uri(),
+        "--no-structure",
+        "--force",
+    ]
     assert main(argv) == 0
     job_ids = capsys.readouterr().out.split()
     assert sent == [("pagefleet.split_batch", 4)] and len(job_ids) == 4
     for job_id, number in zip(job_ids, (1, 2, 3, 4), strict=True):
         info = wait_for_job(job_id, timeout_s=120)
         assert info["state"] == "done", info
-        document = json.loads((out / info["artifact_prefix"] / "document.json").read_text(encoding="utf-8"))
+        document = json.loads(
+            (out / info["artifact_prefix"] / "document.json").read_text(encoding="utf-8")
+        )
         assert f"submitted document {number} hello world" in document["pages"][0]["text"]
     assert main(["submit", str(folder), "--storage", out.as_uri(), "--prefix", "one"]) == EX_USAGE
-    assert main(["submit", str(tmp_path / "nowhere.pdf"), "--storage", out.as_uri()]) == ExitCode.INPUT_ERROR
+    assert (
+        main(["submit", str(tmp_path / "nowhere.pdf"), "--storage", out.as_uri()])
+        == ExitCode.INPUT_ERROR
+    )

@@ -28,7 +28,9 @@ def _finish(r, job_id: str, notify: bool = True) -> None:
 
 @pytest.fixture()
 def observer(service_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("PAGEFLEET_STORAGE__CACHE_DIR", str(tmp_path / "cache"))  # WarmFleet sets it; put back after
+    monkeypatch.setenv(
+        "PAGEFLEET_STORAGE__CACHE_DIR", str(tmp_path / "cache")
+    )  # WarmFleet sets it; put back after
     monkeypatch.setattr(bench_warm, "_RECHECK_S", 0.3)
     fleet = WarmFleet(tmp_path, s3=False)  # no workers started: only its observer is used
     r = jobs.client()

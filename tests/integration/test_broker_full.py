@@ -48,7 +48,9 @@ def _fill(client: redis.Redis) -> None:
         client.set("pagefleet:test:probe", "x" * 1000)
 
 
-def test_ack_at_maxmemory_and_a_producer_is_refused(private_redis, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ack_at_maxmemory_and_a_producer_is_refused(
+    private_redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from workers.app import app
 
     url, client = private_redis
@@ -56,10 +58,15 @@ def test_ack_at_maxmemory_and_a_producer_is_refused(private_redis, monkeypatch: 
     with app.connection_for_write(url) as conn:
         producer = conn.Producer()
         for n in range(2):
-            producer.publish({"n": n}, routing_key="drill", declare=[Queue("drill")], serializer="json")
+            producer.publish(
+                {"n": n}, routing_key="drill", declare=[Queue("drill")], serializer="json"
+            )
         got: list = []
-        consumer = conn.Consumer([Queue("drill")], callbacks=[lambda _body, message: got.append(message)],
-                                 accept=["json"])
+        consumer = conn.Consumer(
+            [Queue("drill")],
+            callbacks=[lambda _body, message: got.append(message)],
+            accept=["json"],
+        )
         consumer.qos(prefetch_count=1)
         consumer.consume()
         conn.drain_events(timeout=5)
@@ -82,7 +89,9 @@ def test_a_worker_waits_for_memory(private_redis, monkeypatch: pytest.MonkeyPatc
     threading.Timer(1.5, lambda: client.config_set("maxmemory", 0)).start()
     started = time.monotonic()
     with app.connection_for_write(url) as conn:
-        conn.Producer().publish({"n": 1}, routing_key="drill", declare=[Queue("drill")], serializer="json")
+        conn.Producer().publish(
+            {"n": 1}, routing_key="drill", declare=[Queue("drill")], serializer="json"
+        )
     assert 1.0 < time.monotonic() - started < 10 and client.llen("drill") == 1
     _fill(client)
     threading.Timer(1.5, lambda: client.config_set("maxmemory", 0)).start()
@@ -102,7 +111,9 @@ def test_check_room_refuses_right_below_the_limit(private_redis) -> None:
         broker.check_room(client)
 
 
-def test_studio_upload_answers_503_when_the_broker_is_full(private_redis, fixtures_dir: Path, tmp_path: Path) -> None:
+def test_studio_upload_answers_503_when_the_broker_is_full(
+    private_redis, fixtures_dir: Path, tmp_path: Path
+) -> None:
     url, client = private_redis
     served = tmp_path / "served"
     served.mkdir()
@@ -111,7 +122,12 @@ def test_studio_upload_answers_503_when_the_broker_is_full(private_redis, fixtur
         csrf = re.search(rb'data-csrf="([^"]+)"', body).group(1).decode()
         _fill(client)
         pdf = (fixtures_dir / "born_digital_hebrew.pdf").read_bytes()
-        status, headers, answer = _request(studio.base, "/upload?name=a.pdf", "POST",
-                                           {"x-csrf-token": csrf, "content-type": "application/pdf"}, pdf)
+        status, headers, answer = _request(
+            studio.base,
+            "/upload?name=a.pdf",
+            "POST",
+            {"x-csrf-token": csrf, "content-type": "application/pdf"},
+            pdf,
+        )
     assert status == 503 and headers.get("retry-after"), (status, answer)
     assert json.loads(answer)["code"] == "broker_full"

@@ -51,7 +51,9 @@ def test_run_exit_codes_artifacts_and_cache(fixtures_dir: Path, tmp_path: Path) 
 
 def test_run_exit_2_when_a_page_needs_review(fixtures_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    proc = _run(str(fixtures_dir / "image_only_english_scan.pdf"), "--out", str(out), "--ocr", "off")
+    proc = _run(
+        str(fixtures_dir / "image_only_english_scan.pdf"), "--out", str(out), "--ocr", "off"
+    )
     assert proc.returncode == ExitCode.REVIEW_NEEDED, proc.stderr[-2000:]
     assert "outcomes: review_needed=1; exit status 2 (review_needed)" in proc.stderr
     doc = json.loads((out / "image_only_english_scan" / "document.json").read_text())

@@ -33,8 +33,13 @@ def test_site_command_reads_the_page_through_the_gate(fixtures_dir: Path, tmp_pa
     program.chmod(program.stat().st_mode | stat.S_IXUSR)
     spy = tmp_path / "argv.json"
     chain = '["command:site", "tesseract:heb+eng"]'
-    env = {"PAGEFLEET_OCR__COMMANDS": json.dumps({"site": {"argv": [str(program)], "timeout_s": 60, "env": {"SPY": str(spy)}}}),
-           "PAGEFLEET_OCR__CHAINS__CPU_HE": chain, "PAGEFLEET_OCR__CHAINS__CPU_DEFAULT": chain}
+    env = {
+        "PAGEFLEET_OCR__COMMANDS": json.dumps(
+            {"site": {"argv": [str(program)], "timeout_s": 60, "env": {"SPY": str(spy)}}}
+        ),
+        "PAGEFLEET_OCR__CHAINS__CPU_HE": chain,
+        "PAGEFLEET_OCR__CHAINS__CPU_DEFAULT": chain,
+    }
     pdf = fixtures_dir / "image_only_hebrew_scan.pdf"
     out = tmp_path / "out"
     with PrivateFleet(tmp_path, env, (("split,collect", 1), ("cpu", 1))):
@@ -43,6 +48,10 @@ def test_site_command_reads_the_page_through_the_gate(fixtures_dir: Path, tmp_pa
         info = wait_for_job(spec.job_id)
     assert info["status"] == "accepted", info
     page = json.loads((out / "doc" / "document.json").read_text())["pages"][0]
-    assert page["engine"] == "command:site" and page["route"] == "ocr" and page["attempts"][-1]["accepted"]
+    assert (
+        page["engine"] == "command:site"
+        and page["route"] == "ocr"
+        and page["attempts"][-1]["accepted"]
+    )
     assert "שלום עולם" in page["text"] and page["script"] == "he"
     assert json.loads(spy.read_text()) == [str(pdf.resolve()), "1"]

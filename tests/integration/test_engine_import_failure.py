@@ -19,17 +19,32 @@ from workers.split.submit import enqueue, spec_for_path
 pytestmark = pytest.mark.integration
 
 
-def test_engine_import_failure_is_a_refused_attempt_not_a_failed_task(fixtures_dir: Path, tmp_path: Path) -> None:
+def test_engine_import_failure_is_a_refused_attempt_not_a_failed_task(
+    fixtures_dir: Path, tmp_path: Path
+) -> None:
     shadow = tmp_path / "shadow" / "rapidocr_onnxruntime"
     shadow.mkdir(parents=True)
-    (shadow / "__init__.py").write_text("import paddle  # noqa: F401  (not installed)\n", encoding="utf-8")
+    (shadow / "__init__.py").write_text(
+        "import paddle  # noqa: F401  (not installed)\n", encoding="utf-8"
+    )
     chain = '["paddle", "tesseract:heb+eng"]'
-    env = {"PYTHONPATH": os.pathsep.join([str(shadow.parent), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-           "PAGEFLEET_OCR__CHAINS__CPU_HE": chain, "PAGEFLEET_OCR__CHAINS__CPU_DEFAULT": chain,
-           "PAGEFLEET_OCR__CHAINS__CPU_LATIN": chain, "PAGEFLEET_LIMITS__MAX_PAGE_ATTEMPTS": "1"}
+    env = {
+        "PYTHONPATH": os.pathsep.join(
+            [str(shadow.parent), os.environ.get("PYTHONPATH", "")]
+        ).rstrip(os.pathsep),
+        "PAGEFLEET_OCR__CHAINS__CPU_HE": chain,
+        "PAGEFLEET_OCR__CHAINS__CPU_DEFAULT": chain,
+        "PAGEFLEET_OCR__CHAINS__CPU_LATIN": chain,
+        "PAGEFLEET_LIMITS__MAX_PAGE_ATTEMPTS": "1",
+    }
     out = tmp_path / "out"
     with PrivateFleet(tmp_path, env, (("split,collect", 1), ("cpu", 1))):
-        spec = spec_for_path(str(fixtures_dir / "image_only_hebrew_scan.pdf"), LocalStorage(out).url, "doc", Options())
+        spec = spec_for_path(
+            str(fixtures_dir / "image_only_hebrew_scan.pdf"),
+            LocalStorage(out).url,
+            "doc",
+            Options(),
+        )
         enqueue(spec)
         info = wait_for_job(spec.job_id, timeout_s=240)
     assert info["status"] == "accepted", info

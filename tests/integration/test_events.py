@@ -43,9 +43,18 @@ TOKEN = "test-token-" + uuid.uuid4().hex[:8]
 HEBREW_PDF = "born_digital_hebrew.pdf"
 
 
-def http(url: str, payload: Any = None, *, token: str | None = TOKEN, method: str = "POST",
-         raw: bytes | None = None, timeout: float = 30) -> tuple[int, dict[str, Any], Any]:
-    data = raw if raw is not None else (json.dumps(payload).encode() if payload is not None else None)
+def http(
+    url: str,
+    payload: Any = None,
+    *,
+    token: str | None = TOKEN,
+    method: str = "POST",
+    raw: bytes | None = None,
+    timeout: float = 30,
+) -> tuple[int, dict[str, Any], Any]:
+    data = (
+        raw if raw is not None else (json.dumps(payload).encode() if payload is not None else None)
+    )
     request = urllib.request.Request(url, data=data, method=method)
     if data is not None:
         request.add_header("Content-Type", "application/json")
@@ -68,8 +77,12 @@ def receiver(service_env: dict[str, str]) -> Iterator[Any]:
 
     def start(**settings: Any) -> AsgiServer:
         config = EventSettings(host="127.0.0.1", port=0, **settings)
-        app = Receiver(build_intake(config, jobs.client()), BearerAuth(TOKEN),
-                       limits=Limits(max_body_bytes=config.max_body_bytes), ready=redis_ready(jobs.client())).app()
+        app = Receiver(
+            build_intake(config, jobs.client()),
+            BearerAuth(TOKEN),
+            limits=Limits(max_body_bytes=config.max_body_bytes),
+            ready=redis_ready(jobs.client()),
+        ).app()
         servers.append(AsgiServer(app, "127.0.0.1", 0).start())
         return servers[-1]
 
@@ -90,10 +103,14 @@ class TaskEvents:
         baseline = int(self._redis.execute_command("PUBSUB", "NUMPAT"))
         self._conn = app.connection_for_read()
         self._recv = app.events.Receiver(self._conn, handlers={"task-received": self._on}, app=app)
-        self._thread = threading.Thread(target=self._recv.capture, kwargs={"limit": None, "wakeup": False}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._recv.capture, kwargs={"limit": None, "wakeup": False}, daemon=True
+        )
         self._thread.start()
         deadline = time.monotonic() + 15
-        while int(self._redis.execute_command("PUBSUB", "NUMPAT")) <= baseline:  # subscribed for real
+        while (
+            int(self._redis.execute_command("PUBSUB", "NUMPAT")) <= baseline
+        ):  # subscribed for real
             assert time.monotonic() < deadline, "event receiver never subscribed"
             time.sleep(0.05)
 
@@ -158,10 +175,14 @@ def test_minio_event_runs_once_end_to_end(fleet, fixtures_dir: Path, s3_bucket, 
     client.make_bucket(bucket + "-out")
     key = "incoming/דוח שנתי + 2024%.pdf"  # unicode, space, '+', '%': all URL-encoded in the event
     etag, size = put_pdf(client, bucket, key, fixtures_dir / HEBREW_PDF)
-    record = minio_record(key=urllib.parse.quote_plus(key, safe="/"), bucket=bucket, etag=etag, size=size)
+    record = minio_record(
+        key=urllib.parse.quote_plus(key, safe="/"), bucket=bucket, etag=etag, size=size
+    )
     event = minio_webhook_body(record)
     sink = CallbackSink()
-    server = receiver(output=f"s3://{bucket}-out/results", suffix_filters=[".pdf"], callback_url=sink.url)
+    server = receiver(
+        output=f"s3://{bucket}-out/results", suffix_filters=[".pdf"], callback_url=sink.url
+    )
     notices = jobs.client().pubsub(ignore_subscribe_messages=True)
     notices.subscribe(jobs.DONE_CHANNEL)
     events = TaskEvents()
@@ -171,7 +192,11 @@ def test_minio_event_runs_once_end_to_end(fleet, fixtures_dir: Path, s3_bucket, 
         assert len(first["enqueued"]) == 1 and first["duplicates"] == []
         job_id = first["enqueued"][0]["job_id"]
         status, second, _ = http(server.url + "/", event)  # MinIO replays: same event again
-        assert status == 200 and second["enqueued"] == [] and second["duplicates"][0]["job_id"] == job_id
+        assert (
+            status == 200
+            and second["enqueued"] == []
+            and second["duplicates"][0]["job_id"] == job_id
+        )
 
         info = wait_for_job(job_id, timeout_s=120)
         assert info["state"] == "done" and info["status"] == "accepted", info
@@ -185,10 +210,15 @@ def test_minio_event_runs_once_end_to_end(fleet, fixtures_dir: Path, s3_bucket, 
         status, third, _ = http(server.url + "/events", event)  # after completion: still one job
         assert status == 200 and third["duplicates"][0]["job_id"] == job_id
         callback = sink.wait_for(job_id)
-        assert callback["status"] == "accepted" and callback["artifact_prefix"] == info["artifact_prefix"]
+        assert (
+            callback["status"] == "accepted"
+            and callback["artifact_prefix"] == info["artifact_prefix"]
+        )
         announced = _wait_notice(notices, job_id)
         assert announced["storage"] == f"s3://{bucket}-out/results"
-        time.sleep(1.5)  # a wrongly enqueued duplicate would be received by the idle split worker by now
+        time.sleep(
+            1.5
+        )  # a wrongly enqueued duplicate would be received by the idle split worker by now
         assert events.counts[f"{job_id}-split"] == 1, dict(events.counts)
     finally:
         events.close()
@@ -213,7 +243,9 @@ def test_aws_events_end_to_end(fleet, fixtures_dir: Path, s3_bucket, receiver) -
     put_pdf(client, bucket, "in/no etag+1.pdf", pdf)  # same bytes, another key: another job
     records = [
         aws_record(key="in/aws+report.pdf", bucket=bucket, etag=etag, version_id=None),
-        aws_record(key="in/no+etag%2B1.pdf", bucket=bucket, etag="", version_id=None),  # ETag looked up
+        aws_record(
+            key="in/no+etag%2B1.pdf", bucket=bucket, etag="", version_id=None
+        ),  # ETag looked up
         aws_record(key="in/gone.pdf", bucket=bucket, name="ObjectRemoved:Delete"),
         aws_record(key="in/notes.txt", bucket=bucket),
     ]
@@ -222,14 +254,19 @@ def test_aws_events_end_to_end(fleet, fixtures_dir: Path, s3_bucket, receiver) -
     assert status == 200, summary
     assert [e["key"] for e in summary["enqueued"]] == ["in/aws report.pdf", "in/no etag+1.pdf"]
     assert summary["enqueued"][1]["etag"] == etag, "the missing ETag came from a HEAD on the object"
-    assert sorted(s["reason"] for s in summary["skipped"]) == ["not_object_created", "suffix_filter"]
+    assert sorted(s["reason"] for s in summary["skipped"]) == [
+        "not_object_created",
+        "suffix_filter",
+    ]
     out = S3Storage(bucket + "-out")
     names = {entry["key"].split("/")[-1] for entry in summary["enqueued"]}
     for entry in summary["enqueued"]:
         info = wait_for_job(entry["job_id"], timeout_s=120)
         assert info["state"] == "done", info
         # same bytes → same artifacts/<sha256>/: whichever job finished last named the file
-        assert out.get_json(f"{info['artifact_prefix']}/document.json")["source"]["filename"] in names
+        assert (
+            out.get_json(f"{info['artifact_prefix']}/document.json")["source"]["filename"] in names
+        )
 
 
 def test_auth_and_bad_requests(service_env, receiver) -> None:
@@ -237,24 +274,39 @@ def test_auth_and_bad_requests(service_env, receiver) -> None:
     event = {"Records": [minio_record(bucket="uploads")]}
     for token in ("wrong", None, TOKEN + "x"):
         status, body, headers = http(server.url + "/events", event, token=token)
-        assert status == 401 and body["error"]["code"] == "unauthorized" and "Bearer" in headers["WWW-Authenticate"]
+        assert (
+            status == 401
+            and body["error"]["code"] == "unauthorized"
+            and "Bearer" in headers["WWW-Authenticate"]
+        )
     assert http(server.url + "/events", method="HEAD")[0] == 200
     assert http(server.url + "/events", method="HEAD", token="nope")[0] == 401
     assert http(server.url + "/healthz", method="GET", token=None)[:2] == (200, {"ok": True})
-    assert http(server.url + "/readyz", method="GET", token=None)[:2] == (200, {"ok": True, "reason": "ok"})
+    assert http(server.url + "/readyz", method="GET", token=None)[:2] == (
+        200,
+        {"ok": True, "reason": "ok"},
+    )
     status, body, _ = http(server.url + "/events", raw=b'{"Records": [')
     assert status == 400 and body["error"]["code"] == "invalid_event"
     assert "Traceback" not in json.dumps(body)
     status, body, _ = http(server.url + "/events", {"hello": "world"})
     assert status == 400 and "no S3 event records" in body["error"]["message"]
-    status, body, _ = http(server.url + "/events", {"Service": "Amazon S3", "Event": "s3:TestEvent"})
+    status, body, _ = http(
+        server.url + "/events", {"Service": "Amazon S3", "Event": "s3:TestEvent"}
+    )
     assert status == 200 and body["skipped"][0]["reason"] == "test_event"
     assert http(server.url + "/nope", event)[0] == 404
     assert http(server.url + "/events", method="GET")[0] == 405
     assert http(server.url + "/events", raw=b" " * 4096)[0] == 413
-    chunked = urllib.request.Request(server.url + "/events", data=iter([b" " * 800, b" " * 800]), method="POST",
-                                     headers={"Authorization": f"Bearer {TOKEN}", "Transfer-Encoding": "chunked"})
-    with pytest.raises(urllib.error.HTTPError) as too_large:  # no Content-Length: counted while streaming
+    chunked = urllib.request.Request(
+        server.url + "/events",
+        data=iter([b" " * 800, b" " * 800]),
+        method="POST",
+        headers={"Authorization": f"Bearer {TOKEN}", "Transfer-Encoding": "chunked"},
+    )
+    with pytest.raises(
+        urllib.error.HTTPError
+    ) as too_large:  # no Content-Length: counted while streaming
         urllib.request.urlopen(chunked, timeout=10)
     assert too_large.value.code == 413
 
@@ -281,13 +333,31 @@ def test_dedup_protocol(service_env) -> None:
     assert dedup.enqueue_once(job_id, slow) == Outcome.ENQUEUED
     assert dedup.enqueue_once(job_id, lambda: calls.append("again")) == Outcome.DUPLICATE
     assert calls == ["fail", "ok"]
-    assert dedup.state(job_id).startswith("enqueued") and 0 < jobs.client().ttl(dedup.key(job_id)) <= 60
+    assert (
+        dedup.state(job_id).startswith("enqueued")
+        and 0 < jobs.client().ttl(dedup.key(job_id)) <= 60
+    )
 
 
 def _start_redis(port: int, workdir: Path) -> subprocess.Popen:
-    proc = subprocess.Popen([shutil.which("redis-server") or "redis-server", "--port", str(port), "--bind", "127.0.0.1",
-                             "--save", "", "--appendonly", "no", "--dir", str(workdir)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            shutil.which("redis-server") or "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(workdir),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     client = redis.Redis(port=port, socket_connect_timeout=0.5)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -307,20 +377,45 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 @contextlib.contextmanager
-def events_process(service_env: dict[str, str], tmp_path: Path, redis_port: int, *args: str,
-                   **env: str) -> Iterator[tuple[str, Path]]:
+def events_process(
+    service_env: dict[str, str], tmp_path: Path, redis_port: int, *args: str, **env: str
+) -> Iterator[tuple[str, Path]]:
     """`pagefleet events` as deployed: a subprocess on the private Redis at `redis_port`, with
     `args` added; yields (its URL, its log) once it serves, and must exit 0 on SIGTERM. Its events
     name objects never written (the drills here are the broker's): it does not HEAD them."""
     http_port = free_port()
     log_path = tmp_path / "events.log"
     receiver = subprocess.Popen(
-        [sys.executable, "-m", "workers.cli.main", "events", "--host", "127.0.0.1", "--port", str(http_port),
-         "--token-env", "EVENTS_TOKEN", "--output", "s3://results/out", "--broker", f"redis://127.0.0.1:{redis_port}/0",
-         *args],
-        cwd=ROOT, env=dict(os.environ, **service_env, EVENTS_TOKEN=TOKEN, PAGEFLEET_OBSERVABILITY__LOGLEVEL="INFO",
-                           PAGEFLEET_EVENTS__HEAD_OBJECTS="false", **env),
-        stdout=subprocess.DEVNULL, stderr=open(log_path, "wb"), start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "workers.cli.main",
+            "events",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(http_port),
+            "--token-env",
+            "EVENTS_TOKEN",
+            "--output",
+            "s3://results/out",
+            "--broker",
+            f"redis://127.0.0.1:{redis_port}/0",
+            *args,
+        ],
+        cwd=ROOT,
+        env=dict(
+            os.environ,
+            **service_env,
+            EVENTS_TOKEN=TOKEN,
+            PAGEFLEET_OBSERVABILITY__LOGLEVEL="INFO",
+            PAGEFLEET_EVENTS__HEAD_OBJECTS="false",
+            **env,
+        ),
+        stdout=subprocess.DEVNULL,
+        stderr=open(log_path, "wb"),
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{http_port}"
     try:
         _wait_http(url + "/healthz", receiver, log_path)
@@ -341,29 +436,54 @@ def test_broker_outage_gives_503_then_200(service_env, tmp_path: Path) -> None:
     redis_port = free_port()
     private = _start_redis(redis_port, tmp_path)
     try:
-        with events_process(service_env, tmp_path, redis_port, "--redis-bridge-list", "bucketevents") as (url, log_path):
-            event = {"Records": [minio_record(key="in/outage.pdf", bucket="uploads", etag="e" * 32)]}
-            status, summary, _ = http(url + "/events", {"Records": [minio_record(key="in/before.pdf", bucket="uploads")]})
+        with events_process(
+            service_env, tmp_path, redis_port, "--redis-bridge-list", "bucketevents"
+        ) as (url, log_path):
+            event = {
+                "Records": [minio_record(key="in/outage.pdf", bucket="uploads", etag="e" * 32)]
+            }
+            status, summary, _ = http(
+                url + "/events", {"Records": [minio_record(key="in/before.pdf", bucket="uploads")]}
+            )
             assert status == 200 and len(summary["enqueued"]) == 1, summary
 
             _stop(private)
             status, body, headers = http(url + "/events", event)
-            assert status == 503 and body["error"]["code"] == "broker_unavailable" and headers["Retry-After"]
+            assert (
+                status == 503
+                and body["error"]["code"] == "broker_unavailable"
+                and headers["Retry-After"]
+            )
             assert http(url + "/readyz", method="GET", token=None)[0] == 503
 
-            private = _start_redis(redis_port, tmp_path)  # a fresh, empty broker on the same address
+            private = _start_redis(
+                redis_port, tmp_path
+            )  # a fresh, empty broker on the same address
             status, summary = _retry_until_accepted(url + "/events", event)
             assert status == 200 and len(summary["enqueued"]) == 1, summary
-            assert http(url + "/events", event)[1]["duplicates"][0]["job_id"] == summary["enqueued"][0]["job_id"]
+            assert (
+                http(url + "/events", event)[1]["duplicates"][0]["job_id"]
+                == summary["enqueued"][0]["job_id"]
+            )
             client = redis.Redis(port=redis_port)
             assert client.llen("split") == 1, "exactly one split message for the retried event"
 
             # the same process also drains MinIO's Redis target list, and survived the outage
-            element = [{"Event": [minio_record(key="in/via+redis.pdf", bucket="uploads", etag="f" * 32)],
-                        "EventTime": "2025-01-02T03:04:05.678Z"}]
+            element = [
+                {
+                    "Event": [
+                        minio_record(key="in/via+redis.pdf", bucket="uploads", etag="f" * 32)
+                    ],
+                    "EventTime": "2025-01-02T03:04:05.678Z",
+                }
+            ]
             client.rpush("bucketevents", json.dumps(element))
             deadline = time.monotonic() + 20
-            while client.llen("split") < 2 or client.llen("bucketevents") or client.llen("bucketevents:pagefleet-processing"):
+            while (
+                client.llen("split") < 2
+                or client.llen("bucketevents")
+                or client.llen("bucketevents:pagefleet-processing")
+            ):
                 assert time.monotonic() < deadline, log_path.read_text()
                 time.sleep(0.1)
     finally:

@@ -19,8 +19,14 @@ pytestmark = pytest.mark.integration
 
 
 def _job(bucket: str, key: str, max_bytes: int) -> JobSpec:
-    return JobSpec(job_id=f"fetch-{max_bytes}-{time.time_ns()}", source=f"s3://{bucket}/{key}", filename=key,
-                   storage="file:///tmp/unused", artifact_prefix="x", options={"max_bytes": max_bytes})
+    return JobSpec(
+        job_id=f"fetch-{max_bytes}-{time.time_ns()}",
+        source=f"s3://{bucket}/{key}",
+        filename=key,
+        storage="file:///tmp/unused",
+        artifact_prefix="x",
+        options={"max_bytes": max_bytes},
+    )
 
 
 def test_oversize_object_is_refused_before_download(s3_bucket, tmp_path, monkeypatch) -> None:
@@ -79,14 +85,20 @@ def test_put_streams_stores_every_object_at_once_and_raises_a_failed_one(s3_buck
 
     bucket, _ = s3_bucket
     store = S3Storage(bucket, "docs")
-    items = [(f"d/{name}", io.BytesIO(f"{name} ש".encode()), "text/plain; charset=utf-8")
-             for name in ("document.md", "text.txt", "chunks.jsonl", "document.json")]
+    items = [
+        (f"d/{name}", io.BytesIO(f"{name} ש".encode()), "text/plain; charset=utf-8")
+        for name in ("document.md", "text.txt", "chunks.jsonl", "document.json")
+    ]
     store.put_streams(items)
-    assert [store.get_bytes(key).decode() for key, _, _ in items] == [f"{key[2:]} ש" for key, _, _ in items]
+    assert [store.get_bytes(key).decode() for key, _, _ in items] == [
+        f"{key[2:]} ש" for key, _, _ in items
+    ]
 
     class Broken(io.BytesIO):
         def read(self, *args: object) -> bytes:
             raise OSError("disk went away")
 
     with pytest.raises(StorageError, match="disk went away"):
-        store.put_streams([("e/a.txt", io.BytesIO(b"a"), "text/plain"), ("e/b.txt", Broken(b"b"), "text/plain")])
+        store.put_streams(
+            [("e/a.txt", io.BytesIO(b"a"), "text/plain"), ("e/b.txt", Broken(b"b"), "text/plain")]
+        )

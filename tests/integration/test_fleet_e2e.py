@@ -41,14 +41,20 @@ def check_mixed_document(document: dict) -> None:
         assert "\ufffd" not in page["text"]
         assert not any(0xFB50 <= ord(c) <= 0xFEFF for c in page["text"]), "presentation forms left"
     legacy = document["pages"][4]
-    assert legacy["attempts"][0] == {**legacy["attempts"][0], "engine": "pymupdf", "accepted": False}
+    assert legacy["attempts"][0] == {
+        **legacy["attempts"][0],
+        "engine": "pymupdf",
+        "accepted": False,
+    }
     assert "latin1_mojibake" in legacy["attempts"][0]["reasons"]
     assert document["pages"][7]["quality"]["warnings"] == ["blank_page"]
 
 
 def test_mixed_document_local_storage(fleet, fixtures_dir: Path, tmp_path: Path) -> None:
     storage = LocalStorage(tmp_path)
-    spec = spec_for_path(str(fixtures_dir / "mixed_multipage_document.pdf"), storage.url, "mixed", Options())
+    spec = spec_for_path(
+        str(fixtures_dir / "mixed_multipage_document.pdf"), storage.url, "mixed", Options()
+    )
     enqueue(spec)
     info = wait_for_job(spec.job_id)
     assert info["state"] == "done" and info["status"] == "accepted", info
@@ -91,7 +97,9 @@ def test_mixed_document_s3_storage(fleet, fixtures_dir: Path, s3_bucket) -> None
         ("bad_zero_pages.pdf", "zero_pages"),
     ],
 )
-def test_bad_inputs_give_error_json(fleet, fixtures_dir: Path, tmp_path: Path, name: str, code: str) -> None:
+def test_bad_inputs_give_error_json(
+    fleet, fixtures_dir: Path, tmp_path: Path, name: str, code: str
+) -> None:
     storage = LocalStorage(tmp_path)
     spec = spec_for_path(str(fixtures_dir / "bad" / name), storage.url, "bad", Options())
     enqueue(spec)
@@ -115,11 +123,14 @@ def test_bad_input_from_s3(fleet, fixtures_dir: Path, s3_bucket) -> None:
 
 @pytest.mark.parametrize(
     "name, engine, phrase",
-    [("image_only_english_scan_turned_90.pdf", "tesseract:eng", "This is a scanned page"),
-     ("image_only_hebrew_scan_turned_90.pdf", "tesseract:heb+eng", "המערכת צריכה לקרוא אותו")],
+    [
+        ("image_only_english_scan_turned_90.pdf", "tesseract:eng", "This is a scanned page"),
+        ("image_only_hebrew_scan_turned_90.pdf", "tesseract:heb+eng", "המערכת צריכה לקרוא אותו"),
+    ],
 )
-def test_sideways_scans_are_turned_upright(fleet, fixtures_dir: Path, tmp_path: Path, name: str, engine: str,
-                                           phrase: str) -> None:
+def test_sideways_scans_are_turned_upright(
+    fleet, fixtures_dir: Path, tmp_path: Path, name: str, engine: str, phrase: str
+) -> None:
     spec = spec_for_path(str(fixtures_dir / name), LocalStorage(tmp_path).url, "turned", Options())
     enqueue(spec)
     assert wait_for_job(spec.job_id)["status"] == "accepted"
@@ -129,8 +140,12 @@ def test_sideways_scans_are_turned_upright(fleet, fixtures_dir: Path, tmp_path: 
 
 def test_refused_page_is_quarantined(fleet, fixtures_dir: Path, tmp_path: Path) -> None:
     """No rung gets through (OCR off): the garbage layer lives only in document.json's preview."""
-    spec = spec_for_path(str(fixtures_dir / "broken_text_layer_legacy_hebrew_mojibake.pdf"), LocalStorage(tmp_path).url,
-                         "q", Options(ocr="off"))
+    spec = spec_for_path(
+        str(fixtures_dir / "broken_text_layer_legacy_hebrew_mojibake.pdf"),
+        LocalStorage(tmp_path).url,
+        "q",
+        Options(ocr="off"),
+    )
     enqueue(spec)
     assert wait_for_job(spec.job_id)["status"] == "needs_review"
     doc = json.loads((tmp_path / "q" / "document.json").read_text())
@@ -138,7 +153,11 @@ def test_refused_page_is_quarantined(fleet, fixtures_dir: Path, tmp_path: Path) 
     assert page["route"] == "review_required" and page["needs_review"] and page["text"] == ""
     assert "latin1_mojibake" in page["quality"]["reasons"]
     preview = page["review_preview"]["text"]
-    assert "ùìåí" in preview and page["edit_map"] == {"target": "review_preview", "complete": False, "gap": "page_refused"}
+    assert "ùìåí" in preview and page["edit_map"] == {
+        "target": "review_preview",
+        "complete": False,
+        "gap": "page_refused",
+    }
     for name in ("document.md", "text.txt"):
         body = (tmp_path / "q" / name).read_text()
         assert "ùìåí" not in body and "page 1" in body

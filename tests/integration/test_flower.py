@@ -36,9 +36,24 @@ def test_flower_requires_auth_but_serves_metrics(service_env, tmp_path: Path) ->
     env = dict(os.environ, **service_env, FLOWER_BASIC_AUTH="ops:s3cret")
     log = tmp_path / "flower.log"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "workers.app", "flower", f"--port={port}", "--address=127.0.0.1",
-         "--purge-offline-workers=600", "--tasks-columns=name,uuid,state,received,started,runtime,worker,retries"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=open(log, "wb"), start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "workers.app",
+            "flower",
+            f"--port={port}",
+            "--address=127.0.0.1",
+            "--purge-offline-workers=600",
+            "--tasks-columns=name,uuid,state,received,started,runtime,worker,retries",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(log, "wb"),
+        start_new_session=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 45

@@ -25,7 +25,11 @@ def test_gpu_queue_siglip_router_and_vlm_chain(fixtures_dir: Path, tmp_path: Pat
     assert info["status"] == "accepted", info
     assert page["router"]["source"] == "siglip2" and page["router"]["script"] == "he"
     engines = [(a["engine"], a["accepted"], a["rung"]) for a in page["attempts"]]
-    assert engines == [("dots", False, "gpu_ocr"), ("qwen", False, "gpu_ocr"), ("tesseract:heb+eng", True, "ocr")]
+    assert engines == [
+        ("dots", False, "gpu_ocr"),
+        ("qwen", False, "gpu_ocr"),
+        ("tesseract:heb+eng", True, "ocr"),
+    ]
     assert page["attempts"][0]["reasons"] == ["engine_unavailable"]
     assert page["attempts"][1]["reasons"], "the random model's output must be refused by the gate"
     assert "שלום עולם" in page["text"]

@@ -39,8 +39,13 @@ class Sent:
 
 
 def _intake(client: Any, sent: Sent) -> Intake:
-    return Intake(output="file:///tmp/pagefleet-inbox-test", options=Options(), dedup=EventDedup(client),
-                  filters=EventFilter(), enqueue=sent)
+    return Intake(
+        output="file:///tmp/pagefleet-inbox-test",
+        options=Options(),
+        dedup=EventDedup(client),
+        filters=EventFilter(),
+        enqueue=sent,
+    )
 
 
 def _element(i: int, tag: str) -> bytes:
@@ -49,6 +54,7 @@ def _element(i: int, tag: str) -> bytes:
 
 def _push_slowly(client: Any, name: str, elements: list[bytes], gap_s: float) -> threading.Thread:
     """A sender delivering one event at a time (MinIO's webhook: a request after the last answer)."""
+
     def push() -> None:
         for element in elements:
             client.rpush(name, element)
@@ -60,26 +66,48 @@ def _push_slowly(client: Any, name: str, elements: list[bytes], gap_s: float) ->
 
 
 def _bridge_counts(client: Any) -> dict[str, int]:
-    return {k.decode(): int(v) for k, v in client.hgetall(metrics.HASH).items() if k.startswith(b"bridge_")}
+    return {
+        k.decode(): int(v)
+        for k, v in client.hgetall(metrics.HASH).items()
+        if k.startswith(b"bridge_")
+    }
 
 
-def test_a_burst_is_held_while_split_tasks_wait_and_sent_at_once_when_idle(redis_server: str) -> None:
+def test_a_burst_is_held_while_split_tasks_wait_and_sent_at_once_when_idle(
+    redis_server: str,
+) -> None:
     client = bridge_client(redis_server, block_s=0.5)
     tag = uuid.uuid4().hex[:8]
     name, queue = f"inbox-{tag}", f"split-{tag}"
     sent = Sent()
     recorder = metrics.Recorder(client)
     before = _bridge_counts(client)
-    bridge = RedisBridge(client, name, _intake(client, sent), block_s=0.5, batch=16,
-                         hold=split_backlog(client, queue), hold_s=2.0, poll_s=0.02, observe=recorder.bridge_submission)
+    bridge = RedisBridge(
+        client,
+        name,
+        _intake(client, sent),
+        block_s=0.5,
+        batch=16,
+        hold=split_backlog(client, queue),
+        hold_s=2.0,
+        poll_s=0.02,
+        observe=recorder.bridge_submission,
+    )
     try:
         # busy: a split task waits, and 20 events come 10 ms apart
         client.rpush(queue, b"a waiting split task")
         pusher = _push_slowly(client, name, [_element(i, tag) for i in range(20)], 0.01)
         assert bridge.step() and bridge.step()
         pusher.join()
-        assert sent.calls == [(16, False), (4, False)]  # one batch of the cap, then the rest when hold_s ran out
-        assert (bridge.stats.submissions, bridge.stats.gathered, bridge.stats.enqueued) == (2, 2, 20)
+        assert sent.calls == [
+            (16, False),
+            (4, False),
+        ]  # one batch of the cap, then the rest when hold_s ran out
+        assert (bridge.stats.submissions, bridge.stats.gathered, bridge.stats.enqueued) == (
+            2,
+            2,
+            20,
+        )
 
         # idle: nothing waits on the queue, so each event goes as it comes (no added latency)
         client.delete(queue)
@@ -104,8 +132,11 @@ def test_a_burst_is_held_while_split_tasks_wait_and_sent_at_once_when_idle(redis
         recorder.flush()  # what `pagefleet metrics` exports: submissions and their events, gathered or not
         after = _bridge_counts(client)
         assert {k: after.get(k, 0) - before.get(k, 0) for k in after} == {
-            "bridge_submissions_total|gathered=true": 3, "bridge_events_total|gathered=true": 21,
-            "bridge_submissions_total|gathered=false": 3, "bridge_events_total|gathered=false": 3}
+            "bridge_submissions_total|gathered=true": 3,
+            "bridge_events_total|gathered=true": 21,
+            "bridge_submissions_total|gathered=false": 3,
+            "bridge_events_total|gathered=false": 3,
+        }
     finally:
         client.delete(name, queue, bridge.processing, bridge.dead)
 
@@ -119,8 +150,16 @@ def test_a_bridge_stopped_while_it_holds_a_burst_sends_it_first(redis_server: st
     tag = uuid.uuid4().hex[:8]
     name, queue = f"inbox-{tag}", f"split-{tag}"
     sent = Sent()
-    bridge = RedisBridge(client, name, _intake(client, sent), block_s=0.2, batch=16,
-                         hold=split_backlog(client, queue), hold_s=30.0, poll_s=0.02)
+    bridge = RedisBridge(
+        client,
+        name,
+        _intake(client, sent),
+        block_s=0.2,
+        batch=16,
+        hold=split_backlog(client, queue),
+        hold_s=30.0,
+        poll_s=0.02,
+    )
     try:
         client.rpush(queue, b"a waiting split task")
         client.rpush(name, *[_element(i, tag) for i in range(3)])
@@ -133,7 +172,11 @@ def test_a_bridge_stopped_while_it_holds_a_burst_sends_it_first(redis_server: st
         assert sent.calls == [] and client.llen(bridge.processing) == 3
         started = time.monotonic()
         stop_bridges([bridge])
-        assert time.monotonic() - started < 5 and bridge.thread is not None and not bridge.thread.is_alive()
+        assert (
+            time.monotonic() - started < 5
+            and bridge.thread is not None
+            and not bridge.thread.is_alive()
+        )
         assert sent.calls == [(3, False)] and client.llen(bridge.processing) == 0
     finally:
         client.delete(name, queue, bridge.processing, bridge.dead)
@@ -165,11 +208,22 @@ def inbox_receiver(service_env: dict[str, str]):
     started: list[tuple[AsgiServer, list[RedisBridge]]] = []
 
     def start(**settings: Any) -> tuple[AsgiServer, list[RedisBridge]]:
-        config = EventSettings(host="127.0.0.1", port=0, inbox_list=f"inbox-{uuid.uuid4().hex[:8]}", **settings)
+        config = EventSettings(
+            host="127.0.0.1", port=0, inbox_list=f"inbox-{uuid.uuid4().hex[:8]}", **settings
+        )
         intake = build_intake(config, jobs.client())
-        app = Receiver(intake, BearerAuth(TOKEN), ready=redis_ready(jobs.client()),
-                       inbox=Inbox(jobs.client(), config.inbox_list, intake.filters)).app()
-        started.append((AsgiServer(app, "127.0.0.1", 0).start(), start_bridges(config, get_settings().broker.url, intake)))
+        app = Receiver(
+            intake,
+            BearerAuth(TOKEN),
+            ready=redis_ready(jobs.client()),
+            inbox=Inbox(jobs.client(), config.inbox_list, intake.filters),
+        ).app()
+        started.append(
+            (
+                AsgiServer(app, "127.0.0.1", 0).start(),
+                start_bridges(config, get_settings().broker.url, intake),
+            )
+        )
         return started[-1]
 
     yield start
@@ -180,8 +234,9 @@ def inbox_receiver(service_env: dict[str, str]):
             jobs.client().delete(bridge.list_name, bridge.processing, bridge.dead)
 
 
-def test_inbox_queues_each_post_and_its_bridge_runs_the_jobs_once(fleet, tmp_path: Path, s3_bucket,
-                                                                   inbox_receiver) -> None:
+def test_inbox_queues_each_post_and_its_bridge_runs_the_jobs_once(
+    fleet, tmp_path: Path, s3_bucket, inbox_receiver
+) -> None:
     from workers.fleet import jobs
     from workers.intake.parse import parse_event_payload
     from workers.store.storage import S3Storage
@@ -193,18 +248,30 @@ def test_inbox_queues_each_post_and_its_bridge_runs_the_jobs_once(fleet, tmp_pat
     for i in range(6):
         path = one_page(tmp_path / f"up{i}.pdf", f"inbox document {i} hello world")
         etag = client.fput_object(bucket, f"in/up{i}.pdf", str(path)).etag.strip('"')
-        bodies.append(minio_webhook_body(minio_record(key=f"in/up{i}.pdf", bucket=bucket, etag=etag,
-                                                      size=path.stat().st_size)))
+        bodies.append(
+            minio_webhook_body(
+                minio_record(
+                    key=f"in/up{i}.pdf", bucket=bucket, etag=etag, size=path.stat().st_size
+                )
+            )
+        )
     for body in [*bodies, bodies[0]]:  # MinIO replays the first one
         status, answer, _ = http(server.url + "/events", body)
         assert status == 200 and answer == {"queued": 1, "skipped": []}, answer
     status, answer, _ = http(server.url + "/events", raw=b"{not json")
     assert status == 400 and answer["error"]["code"] == "invalid_event"
-    status, answer, _ = http(server.url + "/events", {"Records": [minio_record(name="s3:TestEvent")]})
+    status, answer, _ = http(
+        server.url + "/events", {"Records": [minio_record(name="s3:TestEvent")]}
+    )
     assert status == 200 and answer["queued"] == 0
-    notes = minio_webhook_body(minio_record(key="in/notes.txt", bucket=bucket))  # the receiver's suffix filter
+    notes = minio_webhook_body(
+        minio_record(key="in/notes.txt", bucket=bucket)
+    )  # the receiver's suffix filter
     status, answer, _ = http(server.url + "/events", notes)
-    assert status == 200 and answer == {"queued": 0, "skipped": [{"reason": "suffix_filter", "detail": "in/notes.txt"}]}
+    assert status == 200 and answer == {
+        "queued": 0,
+        "skipped": [{"reason": "suffix_filter", "detail": "in/notes.txt"}],
+    }
     status, _, _ = http(server.url + "/events", bodies[1], token="wrong")
     assert status == 401
 
@@ -218,7 +285,9 @@ def test_inbox_queues_each_post_and_its_bridge_runs_the_jobs_once(fleet, tmp_pat
             time.sleep(0.2)
             info = jobs.get(intake.spec_for(obj).job_id) or {}
         assert info["state"] == "done", info
-        document = S3Storage(bucket + "-out", "r").get_json(f"{info['artifact_prefix']}/document.json")
+        document = S3Storage(bucket + "-out", "r").get_json(
+            f"{info['artifact_prefix']}/document.json"
+        )
         assert f"inbox document {obj.key[5]} hello world" in document["pages"][0]["text"]
     bridge = bridges[0]
     assert (bridge.stats.enqueued, bridge.stats.duplicates) == (6, 1)
@@ -239,7 +308,9 @@ def test_inbox_answers_503_when_redis_refuses(service_env: dict[str, str]) -> No
         Inbox(dead, "inbox-nowhere").put(body, "application/json")
 
 
-def test_inbox_rides_out_a_broker_outage_and_queues_each_upload_once(service_env, tmp_path: Path) -> None:
+def test_inbox_rides_out_a_broker_outage_and_queues_each_upload_once(
+    service_env, tmp_path: Path
+) -> None:
     """`pagefleet events --inbox-list` as deployed (a subprocess on a private Redis that no worker
     consumes): an event is queued and its bridge enqueues it; with Redis stopped a POST is 503
     (MinIO keeps it), after the restart its replay is queued and enqueued once, a second replay
@@ -247,37 +318,66 @@ def test_inbox_rides_out_a_broker_outage_and_queues_each_upload_once(service_env
     import redis
 
     from tests.conftest import free_port
-    from tests.integration.test_events import _retry_until_accepted, _start_redis, _stop, events_process
+    from tests.integration.test_events import (
+        _retry_until_accepted,
+        _start_redis,
+        _stop,
+        events_process,
+    )
 
     redis_port = free_port()
     private = _start_redis(redis_port, tmp_path)
     try:
-        with events_process(service_env, tmp_path, redis_port, "--inbox-list", "inbox",
-                            PAGEFLEET_EVENTS__GATHER_S="0.2") as (url, log_path):
+        with events_process(
+            service_env,
+            tmp_path,
+            redis_port,
+            "--inbox-list",
+            "inbox",
+            PAGEFLEET_EVENTS__GATHER_S="0.2",
+        ) as (url, log_path):
 
             def drained(client: redis.Redis, messages: int) -> None:
                 deadline = time.monotonic() + 20
-                while client.llen("split") < messages or client.llen("inbox") or client.llen("inbox:pagefleet-processing"):
+                while (
+                    client.llen("split") < messages
+                    or client.llen("inbox")
+                    or client.llen("inbox:pagefleet-processing")
+                ):
                     assert time.monotonic() < deadline, log_path.read_text()
                     time.sleep(0.1)
 
-            status, answer, _ = http(url + "/events", {"Records": [minio_record(key="in/before.pdf", bucket="uploads")]})
+            status, answer, _ = http(
+                url + "/events", {"Records": [minio_record(key="in/before.pdf", bucket="uploads")]}
+            )
             assert status == 200 and answer == {"queued": 1, "skipped": []}, answer
             drained(redis.Redis(port=redis_port), 1)
 
             _stop(private)
-            event = {"Records": [minio_record(key="in/outage.pdf", bucket="uploads", etag="e" * 32)]}
+            event = {
+                "Records": [minio_record(key="in/outage.pdf", bucket="uploads", etag="e" * 32)]
+            }
             status, body, headers = http(url + "/events", event)
-            assert status == 503 and body["error"]["code"] == "broker_unavailable" and headers["Retry-After"]
+            assert (
+                status == 503
+                and body["error"]["code"] == "broker_unavailable"
+                and headers["Retry-After"]
+            )
 
-            private = _start_redis(redis_port, tmp_path)  # a fresh, empty broker on the same address
+            private = _start_redis(
+                redis_port, tmp_path
+            )  # a fresh, empty broker on the same address
             status, answer = _retry_until_accepted(url + "/events", event)
             assert status == 200 and answer["queued"] == 1, answer
             client = redis.Redis(port=redis_port)
             drained(client, 1)
-            assert http(url + "/events", event)[0] == 200  # MinIO replays once more: queued, then a duplicate
+            assert (
+                http(url + "/events", event)[0] == 200
+            )  # MinIO replays once more: queued, then a duplicate
             drained(client, 1)
             time.sleep(0.5)
-            assert client.llen("split") == 1, "exactly one split message for the event and its replays"
+            assert client.llen("split") == 1, (
+                "exactly one split message for the event and its replays"
+            )
     finally:
         _stop(private)

@@ -38,7 +38,9 @@ def test_metrics_after_a_run_show_that_runs_counts(fixtures_dir: Path, tmp_path:
     out = tmp_path / "out"
     with PrivateFleet(tmp_path, {}, (("split,collect", 1), ("cpu", 1))) as fleet:
         for name in DOCS:
-            spec = spec_for_path(str(fixtures_dir / name), LocalStorage(out).url, Path(name).stem, Options())
+            spec = spec_for_path(
+                str(fixtures_dir / name), LocalStorage(out).url, Path(name).stem, Options()
+            )
             enqueue(spec)
             assert wait_for_job(spec.job_id)["state"] == "done"
         server = AsgiServer(exporter_app(redis.Redis.from_url(fleet.url)), "127.0.0.1", 0).start()
@@ -54,22 +56,39 @@ def test_metrics_after_a_run_show_that_runs_counts(fixtures_dir: Path, tmp_path:
         pages[labels["route"]] += int(value)
     assert pages == routes and sum(pages.values()) == sum(r["page_count"] for r in reports)
     statuses = Counter(r["status"] for r in reports)
-    assert {labels["status"]: int(v) for labels, v in metrics["pagefleet_documents_total"]} == dict(statuses)
+    assert {labels["status"]: int(v) for labels, v in metrics["pagefleet_documents_total"]} == dict(
+        statuses
+    )
     rung_share = Counter()
     for report in reports:
         for rung, share in report["share"]["rung"].items():
             rung_share[rung] += round(share * report["page_count"])
-    assert Counter({labels["rung"]: int(v) for labels, v in metrics["pagefleet_pages_total"]}) == rung_share
+    assert (
+        Counter({labels["rung"]: int(v) for labels, v in metrics["pagefleet_pages_total"]})
+        == rung_share
+    )
     attempts = Counter()
     for report in reports:
         for rung, entry in report["rungs"].items():
             attempts[rung] += entry["attempts"]
-    assert {labels["rung"]: int(v) for labels, v in metrics["pagefleet_rung_seconds_count"]} == dict(attempts)
-    refused = Counter(reason for d in documents for p in d["pages"] for a in p["attempts"] if not a["accepted"]
-                      for reason in a["reasons"] if not reason.startswith("engine_"))
-    assert {labels["reason"]: int(v) for labels, v in metrics.get("pagefleet_gate_refusals_total", [])} == dict(refused)
-    assert sorted(labels["queue"] for labels, _ in metrics["pagefleet_queue_depth"]) == sorted(QUEUES)
-
+    assert {
+        labels["rung"]: int(v) for labels, v in metrics["pagefleet_rung_seconds_count"]
+    } == dict(attempts)
+    refused = Counter(
+        reason
+        for d in documents
+        for p in d["pages"]
+        for a in p["attempts"]
+        if not a["accepted"]
+        for reason in a["reasons"]
+        if not reason.startswith("engine_")
+    )
+    assert {
+        labels["reason"]: int(v) for labels, v in metrics.get("pagefleet_gate_refusals_total", [])
+    } == dict(refused)
+    assert sorted(labels["queue"] for labels, _ in metrics["pagefleet_queue_depth"]) == sorted(
+        QUEUES
+    )
 
 
 def test_a_gpu_workers_calls_reach_the_exporter(redis_server: str) -> None:
@@ -89,6 +108,12 @@ def test_a_gpu_workers_calls_reach_the_exporter(redis_server: str) -> None:
         metrics = scrape(server.url + "/metrics")
     finally:
         server.stop()
-    got = {n: [(labels, v) for labels, v in metrics[f"pagefleet_generate_{n}_total"]] for n in ("calls", "pages", "tasks")}
-    assert got == {"calls": [({"engine": "lightonocr"}, 2.0)], "pages": [({"engine": "lightonocr"}, 10.0)],
-                   "tasks": [({"engine": "lightonocr"}, 4.0)]}
+    got = {
+        n: [(labels, v) for labels, v in metrics[f"pagefleet_generate_{n}_total"]]
+        for n in ("calls", "pages", "tasks")
+    }
+    assert got == {
+        "calls": [({"engine": "lightonocr"}, 2.0)],
+        "pages": [({"engine": "lightonocr"}, 10.0)],
+        "tasks": [({"engine": "lightonocr"}, 4.0)],
+    }

@@ -23,8 +23,10 @@ DEJAVU = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 def _photo() -> bytes:
     """A smooth picture with no letter-like ink: a colour gradient and a soft disc."""
     y, x = np.mgrid[0:600, 0:800]
-    disc = ((x - 400) ** 2 + (y - 300) ** 2 < 150 ** 2) * 60
-    rgb = np.stack([x * 255 // 800, y * 255 // 600, (disc + 120).clip(0, 255)], axis=-1).astype(np.uint8)
+    disc = ((x - 400) ** 2 + (y - 300) ** 2 < 150**2) * 60
+    rgb = np.stack([x * 255 // 800, y * 255 // 600, (disc + 120).clip(0, 255)], axis=-1).astype(
+        np.uint8
+    )
     buf = io.BytesIO()
     Image.fromarray(rgb).save(buf, format="PNG")
     return buf.getvalue()
@@ -40,16 +42,27 @@ def test_a_picture_page_is_no_text_and_the_document_is_accepted(tmp_path: Path) 
     inputs.mkdir()
     doc.save(inputs / "with_photo.pdf")
     out = tmp_path / "out"
-    run = subprocess.run([PAGEFLEET, "run", str(inputs), "--out", str(out), "--workers", "1"],
-                         capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [PAGEFLEET, "run", str(inputs), "--out", str(out), "--workers", "1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     document = json.loads((out / "with_photo" / "document.json").read_text())
     assert document["status"] == "accepted"
     photo = document["pages"][1]
     assert photo["route"] == "no_text" and photo["text"] == "" and not photo["needs_review"]
     assert photo["quality"]["warnings"] == ["picture_only"]
-    assert photo["attempts"] and all(a["reasons"] == ["no_text"] for a in photo["attempts"] if a["rung"] != "text_layer")
+    assert photo["attempts"] and all(
+        a["reasons"] == ["no_text"] for a in photo["attempts"] if a["rung"] != "text_layer"
+    )
     text = (out / "with_photo" / "text.txt").read_text()
-    assert text.split("\f")[0].strip() == "A page of text beside a photograph." and not text.split("\f")[1].strip()
-    chunks = [json.loads(line) for line in (out / "with_photo" / "chunks.jsonl").read_text().splitlines()]
+    assert (
+        text.split("\f")[0].strip() == "A page of text beside a photograph."
+        and not text.split("\f")[1].strip()
+    )
+    chunks = [
+        json.loads(line) for line in (out / "with_photo" / "chunks.jsonl").read_text().splitlines()
+    ]
     assert all(c["pages"] == [1] for c in chunks)

@@ -36,8 +36,12 @@ TOKEN = "load-" + uuid.uuid4().hex[:8]
 
 
 def post(url: str, payload: Any, timeout: float = 60) -> tuple[int, dict[str, Any], str | None]:
-    request = urllib.request.Request(url, data=json.dumps(payload).encode(), method="POST",
-                                     headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"})
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(payload).encode(),
+        method="POST",
+        headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, json.loads(response.read()), response.headers.get("Retry-After")
@@ -55,11 +59,17 @@ def get(url: str) -> tuple[int, dict[str, Any]]:
 
 def start_receiver(client: redis.Redis, *, max_concurrency: int) -> tuple[AsgiServer, Recorder]:
     # the load's events name objects never written: no HEAD (tests/integration/test_intake_sources.py)
-    settings = EventSettings(host="127.0.0.1", port=0, output="file:///tmp/pagefleet-load-out", head_objects=False)
+    settings = EventSettings(
+        host="127.0.0.1", port=0, output="file:///tmp/pagefleet-load-out", head_objects=False
+    )
     recorder = Recorder(client, flush_s=0.2)
-    receiver = Receiver(build_intake(settings, client), BearerAuth(TOKEN),
-                        limits=Limits(max_concurrency=max_concurrency, retry_after_s=1),
-                        ready=redis_ready(client), observe=recorder.receiver_request)
+    receiver = Receiver(
+        build_intake(settings, client),
+        BearerAuth(TOKEN),
+        limits=Limits(max_concurrency=max_concurrency, retry_after_s=1),
+        ready=redis_ready(client),
+        observe=recorder.receiver_request,
+    )
     return AsgiServer(receiver.app(), "127.0.0.1", 0).start(), recorder
 
 
@@ -72,19 +82,28 @@ def event(n: int) -> dict[str, Any]:
     return {"Records": [minio_record(key=f"load/doc-{n}.pdf", bucket="uploads", etag=f"{n:032x}")]}
 
 
-def test_200_concurrent_posts_answer_2xx_or_503_and_enqueue_each_upload_once(tmp_path: Path) -> None:
+def test_200_concurrent_posts_answer_2xx_or_503_and_enqueue_each_upload_once(
+    tmp_path: Path,
+) -> None:
     with PrivateFleet(tmp_path, {}, ()) as fleet:
         client = redis.Redis.from_url(fleet.url)
         server, recorder = start_receiver(client, max_concurrency=8)
         try:
             deliveries = [n % 50 for n in range(200)]
             with ThreadPoolExecutor(max_workers=200) as pool:
-                answers = list(pool.map(lambda n: (n, *post(server.url + "/events", event(n))), deliveries))
+                answers = list(
+                    pool.map(lambda n: (n, *post(server.url + "/events", event(n))), deliveries)
+                )
             statuses = Counter(status for _, status, _, _ in answers)
             assert set(statuses) <= {200, 503}, statuses
             assert statuses[503] and statuses[200], f"the cap must have been reached: {statuses}"
-            assert all(retry for _, status, _, retry in answers if status == 503), "503 without Retry-After"
-            pending = sorted({n for n, status, _, _ in answers if status == 503} - {n for n, s, _, _ in answers if s == 200})
+            assert all(retry for _, status, _, retry in answers if status == 503), (
+                "503 without Retry-After"
+            )
+            pending = sorted(
+                {n for n, status, _, _ in answers if status == 503}
+                - {n for n, s, _, _ in answers if s == 200}
+            )
             for n in pending:  # what MinIO does with its queue_dir: replay until a 2xx
                 deadline = time.monotonic() + 30
                 while post(server.url + "/events", event(n))[0] != 200:
@@ -94,8 +113,11 @@ def test_200_concurrent_posts_answer_2xx_or_503_and_enqueue_each_upload_once(tmp
             assert len(messages) == 50 and set(messages.values()) == {1}, messages.most_common(3)
             recorder.flush()
             outcomes = {k.decode(): int(v) for k, v in client.hgetall("pagefleet:metrics").items()}
-            assert outcomes.get("receiver_requests_total|outcome=overloaded", 0) + \
-                outcomes.get("receiver_requests_total|outcome=in_progress", 0) >= statuses[503]
+            assert (
+                outcomes.get("receiver_requests_total|outcome=overloaded", 0)
+                + outcomes.get("receiver_requests_total|outcome=in_progress", 0)
+                >= statuses[503]
+            )
         finally:
             server.stop()
 
@@ -106,7 +128,9 @@ def test_redis_at_maxmemory_gives_503_and_readyz_says_why(tmp_path: Path) -> Non
         server, _ = start_receiver(client, max_concurrency=8)
         try:
             assert get(server.url + "/readyz") == (200, {"ok": True, "reason": "ok"})
-            client.config_set("maxmemory", "4mb")  # noeviction (RedisServer's policy): writes refused at the limit
+            client.config_set(
+                "maxmemory", "4mb"
+            )  # noeviction (RedisServer's policy): writes refused at the limit
             with pytest.raises(redis.exceptions.OutOfMemoryError):
                 for n in range(10_000):
                     client.set(f"ballast:{n}", b"x" * 4096)

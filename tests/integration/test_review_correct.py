@@ -22,7 +22,9 @@ from tests.conftest import CORPUS
 from tests.integration.test_review_studio import PAGEFLEET, StudioProcess, _request, browser  # noqa: F401
 
 pytestmark = pytest.mark.integration
-NIQQUD = "he_pdfcpu_table_rtl_niqqud"  # one refused Hebrew page: a table whose amounts read reversed
+NIQQUD = (
+    "he_pdfcpu_table_rtl_niqqud"  # one refused Hebrew page: a table whose amounts read reversed
+)
 TABLES = "he_report_tables"
 ARABIC = "born_digital_arabic_presentation_forms"
 MIXED = "mixed_multipage_document"
@@ -36,17 +38,28 @@ def out(fixtures_dir: Path, structure_dir: Path, tmp_path_factory: pytest.TempPa
     if not source.is_file():
         pytest.skip(f"the shared corpus has no {source.name}")
     target = tmp_path_factory.mktemp("review-loop") / "out"
-    inputs = [str(source), str(structure_dir / f"{TABLES}.pdf"), str(fixtures_dir / f"{ARABIC}.pdf"),
-              str(fixtures_dir / f"{MIXED}.pdf")]
-    proc = subprocess.run([PAGEFLEET, "run", *inputs, "--out", str(target), "--ocr", "off", "--workers", "1"],
-                          capture_output=True, text=True, timeout=600, check=False)
+    inputs = [
+        str(source),
+        str(structure_dir / f"{TABLES}.pdf"),
+        str(fixtures_dir / f"{ARABIC}.pdf"),
+        str(fixtures_dir / f"{MIXED}.pdf"),
+    ]
+    proc = subprocess.run(
+        [PAGEFLEET, "run", *inputs, "--out", str(target), "--ocr", "off", "--workers", "1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == 2, proc.stderr[-2000:]
     return target
 
 
 @pytest.fixture(scope="module")
 def studio(out: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[StudioProcess]:
-    with StudioProcess(str(out), tmp_path_factory.mktemp("studio"), env={"PAGEFLEET_STUDIO__REVIEWER": "dana"}) as s:
+    with StudioProcess(
+        str(out), tmp_path_factory.mktemp("studio"), env={"PAGEFLEET_STUDIO__REVIEWER": "dana"}
+    ) as s:
         yield s
 
 
@@ -69,7 +82,10 @@ def _json(path: Path) -> dict:
 
 
 def _chunks(folder: Path) -> list[dict]:
-    return [json.loads(line) for line in (folder / "chunks.jsonl").read_text(encoding="utf-8").splitlines()]
+    return [
+        json.loads(line)
+        for line in (folder / "chunks.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
 
 
 def _screenshot(page, tmp_path: Path, name: str) -> Path:
@@ -94,12 +110,15 @@ def _approve(page, number: int) -> None:
     assert page.locator("#current-decision").inner_text() == "approve"
 
 
-def test_correct_approve_reject_and_every_artifact_follows(studio: StudioProcess, out: Path, page,
-                                                            tmp_path: Path) -> None:
+def test_correct_approve_reject_and_every_artifact_follows(
+    studio: StudioProcess, out: Path, page, tmp_path: Path
+) -> None:
     before = hashlib.sha256((out / NIQQUD / "document.json").read_bytes()).hexdigest()
     _open_editor(page, studio.base, NIQQUD, 1)
     shown = page.locator("#editor").input_value()
-    assert all(wrong in shown for wrong in AMOUNTS), "the reversed amounts are what the reviewer starts from"
+    assert all(wrong in shown for wrong in AMOUNTS), (
+        "the reversed amounts are what the reviewer starts from"
+    )
     fixed = shown
     for wrong, right in AMOUNTS.items():
         fixed = fixed.replace(wrong, right)
@@ -107,8 +126,9 @@ def test_correct_approve_reject_and_every_artifact_follows(studio: StudioProcess
     page.locator("#editor").press("End")
     lines = page.locator("#editor-preview > div")
     assert lines.count() == len(fixed.split("\n")) and lines.first.get_attribute("dir") == "auto"
-    assert "₪115.00" in page.locator("#editor-preview bdi").all_inner_texts() or \
-        any("115.00" in t for t in page.locator("#editor-preview bdi").all_inner_texts())
+    assert "₪115.00" in page.locator("#editor-preview bdi").all_inner_texts() or any(
+        "115.00" in t for t in page.locator("#editor-preview bdi").all_inner_texts()
+    )
     assert page.locator("#editor").evaluate("el => getComputedStyle(el).unicodeBidi") == "plaintext"
     page.wait_for_function("document.querySelector('#source-image').naturalWidth > 0")
     _screenshot(page, tmp_path, "review-editor-hebrew.png")
@@ -126,20 +146,34 @@ def test_correct_approve_reject_and_every_artifact_follows(studio: StudioProcess
     assert "₪250,000.00" in text and "00.000,052₪" not in text
     assert "₪115.00" in (folder / "document.reviewed.md").read_text(encoding="utf-8")
     cited = [c for c in _chunks(folder) if "₪750,000.00" in c["text"]]
-    assert cited and all(c["reviewed"] and c["reviewed_by"] == ["dana"] and c["routes"] == ["reviewed"] for c in cited)
+    assert cited and all(
+        c["reviewed"] and c["reviewed_by"] == ["dana"] and c["routes"] == ["reviewed"]
+        for c in cited
+    )
     report = _json(folder / "report.json")
     assert report["status"] == "accepted_after_review" and report["review"]["reviewed"] == 1
     assert report["review"]["pending"] == 0
 
-    table = next(t for t in _json(out / TABLES / "document.json")["pages"][0]["blocks"] if t["type"] == "table")
+    table = next(
+        t
+        for t in _json(out / TABLES / "document.json")["pages"][0]["blocks"]
+        if t["type"] == "table"
+    )
     index = _json(out / TABLES / "document.json")["pages"][0]["blocks"].index(table)
     _open_editor(page, studio.base, TABLES, 1)
     grid = page.locator(f"#grid-{index}")
     assert grid.get_attribute("dir") == "rtl"
     page.fill(f"input[name=cell-{index}-1-2]", "1,411.9")
     _approve(page, 1)
-    moved = next(b for b in _json(out / TABLES / "document.reviewed.json")["pages"][0]["blocks"] if b["type"] == "table")
-    assert moved["table"]["rows"][1][2] == "1,411.9" and moved["table"]["rows"][1][1] == table["table"]["rows"][1][1]
+    moved = next(
+        b
+        for b in _json(out / TABLES / "document.reviewed.json")["pages"][0]["blocks"]
+        if b["type"] == "table"
+    )
+    assert (
+        moved["table"]["rows"][1][2] == "1,411.9"
+        and moved["table"]["rows"][1][1] == table["table"]["rows"][1][1]
+    )
     assert any("| 1,411.9 |" in c["text"] and c["reviewed"] for c in _chunks(out / TABLES))
 
     _open_editor(page, studio.base, ARABIC, 1)
@@ -151,7 +185,9 @@ def test_correct_approve_reject_and_every_artifact_follows(studio: StudioProcess
     arabic = (out / ARABIC / "text.reviewed.txt").read_text(encoding="utf-8")
     assert ARABIC_LINE[1] in arabic and ARABIC_LINE[0] + "\n" not in arabic
 
-    blank = next(p["number"] for p in _json(out / MIXED / "document.json")["pages"] if p["route"] == "failed")
+    blank = next(
+        p["number"] for p in _json(out / MIXED / "document.json")["pages"] if p["route"] == "failed"
+    )
     page.goto(f"{studio.base}/doc/{MIXED}/page/{blank}")
     page.fill("#reason", "a blank page")
     page.uncheck("#then-next")
@@ -161,38 +197,83 @@ def test_correct_approve_reject_and_every_artifact_follows(studio: StudioProcess
     assert "a blank page" in page.locator("#decided-by").inner_text()
     reviewed = _json(out / MIXED / "document.reviewed.json")["pages"][blank - 1]
     assert reviewed["route"] == "rejected" and reviewed["review"]["reason"] == "a blank page"
-    assert (out / MIXED / "text.reviewed.txt").read_text(encoding="utf-8").split("\f")[blank - 1] == ""
+    assert (out / MIXED / "text.reviewed.txt").read_text(encoding="utf-8").split("\f")[
+        blank - 1
+    ] == ""
     assert all(blank not in c["pages"] for c in _chunks(out / MIXED))
     report = _json(out / MIXED / "report.json")
-    assert report["status"] == "needs_review" and report["review"]["rejected"] == 1 and report["review"]["pending"] >= 1
+    assert (
+        report["status"] == "needs_review"
+        and report["review"]["rejected"] == 1
+        and report["review"]["pending"] >= 1
+    )
     page.goto(f"{studio.base}/doc/{MIXED}")
     assert page.locator("#rejected-count").inner_text() == "1"
 
 
-def test_the_cli_applies_decisions_and_exits_0_once_nothing_is_pending(studio: StudioProcess, out: Path) -> None:
+def test_the_cli_applies_decisions_and_exits_0_once_nothing_is_pending(
+    studio: StudioProcess, out: Path
+) -> None:
     pending = _json(out / MIXED / "report.json")["review"]["pending_pages"]
     document = _json(out / MIXED / "document.json")
-    proc = subprocess.run([PAGEFLEET, "review", "--apply", str(out)], capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run(
+        [PAGEFLEET, "review", "--apply", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 2 and f"{MIXED}: needs_review" in proc.stderr + proc.stdout
     for number in pending:
         body = _request(studio.base, f"/doc/{MIXED}/page/{number}")[2]
         csrf = re.search(rb'name="csrf" value="([^"]+)"', body).group(1).decode()
         record = document["pages"][number - 1]
         verdict = "approve" if (record.get("review_preview") or {}).get("text") else "reject"
-        form = {"csrf": csrf, "decision": verdict, "reviewer": "lior", "reason": "no text on the page"}
-        status, _, answer = _request(studio.base, f"/doc/{MIXED}/page/{number}/decision", "POST",
-                                     {"content-type": "application/x-www-form-urlencoded"},
-                                     urllib.parse.urlencode(form).encode())
+        form = {
+            "csrf": csrf,
+            "decision": verdict,
+            "reviewer": "lior",
+            "reason": "no text on the page",
+        }
+        status, _, answer = _request(
+            studio.base,
+            f"/doc/{MIXED}/page/{number}/decision",
+            "POST",
+            {"content-type": "application/x-www-form-urlencoded"},
+            urllib.parse.urlencode(form).encode(),
+        )
         assert status == 303, answer[:500]
-    proc = subprocess.run([PAGEFLEET, "review", "--apply", str(out)], capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run(
+        [PAGEFLEET, "review", "--apply", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert _json(out / MIXED / "report.json")["status"] == "accepted_after_review"
 
 
 def test_a_run_again_keeps_the_decisions_its_text_still_matches(out: Path) -> None:
     """The fleet's collector calls the same function: a document processed again keeps its review."""
-    proc = subprocess.run([PAGEFLEET, "run", str(CORPUS / f"{NIQQUD}.pdf"), "--out", str(out), "--ocr", "off",
-                           "--workers", "1", "--force"], capture_output=True, text=True, timeout=600, check=False)
+    proc = subprocess.run(
+        [
+            PAGEFLEET,
+            "run",
+            str(CORPUS / f"{NIQQUD}.pdf"),
+            "--out",
+            str(out),
+            "--ocr",
+            "off",
+            "--workers",
+            "1",
+            "--force",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert _json(out / NIQQUD / "report.json")["status"] == "accepted_after_review"
     assert any(c["reviewed"] and "₪750,000.00" in c["text"] for c in _chunks(out / NIQQUD))
@@ -218,27 +299,46 @@ def _race(browser, base: str, doc: str, number: int) -> tuple[list[str], list[st
     return [str(a) for a in answers], texts
 
 
-def test_two_reviewers_on_one_page_one_wins_the_other_is_told(studio: StudioProcess, out: Path, browser) -> None:  # noqa: F811
-    number = next(p["number"] for p in _json(out / TABLES / "document.json")["pages"] if p["number"] == 2)
+def test_two_reviewers_on_one_page_one_wins_the_other_is_told(
+    studio: StudioProcess, out: Path, browser
+) -> None:  # noqa: F811
+    number = next(
+        p["number"] for p in _json(out / TABLES / "document.json")["pages"] if p["number"] == 2
+    )
     answers, texts = _race(browser, studio.base, TABLES, number)
     assert answers == ["200", "409"], answers
     assert "decided meanwhile by ann" in texts[1] and "was not saved" in texts[1]
     saved = _json(out / TABLES / "review.json")
-    assert saved["pages"][str(number)]["reviewer"] == "ann" and saved["pages"][str(number)]["decision"] == "approve"
+    assert (
+        saved["pages"][str(number)]["reviewer"] == "ann"
+        and saved["pages"][str(number)]["decision"] == "approve"
+    )
     assert [h["reviewer"] for h in saved["history"] if h["page"] == number] == ["ann"]
 
 
-def test_a_page_parsed_again_shows_its_decision_stale(studio: StudioProcess, out: Path, page) -> None:
+def test_a_page_parsed_again_shows_its_decision_stale(
+    studio: StudioProcess, out: Path, page
+) -> None:
     folder = out / TABLES
     document = _json(folder / "document.json")
     changed = document["pages"][1]
     assert _json(folder / "review.json")["pages"]["2"]["decision"] == "approve"
     changed["raw_text"] = changed["raw_text"].replace("22,300", "22,900")
-    changed["text"] = changed["text"].replace("22,300", "22,900")  # what another reading of the layer gives
+    changed["text"] = changed["text"].replace(
+        "22,300", "22,900"
+    )  # what another reading of the layer gives
     for block in changed["blocks"]:
-        block["text"] = changed["text"][block["start"]:block["end"]]
-    (folder / "document.json").write_text(json.dumps(document, ensure_ascii=False), encoding="utf-8")
-    proc = subprocess.run([PAGEFLEET, "review", "--apply", str(out)], capture_output=True, text=True, timeout=120, check=False)
+        block["text"] = changed["text"][block["start"] : block["end"]]
+    (folder / "document.json").write_text(
+        json.dumps(document, ensure_ascii=False), encoding="utf-8"
+    )
+    proc = subprocess.run(
+        [PAGEFLEET, "review", "--apply", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     report = _json(folder / "report.json")
     assert report["review"]["stale_pages"] == [2] and 2 not in report["review"]["approved_pages"]
@@ -255,14 +355,20 @@ def test_two_reviewers_on_the_s3_server(out: Path, s3_bucket, browser, tmp_path:
     sha = _json(folder / "document.json")["source"]["sha256"]
     for name in ("document.json", "document.md", "text.txt", "report.json", "chunks.jsonl"):
         client.fput_object(bucket, f"results/artifacts/{sha}/{name}", str(folder / name))
-    number = next(p["number"] for p in _json(folder / "document.json")["pages"] if p["route"] == "review_required")
+    number = next(
+        p["number"]
+        for p in _json(folder / "document.json")["pages"]
+        if p["route"] == "review_required"
+    )
     with StudioProcess(f"s3://{bucket}/results", tmp_path) as studio:
         answers, texts = _race(browser, studio.base, f"artifacts/{sha}", number)
     assert answers == ["200", "409"], answers
     assert "decided meanwhile by ann" in texts[1]
     saved = json.loads(client.get_object(bucket, f"results/artifacts/{sha}/review.json").read())
     assert saved["pages"][str(number)]["reviewer"] == "ann" and len(saved["history"]) == 1
-    reviewed = json.loads(client.get_object(bucket, f"results/artifacts/{sha}/document.reviewed.json").read())
+    reviewed = json.loads(
+        client.get_object(bucket, f"results/artifacts/{sha}/document.reviewed.json").read()
+    )
     assert reviewed["pages"][number - 1]["route"] == "reviewed"
 
 
@@ -282,18 +388,35 @@ def _scrape(redis_url: str) -> dict[str, float]:
     return values
 
 
-def test_decisions_are_counted_for_pagefleet_metrics(out: Path, redis_server: str, tmp_path: Path) -> None:
+def test_decisions_are_counted_for_pagefleet_metrics(
+    out: Path, redis_server: str, tmp_path: Path
+) -> None:
     before = _scrape(redis_server)
     document = _json(out / TABLES / "document.json")
     with StudioProcess(str(out), tmp_path, "--broker", redis_server) as studio:
-        decided = [(TABLES, 1, {"decision": "approve", "text": document["pages"][0]["text"].replace("2024", "2025", 1)}),
-                   (ARABIC, 1, {"decision": "flag"}), (MIXED, 2, {"decision": "reject", "reason": "blank"})]
+        decided = [
+            (
+                TABLES,
+                1,
+                {
+                    "decision": "approve",
+                    "text": document["pages"][0]["text"].replace("2024", "2025", 1),
+                },
+            ),
+            (ARABIC, 1, {"decision": "flag"}),
+            (MIXED, 2, {"decision": "reject", "reason": "blank"}),
+        ]
         for doc, number, fields in decided:
             body = _request(studio.base, f"/doc/{doc}/page/{number}")[2]
             csrf = re.search(rb'name="csrf" value="([^"]+)"', body).group(1).decode()
             form = urllib.parse.urlencode({"csrf": csrf, "reviewer": "noa", **fields}).encode()
-            status, _, answer = _request(studio.base, f"/doc/{doc}/page/{number}/decision", "POST",
-                                         {"content-type": "application/x-www-form-urlencoded"}, form)
+            status, _, answer = _request(
+                studio.base,
+                f"/doc/{doc}/page/{number}/decision",
+                "POST",
+                {"content-type": "application/x-www-form-urlencoded"},
+                form,
+            )
             assert status == 303, answer[:500]
     after = _scrape(redis_server)
     delta = {k: v - before.get(k, 0.0) for k, v in after.items()}
@@ -301,4 +424,7 @@ def test_decisions_are_counted_for_pagefleet_metrics(out: Path, redis_server: st
     assert delta['pagefleet_review_decisions_total{decision="flag"}'] == 1
     assert delta['pagefleet_review_decisions_total{decision="reject"}'] == 1
     assert delta["pagefleet_review_corrected_total"] == 1
-    assert delta["pagefleet_review_decision_seconds_count"] == 3 and delta["pagefleet_review_decision_seconds_sum"] > 0
+    assert (
+        delta["pagefleet_review_decision_seconds_count"] == 3
+        and delta["pagefleet_review_decision_seconds_sum"] > 0
+    )

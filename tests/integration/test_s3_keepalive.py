@@ -23,12 +23,21 @@ pytestmark = pytest.mark.integration
 
 
 def _settings(endpoint: str, **extra: object) -> Settings:
-    return Settings(storage={"s3_endpoint": endpoint, "s3_access_key": "testing", "s3_secret_key": "testing", **extra})
+    return Settings(
+        storage={
+            "s3_endpoint": endpoint,
+            "s3_access_key": "testing",
+            "s3_secret_key": "testing",
+            **extra,
+        }
+    )
 
 
 def _store_documents(endpoint: str, bucket: str, count: int, secure: bool = False) -> None:
     settings = _settings(endpoint, s3_secure=secure)
-    for n in range(count):  # what the collector does for each document: a storage, then its artifacts
+    for n in range(
+        count
+    ):  # what the collector does for each document: a storage, then its artifacts
         storage = open_storage(f"s3://{bucket}/out", settings)
         storage.put_streams(artifact_streams(f"doc{n}", str(n)))
         storage.put_json(f"doc{n}/report.json", {"n": n})
@@ -49,14 +58,23 @@ def test_documents_stored_one_after_another_share_the_connections(s3_server: str
         bucket = f"keep-{uuid.uuid4().hex[:10]}"
         s3_client(_settings(proxy.endpoint, s3_region="us-east-1")).make_bucket(bucket)
         before = proxy.connections
-        _store_documents(proxy.endpoint, bucket, 12)  # no region set: minio asks for the bucket's once
+        _store_documents(
+            proxy.endpoint, bucket, 12
+        )  # no region set: minio asks for the bucket's once
         used = proxy.connections - before
         assert 1 <= used <= 5, f"{used} connections for 12 documents of 5 objects each"
         store = open_storage(f"s3://{bucket}/out", _settings(proxy.endpoint))
         assert store.get_json("doc11/report.json") == {"n": 11}
-        assert sorted(store.list_keys("doc3")) == [f"doc3/{name}" for name in
-                                                    ("chunks.jsonl", "document.json", "document.md", "document.txt",
-                                                     "report.json")]
+        assert sorted(store.list_keys("doc3")) == [
+            f"doc3/{name}"
+            for name in (
+                "chunks.jsonl",
+                "document.json",
+                "document.md",
+                "document.txt",
+                "report.json",
+            )
+        ]
     finally:
         proxy.cut()
 
@@ -64,10 +82,15 @@ def test_documents_stored_one_after_another_share_the_connections(s3_server: str
 def test_a_forked_process_makes_its_own_client(s3_server: str) -> None:
     settings = _settings(s3_server, s3_region="us-east-1")
     parent = s3_client(settings)
-    assert s3_client(settings) is parent and s3_client(_settings(s3_server, s3_region="eu-west-1")) is not parent
+    assert (
+        s3_client(settings) is parent
+        and s3_client(_settings(s3_server, s3_region="eu-west-1")) is not parent
+    )
     bucket = f"fork-{uuid.uuid4().hex[:10]}"
     parent.make_bucket(bucket)
-    child = multiprocessing.get_context("fork").Process(target=_child_stores, args=(s3_server, bucket, id(parent)))
+    child = multiprocessing.get_context("fork").Process(
+        target=_child_stores, args=(s3_server, bucket, id(parent))
+    )
     child.start()
     child.join(60)
     assert child.exitcode == 0
@@ -88,15 +111,23 @@ def test_documents_stored_over_https_share_the_connections(monkeypatch: pytest.M
             before = proxy.connections
             _store_documents(proxy.endpoint, bucket, 6, secure=True)
             assert 1 <= proxy.connections - before <= 5
-            assert open_storage(f"s3://{bucket}/out", settings).get_json("doc5/report.json") == {"n": 5}
+            assert open_storage(f"s3://{bucket}/out", settings).get_json("doc5/report.json") == {
+                "n": 5
+            }
             client = s3_client(settings)
             client._http.clear()  # its connections closed: the next ones reuse the client's one TLS context
-            assert open_storage(f"s3://{bucket}/out", settings).get_json("doc0/report.json") == {"n": 0}
+            assert open_storage(f"s3://{bucket}/out", settings).get_json("doc0/report.json") == {
+                "n": 0
+            }
         finally:
             proxy.cut()
         monkeypatch.delenv("SSL_CERT_FILE")  # certifi's bundle does not hold the test's certificate
-        untrusting = _settings(server.env()["PAGEFLEET_STORAGE__S3_ENDPOINT"], s3_secure=True, s3_region="us-east-1",
-                               s3_timeout_s=5)
+        untrusting = _settings(
+            server.env()["PAGEFLEET_STORAGE__S3_ENDPOINT"],
+            s3_secure=True,
+            s3_region="us-east-1",
+            s3_timeout_s=5,
+        )
         with pytest.raises(StorageError) as info:
             open_storage(f"s3://{bucket}/out", untrusting).get_bytes("doc0/report.json")
         assert "certificate" in str(info.value).lower()

@@ -27,14 +27,22 @@ class GaveUp(Exception):
 
 
 @pytest.fixture
-def stalling(s3_server: str, request: pytest.FixtureRequest) -> Iterator[tuple[TcpProxy, S3Storage]]:
+def stalling(
+    s3_server: str, request: pytest.FixtureRequest
+) -> Iterator[tuple[TcpProxy, S3Storage]]:
     """A store behind a proxy; its S3 timeout is the test's parameter (its stalled PUTs are reset
     by the cut at the end, so none outlives the test)."""
     host, port = s3_server.split(":")
     proxy = TcpProxy(host, int(port)).start()
-    settings = Settings(storage={"s3_endpoint": proxy.endpoint, "s3_access_key": "testing",
-                                 "s3_secret_key": "testing", "s3_region": "us-east-1",
-                                 "s3_timeout_s": request.param})
+    settings = Settings(
+        storage={
+            "s3_endpoint": proxy.endpoint,
+            "s3_access_key": "testing",
+            "s3_secret_key": "testing",
+            "s3_region": "us-east-1",
+            "s3_timeout_s": request.param,
+        }
+    )
     store = S3Storage(f"stall-{uuid.uuid4().hex[:10]}", "", settings)
     store.client.make_bucket(store.bucket)
     yield proxy, store
@@ -59,7 +67,9 @@ def test_a_stalled_s3_fails_as_a_retryable_error(stalling) -> None:
 
 
 @pytest.mark.parametrize("stalling", [60], indirect=True)  # the stalled PUTs outlast the test
-def test_a_task_that_gives_up_on_stalled_puts_leaves_them_to_a_retired_pool(stalling, caplog) -> None:
+def test_a_task_that_gives_up_on_stalled_puts_leaves_them_to_a_retired_pool(
+    stalling, caplog
+) -> None:
     proxy, store = stalling
     store.put_streams(_artifacts("first"))
     before = storage_module._put_pool()
@@ -77,9 +87,12 @@ def test_a_task_that_gives_up_on_stalled_puts_leaves_them_to_a_retired_pool(stal
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     after = storage_module._put_pool()
-    assert after is not before and before._shutdown  # the stalled PUTs hold none of the next document's threads
+    assert (
+        after is not before and before._shutdown
+    )  # the stalled PUTs hold none of the next document's threads
     assert "PUT pool is retired" in caplog.text
     proxy.restore()
     store.put_streams(_artifacts("third"))
     assert {store.get_bytes(key) for key, _, _ in _artifacts("x")} == {
-        f"third {k.split('/')[1]}".encode() for k, _, _ in _artifacts("x")}
+        f"third {k.split('/')[1]}".encode() for k, _, _ in _artifacts("x")
+    }

@@ -24,13 +24,18 @@ pytestmark = pytest.mark.integration
 def broker(tmp_path: Path) -> Iterator[RedisServer]:
     server = RedisServer(tmp_path, aof=True)
     server.start()
-    before = os.environ.get("PAGEFLEET_BROKER__URL"), os.environ.get("PAGEFLEET_BROKER__RESULT_BACKEND")
+    before = (
+        os.environ.get("PAGEFLEET_BROKER__URL"),
+        os.environ.get("PAGEFLEET_BROKER__RESULT_BACKEND"),
+    )
     use_broker(server.url)
     try:
         yield server
     finally:
         server.stop()
-        for name, value in zip(("PAGEFLEET_BROKER__URL", "PAGEFLEET_BROKER__RESULT_BACKEND"), before):
+        for name, value in zip(
+            ("PAGEFLEET_BROKER__URL", "PAGEFLEET_BROKER__RESULT_BACKEND"), before
+        ):
             if value is None:
                 os.environ.pop(name, None)
             else:
@@ -48,9 +53,17 @@ def test_messages_land_on_one_kept_connection(broker: RedisServer) -> None:
     send("pagefleet.callback", ["http://x", {}], queue="collect", task_id="t-1", label="(test)")
     first = appmod._producer["conn"]
     with redis.Redis.from_url(broker.url) as reader:
-        newest = max(int(c["id"]) for c in reader.client_list())  # Redis numbers connections in order
+        newest = max(
+            int(c["id"]) for c in reader.client_list()
+        )  # Redis numbers connections in order
         for n in range(2, 7):
-            send("pagefleet.callback", ["http://x", {}], queue="collect", task_id=f"t-{n}", label="(test)")
+            send(
+                "pagefleet.callback",
+                ["http://x", {}],
+                queue="collect",
+                task_id=f"t-{n}",
+                label="(test)",
+            )
         assert appmod._producer["conn"] is first
         opened = [c for c in reader.client_list() if int(c["id"]) > newest]
         assert opened == []  # five more messages, no new connection (others may close meanwhile)
@@ -65,13 +78,21 @@ def test_a_restarted_redis_is_reconnected_to(broker: RedisServer) -> None:
     assert sorted(_queued(broker.url, "collect")) == ["after", "before"]
 
 
-def test_a_forked_child_and_another_broker_get_their_own(broker: RedisServer, tmp_path: Path) -> None:
+def test_a_forked_child_and_another_broker_get_their_own(
+    broker: RedisServer, tmp_path: Path
+) -> None:
     send("pagefleet.callback", ["http://x", {}], queue="collect", task_id="parent", label="(test)")
     parent = appmod._producer["conn"]
     pid = os.fork()
     if pid == 0:  # the child must not write on the parent's socket
         try:
-            send("pagefleet.callback", ["http://x", {}], queue="collect", task_id="child", label="(test)")
+            send(
+                "pagefleet.callback",
+                ["http://x", {}],
+                queue="collect",
+                task_id="child",
+                label="(test)",
+            )
             os._exit(0 if appmod._producer["conn"] is not parent else 3)
         except BaseException:  # noqa: BLE001 — any failure is the child's exit status
             os._exit(4)
@@ -82,7 +103,9 @@ def test_a_forked_child_and_another_broker_get_their_own(broker: RedisServer, tm
     other.start()
     try:
         use_broker(other.url)
-        send("pagefleet.callback", ["http://x", {}], queue="collect", task_id="other", label="(test)")
+        send(
+            "pagefleet.callback", ["http://x", {}], queue="collect", task_id="other", label="(test)"
+        )
         assert _queued(other.url, "collect") == ["other"]
         assert appmod._producer["conn"] is not parent
     finally:
@@ -94,6 +117,8 @@ def test_a_broker_that_is_down_fails_as_a_broker_error(broker: RedisServer) -> N
     send("pagefleet.callback", ["http://x", {}], queue="collect", task_id="up", label="(test)")
     broker.kill()
     with pytest.raises(Exception) as failure:
-        send("pagefleet.callback", ["http://x", {}], queue="collect", task_id="down", label="(test)")
+        send(
+            "pagefleet.callback", ["http://x", {}], queue="collect", task_id="down", label="(test)"
+        )
     assert isinstance(failure.value, (OSError, appmod.OperationalError, redis.ConnectionError))
     assert "conn" not in appmod._producer  # nothing stale is kept for the next send

@@ -21,7 +21,9 @@ pytestmark = pytest.mark.integration
 
 
 def _put(client, bucket: str, key: str, data: bytes):
-    return client.put_object(bucket, key, io.BytesIO(data), len(data), content_type="application/pdf")
+    return client.put_object(
+        bucket, key, io.BytesIO(data), len(data), content_type="application/pdf"
+    )
 
 
 def test_exact_version_and_etag(s3_bucket, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -33,8 +35,14 @@ def test_exact_version_and_etag(s3_bucket, tmp_path: Path, monkeypatch: pytest.M
     second = _put(client, bucket, "in/doc.pdf", b"%PDF-1.4 second version, longer\n")
     assert first.version_id and first.version_id != second.version_id
 
-    named = spec_for_object(bucket, "in/doc.pdf", "file:///tmp/out", Options(), etag=first.etag,
-                            version_id=first.version_id)
+    named = spec_for_object(
+        bucket,
+        "in/doc.pdf",
+        "file:///tmp/out",
+        Options(),
+        etag=first.etag,
+        version_id=first.version_id,
+    )
     assert named.version_id == first.version_id
     assert Path(local_pdf(named, get_settings())).read_bytes() == b"%PDF-1.4 first version\n"
 
@@ -44,9 +52,17 @@ def test_exact_version_and_etag(s3_bucket, tmp_path: Path, monkeypatch: pytest.M
     current = spec_for_object(bucket, "in/doc.pdf", "file:///tmp/out", Options(), etag=second.etag)
     assert Path(local_pdf(current, get_settings())).read_bytes().startswith(b"%PDF-1.4 second")
 
-    small = spec_for_object(bucket, "in/doc.pdf", "file:///tmp/out", Options(max_bytes=10), etag=second.etag,
-                            version_id=second.version_id)
+    small = spec_for_object(
+        bucket,
+        "in/doc.pdf",
+        "file:///tmp/out",
+        Options(max_bytes=10),
+        etag=second.etag,
+        version_id=second.version_id,
+    )
     with pytest.raises(PdfTooLargeError):
         local_pdf(small, get_settings())
-    assert not any((tmp_path / "cache").rglob(f"{small.job_id}*")), "refused before a byte was downloaded"
+    assert not any((tmp_path / "cache").rglob(f"{small.job_id}*")), (
+        "refused before a byte was downloaded"
+    )
     get_settings.cache_clear()

@@ -16,7 +16,9 @@ from workers.collect import stream
 pytestmark = pytest.mark.integration
 
 
-def _waiter(service_env: dict[str, str], queue: str = "split-test", idle_s: float = 30.0) -> stream.Waiter:
+def _waiter(
+    service_env: dict[str, str], queue: str = "split-test", idle_s: float = 30.0
+) -> stream.Waiter:
     job_id = uuid.uuid4().hex
     lease = stream.lease(job_id)
     assert lease is not None and stream.held(job_id)

@@ -9,4 +9,6 @@ NAMES = ("document.md", "document.txt", "document.json", "chunks.jsonl")
 
 
 def artifact_streams(folder: str, tag: str) -> list[tuple[str, io.BytesIO, str]]:
-    return [(f"{folder}/{name}", io.BytesIO(f"{tag} {name}".encode()), "text/plain") for name in NAMES]
+    return [
+        (f"{folder}/{name}", io.BytesIO(f"{tag} {name}".encode()), "text/plain") for name in NAMES
+    ]

@@ -31,9 +31,9 @@ from workers.fleet.launcher import Fleet, RedisServer, die_with_parent
 FAST_ENV = {
     "PAGEFLEET_LIMITS__TASK_SOFT_TIME_LIMIT": "25",
     "PAGEFLEET_LIMITS__TASK_TIME_LIMIT": "30",
-    "PAGEFLEET_BROKER__VISIBILITY_MARGIN_S": "5",       # unacked work back after 35 s
+    "PAGEFLEET_BROKER__VISIBILITY_MARGIN_S": "5",  # unacked work back after 35 s
     "PAGEFLEET_BROKER__UNACKED_RESTORE_INTERVAL_S": "2",
-    "PAGEFLEET_LIMITS__JOB_DEADLINE_MINUTES": "0.5",    # the watchdog acts after max(30 s, 35 s)
+    "PAGEFLEET_LIMITS__JOB_DEADLINE_MINUTES": "0.5",  # the watchdog acts after max(30 s, 35 s)
     "PAGEFLEET_LIMITS__WATCHDOG_INTERVAL_S": "4",
     "PAGEFLEET_LIMITS__MAX_REDISPATCH": "3",
     "PAGEFLEET_LIMITS__CALLBACK_TIMEOUT_S": "2",
@@ -119,8 +119,16 @@ class Ledger:
         letters = snapshot["dead"] if snapshot is not None else jobs.dead_letters()
         dead = {d.get("job_id") for d in letters}
         seen: dict[str, Submitted] = {}
-        tally = {"documents_in": 0, "pages_in": 0, "artifacts": 0, "errors": 0, "dead_lettered": 0,
-                 "pages_out": 0, "lost": 0, "problems": []}
+        tally = {
+            "documents_in": 0,
+            "pages_in": 0,
+            "artifacts": 0,
+            "errors": 0,
+            "dead_lettered": 0,
+            "pages_out": 0,
+            "lost": 0,
+            "problems": [],
+        }
         for item in self.items:
             if item.job_id in seen:  # the same job submitted again: one document, counted once
                 continue
@@ -131,7 +139,9 @@ class Ledger:
             self._check_one(item, dead, info, tally)
         return tally
 
-    def _check_one(self, item: Submitted, dead: set, info: dict[str, str], tally: dict[str, Any]) -> None:
+    def _check_one(
+        self, item: Submitted, dead: set, info: dict[str, str], tally: dict[str, Any]
+    ) -> None:
         prefix = item.prefix  # the object key prefix inside the bucket
         document = self._json(f"{prefix}/document.json")
         error = self._json(f"{prefix}/error.json")
@@ -177,10 +187,15 @@ def process_group_alive(pgid: int) -> list[int]:
 class DrillFleet:
     """Redis (AOF) + S3 behind a proxy + workers + beat, for one drill."""
 
-    def __init__(self, tmp: Path, s3_upstream: str, env_extra: dict[str, str] | None = None,
-                 queues: tuple[tuple[str, int], ...] = (("split,collect", 1), ("cpu", 1), ("notify", 2)),
-                 beat: bool = True,
-                 redis_proxy: bool = False) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        s3_upstream: str,
+        env_extra: dict[str, str] | None = None,
+        queues: tuple[tuple[str, int], ...] = (("split,collect", 1), ("cpu", 1), ("notify", 2)),
+        beat: bool = True,
+        redis_proxy: bool = False,
+    ) -> None:
         self.tmp = tmp
         self.redis = RedisServer(tmp, aof=True)  # killed and started again by the drills
         # with `redis_proxy` the workers and beat reach Redis through a proxy of their own (the
@@ -206,15 +221,27 @@ class DrillFleet:
         self.proxy.start()
         fleet_redis = self.redis.url
         if self.redis_proxy is not None:
-            self.redis_proxy.upstream = ("127.0.0.1", self.redis.port)  # the port a first start settled on
+            self.redis_proxy.upstream = (
+                "127.0.0.1",
+                self.redis.port,
+            )  # the port a first start settled on
             fleet_redis = f"redis://{self.redis_proxy.start().endpoint}/0"
-        extra = {**FAST_ENV, "PAGEFLEET_STORAGE__S3_ENDPOINT": self.proxy.endpoint,
-                 "PAGEFLEET_STORAGE__CACHE_DIR": str(self.tmp / "cache"), **self.env_extra}
-        self.fleet = Fleet(self.tmp, broker_url=fleet_redis, env=extra)  # its workers: Redis through the proxy
+        extra = {
+            **FAST_ENV,
+            "PAGEFLEET_STORAGE__S3_ENDPOINT": self.proxy.endpoint,
+            "PAGEFLEET_STORAGE__CACHE_DIR": str(self.tmp / "cache"),
+            **self.env_extra,
+        }
+        self.fleet = Fleet(
+            self.tmp, broker_url=fleet_redis, env=extra
+        )  # its workers: Redis through the proxy
         for key in (*FAST_ENV, "PAGEFLEET_STORAGE__S3_ENDPOINT"):
             self.saved_env[key] = os.environ.get(key)
             os.environ[key] = extra[key]
-        for key in ("PAGEFLEET_BROKER__URL", "PAGEFLEET_BROKER__RESULT_BACKEND"):  # this process: Redis itself
+        for key in (
+            "PAGEFLEET_BROKER__URL",
+            "PAGEFLEET_BROKER__RESULT_BACKEND",
+        ):  # this process: Redis itself
             self.saved_env[key] = os.environ.get(key)
             os.environ[key] = self.redis.url
         get_settings.cache_clear()
@@ -233,17 +260,42 @@ class DrillFleet:
         return worker
 
     def start_beat(self) -> None:
-        args = [sys.executable, "-m", "celery", "-A", "workers.app", "beat", "-s", str(self.tmp / "beat-schedule"),
-                "--pidfile=", "-l", "INFO", "--logfile", str(self.tmp / "beat.log")]
-        self.beat = subprocess.Popen(args, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     start_new_session=True, preexec_fn=die_with_parent)
+        args = [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "workers.app",
+            "beat",
+            "-s",
+            str(self.tmp / "beat-schedule"),
+            "--pidfile=",
+            "-l",
+            "INFO",
+            "--logfile",
+            str(self.tmp / "beat.log"),
+        ]
+        self.beat = subprocess.Popen(
+            args,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=die_with_parent,
+        )
         self.groups.append(self.beat.pid)
 
     def s3(self) -> Any:
         """A minio client that talks to S3 directly, never through the proxy."""
         from minio import Minio
 
-        return Minio(self.s3_upstream, access_key="testing", secret_key="testing", secure=False, region="us-east-1")
+        return Minio(
+            self.s3_upstream,
+            access_key="testing",
+            secret_key="testing",
+            secure=False,
+            region="us-east-1",
+        )
 
     def __exit__(self, *exc: object) -> None:
         from workers.settings import get_settings
@@ -277,19 +329,28 @@ class DrillFleet:
         try:
             r = redis.Redis.from_url(self.redis.url, decode_responses=True, socket_timeout=5)
             ids = [k.split(":", 2)[2] for k in r.scan_iter("pagefleet:job:*")]
-            return {"jobs": {i: r.hgetall(f"pagefleet:job:{i}") for i in ids},
-                    "dead": [json.loads(x) for x in r.lrange("pagefleet:deadletter", 0, -1)]}
+            return {
+                "jobs": {i: r.hgetall(f"pagefleet:job:{i}") for i in ids},
+                "dead": [json.loads(x) for x in r.lrange("pagefleet:deadletter", 0, -1)],
+            }
         except redis.RedisError:
             return None
 
     def orphans(self) -> list[int]:
         return [pid for group in self.groups for pid in process_group_alive(group)]
 
+
 # A page that takes a while to read (so a drill can hurt the fleet while pages are in flight):
 # the `command:` engine running `sleep` in the pool child's process group.
 SLOW_ENGINE_ENV = {
-    "PAGEFLEET_OCR__COMMANDS": json.dumps({"slow": {"argv": ["/bin/sh", "-c", "sleep 2; echo Drill page read slowly",
-                                                            "sh"], "timeout_s": 20}}),
+    "PAGEFLEET_OCR__COMMANDS": json.dumps(
+        {
+            "slow": {
+                "argv": ["/bin/sh", "-c", "sleep 2; echo Drill page read slowly", "sh"],
+                "timeout_s": 20,
+            }
+        }
+    ),
     "PAGEFLEET_OCR__CHAINS__CPU_LATIN": '["command:slow"]',
     "PAGEFLEET_OCR__CHAINS__CPU_DEFAULT": '["command:slow"]',
 }

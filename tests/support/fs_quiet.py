@@ -33,7 +33,9 @@ from pathlib import Path
 
 _probes = itertools.count()
 
-THRESHOLD_MS = 0.05  # the probe on a quiet disk here: 0.011–0.016 ms; after a mass deletion 0.04–0.7 (at
+THRESHOLD_MS = (
+    0.05  # the probe on a quiet disk here: 0.011–0.016 ms; after a mass deletion 0.04–0.7 (at
+)
 # 0.05, six inodes a one-page document cost ~0.2 ms more than on a quiet disk: ~2 % of its CPU)
 MAX_WAIT_S = 420.0  # past the 360 s a dirty inode-table block keeps a freed inode out of use
 STEP_S = 10.0
@@ -55,14 +57,21 @@ def create_cost_ms(folder: Path, folders: int = 8, files: int = 5) -> float:
         spent.append(time.perf_counter() - started)
         for j in range(files):
             started = time.perf_counter()
-            os.close(os.open(os.path.join(inner, f"f{j}"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            os.close(
+                os.open(os.path.join(inner, f"f{j}"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            )
             spent.append(time.perf_counter() - started)
     return statistics.median(spent) * 1000
 
 
-def wait_quiet(folder: Path, threshold_ms: float = THRESHOLD_MS, step_s: float = STEP_S,
-               say: Callable[[str], None] = print, sleep: Callable[[float], None] = time.sleep,
-               budget: list[float] = _budget) -> tuple[float, float]:
+def wait_quiet(
+    folder: Path,
+    threshold_ms: float = THRESHOLD_MS,
+    step_s: float = STEP_S,
+    say: Callable[[str], None] = print,
+    sleep: Callable[[float], None] = time.sleep,
+    budget: list[float] = _budget,
+) -> tuple[float, float]:
     """Wait (in `step_s` sleeps) until a new folder or file under `folder` costs at most
     `threshold_ms`, for as long as `budget[0]` seconds allow (what is waited is taken from it).
     Returns (the last probe's ms, seconds waited). Says why it waits, and what came of it."""
@@ -70,8 +79,10 @@ def wait_quiet(folder: Path, threshold_ms: float = THRESHOLD_MS, step_s: float =
     cost = create_cost_ms(folder)
     if cost <= threshold_ms or budget[0] <= 0:
         return cost, 0.0
-    say(f"file system: creating a file costs {cost:.3f} ms (files deleted in the last minutes: ext4 without a "
-        f"journal steps over their inodes); waiting up to {budget[0]:.0f} s for it to settle")
+    say(
+        f"file system: creating a file costs {cost:.3f} ms (files deleted in the last minutes: ext4 without a "
+        f"journal steps over their inodes); waiting up to {budget[0]:.0f} s for it to settle"
+    )
     while cost > threshold_ms and time.monotonic() - started < budget[0]:
         sleep(min(step_s, max(0.0, budget[0] - (time.monotonic() - started))))
         cost = create_cost_ms(folder)

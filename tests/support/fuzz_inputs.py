@@ -69,9 +69,16 @@ def zero_span(data: bytes, rng: random.Random) -> bytes:
 
 def _numbers(pattern: bytes) -> Mutation:
     """Replace the number after `pattern` with a hostile one."""
+
     def mutate(data: bytes, rng: random.Random) -> bytes:
         hostile = rng.choice([b"0", b"-1", b"999999999", b"2147483648", b"1e308", b"NaN", b""])
-        return re.sub(re.escape(pattern) + rb"\s*-?\d+", pattern + b" " + hostile, data, count=rng.randint(1, 3))
+        return re.sub(
+            re.escape(pattern) + rb"\s*-?\d+",
+            pattern + b" " + hostile,
+            data,
+            count=rng.randint(1, 3),
+        )
+
     return mutate
 
 
@@ -88,14 +95,24 @@ def append_junk(data: bytes, rng: random.Random) -> bytes:
 
 
 def renumber_objects(data: bytes, rng: random.Random) -> bytes:
-    return re.sub(rb"(\d+) 0 obj", lambda m: b"%d 0 obj" % rng.randint(0, 50), data, count=rng.randint(1, 20))
+    return re.sub(
+        rb"(\d+) 0 obj", lambda m: b"%d 0 obj" % rng.randint(0, 50), data, count=rng.randint(1, 20)
+    )
 
 
 MUTATIONS: dict[str, Mutation] = {
-    "flip_bits": flip_bits, "truncate": truncate, "delete_span": delete_span,
-    "duplicate_span": duplicate_span, "zero_span": zero_span, "break_xref": break_xref,
-    "startxref": _numbers(b"startxref"), "length": _numbers(b"/Length"), "count": _numbers(b"/Count"),
-    "size": _numbers(b"/Size"), "break_header": break_header, "append_junk": append_junk,
+    "flip_bits": flip_bits,
+    "truncate": truncate,
+    "delete_span": delete_span,
+    "duplicate_span": duplicate_span,
+    "zero_span": zero_span,
+    "break_xref": break_xref,
+    "startxref": _numbers(b"startxref"),
+    "length": _numbers(b"/Length"),
+    "count": _numbers(b"/Count"),
+    "size": _numbers(b"/Size"),
+    "break_header": break_header,
+    "append_junk": append_junk,
     "renumber": renumber_objects,
 }
 
@@ -103,8 +120,12 @@ MUTATIONS: dict[str, Mutation] = {
 def seeds(corpus_dirs: list[Path], work: Path, max_bytes: int = 400_000) -> list[Path]:
     """The fixtures (generated now) and the corpus PDFs no bigger than `max_bytes`."""
     fixtures = work / "seeds"
-    subprocess.run([sys.executable, str(ROOT / "fixtures" / "make_fixtures.py"), str(fixtures)], check=True,
-                   capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, str(ROOT / "fixtures" / "make_fixtures.py"), str(fixtures)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     found = sorted(fixtures.glob("*.pdf"))
     for folder in corpus_dirs:
         found += sorted(p for p in folder.glob("*.pdf") if 0 < p.stat().st_size <= max_bytes)
@@ -129,17 +150,32 @@ def mutants(sources: list[Path], count: int, seed: int, folder: Path) -> list[tu
     return made
 
 
-def run_fleet(inputs: list[Path], out: Path, timeout_s: float, workers: int = 2) -> tuple[int, float]:
+def run_fleet(
+    inputs: list[Path], out: Path, timeout_s: float, workers: int = 2
+) -> tuple[int, float]:
     """One `pagefleet run --ocr off` over every input; (exit status, seconds)."""
     rc, seconds, _ = run_fleet_measured(inputs, out, timeout_s, workers)
     return rc, seconds
 
 
-def run_fleet_measured(inputs: list[Path], out: Path, timeout_s: float, workers: int = 2) -> tuple[int, float, int]:
+def run_fleet_measured(
+    inputs: list[Path], out: Path, timeout_s: float, workers: int = 2
+) -> tuple[int, float, int]:
     """`run_fleet`, also sampling the largest resident set of any process of the run (bytes; 0
     without psutil): the CLI, Redis, the workers, their pool children and sandbox children."""
-    argv = [sys.executable, "-m", "workers.cli.main", "run", str(inputs[0].parent), "--out", str(out),
-            "--ocr", "off", "--workers", str(workers)]
+    argv = [
+        sys.executable,
+        "-m",
+        "workers.cli.main",
+        "run",
+        str(inputs[0].parent),
+        "--out",
+        str(out),
+        "--ocr",
+        "off",
+        "--workers",
+        str(workers),
+    ]
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with open(out / "run.log", "wb") as log:
@@ -194,10 +230,14 @@ def verdicts(inputs: list[tuple[Path, str]], out: Path) -> Counter[str]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("corpus", nargs="*", type=Path, help="folders of seed PDFs (besides the fixtures)")
+    p.add_argument(
+        "corpus", nargs="*", type=Path, help="folders of seed PDFs (besides the fixtures)"
+    )
     p.add_argument("--count", type=int, default=500)
     p.add_argument("--seed", type=int, default=9)
-    p.add_argument("--out", type=Path, help="keep inputs and outputs here (default: a temporary folder)")
+    p.add_argument(
+        "--out", type=Path, help="keep inputs and outputs here (default: a temporary folder)"
+    )
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds for the whole run")
     args = p.parse_args(argv)
     work = args.out or Path(tempfile.mkdtemp(prefix="pagefleet-fuzz-"))
@@ -206,15 +246,21 @@ def main(argv: list[str] | None = None) -> int:
         rc, seconds, peak = run_fleet_measured([m[0] for m in made], work / "out", args.timeout)
         tally = verdicts(made, work / "out")
         for path, what in made:
-            if (work / "out" / path.stem / "error.json").exists() == (work / "out" / path.stem / "report.json").exists():
+            if (work / "out" / path.stem / "error.json").exists() == (
+                work / "out" / path.stem / "report.json"
+            ).exists():
                 print(f"FAILED {path.name} ({what})")
         print(json.dumps(dict(sorted(tally.items())), indent=1))
         # `aborted` means the run itself gave up (a worker died, the deadline): a failure here
-        good = tally["artifacts"] + sum(v for k, v in tally.items() if k.startswith("error:") and k != "error:aborted")
+        good = tally["artifacts"] + sum(
+            v for k, v in tally.items() if k.startswith("error:") and k != "error:aborted"
+        )
         errors = good - tally["artifacts"]
-        print(f"fuzz: {len(made)} inputs, {good} ended in artifacts or a typed error ({tally['artifacts']} artifacts, "
-              f"{errors} errors), {len(made) - good} without either, exit {rc}, {seconds:.1f} s, "
-              f"largest process {peak / 2**20:.0f} MB")
+        print(
+            f"fuzz: {len(made)} inputs, {good} ended in artifacts or a typed error ({tally['artifacts']} artifacts, "
+            f"{errors} errors), {len(made) - good} without either, exit {rc}, {seconds:.1f} s, "
+            f"largest process {peak / 2**20:.0f} MB"
+        )
         return 0 if good == len(made) else 1
     finally:
         if args.out is None:

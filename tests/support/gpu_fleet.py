@@ -28,11 +28,18 @@ def gpu_env(qwen: str, siglip: str, **extra: str) -> dict[str, str]:
     }
 
 
-def read_scan_on_gpu(fixtures_dir: Path, tmp_path: Path, env: dict[str, str]) -> tuple[dict[str, str], dict[str, Any]]:
+def read_scan_on_gpu(
+    fixtures_dir: Path, tmp_path: Path, env: dict[str, str]
+) -> tuple[dict[str, str], dict[str, Any]]:
     """(job info, the page record) of image_only_hebrew_scan.pdf read by split,collect + gpu workers."""
     out = tmp_path / "out"
     with PrivateFleet(tmp_path, env, (("split,collect", 1), ("gpu", 1))):
-        spec = spec_for_path(str(fixtures_dir / "image_only_hebrew_scan.pdf"), LocalStorage(out).url, "scan", Options())
+        spec = spec_for_path(
+            str(fixtures_dir / "image_only_hebrew_scan.pdf"),
+            LocalStorage(out).url,
+            "scan",
+            Options(),
+        )
         enqueue(spec)
         info = wait_for_job(spec.job_id, timeout_s=300)
     return info, json.loads((out / "scan" / "document.json").read_text())["pages"][0]

@@ -25,16 +25,30 @@ from typing import Any
 
 import yaml
 
-KNOWN_KEYS = {"apiVersion", "kind", "namespace", "labels", "resources", "patches", "images", "secretGenerator",
-              "generatorOptions"}
+KNOWN_KEYS = {
+    "apiVersion",
+    "kind",
+    "namespace",
+    "labels",
+    "resources",
+    "patches",
+    "images",
+    "secretGenerator",
+    "generatorOptions",
+}
 K8S = Path(__file__).resolve().parents[2] / "k8s"
 # what a test writes into the operator's env files: real-looking values, never a placeholder
-TEST_SECRETS = {"PAGEFLEET_BROKER__URL": "redis://:test-redis-password@redis.pagefleet.svc.cluster.local:6379/0",
-                "REDIS_PASSWORD": "test-redis-password", "FLOWER_BASIC_AUTH": "admin:test-flower-password"}
+TEST_SECRETS = {
+    "PAGEFLEET_BROKER__URL": "redis://:test-redis-password@redis.pagefleet.svc.cluster.local:6379/0",
+    "REDIS_PASSWORD": "test-redis-password",
+    "FLOWER_BASIC_AUTH": "admin:test-flower-password",
+}
 
 
 class KustomizeError(RuntimeError):
     """The build failed; the message is kustomize's (or the Python renderer's)."""
+
+
 CLUSTER_SCOPED = {"Namespace"}
 
 
@@ -53,9 +67,16 @@ def merge(target: Any, patch: Any) -> Any:
         for key, value in patch.items():
             merged[key] = merge(target[key], value) if key in target else copy.deepcopy(value)
         return merged
-    if isinstance(target, list) and isinstance(patch, list) and all(isinstance(i, dict) and "name" in i for i in target + patch):
+    if (
+        isinstance(target, list)
+        and isinstance(patch, list)
+        and all(isinstance(i, dict) and "name" in i for i in target + patch)
+    ):
         by_name = {item["name"]: item for item in target}
-        out = [merge(by_name[i["name"]], i) if i["name"] in by_name else copy.deepcopy(i) for i in patch]
+        out = [
+            merge(by_name[i["name"]], i) if i["name"] in by_name else copy.deepcopy(i)
+            for i in patch
+        ]
         patched = {i["name"] for i in patch}
         return [i for i in target if i["name"] not in patched] + out
     return copy.deepcopy(patch)
@@ -79,7 +100,9 @@ def _set_images(objects: list[dict[str, Any]], images: list[dict[str, str]]) -> 
                 name, _, tag = container["image"].partition(":")
                 for rule in images:
                     if rule["name"] == name:
-                        container["image"] = f"{rule.get('newName', name)}:{rule.get('newTag', tag)}"
+                        container["image"] = (
+                            f"{rule.get('newName', name)}:{rule.get('newTag', tag)}"
+                        )
 
 
 def env_file(path: Path) -> dict[str, str]:
@@ -93,17 +116,33 @@ def env_file(path: Path) -> dict[str, str]:
 
 
 def _generated(directory: Path, config: dict[str, Any]) -> list[dict[str, Any]]:
-    if config.get("secretGenerator") and not (config.get("generatorOptions") or {}).get("disableNameSuffixHash"):
+    if config.get("secretGenerator") and not (config.get("generatorOptions") or {}).get(
+        "disableNameSuffixHash"
+    ):
         raise NotImplementedError(f"{directory}: name suffix hashes are not rendered here")
     secrets = []
     for generator in config.get("secretGenerator", []):
         data: dict[str, str] = {}
         for name in generator["envs"]:
             if not (directory / name).is_file():
-                raise KustomizeError(f"loading KV pairs: env source files: [{name}]: no such file: {directory / name}")
-            data.update({k: base64.b64encode(v.encode()).decode() for k, v in env_file(directory / name).items()})
-        secrets.append({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": generator["name"]},
-                        "type": generator.get("type", "Opaque"), "data": data})
+                raise KustomizeError(
+                    f"loading KV pairs: env source files: [{name}]: no such file: {directory / name}"
+                )
+            data.update(
+                {
+                    k: base64.b64encode(v.encode()).decode()
+                    for k, v in env_file(directory / name).items()
+                }
+            )
+        secrets.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": generator["name"]},
+                "type": generator.get("type", "Opaque"),
+                "data": data,
+            }
+        )
     return secrets
 
 
@@ -119,12 +158,19 @@ def write_test_secrets(tree: Path) -> None:
 def _build(overlay: str, secrets: bool) -> str:
     with tempfile.TemporaryDirectory(prefix="pagefleet-k8s-") as tmp:
         tree = Path(tmp) / "k8s"
-        shutil.copytree(K8S, tree, ignore=shutil.ignore_patterns("*.env"))  # never the operator's own
+        shutil.copytree(
+            K8S, tree, ignore=shutil.ignore_patterns("*.env")
+        )  # never the operator's own
         if secrets:
             write_test_secrets(tree)
         if shutil.which("kubectl"):
-            proc = subprocess.run(["kubectl", "kustomize", str(tree / "overlays" / overlay)], capture_output=True,
-                                  text=True, timeout=60, check=False)
+            proc = subprocess.run(
+                ["kubectl", "kustomize", str(tree / "overlays" / overlay)],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
             if proc.returncode != 0:
                 raise KustomizeError(proc.stderr.replace(tmp, "<copy>"))
             return proc.stdout
@@ -140,7 +186,9 @@ def render(directory: Path) -> list[dict[str, Any]]:
     config = yaml.safe_load((directory / "kustomization.yaml").read_text(encoding="utf-8"))
     unknown = set(config) - KNOWN_KEYS
     if unknown:
-        raise NotImplementedError(f"{directory}: kustomize features not rendered here: {sorted(unknown)}")
+        raise NotImplementedError(
+            f"{directory}: kustomize features not rendered here: {sorted(unknown)}"
+        )
     objects: list[dict[str, Any]] = []
     for resource in config.get("resources", []):
         path = (directory / resource).resolve()

@@ -22,6 +22,8 @@ def text_pages(path: Path, pages: int) -> Path:
     """`pages` pages of one line of English each, saved as `path`."""
     with pymupdf.open() as doc:
         for i in range(pages):
-            doc.new_page().insert_text((72, 72), f"Page {i + 1}: the quick brown fox jumps over the lazy dog.")
+            doc.new_page().insert_text(
+                (72, 72), f"Page {i + 1}: the quick brown fox jumps over the lazy dog."
+            )
         doc.save(path)
     return path

@@ -56,13 +56,22 @@ def operation(environ: dict) -> str:
     if method == "GET":
         if in_bucket:
             return "GetObject"
-        return "GetBucketLocation" if "location" in query else ("ListObjects" if environ["PATH_INFO"].strip("/")
-                                                                else "ListBuckets")
+        return (
+            "GetBucketLocation"
+            if "location" in query
+            else ("ListObjects" if environ["PATH_INFO"].strip("/") else "ListBuckets")
+        )
     if method == "PUT":
-        return "UploadPart" if "partNumber" in query else ("PutObject" if in_bucket else "CreateBucket")
+        return (
+            "UploadPart"
+            if "partNumber" in query
+            else ("PutObject" if in_bucket else "CreateBucket")
+        )
     if method == "POST":
         return "DeleteObjects" if "delete" in query else "Multipart"
-    return {"HEAD": "HeadObject" if in_bucket else "HeadBucket", "DELETE": "DeleteObject"}.get(method, method)
+    return {"HEAD": "HeadObject" if in_bucket else "HeadBucket", "DELETE": "DeleteObject"}.get(
+        method, method
+    )
 
 
 def counting(app):  # type: ignore[no-untyped-def]
@@ -78,7 +87,9 @@ def counting(app):  # type: ignore[no-untyped-def]
         if environ.get("PATH_INFO") == COUNTS_PATH:
             with lock:
                 body = json.dumps(counts).encode()
-            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+            start_response(
+                "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+            )
             return [body]
         chunks = list(app(environ, start_response))
         with lock:
@@ -89,7 +100,6 @@ def counting(app):  # type: ignore[no-untyped-def]
         return chunks
 
     return wrapped
-
 
 
 def self_signed(folder: Path) -> tuple[Path, Path]:
@@ -104,18 +114,31 @@ def self_signed(folder: Path) -> tuple[Path, Path]:
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
     now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
-            .sign(key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+        .sign(key, hashes.SHA256())
+    )
     cert_path, key_path = folder / "s3-cert.pem", folder / "s3-key.pem"
     pem = cert.public_bytes(serialization.Encoding.PEM)
     cert_path.write_bytes(pem)
     (folder / "trusted.pem").write_bytes(Path(certifi.where()).read_bytes() + pem)
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
-                                           serialization.NoEncryption()))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        )
+    )
     return cert_path, key_path
 
 
@@ -140,18 +163,38 @@ class MotoServer:
     def start(self) -> "MotoServer":
         cert, key = self_signed(self.folder) if self.tls else ("", "")
         self.cert = Path(cert) if cert else None
-        self._spawn([sys.executable, "-c", _SERVE, str(self.port), str(cert), str(key), "count" if self.count else "-"])
+        self._spawn(
+            [
+                sys.executable,
+                "-c",
+                _SERVE,
+                str(self.port),
+                str(cert),
+                str(key),
+                "count" if self.count else "-",
+            ]
+        )
         if self.delay_ms > 0:
             self.endpoint = free_port()
             proxy = Path(__file__).with_name("latency_proxy.py")
-            self._spawn([sys.executable, str(proxy), str(self.endpoint), "127.0.0.1", str(self.port),
-                         str(self.delay_ms)])
+            self._spawn(
+                [
+                    sys.executable,
+                    str(proxy),
+                    str(self.endpoint),
+                    "127.0.0.1",
+                    str(self.port),
+                    str(self.delay_ms),
+                ]
+            )
         context = ssl.create_default_context(cafile=str(self.cert)) if self.cert else None
         scheme = "https" if self.cert else "http"
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
-                urllib.request.urlopen(f"{scheme}://127.0.0.1:{self.endpoint}/", timeout=1, context=context)
+                urllib.request.urlopen(
+                    f"{scheme}://127.0.0.1:{self.endpoint}/", timeout=1, context=context
+                )
                 return self
             except OSError:
                 if any(proc.poll() is not None for proc in self.procs):
@@ -162,9 +205,19 @@ class MotoServer:
 
     def _spawn(self, argv: list[str]) -> None:
         root = str(Path(__file__).resolve().parents[2])  # `count` imports this module in the server
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
-        self.procs.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                           start_new_session=True, env=env))
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
+        }
+        self.procs.append(
+            subprocess.Popen(
+                argv,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                env=env,
+            )
+        )
 
     def counts(self) -> dict:
         """What the server has served so far (needs `count`): {requests: {operation: n}, bytes_in, bytes_out}."""
@@ -172,14 +225,19 @@ class MotoServer:
 
         context = ssl.create_default_context(cafile=str(self.cert)) if self.cert else None
         scheme = "https" if self.cert else "http"
-        with urllib.request.urlopen(f"{scheme}://127.0.0.1:{self.port}{COUNTS_PATH}", timeout=10,
-                                    context=context) as answer:
+        with urllib.request.urlopen(
+            f"{scheme}://127.0.0.1:{self.port}{COUNTS_PATH}", timeout=10, context=context
+        ) as answer:
             return json.loads(answer.read())
 
     def env(self) -> dict[str, str]:
-        env = {"PAGEFLEET_STORAGE__S3_ENDPOINT": f"127.0.0.1:{self.endpoint}", "PAGEFLEET_STORAGE__S3_ACCESS_KEY": "testing",
-               "PAGEFLEET_STORAGE__S3_SECRET_KEY": "testing", "PAGEFLEET_STORAGE__S3_REGION": "us-east-1",
-               "PAGEFLEET_STORAGE__S3_SECURE": "true" if self.cert else "false"}
+        env = {
+            "PAGEFLEET_STORAGE__S3_ENDPOINT": f"127.0.0.1:{self.endpoint}",
+            "PAGEFLEET_STORAGE__S3_ACCESS_KEY": "testing",
+            "PAGEFLEET_STORAGE__S3_SECRET_KEY": "testing",
+            "PAGEFLEET_STORAGE__S3_REGION": "us-east-1",
+            "PAGEFLEET_STORAGE__S3_SECURE": "true" if self.cert else "false",
+        }
         if self.cert:
             env["SSL_CERT_FILE"] = str(self.cert.with_name("trusted.pem"))
         return env

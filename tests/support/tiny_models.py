@@ -27,13 +27,22 @@ import os
 from typing import Any
 
 QWEN_TOKENS = {
-    "pad": "<|endoftext|>", "bos": "<|im_start|>", "eos": "<|im_end|>",
-    "vision_start": "<|vision_start|>", "vision_end": "<|vision_end|>",
-    "image": "<|image_pad|>", "video": "<|video_pad|>",
+    "pad": "<|endoftext|>",
+    "bos": "<|im_start|>",
+    "eos": "<|im_end|>",
+    "vision_start": "<|vision_start|>",
+    "vision_end": "<|vision_end|>",
+    "image": "<|image_pad|>",
+    "video": "<|video_pad|>",
 }
 DOTS_TOKENS = {
-    "pad": "<|endoftext|>", "bos": "<|user|>", "eos": "<|endofassistant|>",
-    "vision_start": "<|img|>", "vision_end": "<|endofimg|>", "image": "<|imgpad|>", "video": "<|video_pad|>",
+    "pad": "<|endoftext|>",
+    "bos": "<|user|>",
+    "eos": "<|endofassistant|>",
+    "vision_start": "<|img|>",
+    "vision_end": "<|endofimg|>",
+    "image": "<|imgpad|>",
+    "video": "<|video_pad|>",
 }
 QWEN_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
@@ -59,8 +68,14 @@ LIGHTON_TEMPLATE = (
 
 
 def byte_tokenizer(
-    specials: list[str], *, eos: str, pad: str, extra: dict[str, str] | None = None,
-    chat_template: str | None = None, model_max_length: int = 32768, padding_side: str = "left",
+    specials: list[str],
+    *,
+    eos: str,
+    pad: str,
+    extra: dict[str, str] | None = None,
+    chat_template: str | None = None,
+    model_max_length: int = 32768,
+    padding_side: str = "left",
 ) -> Any:
     """A byte-level BPE tokenizer (256 byte tokens + `<unk>` + `specials`), as a PreTrainedTokenizerFast."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
@@ -73,25 +88,46 @@ def byte_tokenizer(
     backend.decoder = decoders.ByteLevel()
     backend.add_special_tokens(list(dict.fromkeys([pad, eos, *specials])))
     return PreTrainedTokenizerFast(
-        tokenizer_object=backend, eos_token=eos, pad_token=pad, unk_token="<unk>", padding_side=padding_side,
-        chat_template=chat_template, extra_special_tokens=extra or {}, model_max_length=model_max_length,
+        tokenizer_object=backend,
+        eos_token=eos,
+        pad_token=pad,
+        unk_token="<unk>",
+        padding_side=padding_side,
+        chat_template=chat_template,
+        extra_special_tokens=extra or {},
+        model_max_length=model_max_length,
     )
 
 
-def _qwen_tokenizer(tokens: dict[str, str], template: str, extra_specials: tuple[str, ...] = ()) -> Any:
+def _qwen_tokenizer(
+    tokens: dict[str, str], template: str, extra_specials: tuple[str, ...] = ()
+) -> Any:
     names = ("bos", "eos", "vision_start", "vision_end", "image", "video")
     specials = [tokens[k] for k in names] + list(extra_specials)
     extra = {
-        "image_token": tokens["image"], "video_token": tokens["video"],
-        "vision_start_token": tokens["vision_start"], "vision_end_token": tokens["vision_end"],
+        "image_token": tokens["image"],
+        "video_token": tokens["video"],
+        "vision_start_token": tokens["vision_start"],
+        "vision_end_token": tokens["vision_end"],
     }
-    return byte_tokenizer(specials, eos=tokens["eos"], pad=tokens["pad"], extra=extra, chat_template=template)
+    return byte_tokenizer(
+        specials, eos=tokens["eos"], pad=tokens["pad"], extra=extra, chat_template=template
+    )
 
 
 def qwen2_5_vl_config(
-    tokenizer: Any, tokens: dict[str, str] = QWEN_TOKENS, *, hidden: int = 64, layers: int = 2, heads: int = 4,
-    kv_heads: int = 2, intermediate: int = 128, vision_depth: int = 2, vision_hidden: int = 32,
-    vision_heads: int = 2, vision_intermediate: int = 64,
+    tokenizer: Any,
+    tokens: dict[str, str] = QWEN_TOKENS,
+    *,
+    hidden: int = 64,
+    layers: int = 2,
+    heads: int = 4,
+    kv_heads: int = 2,
+    intermediate: int = 128,
+    vision_depth: int = 2,
+    vision_hidden: int = 32,
+    vision_heads: int = 2,
+    vision_intermediate: int = 64,
 ) -> Any:
     """A Qwen2_5_VLConfig sized by the arguments (defaults: tiny), wired to `tokenizer`'s ids."""
     from transformers import Qwen2_5_VLConfig
@@ -101,24 +137,49 @@ def qwen2_5_vl_config(
     section = [half_head - 2 * (half_head // 3), half_head // 3, half_head // 3]
     return Qwen2_5_VLConfig(
         text_config={
-            "vocab_size": len(tokenizer), "hidden_size": hidden, "intermediate_size": intermediate,
-            "num_hidden_layers": layers, "num_attention_heads": heads, "num_key_value_heads": kv_heads,
-            "max_position_embeddings": 32768, "max_window_layers": layers,
-            "rope_parameters": {"rope_type": "default", "rope_theta": 1_000_000.0, "mrope_section": section},
-            "bos_token_id": ids["pad"], "eos_token_id": ids["eos"], "pad_token_id": ids["pad"],
+            "vocab_size": len(tokenizer),
+            "hidden_size": hidden,
+            "intermediate_size": intermediate,
+            "num_hidden_layers": layers,
+            "num_attention_heads": heads,
+            "num_key_value_heads": kv_heads,
+            "max_position_embeddings": 32768,
+            "max_window_layers": layers,
+            "rope_parameters": {
+                "rope_type": "default",
+                "rope_theta": 1_000_000.0,
+                "mrope_section": section,
+            },
+            "bos_token_id": ids["pad"],
+            "eos_token_id": ids["eos"],
+            "pad_token_id": ids["pad"],
         },
         vision_config={
-            "depth": vision_depth, "hidden_size": vision_hidden, "intermediate_size": vision_intermediate,
-            "num_heads": vision_heads, "out_hidden_size": hidden, "patch_size": 14, "spatial_merge_size": 2,
-            "temporal_patch_size": 2, "window_size": 112, "fullatt_block_indexes": [vision_depth - 1],
+            "depth": vision_depth,
+            "hidden_size": vision_hidden,
+            "intermediate_size": vision_intermediate,
+            "num_heads": vision_heads,
+            "out_hidden_size": hidden,
+            "patch_size": 14,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+            "window_size": 112,
+            "fullatt_block_indexes": [vision_depth - 1],
         },
-        image_token_id=ids["image"], video_token_id=ids["video"],
-        vision_start_token_id=ids["vision_start"], vision_end_token_id=ids["vision_end"],
+        image_token_id=ids["image"],
+        video_token_id=ids["video"],
+        vision_start_token_id=ids["vision_start"],
+        vision_end_token_id=ids["vision_end"],
     )
 
 
 def _save_qwen_family(
-    path: str, tokens: dict[str, str], template: str, *, looping: bool, seed: int,
+    path: str,
+    tokens: dict[str, str],
+    template: str,
+    *,
+    looping: bool,
+    seed: int,
     extra_specials: tuple[str, ...] = (),
 ) -> Any:
     import torch
@@ -128,7 +189,9 @@ def _save_qwen_family(
     tokenizer = _qwen_tokenizer(tokens, template, extra_specials)
     images = Qwen2VLImageProcessorPil(
         size={"shortest_edge": 56 * 56, "longest_edge": 28 * 28 * 16},
-        patch_size=14, temporal_patch_size=2, merge_size=2,
+        patch_size=14,
+        temporal_patch_size=2,
+        merge_size=2,
     )
     torch.manual_seed(seed)
     model = Qwen2_5_VLForConditionalGeneration(qwen2_5_vl_config(tokenizer, tokens)).eval()
@@ -185,14 +248,18 @@ class DotsOCRForCausalLM(Qwen2_5_VLForConditionalGeneration):
 """
 
 
-def save_tiny_dots(path: str, *, looping: bool = False, seed: int = 1, remote_code: bool = False) -> str:
+def save_tiny_dots(
+    path: str, *, looping: bool = False, seed: int = 1, remote_code: bool = False
+) -> str:
     """The `dots` stand-in: Qwen2.5-VL architecture with dots.ocr's tokens (`<|imgpad|>`, `<|user|>`…).
 
     remote_code=True lays it out like the hub checkpoint: config.json says model_type `dots_ocr`
     with an `auto_map` to `DotsOCRForCausalLM` in modeling files inside the directory, so only
     trust_remote_code loads it (here the "remote" class is a thin Qwen2.5-VL subclass)."""
     extra = ("<|endofuser|>", "<|assistant|>")
-    model = _save_qwen_family(path, DOTS_TOKENS, DOTS_TEMPLATE, looping=looping, seed=seed, extra_specials=extra)
+    model = _save_qwen_family(
+        path, DOTS_TOKENS, DOTS_TEMPLATE, looping=looping, seed=seed, extra_specials=extra
+    )
     if remote_code:
         from safetensors.torch import save_file
 
@@ -207,7 +274,8 @@ def save_tiny_dots(path: str, *, looping: bool = False, seed: int = 1, remote_co
         with open(config_path, encoding="utf-8") as f:
             config = json.load(f)
         config.update(
-            model_type="dots_ocr", architectures=["DotsOCRForCausalLM"],
+            model_type="dots_ocr",
+            architectures=["DotsOCRForCausalLM"],
             auto_map={
                 "AutoConfig": "configuration_dots.DotsOCRConfig",
                 "AutoModelForCausalLM": "modeling_dots_ocr.DotsOCRForCausalLM",
@@ -219,45 +287,75 @@ def save_tiny_dots(path: str, *, looping: bool = False, seed: int = 1, remote_co
 
 
 def lightonocr_config(
-    tokenizer: Any, *, hidden: int = 64, layers: int = 2, heads: int = 4, kv_heads: int = 2, intermediate: int = 128,
-    head_dim: int | None = None, vocab_size: int | None = None, vision_hidden: int = 32, vision_layers: int = 1,
-    vision_heads: int = 2, vision_intermediate: int = 64, image_size: int = 112,
+    tokenizer: Any,
+    *,
+    hidden: int = 64,
+    layers: int = 2,
+    heads: int = 4,
+    kv_heads: int = 2,
+    intermediate: int = 128,
+    head_dim: int | None = None,
+    vocab_size: int | None = None,
+    vision_hidden: int = 32,
+    vision_layers: int = 1,
+    vision_heads: int = 2,
+    vision_intermediate: int = 64,
+    image_size: int = 112,
 ) -> Any:
     """A LightOnOcrConfig (Pixtral vision, Qwen3 text) sized by the arguments (defaults: tiny).
     LightOnOCR-2-1B: hidden 1024, layers 28, heads 16, kv_heads 8, intermediate 3072, head_dim 128,
     vocab 151936; vision 1024 / 24 layers / 16 heads / 4096; image 1540."""
     from transformers import LightOnOcrConfig
 
-    pad, eos, image = (tokenizer.convert_tokens_to_ids(t) for t in ("<|endoftext|>", "<|im_end|>", "<|image_pad|>"))
+    pad, eos, image = (
+        tokenizer.convert_tokens_to_ids(t) for t in ("<|endoftext|>", "<|im_end|>", "<|image_pad|>")
+    )
     return LightOnOcrConfig(
         vision_config={
-            "model_type": "pixtral", "hidden_size": vision_hidden, "intermediate_size": vision_intermediate,
-            "num_hidden_layers": vision_layers, "num_attention_heads": vision_heads,
-            "head_dim": vision_hidden // vision_heads, "patch_size": 14, "image_size": image_size,
+            "model_type": "pixtral",
+            "hidden_size": vision_hidden,
+            "intermediate_size": vision_intermediate,
+            "num_hidden_layers": vision_layers,
+            "num_attention_heads": vision_heads,
+            "head_dim": vision_hidden // vision_heads,
+            "patch_size": 14,
+            "image_size": image_size,
             "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
         },
         text_config={
-            "model_type": "qwen3", "hidden_size": hidden, "intermediate_size": intermediate,
-            "num_hidden_layers": layers, "num_attention_heads": heads, "num_key_value_heads": kv_heads,
-            "head_dim": head_dim or hidden // heads, "vocab_size": vocab_size or len(tokenizer),
+            "model_type": "qwen3",
+            "hidden_size": hidden,
+            "intermediate_size": intermediate,
+            "num_hidden_layers": layers,
+            "num_attention_heads": heads,
+            "num_key_value_heads": kv_heads,
+            "head_dim": head_dim or hidden // heads,
+            "vocab_size": vocab_size or len(tokenizer),
             "max_position_embeddings": 32768,
-            "bos_token_id": pad, "eos_token_id": eos, "pad_token_id": pad,
+            "bos_token_id": pad,
+            "eos_token_id": eos,
+            "pad_token_id": pad,
         },
-        image_token_id=image, spatial_merge_size=2,
+        image_token_id=image,
+        spatial_merge_size=2,
     )
 
 
 def lightonocr_tokenizer() -> Any:
     specials = ["<|im_start|>", "<|im_end|>", "<|image_pad|>", "<|vision_pad|>", "<|vision_end|>"]
     extra = {
-        "image_token": "<|image_pad|>", "image_break_token": "<|vision_pad|>", "image_end_token": "<|vision_end|>",
+        "image_token": "<|image_pad|>",
+        "image_break_token": "<|vision_pad|>",
+        "image_end_token": "<|vision_end|>",
     }
     return byte_tokenizer(
         specials, eos="<|im_end|>", pad="<|endoftext|>", extra=extra, chat_template=LIGHTON_TEMPLATE
     )
 
 
-def save_tiny_lightonocr(path: str, *, looping: bool = False, seed: int = 2, image_size: int = 112) -> str:
+def save_tiny_lightonocr(
+    path: str, *, looping: bool = False, seed: int = 2, image_size: int = 112
+) -> str:
     """A ~0.1M-parameter LightOnOCR checkpoint with its LightOnOcrProcessor in `path`."""
     import torch
     from transformers import LightOnOcrForConditionalGeneration, LightOnOcrProcessor
@@ -266,11 +364,16 @@ def save_tiny_lightonocr(path: str, *, looping: bool = False, seed: int = 2, ima
     tokenizer = lightonocr_tokenizer()
     images = PixtralImageProcessorPil(size={"longest_edge": image_size}, patch_size=14)
     processor = LightOnOcrProcessor(
-        image_processor=images, tokenizer=tokenizer, patch_size=14, spatial_merge_size=2,
+        image_processor=images,
+        tokenizer=tokenizer,
+        patch_size=14,
+        spatial_merge_size=2,
         chat_template=LIGHTON_TEMPLATE,
     )
     torch.manual_seed(seed)
-    model = LightOnOcrForConditionalGeneration(lightonocr_config(tokenizer, image_size=image_size)).eval()
+    model = LightOnOcrForConditionalGeneration(
+        lightonocr_config(tokenizer, image_size=image_size)
+    ).eval()
     _finish(model, looping, tokenizer)
     os.makedirs(path, exist_ok=True)
     model.save_pretrained(path)
@@ -279,24 +382,47 @@ def save_tiny_lightonocr(path: str, *, looping: bool = False, seed: int = 2, ima
 
 
 def siglip_config(
-    vocab_size: int, *, hidden: int = 32, layers: int = 1, heads: int = 2, intermediate: int = 64,
-    image_size: int = 32, patch_size: int = 8, text_positions: int = 64, pad_id: int = 0, eos_id: int = 1,
+    vocab_size: int,
+    *,
+    hidden: int = 32,
+    layers: int = 1,
+    heads: int = 2,
+    intermediate: int = 64,
+    image_size: int = 32,
+    patch_size: int = 8,
+    text_positions: int = 64,
+    pad_id: int = 0,
+    eos_id: int = 1,
 ) -> Any:
     """A SiglipConfig (FixRes) sized by the arguments; google/siglip2-base-patch16-224 is
     hidden 768, layers 12, heads 12, intermediate 3072, image 224, patch 16, vocab 256000."""
     from transformers import SiglipConfig
 
     tower = {
-        "hidden_size": hidden, "intermediate_size": intermediate,
-        "num_hidden_layers": layers, "num_attention_heads": heads,
+        "hidden_size": hidden,
+        "intermediate_size": intermediate,
+        "num_hidden_layers": layers,
+        "num_attention_heads": heads,
     }
-    text = {**tower, "vocab_size": vocab_size, "max_position_embeddings": text_positions, "projection_size": hidden,
-            "pad_token_id": pad_id, "bos_token_id": eos_id, "eos_token_id": eos_id}
-    return SiglipConfig(text_config=text, vision_config={**tower, "image_size": image_size, "patch_size": patch_size})
+    text = {
+        **tower,
+        "vocab_size": vocab_size,
+        "max_position_embeddings": text_positions,
+        "projection_size": hidden,
+        "pad_token_id": pad_id,
+        "bos_token_id": eos_id,
+        "eos_token_id": eos_id,
+    }
+    return SiglipConfig(
+        text_config=text,
+        vision_config={**tower, "image_size": image_size, "patch_size": patch_size},
+    )
 
 
 def siglip_tokenizer(max_length: int = 64) -> Any:
-    return byte_tokenizer(["</s>"], eos="</s>", pad="<pad>", model_max_length=max_length, padding_side="right")
+    return byte_tokenizer(
+        ["</s>"], eos="</s>", pad="<pad>", model_max_length=max_length, padding_side="right"
+    )
 
 
 def save_tiny_siglip(path: str, *, seed: int = 3) -> str:
@@ -326,11 +452,23 @@ def save_tiny_siglip2(path: str, *, seed: int = 4) -> str:
     tokenizer = siglip_tokenizer()
     images = Siglip2ImageProcessorPil(patch_size=16, max_num_patches=256)
     processor = Siglip2Processor(image_processor=images, tokenizer=tokenizer)
-    tower = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2}
+    tower = {
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+    }
     pad, eos = tokenizer.pad_token_id, tokenizer.eos_token_id
     config = Siglip2Config(
-        text_config={**tower, "vocab_size": len(tokenizer), "max_position_embeddings": 64, "projection_size": 32,
-                     "pad_token_id": pad, "bos_token_id": eos, "eos_token_id": eos},
+        text_config={
+            **tower,
+            "vocab_size": len(tokenizer),
+            "max_position_embeddings": 64,
+            "projection_size": 32,
+            "pad_token_id": pad,
+            "bos_token_id": eos,
+            "eos_token_id": eos,
+        },
         vision_config={**tower, "num_patches": 256, "patch_size": 16},
     )
     torch.manual_seed(seed)

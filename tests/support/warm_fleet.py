@@ -47,9 +47,13 @@ class RunResult:
     redis_mb: float
     tasks: int
     routes: dict[str, int] = field(default_factory=dict)
-    cpu_s: float = 0.0  # CPU seconds the fleet's processes spent (a figure the machine's load barely moves)
+    cpu_s: float = (
+        0.0  # CPU seconds the fleet's processes spent (a figure the machine's load barely moves)
+    )
     cpu_roles: dict[str, float] = field(default_factory=dict)  # the same by role, and Redis's own
-    fs_ms: float = 0.0  # creating a folder or file just before the run, ms (`tests/support/fs_quiet.py`)
+    fs_ms: float = (
+        0.0  # creating a folder or file just before the run, ms (`tests/support/fs_quiet.py`)
+    )
 
     @property
     def pages_per_s(self) -> float:
@@ -63,8 +67,15 @@ class RunResult:
 class WarmFleet:
     """Redis + one split/collect worker (prefork × split_concurrency) + one cpu worker (prefork × 2)."""
 
-    def __init__(self, workdir: Path, *, s3: bool, split_concurrency: int = 2, cpu_concurrency: int = 2,
-                 s3_delay_ms: float = 0.0) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        s3: bool,
+        split_concurrency: int = 2,
+        cpu_concurrency: int = 2,
+        s3_delay_ms: float = 0.0,
+    ) -> None:
         self.workdir = workdir
         self.concurrency = (split_concurrency, cpu_concurrency)
         self.moto = MotoServer(s3_delay_ms).start() if s3 else None
@@ -76,13 +87,23 @@ class WarmFleet:
         self.fleet: Any = None
         # processes by (pid, start time): pids come round again (pid_max 32768) in a long run
         self._cpu_seen: dict[tuple[int, float], float] = {}
-        self._parents: dict[tuple[int, float], tuple[int, float]] = {}  # -> its parent, as last seen
+        self._parents: dict[
+            tuple[int, float], tuple[int, float]
+        ] = {}  # -> its parent, as last seen
         self._role: dict[tuple[int, float], str] = {}  # -> role, fixed at first sight
-        self._moved: dict[str, float] = {}  # CPU a parent of another role reaped, given back to the child's role
-        self._children: dict[tuple[int, float], float] = {}  # -> CPU of the children it reaped, so far
-        self._grew: dict[tuple[int, float], float] = {}  # -> how much that grew since its last sample
+        self._moved: dict[
+            str, float
+        ] = {}  # CPU a parent of another role reaped, given back to the child's role
+        self._children: dict[
+            tuple[int, float], float
+        ] = {}  # -> CPU of the children it reaped, so far
+        self._grew: dict[
+            tuple[int, float], float
+        ] = {}  # -> how much that grew since its last sample
         self._zombie: dict[tuple[int, float], bool] = {}  # -> had it exited at its last sample
-        self._orphans: set[tuple[int, float]] = set()  # gone without being reaped by a counted parent
+        self._orphans: set[tuple[int, float]] = (
+            set()
+        )  # gone without being reaped by a counted parent
         self._sampled = 0.0
 
     def __enter__(self) -> "WarmFleet":
@@ -90,8 +111,12 @@ class WarmFleet:
         from workers.fleet.launcher import Fleet
         from workers.settings import get_settings
 
-        self.fleet = Fleet(self.workdir, (("split,collect", self.concurrency[0]), ("cpu", self.concurrency[1])),
-                           env={"PAGEFLEET_GPU__ENABLED": "0", "OMP_THREAD_LIMIT": "1"}, logdir=self.workdir / "logs").start()
+        self.fleet = Fleet(
+            self.workdir,
+            (("split,collect", self.concurrency[0]), ("cpu", self.concurrency[1])),
+            env={"PAGEFLEET_GPU__ENABLED": "0", "OMP_THREAD_LIMIT": "1"},
+            logdir=self.workdir / "logs",
+        ).start()
         self.redis, self.workers = self.fleet.redis, self.fleet.workers
         use_broker(self.fleet.broker_url or "")
         get_settings.cache_clear()
@@ -132,9 +157,14 @@ class WarmFleet:
                         key = (proc.pid, proc.create_time())
                         role = self._role.get(key)
                         if role is None:
-                            sandbox = proc.ppid() in sandboxes or "forkserver" in " ".join(proc.cmdline())
-                            role = self._role[key] = "sandbox" if sandbox else (
-                                f"{queue}-main" if proc.pid == main.pid else queue)
+                            sandbox = proc.ppid() in sandboxes or "forkserver" in " ".join(
+                                proc.cmdline()
+                            )
+                            role = self._role[key] = (
+                                "sandbox"
+                                if sandbox
+                                else (f"{queue}-main" if proc.pid == main.pid else queue)
+                            )
                         if role == "sandbox":
                             sandboxes.add(proc.pid)
                         roles.setdefault(role, []).append(proc)
@@ -151,7 +181,9 @@ class WarmFleet:
         for role, procs in (tree or self._processes()).items():
             for proc in procs:
                 with contextlib.suppress(OSError):
-                    found = re.search(r"VmHWM:\s+(\d+)", Path(f"/proc/{proc.pid}/status").read_text())
+                    found = re.search(
+                        r"VmHWM:\s+(\d+)", Path(f"/proc/{proc.pid}/status").read_text()
+                    )
                     if found:  # a process that has exited (a zombie until reaped) has none
                         peaks[role] = max(peaks.get(role, 0.0), int(found.group(1)) / 1024)
         return peaks
@@ -175,7 +207,9 @@ class WarmFleet:
                     t = proc.cpu_times()
                     counts_reaped = self._counts_reaped(key)
                     children = t.children_user + t.children_system
-                    self._grew[key] = children - self._children.get(key, children)  # reaped since the last sample
+                    self._grew[key] = children - self._children.get(
+                        key, children
+                    )  # reaped since the last sample
                     self._children[key] = children
                     self._cpu_seen[key] = t.user + t.system + (children if counts_reaped else 0.0)
                     parent = proc.parent()
@@ -200,7 +234,9 @@ class WarmFleet:
             if key not in live and key not in self._orphans:
                 by_parent.setdefault(self._parents.get(key), []).append(key)
         for parent, keys in by_parent.items():
-            if parent not in live or not self._counts_reaped(parent):  # (an orphan's old parent pid may be another's now)
+            if parent not in live or not self._counts_reaped(
+                parent
+            ):  # (an orphan's old parent pid may be another's now)
                 self._orphans.update(keys)
                 continue
             spent = sum(self._cpu_seen[k] for k in keys) - _TICKS_S * len(keys)
@@ -211,7 +247,9 @@ class WarmFleet:
                 seconds = self._cpu_seen.pop(key)
                 if self._role[key] != self._role[parent]:
                     self._moved[self._role[key]] = self._moved.get(self._role[key], 0.0) + seconds
-                    self._moved[self._role[parent]] = self._moved.get(self._role[parent], 0.0) - seconds
+                    self._moved[self._role[parent]] = (
+                        self._moved.get(self._role[parent], 0.0) - seconds
+                    )
 
     def _counts_reaped(self, key: tuple[int, float]) -> bool:
         """Does its sample include what it reaped (all but a worker's main process)?"""
@@ -230,8 +268,10 @@ class WarmFleet:
         return roles
 
     def _task_lines(self) -> int:
-        return sum(path.read_text(errors="replace").count(" succeeded in ")
-                   for path in (self.workdir / "logs").glob("worker-*.log"))
+        return sum(
+            path.read_text(errors="replace").count(" succeeded in ")
+            for path in (self.workdir / "logs").glob("worker-*.log")
+        )
 
     def run(self, files: list[Path], storage: str, options: dict[str, Any], tag: str) -> RunResult:
         from workers.settings import Options
@@ -248,7 +288,9 @@ class WarmFleet:
         from workers.pdf.forkserver import IDLE_S
 
         r = jobs.client()
-        fs_ms, _ = fs_quiet.wait_quiet(self.workdir / "out" / ".fsprobe")  # beside the local runs' artifacts
+        fs_ms, _ = fs_quiet.wait_quiet(
+            self.workdir / "out" / ".fsprobe"
+        )  # beside the local runs' artifacts
         settle()
         # a sandbox child kept for a document's next range leaves after IDLE_S without one: a run
         # of the same file right after the last would find it warm (MuPDF's fonts and objects of
@@ -269,18 +311,35 @@ class WarmFleet:
         pages = 0
         for info in states:
             if info.get("state") != "done":
-                raise RuntimeError(f"{tag}: a job ended {info.get('state')}: {info.get('error_code')}")
+                raise RuntimeError(
+                    f"{tag}: a job ended {info.get('state')}: {info.get('error_code')}"
+                )
             pages += int(info.get("pages") or 0)
             for route, n in json.loads(info.get("routes") or "{}").items():
                 routes[route] = routes.get(route, 0) + n
-        roles = {role: seconds - roles_before.get(role, 0.0) for role, seconds in self._cpu_roles().items()}
-        cpu = sum(seconds for role, seconds in roles.items() if role != "redis")  # the fleet's own processes
+        roles = {
+            role: seconds - roles_before.get(role, 0.0)
+            for role, seconds in self._cpu_roles().items()
+        }
+        cpu = sum(
+            seconds for role, seconds in roles.items() if role != "redis"
+        )  # the fleet's own processes
         self._sample_peaks()
-        return RunResult(pages, wall, self._peak_seen, redis_peak, self._task_lines() - tasks_before, routes, cpu, roles,
-                         fs_ms)
+        return RunResult(
+            pages,
+            wall,
+            self._peak_seen,
+            redis_peak,
+            self._task_lines() - tasks_before,
+            routes,
+            cpu,
+            roles,
+            fs_ms,
+        )
 
-    def _wait(self, r: Any, notices: Any, ids: list[str],
-              timeout_s: float = 7200) -> tuple[float, float, list[dict[str, str]]]:
+    def _wait(
+        self, r: Any, notices: Any, ids: list[str], timeout_s: float = 7200
+    ) -> tuple[float, float, list[dict[str, str]]]:
         """(Redis peak MB, when the last job was seen finished, every job's record). Until every job
         is terminal: the fleet's done notices (`notices`, subscribed before the jobs were sent),
         with every unfinished job's state read every `_RECHECK_S` in case one went unheard.
@@ -332,7 +391,9 @@ class WarmFleet:
         pipe = r.pipeline(transaction=False)
         for job_id in order:
             pipe.hget(f"pagefleet:job:{job_id}", "state")
-        return {job_id for job_id, state in zip(order, pipe.execute()) if state not in jobs.TERMINAL}
+        return {
+            job_id for job_id, state in zip(order, pipe.execute()) if state not in jobs.TERMINAL
+        }
 
 
 def scratch() -> Path:

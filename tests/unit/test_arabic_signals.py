@@ -79,7 +79,11 @@ def test_unmapped_kashida() -> None:
 
 def test_elongation_repairs_split_mixed_runs_by_kind() -> None:
     text = "تـ\ufffd\ufffdـرى"
-    assert elongation_repairs(text) == [(1, 2, "tatweel"), (2, 4, "kashida_unmapped"), (4, 5, "tatweel")]
+    assert elongation_repairs(text) == [
+        (1, 2, "tatweel"),
+        (2, 4, "kashida_unmapped"),
+        (4, 5, "tatweel"),
+    ]
 
 
 def test_isolated_letter_fragments() -> None:
@@ -120,7 +124,9 @@ def _reference_word_counts(text: str) -> tuple[int, int, int, int, int]:
     tokens = re.split(r"[ \t\n\r\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]+", text) + [""]
     for token in tokens:
         arabic = sum(1 for c in token if is_arabic_letter(c))
-        other = sum(1 for c in token if unicodedata.category(c).startswith("L") and not is_arabic(c))
+        other = sum(
+            1 for c in token if unicodedata.category(c).startswith("L") and not is_arabic(c)
+        )
         if arabic:
             words += 1
             foreign += sum(1 for c in token if _is_foreign(c))
@@ -135,8 +141,17 @@ def _reference_word_counts(text: str) -> tuple[int, int, int, int, int]:
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.text(alphabet="ابتثجحخدذرزسشصضطظعغفقكلمنهويـ\ufffd\ufeb1ǄƾΩ\ue000\x0c\x01 \t\n\u00a0\u2003abcא1.ﻧ", max_size=80))
+@given(
+    st.text(
+        alphabet="ابتثجحخدذرزسشصضطظعغفقكلمنهويـ\ufffd\ufeb1ǄƾΩ\ue000\x0c\x01 \t\n\u00a0\u2003abcא1.ﻧ",
+        max_size=80,
+    )
+)
 def test_word_counts_equal_their_per_character_definition(text: str) -> None:
     from routing.arabic import _word_counts
 
-    assert _word_counts(text) == (_reference_word_counts(text) if any("\u0600" <= c <= "\u06ff" or "\ufb50" <= c <= "\ufeff" for c in text) else (0, 0, 0, 0, 0))
+    assert _word_counts(text) == (
+        _reference_word_counts(text)
+        if any("\u0600" <= c <= "\u06ff" or "\ufb50" <= c <= "\ufeff" for c in text)
+        else (0, 0, 0, 0, 0)
+    )

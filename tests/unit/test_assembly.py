@@ -17,8 +17,17 @@ from workers.store import artifacts
 from workers.collect import assembly, chunks
 from workers.collect.assembly import Assembly
 from workers.collect.chunks import _page_in, replays
-from workers.model import (Attempt, Block, DocumentRecord, PageRecord, Quality, ReviewPreview, RouterInfo, SourceInfo,
-                           TableData)
+from workers.model import (
+    Attempt,
+    Block,
+    DocumentRecord,
+    PageRecord,
+    Quality,
+    ReviewPreview,
+    RouterInfo,
+    SourceInfo,
+    TableData,
+)
 from workers.store.storage import LocalStorage
 
 HEB = "פסקה ארוכה על חוזה השכירות והתנאים שלו " * 6
@@ -31,37 +40,110 @@ def _page(n: int) -> PageRecord:
     kind = n % 6
     if kind == 1:
         text = f"כותרת {n}\n{HEB}\nשם | סכום"
-        blocks = [Block(type="heading", text=f"כותרת {n}", level=1, direction="rtl", start=0, end=len(f"כותרת {n}")),
-                  Block(type="paragraph", text=HEB, direction="rtl", start=len(f"כותרת {n}") + 1,
-                        end=len(f"כותרת {n}") + 1 + len(HEB), bbox=[1.0, 2.5, 300.0, 400.125]),
-                  Block(type="table", text="שם | סכום", direction="rtl", start=len(text) - 9, end=len(text),
-                        table=TableData(rows=[["שם", "סכום"], ["א", "1"]], markdown="| שם | סכום |"))]
-        return PageRecord(number=n, script="he", direction="rtl", router=router, route="text_layer", text=text,
-                          markdown=f"# כותרת {n}\n\n{HEB}", raw_text=text, quality=Quality(ok=True, warnings=["table_suspected"]),
-                          blocks=blocks, layer={"chars": 300, "coverage": 1 / 3})
+        blocks = [
+            Block(
+                type="heading",
+                text=f"כותרת {n}",
+                level=1,
+                direction="rtl",
+                start=0,
+                end=len(f"כותרת {n}"),
+            ),
+            Block(
+                type="paragraph",
+                text=HEB,
+                direction="rtl",
+                start=len(f"כותרת {n}") + 1,
+                end=len(f"כותרת {n}") + 1 + len(HEB),
+                bbox=[1.0, 2.5, 300.0, 400.125],
+            ),
+            Block(
+                type="table",
+                text="שם | סכום",
+                direction="rtl",
+                start=len(text) - 9,
+                end=len(text),
+                table=TableData(rows=[["שם", "סכום"], ["א", "1"]], markdown="| שם | סכום |"),
+            ),
+        ]
+        return PageRecord(
+            number=n,
+            script="he",
+            direction="rtl",
+            router=router,
+            route="text_layer",
+            text=text,
+            markdown=f"# כותרת {n}\n\n{HEB}",
+            raw_text=text,
+            quality=Quality(ok=True, warnings=["table_suspected"]),
+            blocks=blocks,
+            layer={"chars": 300, "coverage": 1 / 3},
+        )
     if kind == 2:
-        return PageRecord(number=n, router=router, route="review_required", needs_review=True,
-                          quality=Quality(ok=False, reasons=["reversed_rtl"], metrics={"score": 0.1}),
-                          attempts=[Attempt(engine="text_layer", accepted=False, reasons=["reversed_rtl"], rung="text_layer")],
-                          review_preview=ReviewPreview(engine="tesseract", text="תצוגה", markdown="תצוגה"))
+        return PageRecord(
+            number=n,
+            router=router,
+            route="review_required",
+            needs_review=True,
+            quality=Quality(ok=False, reasons=["reversed_rtl"], metrics={"score": 0.1}),
+            attempts=[
+                Attempt(
+                    engine="text_layer", accepted=False, reasons=["reversed_rtl"], rung="text_layer"
+                )
+            ],
+            review_preview=ReviewPreview(engine="tesseract", text="תצוגה", markdown="תצוגה"),
+        )
     if kind == 3:
-        return PageRecord(number=n, router=router, route="ocr", engine="tesseract", text="טקסט מסריקה\n" * 40,
-                          ocr_confidence=0.91, quality=Quality(ok=True),
-                          attempts=[Attempt(engine="tesseract", accepted=True, seconds=1.5)])
+        return PageRecord(
+            number=n,
+            router=router,
+            route="ocr",
+            engine="tesseract",
+            text="טקסט מסריקה\n" * 40,
+            ocr_confidence=0.91,
+            quality=Quality(ok=True),
+            attempts=[Attempt(engine="tesseract", accepted=True, seconds=1.5)],
+        )
     if kind == 4:
-        return PageRecord(number=n, router=router, route="failed", quality=Quality(ok=False, reasons=["no_text"]),
-                          attempts=[Attempt(engine="tesseract", accepted=False, reasons=["engine_timeout"], detail="t")])
+        return PageRecord(
+            number=n,
+            router=router,
+            route="failed",
+            quality=Quality(ok=False, reasons=["no_text"]),
+            attempts=[
+                Attempt(engine="tesseract", accepted=False, reasons=["engine_timeout"], detail="t")
+            ],
+        )
     if kind == 5:
-        return PageRecord(number=n, router=router, route="text_layer", text=f"plain page {n}\twith tab \"q\" \\ 😀",
-                          quality=Quality(ok=True))
-    return PageRecord(number=n, script="ar", direction="rtl", router=router, route="text_layer_repaired",
-                      text="مرحبا بالعالم " * 30, markdown="مرحبا بالعالم " * 30, quality=Quality(ok=True))
+        return PageRecord(
+            number=n,
+            router=router,
+            route="text_layer",
+            text=f'plain page {n}\twith tab "q" \\ 😀',
+            quality=Quality(ok=True),
+        )
+    return PageRecord(
+        number=n,
+        script="ar",
+        direction="rtl",
+        router=router,
+        route="text_layer_repaired",
+        text="مرحبا بالعالم " * 30,
+        markdown="مرحبا بالعالم " * 30,
+        quality=Quality(ok=True),
+    )
 
 
 def _head(pages: int) -> DocumentRecord:
-    return DocumentRecord(pipeline_version="0.2.0", job_id="j1", status="accepted", page_count=pages,
-                          options={"structure": True, "chunk_chars": 1000},
-                          source=SourceInfo(filename="a.pdf", bytes=10, sha256="ab" * 32, uri="/in/a.pdf"), pages=[])
+    return DocumentRecord(
+        pipeline_version="0.2.0",
+        job_id="j1",
+        status="accepted",
+        page_count=pages,
+        options={"structure": True, "chunk_chars": 1000},
+        source=SourceInfo(filename="a.pdf", bytes=10, sha256="ab" * 32, uri="/in/a.pdf"),
+        pages=[],
+    )
 
 
 def _assemble(tmp_path: Path, pages: list[PageRecord]) -> tuple[Path, dict]:
@@ -76,9 +158,12 @@ def _assemble(tmp_path: Path, pages: list[PageRecord]) -> tuple[Path, dict]:
     return tmp_path / "store" / "out", report
 
 
-@pytest.mark.parametrize("in_memory", [assembly._IN_MEMORY, 1000])  # spools kept in memory; moved to files
-def test_streamed_artifacts_are_the_whole_documents_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                          in_memory: int) -> None:
+@pytest.mark.parametrize(
+    "in_memory", [assembly._IN_MEMORY, 1000]
+)  # spools kept in memory; moved to files
+def test_streamed_artifacts_are_the_whole_documents_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_memory: int
+) -> None:
     monkeypatch.setattr(assembly, "_IN_MEMORY", in_memory)
     (tmp_path / "spool").mkdir()
     pages = [_page(n) for n in range(1, 20)]
@@ -87,17 +172,44 @@ def test_streamed_artifacts_are_the_whole_documents_bytes(tmp_path: Path, monkey
     assert (out / "document.json").read_text(encoding="utf-8") == whole.model_dump_json(indent=1)
     assert DocumentRecord.model_validate_json((out / "document.json").read_bytes()) == whole
     assert (out / "document.md").read_text(encoding="utf-8") == artifacts.markdown(whole)
-    assert (out / "text.txt").read_text(encoding="utf-8") == "\f".join(artifacts.page_text(p) for p in pages)
+    assert (out / "text.txt").read_text(encoding="utf-8") == "\f".join(
+        artifacts.page_text(p) for p in pages
+    )
     every = {p.number: p for p in pages}
-    expected = [c for c in chunk_document([_page_in(p, artifacts.ACCEPTED_ROUTES) for p in pages],
-                                          {"doc_sha256": "ab" * 32, "filename": "a.pdf", "pipeline_version": "0.2.0"},
-                                          ChunkRules(max_chars=1000)) if replays(c, every)]
-    written = [json.loads(line) for line in (out / "chunks.jsonl").read_text(encoding="utf-8").splitlines()]
-    assert written == expected and any(len(c["pages"]) > 1 for c in written)  # some chunk spans pages
+    expected = [
+        c
+        for c in chunk_document(
+            [_page_in(p, artifacts.ACCEPTED_ROUTES) for p in pages],
+            {"doc_sha256": "ab" * 32, "filename": "a.pdf", "pipeline_version": "0.2.0"},
+            ChunkRules(max_chars=1000),
+        )
+        if replays(c, every)
+    ]
+    written = [
+        json.loads(line) for line in (out / "chunks.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    assert written == expected and any(
+        len(c["pages"]) > 1 for c in written
+    )  # some chunk spans pages
     assert report["status"] == "needs_review" and report["page_count"] == 19
-    assert report["routes"] == {"text_layer": 7, "review_required": 3, "ocr": 3, "failed": 3, "text_layer_repaired": 3}
-    assert report["rungs"]["1_text_layer"]["seconds"] == 0.5 and report["rungs"]["3_cpu_ocr"]["attempts"] == 6
-    assert report["engine_health"]["tesseract"] == {"tried": 6, "accepted": 3, "unavailable": 0, "errors": 3, "detail": "t"}
+    assert report["routes"] == {
+        "text_layer": 7,
+        "review_required": 3,
+        "ocr": 3,
+        "failed": 3,
+        "text_layer_repaired": 3,
+    }
+    assert (
+        report["rungs"]["1_text_layer"]["seconds"] == 0.5
+        and report["rungs"]["3_cpu_ocr"]["attempts"] == 6
+    )
+    assert report["engine_health"]["tesseract"] == {
+        "tried": 6,
+        "accepted": 3,
+        "unavailable": 0,
+        "errors": 3,
+        "detail": "t",
+    }
     assert report["needs_review"] == [n for n in range(1, 20) if n % 6 in (2, 4)]
     assert report["structure"]["pages_with_tables"] == [1, 7, 13, 19]
 
@@ -137,4 +249,7 @@ def test_only_the_pages_an_open_chunk_may_cite_stay_in_memory(tmp_path: Path) ->
     document, report = built.store(LocalStorage(tmp_path / "store"), "", {})
     assert report["page_count"] == 600 and sum(report["routes"].values()) == 600
     assert 0 < peak <= 10
-    assert json.loads((tmp_path / "store" / "document.json").read_bytes())["pages"][599]["number"] == 600
+    assert (
+        json.loads((tmp_path / "store" / "document.json").read_bytes())["pages"][599]["number"]
+        == 600
+    )

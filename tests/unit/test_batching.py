@@ -38,7 +38,9 @@ def queued(batcher: Batcher, key: str, count: int) -> bool:
         return len(batcher._queues.get(key, [])) >= count
 
 
-def run_concurrently(batcher: Batcher, gate: Gate, requests: list[list[int]], size: int) -> list[object]:
+def run_concurrently(
+    batcher: Batcher, gate: Gate, requests: list[list[int]], size: int
+) -> list[object]:
     """The first request enters `read` and holds it; the rest queue; then the gate opens."""
     with ThreadPoolExecutor(len(requests)) as pool:
         futures = [pool.submit(batcher.run, "k", requests[0], size, gate.read)]
@@ -77,7 +79,9 @@ def test_waiting_callers_share_calls_up_to_the_size_and_get_their_own_rows() -> 
     requests = [[i] for i in range(1, 11)]  # ten one-page tasks
     results = run_concurrently(batcher, gate, requests, size=4)
     assert results == [[i * 10] for i in range(1, 11)]
-    assert gate.calls[0] == [1]  # the first read alone, the nine waiting ones in order, four at a time
+    assert gate.calls[0] == [
+        1
+    ]  # the first read alone, the nine waiting ones in order, four at a time
     assert gate.calls[1:] == [[2, 3, 4, 5], [6, 7, 8, 9], [10]]
     assert sizes == [1, 4, 4, 1]
     assert not batcher._queues and not batcher._running
@@ -104,8 +108,10 @@ def test_keys_do_not_mix() -> None:
     batcher, gate = Batcher(), Gate()
     gate.opened.set()
     with ThreadPoolExecutor(4) as pool:
-        futures = [pool.submit(batcher.run, key, [n], 8, gate.read) for key, n in
-                   (("a", 1), ("b", 2), ("a", 3), ("b", 4))]
+        futures = [
+            pool.submit(batcher.run, key, [n], 8, gate.read)
+            for key, n in (("a", 1), ("b", 2), ("a", 3), ("b", 4))
+        ]
         assert [f.result(10) for f in futures] == [[10], [20], [30], [40]]
     for call in gate.calls:
         assert {n % 2 for n in call} in ({0}, {1})  # key a holds odd items, key b even ones
@@ -136,7 +142,9 @@ def test_a_gpu_worker_runs_its_tasks_on_threads(monkeypatch: pytest.MonkeyPatch)
         get_settings.cache_clear()
 
 
-def test_pagefleet_worker_gives_a_gpu_worker_vlm_batch_size_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pagefleet_worker_gives_a_gpu_worker_vlm_batch_size_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """`pagefleet worker --queues gpu` (compose, Kubernetes): the threads pool with as many task
     threads as a generate call takes pages, unless --concurrency says otherwise; others prefork."""
     from workers.cli import main
@@ -157,8 +165,14 @@ def test_pagefleet_worker_gives_a_gpu_worker_vlm_batch_size_threads(monkeypatch:
     def option(argv: list[str], flag: str) -> str | None:
         return argv[argv.index(flag) + 1] if flag in argv else None
 
-    assert [(option(a, "-c"), option(a, "-P")) for a in started] == [("16", "threads"), ("4", "threads"), ("3", None)]
-    monkeypatch.setenv("PAGEFLEET_GPU__POOL", "prefork")  # each pool process would load its own models: one
+    assert [(option(a, "-c"), option(a, "-P")) for a in started] == [
+        ("16", "threads"),
+        ("4", "threads"),
+        ("3", None),
+    ]
+    monkeypatch.setenv(
+        "PAGEFLEET_GPU__POOL", "prefork"
+    )  # each pool process would load its own models: one
     get_settings.cache_clear()
     try:
         assert main.main(["worker", "--queues", "gpu"]) == 0
@@ -171,6 +185,9 @@ def test_pagefleet_worker_gives_a_gpu_worker_vlm_batch_size_threads(monkeypatch:
 def test_every_call_is_observed_with_its_pages_and_tasks() -> None:
     """The hook a gpu worker sets (workers.app → metrics: pagefleet_generate_*)."""
     seen: list[tuple[object, int, int]] = []
-    batcher, gate = Batcher(lambda key, items, requests: seen.append((key, items, requests))), Gate()
+    batcher, gate = (
+        Batcher(lambda key, items, requests: seen.append((key, items, requests))),
+        Gate(),
+    )
     run_concurrently(batcher, gate, [[1], [2], [3, 4]], size=4)
     assert seen == [("k", 1, 1), ("k", 3, 2)]

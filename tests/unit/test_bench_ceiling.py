@@ -13,14 +13,19 @@ from tests.support.pdfs import text_pages
 def test_document_jobs_cover_every_page_once() -> None:
     jobs = document_jobs(Path("doc.pdf"), 7, 2)
     assert jobs == [[("doc.pdf", 1, 3)], [("doc.pdf", 4, 7)]]
-    covered = [p for (job,) in document_jobs(Path("doc.pdf"), 1000, 3) for p in range(job[1], job[2] + 1)]
+    covered = [
+        p for (job,) in document_jobs(Path("doc.pdf"), 1000, 3) for p in range(job[1], job[2] + 1)
+    ]
     assert covered == list(range(1, 1001))
 
 
 def test_file_jobs_deal_whole_files_in_turn() -> None:
     files = [Path(f"{i}.pdf") for i in range(5)]
     jobs = file_jobs(files, 2)
-    assert [[j[0] for j in job] for job in jobs] == [["0.pdf", "2.pdf", "4.pdf"], ["1.pdf", "3.pdf"]]
+    assert [[j[0] for j in job] for job in jobs] == [
+        ["0.pdf", "2.pdf", "4.pdf"],
+        ["1.pdf", "3.pdf"],
+    ]
     assert all(first == 1 and last >= 1 for job in jobs for _, first, last in job)
 
 

@@ -72,8 +72,12 @@ def _run(tmp: Path, mode: str) -> tuple[dict[str, float], dict[str, float]]:
     zombie, unreaped by M)."""
     (tmp / "forkserver_stub.py").write_text(SERVER)
     (tmp / "pool.py").write_text(POOL)
-    main = subprocess.Popen([sys.executable, "-c", MAIN, str(tmp / "pool.py"), str(tmp), mode, "5"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    main = subprocess.Popen(
+        [sys.executable, "-c", MAIN, str(tmp / "pool.py"), str(tmp), mode, "5"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert main.stdout is not None and main.stdin is not None
         assert main.stdout.readline().strip() == "ready"

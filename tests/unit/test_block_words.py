@@ -28,7 +28,9 @@ def _accepted_pages(pdf: Path) -> list[PageRecord]:
     try:
         with pymupdf.open(pdf) as doc:
             count = 0 if doc.needs_pass else doc.page_count
-        pages = extract_range(str(pdf), 1, count, structure=True)["pages"] if 0 < count <= 40 else []
+        pages = (
+            extract_range(str(pdf), 1, count, structure=True)["pages"] if 0 < count <= 40 else []
+        )
     except Exception:  # noqa: BLE001 - a broken or encrypted input has no pages to compare
         return []
     layout = document_layout(pages)
@@ -44,7 +46,9 @@ def _documents(*folders: Path) -> list[Path]:
     return sorted(p for folder in folders if folder.is_dir() for p in folder.glob("*.pdf"))
 
 
-def test_blocks_and_cells_hold_the_words_of_the_text(fixtures_dir: Path, structure_dir: Path) -> None:
+def test_blocks_and_cells_hold_the_words_of_the_text(
+    fixtures_dir: Path, structure_dir: Path
+) -> None:
     pages = checked = 0
     for pdf in _documents(fixtures_dir, structure_dir, CORPUS):
         for record in _accepted_pages(pdf):
@@ -61,12 +65,17 @@ def test_blocks_and_cells_hold_the_words_of_the_text(fixtures_dir: Path, structu
     assert pages > 20 and checked > 3
 
 
-@pytest.mark.skipif(not (CORPUS / "ar_tunisia_stats_table.pdf").exists(), reason="the shared corpus is not beside the checkout")
+@pytest.mark.skipif(
+    not (CORPUS / "ar_tunisia_stats_table.pdf").exists(),
+    reason="the shared corpus is not beside the checkout",
+)
 def test_a_repaired_word_is_the_same_word_in_its_table_cell() -> None:
     # the layer gives `الانتخابات التشريعية 2014` as `الانتخاابت الترشيعية2014` and `المترشحة` as
     # `املترشحة`: ligature glyphs whose letters MuPDF gives out of order, a space never drawn
     records = _accepted_pages(CORPUS / "ar_tunisia_stats_table.pdf")
     text = " ".join(" ".join(r.text.split()) for r in records)
     assert "الانتخابات" in text and "2014" in text and "القائمات المترشحة" in text
-    cells = {cell for r in records for b in r.blocks if b.table for row in b.table.rows for cell in row}
+    cells = {
+        cell for r in records for b in r.blocks if b.table for row in b.table.rows for cell in row
+    }
     assert "المترشحة" in " ".join(cells) and "املترشحة" not in " ".join(cells)

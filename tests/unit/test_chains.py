@@ -11,7 +11,12 @@ CHAINS = Chains().model_dump()
 
 def test_text_layer_hint_wins() -> None:
     d = decide("he", 0.4, [VisualVote("osd", "latin", 9.0)], CHAINS, gpu=False)
-    assert (d.source, d.script, d.margin, d.chain) == ("text_layer", "he", 0.4, ("tesseract:heb+eng",))
+    assert (d.source, d.script, d.margin, d.chain) == (
+        "text_layer",
+        "he",
+        0.4,
+        ("tesseract:heb+eng",),
+    )
 
 
 def test_first_decisive_visual_vote_wins() -> None:
@@ -37,11 +42,26 @@ def test_every_rtl_chain_ends_with_an_engine_that_reads_it() -> None:
 
 
 def test_engines_declare_what_they_read() -> None:
-    reads = scripts_by_entry(["tesseract:eng", "lightonocr", "paddle:arabic", "paddle", "tesseract:heb+ara+eng",
-                              "dots", "http:lightonocr", "http:some/model", "no-such-engine"])
-    assert not reads_script("tesseract:eng", "he", reads) and not reads_script("lightonocr", "ar", reads)
+    reads = scripts_by_entry(
+        [
+            "tesseract:eng",
+            "lightonocr",
+            "paddle:arabic",
+            "paddle",
+            "tesseract:heb+ara+eng",
+            "dots",
+            "http:lightonocr",
+            "http:some/model",
+            "no-such-engine",
+        ]
+    )
+    assert not reads_script("tesseract:eng", "he", reads) and not reads_script(
+        "lightonocr", "ar", reads
+    )
     assert reads_script("paddle:arabic", "ar", reads) and not reads_script("paddle", "ar", reads)
-    assert reads_script("tesseract:heb+ara+eng", "he", reads) and reads_script("tesseract:eng", "latin", reads)
+    assert reads_script("tesseract:heb+ara+eng", "he", reads) and reads_script(
+        "tesseract:eng", "latin", reads
+    )
     assert reads_script("dots", "he", reads) and not reads_script("http:lightonocr", "he", reads)
     assert reads_script("http:some/model", "ar", reads)
     assert reads["no-such-engine"] == frozenset()  # an unknown entry reads nothing

@@ -66,18 +66,36 @@ def reference(text: str) -> dict[str, int]:
     letters = [c for c in text if _letter(c)]
     european = ((0xC0, 0x24F), (0x370, 0x4FF), (0x1E00, 0x1EFF))
     return {
-        **counts, "digits": digits, "non_space": non_space, "chars": len(text),
+        **counts,
+        "digits": digits,
+        "non_space": non_space,
+        "chars": len(text),
         "controls": sum(1 for c in text if unicodedata.category(c) == "Cc" and c not in "\t\n\r\f"),
         "all_letters": len(letters),
-        "known_letters": sum(1 for c in letters if _latin(c) or _in(c, HE) or _in(c, AR) or _in(c, european)),
+        "known_letters": sum(
+            1 for c in letters if _latin(c) or _in(c, HE) or _in(c, AR) or _in(c, european)
+        ),
         "mojibake": sum(1 for c in text if 0xC0 <= ord(c) <= 0xFF or c in CP1252),
     }
 
 
 def fast(text: str) -> dict[str, int]:
     s = script_stats(text)
-    fields = ("latin", "he", "ar", "pua", "cjk", "other_letter", "digits", "non_space", "chars", "controls",
-              "all_letters", "known_letters", "mojibake")
+    fields = (
+        "latin",
+        "he",
+        "ar",
+        "pua",
+        "cjk",
+        "other_letter",
+        "digits",
+        "non_space",
+        "chars",
+        "controls",
+        "all_letters",
+        "known_letters",
+        "mojibake",
+    )
     return {f: getattr(s, f) for f in fields}
 
 
@@ -100,8 +118,13 @@ def _mixed_reference(text: str) -> tuple[int, int]:
 
     def family(c: str) -> str | None:
         cp = ord(c)
-        for name, ok in (("he", _in(c, HE)), ("ar", _in(c, AR)), ("gr", 0x370 <= cp <= 0x3FF),
-                         ("cy", 0x400 <= cp <= 0x4FF), ("cjk", 0x3040 <= cp <= 0x9FFF or 0xAC00 <= cp <= 0xD7AF)):
+        for name, ok in (
+            ("he", _in(c, HE)),
+            ("ar", _in(c, AR)),
+            ("gr", 0x370 <= cp <= 0x3FF),
+            ("cy", 0x400 <= cp <= 0x4FF),
+            ("cjk", 0x3040 <= cp <= 0x9FFF or 0xAC00 <= cp <= 0xD7AF),
+        ):
             if ok:
                 return name
         return None
@@ -113,9 +136,31 @@ def _mixed_reference(text: str) -> tuple[int, int]:
     return mixed, words
 
 
-ALPHABET = st.sampled_from(list("abc XYZ é ß Ω Ж שלום ך מרحبا ﻻ ﺍ ٣ 7 ² \t\n\x0b\x1c\x85\x07 ‰ € ˆ × 中 ー ・ ") +
-                           ["\ue000", "\uf061", "\uf020", "\U000f0001", "\u200f", "\u202b", "\ufffd", "-", "/", "״",
-                            "ا", "أ", "ل", "و", "ﺍ", "ﺃ", "ﻟ", "ﻻ", "ﻷ", "\ufeff"])
+ALPHABET = st.sampled_from(
+    list("abc XYZ é ß Ω Ж שלום ך מרحبا ﻻ ﺍ ٣ 7 ² \t\n\x0b\x1c\x85\x07 ‰ € ˆ × 中 ー ・ ")
+    + [
+        "\ue000",
+        "\uf061",
+        "\uf020",
+        "\U000f0001",
+        "\u200f",
+        "\u202b",
+        "\ufffd",
+        "-",
+        "/",
+        "״",
+        "ا",
+        "أ",
+        "ل",
+        "و",
+        "ﺍ",
+        "ﺃ",
+        "ﻟ",
+        "ﻻ",
+        "ﻷ",
+        "\ufeff",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -129,7 +174,9 @@ def test_random_mixed_texts(text: str) -> None:
         assert metrics.get("private_use", 0) == len(pua)
     violations = canonical_violations(text)
     assert ("private_use_chars" in violations) == bool(pua)
-    assert ("control_chars" in violations) == any(unicodedata.category(c) == "Cc" and c not in "\t\n\r\f" for c in text)
+    assert ("control_chars" in violations) == any(
+        unicodedata.category(c) == "Cc" and c not in "\t\n\r\f" for c in text
+    )
     assert ("decomposed_lam_alef" in violations) == bool(arabic_signals(text).decomposed_lam_alef)
     unmapped = [c for c in pua if c not in SYMBOL_PUA_MAP]
     reasons = assess(GateInput(text=text, origin="text_layer")).reasons
@@ -152,7 +199,8 @@ def test_arabic_counts_match_their_per_character_definitions(text: str) -> None:
     assert sig.letters == sum(1 for c in text if is_arabic_letter(c))
     assert sig.presentation_forms == sum(1 for c in text if is_presentation_form(c))
     assert fold_presentation_forms(text) == "".join(
-        unicodedata.normalize("NFKC", c) if is_presentation_form(c) else c for c in text)
+        unicodedata.normalize("NFKC", c) if is_presentation_form(c) else c for c in text
+    )
 
 
 def test_long_texts_are_translated_alike_in_numpy() -> None:
@@ -165,21 +213,52 @@ def test_long_texts_are_translated_alike_in_numpy() -> None:
     from routing.charclass import CLASS_TABLE, FAMILY_TABLE, LazyTable
     from workers.pdf import fastwalk
 
-    pool = [chr(c) for c in [*range(0x250), *range(0x590, 0x700), *range(0xFB1D, 0xFB50), *range(0xFE70, 0xFEFF),
-                             0xD800, 0xDFFF, 0x1F600, 0x10FFFF, 0xE000, 0xF0001, 0x4E00, 0x3000]]
+    pool = [
+        chr(c)
+        for c in [
+            *range(0x250),
+            *range(0x590, 0x700),
+            *range(0xFB1D, 0xFB50),
+            *range(0xFE70, 0xFEFF),
+            0xD800,
+            0xDFFF,
+            0x1F600,
+            0x10FFFF,
+            0xE000,
+            0xF0001,
+            0x4E00,
+            0x3000,
+        ]
+    ]
     rng = random.Random(15)
-    narrow_then_wide = LazyTable(lambda c: "w" if c < "\u0590" else c)  # bytes first, the general gather later
+    narrow_then_wide = LazyTable(
+        lambda c: "w" if c < "\u0590" else c
+    )  # bytes first, the general gather later
     narrow_then_deleting = LazyTable(lambda c: "n" if c < "\u0590" else None)
     with_nul = LazyTable(lambda c: "\x00" if c == "a" else "b")
     deleting_then_wide = LazyTable(lambda c: None if c in "ab" else ("x" if c < "\u0590" else c))
-    for table in (CLASS_TABLE, FAMILY_TABLE, arabic._LETTER_TABLE, arabic._TOKEN_CODES, lam._WORD_CHARS,
-                  fastwalk.GLYPH_KINDS, LazyTable(lambda c: "ab" if c == "x" else c), narrow_then_wide,
-                  narrow_then_deleting, with_nul, deleting_then_wide):
+    for table in (
+        CLASS_TABLE,
+        FAMILY_TABLE,
+        arabic._LETTER_TABLE,
+        arabic._TOKEN_CODES,
+        lam._WORD_CHARS,
+        fastwalk.GLYPH_KINDS,
+        LazyTable(lambda c: "ab" if c == "x" else c),
+        narrow_then_wide,
+        narrow_then_deleting,
+        with_nul,
+        deleting_then_wide,
+    ):
         for n in (LazyTable.LONG - 1, LazyTable.LONG, 3000):
             for _ in range(20):
-                latin = "".join(rng.choice(pool[:0x250]) for _ in range(n))  # narrow tables' byte gather
+                latin = "".join(
+                    rng.choice(pool[:0x250]) for _ in range(n)
+                )  # narrow tables' byte gather
                 assert table.apply(latin) == latin.translate(table)
-                text = "".join(rng.choice(pool) for _ in range(n))  # then, for some, a value that widens
+                text = "".join(
+                    rng.choice(pool) for _ in range(n)
+                )  # then, for some, a value that widens
                 assert table.apply(text) == text.translate(table)
         page = "".join(rng.choice(pool) for _ in range(3000))
         assert fast(page) == reference(page)

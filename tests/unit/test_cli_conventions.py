@@ -14,15 +14,25 @@ from workers.cli.main import EX_USAGE, main, parser, version
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "workers.cli.main", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "workers.cli.main", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_version_and_usage_errors() -> None:
     shown = _cli("--version")
     assert shown.returncode == 0 and shown.stdout.strip() == f"pagefleet {version()}"
-    for argv in (["run"], ["no-such-command"], ["run", "a.pdf", "--out", "o", "--ocr", "sometimes"],
-                 ["worker", "--concurrency", "many", "--queues", "cpu"], ["models", "pull", "--bogus"]):
+    for argv in (
+        ["run"],
+        ["no-such-command"],
+        ["run", "a.pdf", "--out", "o", "--ocr", "sometimes"],
+        ["worker", "--concurrency", "many", "--queues", "cpu"],
+        ["models", "pull", "--bogus"],
+    ):
         with pytest.raises(SystemExit) as exc:
             main(argv)
         assert exc.value.code == EX_USAGE, argv
@@ -40,8 +50,11 @@ def _walk(p: argparse.ArgumentParser, path: str = "pagefleet"):
 
 
 def test_every_option_has_help() -> None:
-    missing = [f"{path} {'/'.join(a.option_strings) or a.dest}" for path, a in _walk(parser())
-               if not isinstance(a, argparse._HelpAction) and not (a.help and a.help.strip())]
+    missing = [
+        f"{path} {'/'.join(a.option_strings) or a.dest}"
+        for path, a in _walk(parser())
+        if not isinstance(a, argparse._HelpAction) and not (a.help and a.help.strip())
+    ]
     assert not missing, missing
 
 

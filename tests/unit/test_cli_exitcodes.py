@@ -16,9 +16,26 @@ import pytest
 from workers.cli import main as cli_main
 from workers.cli import run as cli_run
 from workers.cli.embedded import Terminated
-from workers.cli.exitcodes import MEANING, SEVERITY, ExitCode, for_code, for_error, most_severe, summary
-from workers.errors import (INPUT_ERROR_CODES, BrokerUnavailable, EncryptedPdfError, InvalidPdfError,
-                            PdfTooLargeError, SetupError, StorageError, TaskDeadline, TooManyPagesError)
+from workers.cli.exitcodes import (
+    MEANING,
+    SEVERITY,
+    ExitCode,
+    for_code,
+    for_error,
+    most_severe,
+    summary,
+)
+from workers.errors import (
+    INPUT_ERROR_CODES,
+    BrokerUnavailable,
+    EncryptedPdfError,
+    InvalidPdfError,
+    PdfTooLargeError,
+    SetupError,
+    StorageError,
+    TaskDeadline,
+    TooManyPagesError,
+)
 from workers.model import JobSpec
 
 INPUT = {ExitCode.INPUT_ERROR, ExitCode.ENCRYPTED_PDF, ExitCode.INPUT_TOO_LARGE}
@@ -35,23 +52,34 @@ def test_the_fixed_statuses_stay() -> None:
 
 def test_input_errors_fleet_failures_and_internal_errors_are_apart() -> None:
     for code in INPUT_ERROR_CODES:
-        assert for_code(code) in INPUT | {ExitCode.DEADLINE}, code  # aborted: a job the fleet gave up on
+        assert for_code(code) in INPUT | {ExitCode.DEADLINE}, (
+            code
+        )  # aborted: a job the fleet gave up on
     assert for_error(EncryptedPdfError("x")) == ExitCode.ENCRYPTED_PDF
-    assert for_error(PdfTooLargeError("x")) == for_error(TooManyPagesError("x")) == ExitCode.INPUT_TOO_LARGE
+    assert (
+        for_error(PdfTooLargeError("x"))
+        == for_error(TooManyPagesError("x"))
+        == ExitCode.INPUT_TOO_LARGE
+    )
     assert for_error(InvalidPdfError("x")) == ExitCode.INPUT_ERROR
     assert for_error(BrokerUnavailable("x")) == ExitCode.BROKER_LOST
     assert for_error(StorageError("x")) == ExitCode.STORAGE_FAILED
     assert for_error(TaskDeadline("x")) == ExitCode.DEADLINE
     assert for_error(SetupError("x")) == ExitCode.MISSING_DEPENDENCY
     assert for_error(RuntimeError("bug")) == for_code("internal_error") == ExitCode.INTERNAL_ERROR
-    assert {MEANING[c][0] for c in INPUT} == {"input error"} and {MEANING[c][0] for c in FLEET} == {"fleet failure"}
+    assert {MEANING[c][0] for c in INPUT} == {"input error"} and {MEANING[c][0] for c in FLEET} == {
+        "fleet failure"
+    }
 
 
 def test_a_batch_exits_with_its_most_severe_outcome_and_counts_each() -> None:
     assert most_severe([]) == ExitCode.OK
     assert most_severe([ExitCode.OK, ExitCode.REVIEW_NEEDED]) == ExitCode.REVIEW_NEEDED
     assert most_severe([ExitCode.REVIEW_NEEDED, ExitCode.INPUT_ERROR]) == ExitCode.INPUT_ERROR
-    assert most_severe([ExitCode.INPUT_ERROR, ExitCode.ENCRYPTED_PDF, ExitCode.WORKER_DIED]) == ExitCode.WORKER_DIED
+    assert (
+        most_severe([ExitCode.INPUT_ERROR, ExitCode.ENCRYPTED_PDF, ExitCode.WORKER_DIED])
+        == ExitCode.WORKER_DIED
+    )
     assert most_severe([ExitCode.INTERNAL_ERROR, ExitCode.BROKER_LOST]) == ExitCode.INTERNAL_ERROR
     assert most_severe([ExitCode.INTERNAL_ERROR, ExitCode.INTERRUPTED]) == ExitCode.INTERRUPTED
     code, line = summary([ExitCode.OK] * 30 + [ExitCode.REVIEW_NEEDED, ExitCode.ENCRYPTED_PDF])
@@ -62,19 +90,28 @@ def test_a_batch_exits_with_its_most_severe_outcome_and_counts_each() -> None:
 
 
 def _tracked(state: str, status: str) -> cli_run.Tracked:
-    spec = JobSpec(job_id="j", source="/in/a.pdf", filename="a.pdf", storage="file:///o", artifact_prefix="a")
+    spec = JobSpec(
+        job_id="j", source="/in/a.pdf", filename="a.pdf", storage="file:///o", artifact_prefix="a"
+    )
     return cli_run.Tracked(spec, "a", state=state, status=status)
 
 
 def test_each_documents_outcome_in_a_run() -> None:
     assert cli_run.outcome(_tracked("done", "accepted")) == ExitCode.OK
     assert cli_run.outcome(_tracked("done", "needs_review")) == ExitCode.REVIEW_NEEDED
-    assert cli_run.outcome(_tracked("done", "failed")) == ExitCode.REVIEW_NEEDED  # artifacts, no page readable
+    assert (
+        cli_run.outcome(_tracked("done", "failed")) == ExitCode.REVIEW_NEEDED
+    )  # artifacts, no page readable
     assert cli_run.outcome(_tracked("error", "error: encrypted_pdf")) == ExitCode.ENCRYPTED_PDF
     assert cli_run.outcome(_tracked("error", "error: too_many_pages")) == ExitCode.INPUT_TOO_LARGE
     assert cli_run.outcome(_tracked("error", "error: zero_pages")) == ExitCode.INPUT_ERROR
-    assert cli_run.outcome(_tracked("error", "error: aborted"), ExitCode.WORKER_DIED) == ExitCode.WORKER_DIED
-    assert cli_run.outcome(_tracked("error", "error: aborted")) == ExitCode.DEADLINE  # the watchdog gave up
+    assert (
+        cli_run.outcome(_tracked("error", "error: aborted"), ExitCode.WORKER_DIED)
+        == ExitCode.WORKER_DIED
+    )
+    assert (
+        cli_run.outcome(_tracked("error", "error: aborted")) == ExitCode.DEADLINE
+    )  # the watchdog gave up
     assert cli_run.outcome(_tracked("done", "accepted"), ExitCode.BROKER_LOST) == ExitCode.OK
 
 
@@ -89,15 +126,27 @@ class _Fleet:
         return self._dead
 
 
-@pytest.mark.parametrize("fleet, deadline, expected", [
-    (_Fleet(dead=SimpleNamespace(name="cpu", tail=lambda: "killed")), 3600, ExitCode.WORKER_DIED),
-    (_Fleet(redis_died=True), 3600, ExitCode.BROKER_LOST),
-    (_Fleet(), -1, ExitCode.DEADLINE),
-])
-def test_what_ends_a_run_early_is_a_fleet_failure(monkeypatch: pytest.MonkeyPatch, fleet: _Fleet, deadline: int,
-                                                  expected: ExitCode) -> None:
+@pytest.mark.parametrize(
+    "fleet, deadline, expected",
+    [
+        (
+            _Fleet(dead=SimpleNamespace(name="cpu", tail=lambda: "killed")),
+            3600,
+            ExitCode.WORKER_DIED,
+        ),
+        (_Fleet(redis_died=True), 3600, ExitCode.BROKER_LOST),
+        (_Fleet(), -1, ExitCode.DEADLINE),
+    ],
+)
+def test_what_ends_a_run_early_is_a_fleet_failure(
+    monkeypatch: pytest.MonkeyPatch, fleet: _Fleet, deadline: int, expected: ExitCode
+) -> None:
     monkeypatch.setattr(cli_run, "_poll", lambda t, console: None)
-    monkeypatch.setattr(cli_run, "get_settings", lambda: SimpleNamespace(limits=SimpleNamespace(job_deadline_s=deadline)))
+    monkeypatch.setattr(
+        cli_run,
+        "get_settings",
+        lambda: SimpleNamespace(limits=SimpleNamespace(job_deadline_s=deadline)),
+    )
     from rich.console import Console
 
     code, why = cli_run._wait([_tracked("queued", "")], fleet, Console(file=open("/dev/null", "w")))
@@ -111,20 +160,29 @@ def test_a_lost_broker_while_polling_is_a_fleet_failure(monkeypatch: pytest.Monk
     monkeypatch.setattr(cli_run, "_poll", poll)
     from rich.console import Console
 
-    code, _ = cli_run._wait([_tracked("queued", "")], _Fleet(), Console(file=open("/dev/null", "w")))
+    code, _ = cli_run._wait(
+        [_tracked("queued", "")], _Fleet(), Console(file=open("/dev/null", "w"))
+    )
     assert code == ExitCode.BROKER_LOST
 
 
-@pytest.mark.parametrize("raised, expected", [
-    (EncryptedPdfError("needs a password"), ExitCode.ENCRYPTED_PDF),
-    (BrokerUnavailable("gone"), ExitCode.BROKER_LOST),
-    (SetupError("tesseract is not installed"), ExitCode.MISSING_DEPENDENCY),
-    (RuntimeError("a bug"), ExitCode.INTERNAL_ERROR),
-    (KeyboardInterrupt(), ExitCode.INTERRUPTED),
-    (Terminated("signal 15"), ExitCode.TERMINATED),
-])
-def test_the_boundary_maps_every_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-                                       raised: BaseException, expected: ExitCode) -> None:
+@pytest.mark.parametrize(
+    "raised, expected",
+    [
+        (EncryptedPdfError("needs a password"), ExitCode.ENCRYPTED_PDF),
+        (BrokerUnavailable("gone"), ExitCode.BROKER_LOST),
+        (SetupError("tesseract is not installed"), ExitCode.MISSING_DEPENDENCY),
+        (RuntimeError("a bug"), ExitCode.INTERNAL_ERROR),
+        (KeyboardInterrupt(), ExitCode.INTERRUPTED),
+        (Terminated("signal 15"), ExitCode.TERMINATED),
+    ],
+)
+def test_the_boundary_maps_every_error(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    raised: BaseException,
+    expected: ExitCode,
+) -> None:
     def handler(args: object, console: object) -> int:
         raise raised
 
@@ -135,11 +193,21 @@ def test_the_boundary_maps_every_error(monkeypatch: pytest.MonkeyPatch, capsys: 
 
 def test_input_errors_from_the_command_line(tmp_path: Path) -> None:
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "workers.cli.main", *args], capture_output=True, text=True,
-                              timeout=120, cwd=Path(__file__).resolve().parents[2])
+        return subprocess.run(
+            [sys.executable, "-m", "workers.cli.main", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=Path(__file__).resolve().parents[2],
+        )
 
     (tmp_path / "empty").mkdir()
-    assert cli("run", str(tmp_path / "nothing.pdf"), "--out", str(tmp_path / "o")).returncode == ExitCode.INPUT_ERROR
-    assert cli("run", str(tmp_path / "empty"), "--out", str(tmp_path / "o"), "--ocr", "off").returncode \
+    assert (
+        cli("run", str(tmp_path / "nothing.pdf"), "--out", str(tmp_path / "o")).returncode
         == ExitCode.INPUT_ERROR
+    )
+    assert (
+        cli("run", str(tmp_path / "empty"), "--out", str(tmp_path / "o"), "--ocr", "off").returncode
+        == ExitCode.INPUT_ERROR
+    )
     assert cli("worker", "--queues", "nope").returncode == ExitCode.USAGE

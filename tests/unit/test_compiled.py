@@ -52,12 +52,23 @@ def test_enable_runs_no_build_that_is_missing_or_older_than_its_sources(tmp_path
 
 
 def test_importing_routing_reads_nothing_and_runs_the_sources() -> None:
-    code = ("import sys, os; import routing.quality as q; from routing import compiled; "
-            "print(q.__file__.endswith('.py'), compiled.active(), 'PAGEFLEET_COMPILED' in os.environ)")
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=dict(os.environ, PAGEFLEET_COMPILED="1"),
-                          capture_output=True, text=True, timeout=120, check=True)
+    code = (
+        "import sys, os; import routing.quality as q; from routing import compiled; "
+        "print(q.__file__.endswith('.py'), compiled.active(), 'PAGEFLEET_COMPILED' in os.environ)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=dict(os.environ, PAGEFLEET_COMPILED="1"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     assert done.stdout.split() == ["True", "False", "True"]
-    routing_sources = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "routing").rglob("*.py"))
+    routing_sources = "".join(
+        p.read_text(encoding="utf-8") for p in (ROOT / "routing").rglob("*.py")
+    )
     assert "os.environ" not in routing_sources and "getenv" not in routing_sources
 
 
@@ -95,13 +106,24 @@ print(json.dumps(out, ensure_ascii=False, sort_keys=True, default=str))
 
 def _decisions(folders: list[Path], *, compiled_on: bool) -> dict:
     env = dict(os.environ, PAGEFLEET_COMPILED="1" if compiled_on else "0")
-    done = subprocess.run([sys.executable, "-c", _DECIDE, *map(str, folders)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", _DECIDE, *map(str, folders)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
     return json.loads(done.stdout)
 
 
-@pytest.mark.skipif(not compiled.built() or bool(compiled.stale()), reason="no current mypyc build (make compiled)")
-def test_the_build_decides_every_fixture_page_as_the_sources_do(fixtures_dir: Path, structure_dir: Path) -> None:
+@pytest.mark.skipif(
+    not compiled.built() or bool(compiled.stale()), reason="no current mypyc build (make compiled)"
+)
+def test_the_build_decides_every_fixture_page_as_the_sources_do(
+    fixtures_dir: Path, structure_dir: Path
+) -> None:
     fast = _decisions([fixtures_dir, structure_dir], compiled_on=True)
     plain = _decisions([fixtures_dir, structure_dir], compiled_on=False)
     assert fast["compiled"] and not plain["compiled"]
@@ -123,31 +145,49 @@ def test_a_build_runs_where_enabled_from_any_directory(tmp_path: Path) -> None:
     """The build lies in its package's build folder; an import loads the source until `enable()`,
     and then the build, from whatever directory the process started in."""
     root, modules = _tiny(tmp_path / "src", "def twice(x: int) -> int:\n    return 2 * x\n")
-    older = root / "pfx_tiny" / f"calc{importlib.machinery.EXTENSION_SUFFIXES[0]}"  # an in-place build's
+    older = (
+        root / "pfx_tiny" / f"calc{importlib.machinery.EXTENSION_SUFFIXES[0]}"
+    )  # an in-place build's
     older.write_bytes(b"older build")
     stamp = compiled.build(root, modules, group="pfx_tiny._gate")
     assert not older.exists()
     assert stamp == root / "pfx_tiny" / compiled.STAMP.name
-    assert json.loads(stamp.read_text(encoding="utf-8"))["sources"] == compiled.digests(modules, root)
+    assert json.loads(stamp.read_text(encoding="utf-8"))["sources"] == compiled.digests(
+        modules, root
+    )
     made = compiled.extensions(modules, root, group="pfx_tiny._gate")
     assert {p.name.split(".")[0] for p in made} == {"calc", "_gate__mypyc"}
     assert all(p.is_relative_to(root / "pfx_tiny" / compiled.BUILD) for p in made)
-    assert not list(root.glob("*.so")) and not list((root / "pfx_tiny").glob("*.so"))  # nothing beside the sources
+    assert not list(root.glob("*.so")) and not list(
+        (root / "pfx_tiny").glob("*.so")
+    )  # nothing beside the sources
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    code = ("import sys; from pathlib import Path; from routing import compiled; import pfx_tiny.calc as c; "
-            "print(c.__file__.endswith('.py')); del sys.modules['pfx_tiny.calc']; "
-            f"print(compiled.enable({modules!r}, Path({str(root)!r}), 'pfx_tiny._gate')); "
-            "import pfx_tiny.calc as c; print(c.__file__.endswith('.so'), c.twice(21))")
-    done = subprocess.run([sys.executable, "-c", code], cwd=elsewhere,
-                          env=dict(os.environ, PYTHONPATH=f"{root}{os.pathsep}{ROOT}"),
-                          capture_output=True, text=True, timeout=120, check=True)
+    code = (
+        "import sys; from pathlib import Path; from routing import compiled; import pfx_tiny.calc as c; "
+        "print(c.__file__.endswith('.py')); del sys.modules['pfx_tiny.calc']; "
+        f"print(compiled.enable({modules!r}, Path({str(root)!r}), 'pfx_tiny._gate')); "
+        "import pfx_tiny.calc as c; print(c.__file__.endswith('.so'), c.twice(21))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=elsewhere,
+        env=dict(os.environ, PYTHONPATH=f"{root}{os.pathsep}{ROOT}"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     assert done.stdout.split() == ["True", "True", "True", "42"]
 
 
 def test_a_failed_build_leaves_no_extension_and_no_stamp(tmp_path: Path) -> None:
-    root, modules = _tiny(tmp_path, "def twice(x: int) -> int:\n    return 'two'\n")  # mypy refuses it
-    left = compiled.extension("pfx_tiny.calc", root, group="pfx_tiny._gate")  # an earlier, interrupted build
+    root, modules = _tiny(
+        tmp_path, "def twice(x: int) -> int:\n    return 'two'\n"
+    )  # mypy refuses it
+    left = compiled.extension(
+        "pfx_tiny.calc", root, group="pfx_tiny._gate"
+    )  # an earlier, interrupted build
     left.parent.mkdir(parents=True)
     left.write_bytes(b"stale")
     with pytest.raises(subprocess.CalledProcessError):

@@ -21,7 +21,11 @@ from workers.settings import QUEUES
 def test_compose_matches_the_compose_specification() -> None:
     """The official Compose JSON schema, as vendored by check-jsonschema (no network)."""
     vendored = pytest.importorskip("check_jsonschema.builtin_schemas.vendor")
-    schema = json.loads(importlib.resources.files(vendored).joinpath("compose-spec.json").read_text(encoding="utf-8"))
+    schema = json.loads(
+        importlib.resources.files(vendored)
+        .joinpath("compose-spec.json")
+        .read_text(encoding="utf-8")
+    )
     validator = jsonschema.validators.validator_for(schema)(schema)
     validator.validate(compose())
     broken = compose()
@@ -34,12 +38,20 @@ def test_compose_wiring() -> None:
     redis_cmd = " ".join(services["redis"]["command"])
     assert "--maxmemory-policy noeviction" in redis_cmd and "--appendonly yes" in redis_cmd
     assert re.search(r"--maxmemory \S+", redis_cmd), "noeviction means nothing without a maxmemory"
-    assert services["models-init"]["profiles"] == ["gpu"] and services["models-init"]["command"][:2] == ["models", "pull"]
-    assert services["worker-gpu"]["depends_on"]["models-init"]["condition"] == "service_completed_successfully"
+    assert services["models-init"]["profiles"] == ["gpu"] and services["models-init"]["command"][
+        :2
+    ] == ["models", "pull"]
+    assert (
+        services["worker-gpu"]["depends_on"]["models-init"]["condition"]
+        == "service_completed_successfully"
+    )
     for name, service in services.items():
         if _compose_queues(service):
             command = service["command"]
-            assert command[command.index("--loglevel") + 1] == "${PAGEFLEET_OBSERVABILITY__LOGLEVEL:-INFO}", name
+            assert (
+                command[command.index("--loglevel") + 1]
+                == "${PAGEFLEET_OBSERVABILITY__LOGLEVEL:-INFO}"
+            ), name
     minio_env = services["minio"]["environment"]
     for key in ("ENABLE", "ENDPOINT", "AUTH_TOKEN", "QUEUE_DIR"):
         assert minio_env[f"MINIO_NOTIFY_WEBHOOK_{key}_PRIMARY"], key
@@ -57,10 +69,17 @@ def test_compose_wiring() -> None:
     for name, service in services.items():
         assert set(service.get("depends_on") or {}) <= set(services), name
         if _compose_queues(service):
-            assert _seconds(service["stop_grace_period"]) >= app.conf.task_time_limit + app.conf.worker_soft_shutdown_timeout
+            assert (
+                _seconds(service["stop_grace_period"])
+                >= app.conf.task_time_limit + app.conf.worker_soft_shutdown_timeout
+            )
             # Docker's default /dev/shm (64 MB) is too small for the sandbox's scratch files (scratch_base)
             assert int(service["shm_size"].rstrip("m")) >= SCRATCH_SHM_MB, name
-            assert service["healthcheck"]["test"][1:4] == ["python", "-m", "workers.fleet.heartbeat"]
+            assert service["healthcheck"]["test"][1:4] == [
+                "python",
+                "-m",
+                "workers.fleet.heartbeat",
+            ]
 
 
 def _compose_queues(service: dict[str, Any]) -> list[str]:
@@ -81,11 +100,14 @@ def test_the_watchdog_runs_apart_from_every_worker() -> None:
     services = compose()["services"]
     watchdogs = [name for name, s in services.items() if s.get("command") == ["watchdog"]]
     assert watchdogs == ["watchdog"], "compose runs no `pagefleet watchdog`"
-    assert not _compose_queues(services["watchdog"]) and services["watchdog"]["restart"] == "unless-stopped"
+    assert (
+        not _compose_queues(services["watchdog"])
+        and services["watchdog"]["restart"] == "unless-stopped"
+    )
     assert "profiles" not in services["watchdog"], "it runs in every fleet, not only a profile's"
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    fleet = readme[readme.index("## The fleet"):]
-    block = fleet[fleet.index("```sh"):fleet.index("```", fleet.index("```sh") + 5)]
+    fleet = readme[readme.index("## The fleet") :]
+    block = fleet[fleet.index("```sh") : fleet.index("```", fleet.index("```sh") + 5)]
     commands = [line.split("#")[0].split() for line in block.splitlines()[1:]]
     assert ["pagefleet", "watchdog"] in commands, "README's fleet commands leave out the watchdog"
     assert not any("watchdog" in c and "worker" in c for c in commands)

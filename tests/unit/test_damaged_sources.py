@@ -22,15 +22,21 @@ def truncated(folder: Path, before_object: int, pages: int = 3) -> Path:
     source = make_docs(folder, 1, pages, tag="cut")[0]
     data = source.read_bytes()
     cut = folder / f"truncated-before-{before_object}.pdf"
-    cut.write_bytes(data[:data.index(f"\n{before_object} 0 obj".encode()) + 1])
+    cut.write_bytes(data[: data.index(f"\n{before_object} 0 obj".encode()) + 1])
     return cut
 
 
 def run(pdf: Path, out: Path, **options) -> tuple[dict, dict]:
     """Split and collect in place; (document.json, report.json)."""
     settings = get_settings()
-    spec = JobSpec(job_id=f"t-{pdf.stem}", source=str(pdf), filename=pdf.name, storage=LocalStorage(out).url,
-                   artifact_prefix="doc", options={"structure": False, **options})
+    spec = JobSpec(
+        job_id=f"t-{pdf.stem}",
+        source=str(pdf),
+        filename=pdf.name,
+        storage=LocalStorage(out).url,
+        artifact_prefix="doc",
+        options={"structure": False, **options},
+    )
     outcome = split_document(spec, settings)
     assert outcome.error is None and outcome.held is not None, outcome
     collect_held(spec, settings, outcome.held)
@@ -53,7 +59,9 @@ def test_a_truncated_pdf_keeps_what_it_could_read(tmp_path: Path) -> None:
     assert routes == ["text_layer", "failed", "failed"] and document["status"] == "needs_review"
     assert "Drill" in document["pages"][0]["text"]
     assert all("repaired" in page["quality"]["warnings"] for page in document["pages"])
-    assert [page["quality"]["reasons"] for page in document["pages"][1:]] == [["source_damaged"]] * 2
+    assert [page["quality"]["reasons"] for page in document["pages"][1:]] == [
+        ["source_damaged"]
+    ] * 2
 
 
 def test_forced_ocr_does_not_accept_a_damaged_page_blank(tmp_path: Path) -> None:
@@ -68,8 +76,13 @@ def test_an_intact_file_says_nothing_of_repairs(tmp_path: Path) -> None:
 
 def test_a_source_that_is_not_there_is_source_missing(tmp_path: Path) -> None:
     gone = tmp_path / "gone.pdf"
-    spec = JobSpec(job_id="t-gone", source=str(gone), filename=gone.name, storage=LocalStorage(tmp_path).url,
-                   artifact_prefix="doc")
+    spec = JobSpec(
+        job_id="t-gone",
+        source=str(gone),
+        filename=gone.name,
+        storage=LocalStorage(tmp_path).url,
+        artifact_prefix="doc",
+    )
     outcome = split_document(spec, get_settings())
     assert outcome.error is not None and outcome.error["code"] == "source_missing"
     assert json.loads((tmp_path / "doc" / "error.json").read_text())["code"] == "source_missing"

@@ -136,14 +136,21 @@ def test_a_sandbox_command_ends_by_the_deadline(tmp_path) -> None:  # type: igno
 
     path = many_pages(tmp_path)
     limits = {"timeout_s": 120.0, "memory_mb": 3072}
-    assert sandbox.run_child("probe", str(path), {}, **limits)["page_count"] == 400  # no deadline: as ever
+    assert (
+        sandbox.run_child("probe", str(path), {}, **limits)["page_count"] == 400
+    )  # no deadline: as ever
     with deadline.until(time.monotonic() - 1), pytest.raises(TaskDeadline, match="sandbox's probe"):
         sandbox.run_child("probe", str(path), {}, **limits)  # passed: nothing starts
     started = time.monotonic()
-    with deadline.until(time.monotonic() + 0.01), pytest.raises(TaskDeadline, match="sandbox's extract"):
+    with (
+        deadline.until(time.monotonic() + 0.01),
+        pytest.raises(TaskDeadline, match="sandbox's extract"),
+    ):
         sandbox.run_child("extract", str(path), {"first": 1, "last": 400}, **limits)
     assert time.monotonic() - started < 30  # cut at the deadline, not the sandbox's 120 s
-    extract_past_timeout(tmp_path)  # its own timeout outside a deadline: a failed command (SandboxError)
+    extract_past_timeout(
+        tmp_path
+    )  # its own timeout outside a deadline: a failed command (SandboxError)
 
 
 def test_a_command_after_a_wait_for_its_turn_gets_only_the_time_left(monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -184,7 +191,10 @@ def test_a_thread_waiting_for_the_sandbox_leaves_at_its_deadline() -> None:
     from workers.pdf import sandbox
 
     with sandbox._ONE_AT_A_TIME:  # another thread's command under way
-        with deadline.until(time.monotonic() + 0.05), pytest.raises(TaskDeadline, match="waited past"):
+        with (
+            deadline.until(time.monotonic() + 0.05),
+            pytest.raises(TaskDeadline, match="waited past"),
+        ):
             with sandbox._turn("render"):
                 pass
     with sandbox._turn("render"):  # free again, no deadline: taken

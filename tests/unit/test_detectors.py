@@ -14,9 +14,17 @@ from routing.scripts import script_stats
 
 SAMPLES = [
     GateInput("רוב ההרפתקאות שתועדו בספר זה באמת התרחשו", "text_layer"),
-    GateInput("םולש ךלמ", "text_layer", glyphs=GlyphFacts(shared_position_runs=2, image_coverage=0.9)),
-    GateInput("ﺍﻟﺴﻼﻡ ﻋﻠﻴﻜﻢ \ufffd ‰ÎÂÓÎ \x07", "ocr", expected_script="he", confidence=12.0, missing_lines=9,
-              reference_text="something else entirely"),
+    GateInput(
+        "םולש ךלמ", "text_layer", glyphs=GlyphFacts(shared_position_runs=2, image_coverage=0.9)
+    ),
+    GateInput(
+        "ﺍﻟﺴﻼﻡ ﻋﻠﻴﻜﻢ \ufffd ‰ÎÂÓÎ \x07",
+        "ocr",
+        expected_script="he",
+        confidence=12.0,
+        missing_lines=9,
+        reference_text="something else entirely",
+    ),
     GateInput("one two " * 40, "ocr", confidence=95.0),
 ]
 
@@ -24,7 +32,9 @@ SAMPLES = [
 def _evidence(gi: GateInput) -> Evidence:
     stats = script_stats(gi.text)
     order = page_order(gi.text, gi.glyphs.line_geometry, from_ocr=gi.origin == "ocr")
-    return Evidence(gi, stats, arabic_signals(gi.text), stats.letters + stats.digits, order, GateThresholds())
+    return Evidence(
+        gi, stats, arabic_signals(gi.text), stats.letters + stats.digits, order, GateThresholds()
+    )
 
 
 def test_each_detector_reads_one_kind_of_evidence_and_codes_are_unique() -> None:
@@ -47,8 +57,16 @@ def test_detectors_give_only_the_codes_they_declare() -> None:
 
 
 def test_every_reason_is_in_the_gates_table() -> None:
-    table = (Path(__file__).resolve().parents[2] / "routing" / "quality.py").read_text(encoding="utf-8")
-    reasons = {"too_little_text", "broken_tounicode", "table_unrecovered", "low_confidence", "engine_disagreement"}
+    table = (Path(__file__).resolve().parents[2] / "routing" / "quality.py").read_text(
+        encoding="utf-8"
+    )
+    reasons = {
+        "too_little_text",
+        "broken_tounicode",
+        "table_unrecovered",
+        "low_confidence",
+        "engine_disagreement",
+    }
     assert all(code in table for code in reasons)
 
 
@@ -58,11 +76,20 @@ def test_the_table_detector_fails_closed() -> None:
     assert assess_tables(replace(agree, worst=(0.9, 0.5))).reasons == ["table_unrecovered"]
     suspected = TableFacts(aligned_rows=4)
     assert assess_tables(suspected).warnings == ["table_suspected"]
-    both = tables(TableFacts(tables=1, worst=(0.1, 0.1), aligned_rows=4, layout_rows=3), GateThresholds())
+    both = tables(
+        TableFacts(tables=1, worst=(0.1, 0.1), aligned_rows=4, layout_rows=3), GateThresholds()
+    )
     assert both.reasons == ["table_unrecovered"]
 
 
 def test_glyph_facts_read_a_malformed_layer_as_no_evidence() -> None:
-    facts = GlyphFacts.from_layer({"image_coverage": None, "shared_position_runs": "2", "glyph_clusters": "x",
-                                   "glyph_rows": 1, "line_order_unresolved": 3})
+    facts = GlyphFacts.from_layer(
+        {
+            "image_coverage": None,
+            "shared_position_runs": "2",
+            "glyph_clusters": "x",
+            "glyph_rows": 1,
+            "line_order_unresolved": 3,
+        }
+    )
     assert facts == GlyphFacts(line_order_unresolved=3)

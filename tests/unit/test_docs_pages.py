@@ -11,10 +11,13 @@ from pathlib import Path
 from bench import page
 
 ROOT = Path(__file__).resolve().parents[2]
-ROUND = re.compile(r"\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|"
-                   r"thirteenth|fourteenth|fifteenth|sixteenth|seventeenth|eighteenth|nineteenth|twentieth|"
-                   r"thirtieth|fortieth|(twenty|thirty)-(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth))"
-                   r"[- ]round|\bround [0-9]+", re.IGNORECASE)
+ROUND = re.compile(
+    r"\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|"
+    r"thirteenth|fourteenth|fifteenth|sixteenth|seventeenth|eighteenth|nineteenth|twentieth|"
+    r"thirtieth|fortieth|(twenty|thirty)-(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth))"
+    r"[- ]round|\bround [0-9]+",
+    re.IGNORECASE,
+)
 
 
 def test_the_readme_is_a_front_page() -> None:
@@ -28,10 +31,30 @@ def test_the_readme_is_a_front_page() -> None:
 def test_no_page_or_comment_in_the_repository_mentions_a_numbered_round() -> None:
     """Every document, source and configuration file the repository holds."""
     files = [ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "Makefile", ROOT / "pyproject.toml"]
-    for folder in ("docs", "bench", "scripts", "tests", "docker", "k8s", "workers", "routing", "tasks", "fixtures"):
-        files += [p for p in (ROOT / folder).rglob("*") if p.suffix in (".md", ".py", ".yaml", ".yml", ".c")]
-    hits = [f"{p.relative_to(ROOT)}:{n}" for p in files if p.is_file()
-            for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if ROUND.search(line)]
+    for folder in (
+        "docs",
+        "bench",
+        "scripts",
+        "tests",
+        "docker",
+        "k8s",
+        "workers",
+        "routing",
+        "tasks",
+        "fixtures",
+    ):
+        files += [
+            p
+            for p in (ROOT / folder).rglob("*")
+            if p.suffix in (".md", ".py", ".yaml", ".yml", ".c")
+        ]
+    hits = [
+        f"{p.relative_to(ROOT)}:{n}"
+        for p in files
+        if p.is_file()
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if ROUND.search(line)
+    ]
     assert hits == []
 
 
@@ -40,7 +63,10 @@ def test_every_benchmark_page_names_its_command_and_holds_one_run() -> None:
     assert len(pages) >= 8
     for path in pages:
         text = path.read_text(encoding="utf-8")
-        if path.name in ("index.md", "producers.md"):  # producers.md is written whole by make eval-producers
+        if path.name in (
+            "index.md",
+            "producers.md",
+        ):  # producers.md is written whole by make eval-producers
             continue
         assert "```sh" in text.split(page.MARKER)[0], f"{path.name}: no command to regenerate it"
         assert text.count(page.MARKER) == 1, path.name
@@ -48,7 +74,9 @@ def test_every_benchmark_page_names_its_command_and_holds_one_run() -> None:
 
 def test_a_run_replaces_the_last_one_and_keeps_the_page(tmp_path: Path) -> None:
     target = tmp_path / "bench.md"
-    target.write_text("# A bench\n\nWhat it measures.\n\n```sh\nmake bench\n```\n", encoding="utf-8")
+    target.write_text(
+        "# A bench\n\nWhat it measures.\n\n```sh\nmake bench\n```\n", encoding="utf-8"
+    )
     page.write(target, "| a |\n|---|\n| 1 |", "python bench/x.py")
     page.write(target, "| a |\n|---|\n| 2 |", "python bench/x.py --quick")
     text = target.read_text(encoding="utf-8")
@@ -57,19 +85,32 @@ def test_a_run_replaces_the_last_one_and_keeps_the_page(tmp_path: Path) -> None:
     assert "python bench/x.py --quick" in text and "Last run: " in text
 
 
-def test_the_page_command_writes_a_commands_output_and_leaves_a_failure_alone(tmp_path: Path) -> None:
+def test_the_page_command_writes_a_commands_output_and_leaves_a_failure_alone(
+    tmp_path: Path,
+) -> None:
     target = tmp_path / "p.md"
     assert page.main([str(target), "--", "echo", "closing_line=1"]) == 0
     assert "closing_line=1" in target.read_text(encoding="utf-8")
     before = target.read_text(encoding="utf-8")
     assert page.main([str(target), "--", "false"]) == 1  # no output: nothing to show
-    crash = [sys.executable, "-c", "raise SystemExit(__import__('traceback').print_stack() or 'Traceback "
-             "(most recent call last): boom')"]
+    crash = [
+        sys.executable,
+        "-c",
+        "raise SystemExit(__import__('traceback').print_stack() or 'Traceback "
+        "(most recent call last): boom')",
+    ]
     assert page.main([str(target), "--", *crash]) == 1
-    killed = [sys.executable, "-c", "import os, signal; print('half'); os.kill(os.getpid(), signal.SIGKILL)"]
+    killed = [
+        sys.executable,
+        "-c",
+        "import os, signal; print('half'); os.kill(os.getpid(), signal.SIGKILL)",
+    ]
     assert page.main([str(target), "--", *killed]) != 0
     assert target.read_text(encoding="utf-8") == before
     checks_failed = [sys.executable, "-c", "print('verdicts: 58/59'); raise SystemExit(2)"]
     assert page.main([str(target), "--", *checks_failed]) == 2
-    assert "verdicts: 58/59" in target.read_text(encoding="utf-8") and "# exit status 2" in target.read_text()
+    assert (
+        "verdicts: 58/59" in target.read_text(encoding="utf-8")
+        and "# exit status 2" in target.read_text()
+    )
     assert page.main([str(target)]) == 64

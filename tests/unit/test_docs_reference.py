@@ -40,11 +40,16 @@ def test_configuration_page_names_every_variable_of_the_tree() -> None:
     from workers.settings import Settings
 
     page = _gen().config_page()
-    cases = {"PAGEFLEET_GPU__VLM__BATCH_SIZE": ("16", lambda s: s.gpu.vlm.batch_size == 16),
-             "PAGEFLEET_EVENTS__GATHER_S": ("0.25", lambda s: s.events.gather_s == 0.25),
-             "PAGEFLEET_LIMITS__MAX_REDISPATCH": ("5", lambda s: s.limits.max_redispatch == 5),
-             "SENTRY_DSN": ("https://k@x.invalid/1", lambda s: s.observability.sentry.dsn == "https://k@x.invalid/1"),
-             "PAGEFLEET_OCR__MODELS__FROM_URL": ("hf", lambda s: s.ocr.models.from_url == "hf")}
+    cases = {
+        "PAGEFLEET_GPU__VLM__BATCH_SIZE": ("16", lambda s: s.gpu.vlm.batch_size == 16),
+        "PAGEFLEET_EVENTS__GATHER_S": ("0.25", lambda s: s.events.gather_s == 0.25),
+        "PAGEFLEET_LIMITS__MAX_REDISPATCH": ("5", lambda s: s.limits.max_redispatch == 5),
+        "SENTRY_DSN": (
+            "https://k@x.invalid/1",
+            lambda s: s.observability.sentry.dsn == "https://k@x.invalid/1",
+        ),
+        "PAGEFLEET_OCR__MODELS__FROM_URL": ("hf", lambda s: s.ocr.models.from_url == "hf"),
+    }
     for name, (value, holds) in cases.items():
         assert f"`{name}`" in page
         with mock.patch.dict(os.environ, {name: value}):

@@ -41,9 +41,15 @@ def check_outputs(folder: Path) -> int:
 def test_an_assembled_document_and_its_chunks_hold_to_the_schemas(tmp_path: Path) -> None:
     (tmp_path / "spool").mkdir()
     pages = [_page(n) for n in range(1, 13)]
-    head = DocumentRecord(pipeline_version="0.2.0", job_id="j1", status="accepted", page_count=len(pages),
-                          options={"structure": True, "chunk_chars": 1000},
-                          source=SourceInfo(filename="a.pdf", bytes=10, sha256="ab" * 32, uri="/in/a.pdf"), pages=[])
+    head = DocumentRecord(
+        pipeline_version="0.2.0",
+        job_id="j1",
+        status="accepted",
+        page_count=len(pages),
+        options={"structure": True, "chunk_chars": 1000},
+        source=SourceInfo(filename="a.pdf", bytes=10, sha256="ab" * 32, uri="/in/a.pdf"),
+        pages=[],
+    )
     built = Assembly(str(tmp_path / "spool"), head)
     for chunk in chunks.replayed((built.add(p) for p in pages), head):
         built.chunk(chunk)
@@ -52,8 +58,16 @@ def test_an_assembled_document_and_its_chunks_hold_to_the_schemas(tmp_path: Path
 
 
 def test_a_document_that_breaks_the_contract_is_refused() -> None:
-    good = {"schema_version": 2, "pipeline_version": "0.2.0", "job_id": "j", "status": "accepted", "page_count": 0,
-            "options": {}, "source": {"filename": "a.pdf", "bytes": 1, "sha256": "ab" * 32}, "pages": []}
+    good = {
+        "schema_version": 2,
+        "pipeline_version": "0.2.0",
+        "job_id": "j",
+        "status": "accepted",
+        "page_count": 0,
+        "options": {},
+        "source": {"filename": "a.pdf", "bytes": 1, "sha256": "ab" * 32},
+        "pages": [],
+    }
     validator("document.schema.json").validate(good)
     with pytest.raises(jsonschema.ValidationError):
         validator("document.schema.json").validate({**good, "status": "done"})
@@ -62,8 +76,12 @@ def test_a_document_that_breaks_the_contract_is_refused() -> None:
 def test_the_schemas_enumerations_are_the_models() -> None:
     page = json.loads((SCHEMAS / "document.schema.json").read_text(encoding="utf-8"))["$defs"]
     assert page["page"]["properties"]["route"]["enum"] == list(typing.get_args(Route))
-    assert page["page"]["properties"]["router"]["properties"]["source"]["enum"] == list(typing.get_args(RouterSource))
+    assert page["page"]["properties"]["router"]["properties"]["source"]["enum"] == list(
+        typing.get_args(RouterSource)
+    )
     assert page["attempt"]["properties"]["rung"]["enum"] == [r.value for r in Rung]
     assert page["block"]["properties"]["type"]["enum"] == list(typing.get_args(BlockType))
-    status = json.loads((SCHEMAS / "document.schema.json").read_text(encoding="utf-8"))["properties"]["status"]
+    status = json.loads((SCHEMAS / "document.schema.json").read_text(encoding="utf-8"))[
+        "properties"
+    ]["status"]
     assert status["enum"] == list(typing.get_args(DocumentRecord.model_fields["status"].annotation))

@@ -53,7 +53,15 @@ def test_dict_round_trip_uses_exactly_the_field_names() -> None:
     "data",
     [
         {"start": 0, "end": 1, "replacement": "", "kind": "nfkc", "out_start": 0},
-        {"start": 0, "end": 1, "replacement": "", "kind": "nfkc", "out_start": 0, "out_end": 0, "x": 1},
+        {
+            "start": 0,
+            "end": 1,
+            "replacement": "",
+            "kind": "nfkc",
+            "out_start": 0,
+            "out_end": 0,
+            "x": 1,
+        },
         {"start": True, "end": 1, "replacement": "", "kind": "nfkc", "out_start": 0, "out_end": 0},
         {"start": 0, "end": "1", "replacement": "", "kind": "nfkc", "out_start": 0, "out_end": 0},
         {"start": 0, "end": 1, "replacement": None, "kind": "nfkc", "out_start": 0, "out_end": 0},
@@ -67,12 +75,18 @@ def test_from_dict_rejects_malformed_edits(data: dict) -> None:
 @pytest.mark.parametrize(
     ("edits", "message"),
     [
-        ([Edit(3, 4, " ", "whitespace", 3, 4), Edit(1, 2, "", "bidi_control_removed", 1, 1)], "out of order"),
+        (
+            [Edit(3, 4, " ", "whitespace", 3, 4), Edit(1, 2, "", "bidi_control_removed", 1, 1)],
+            "out of order",
+        ),
         ([Edit(1, 3, "", "nfkc", 1, 1), Edit(2, 4, "", "nfkc", 1, 1)], "overlaps"),
         ([Edit(4, 9, "", "nfkc", 4, 4)], "out of bounds"),
         ([Edit(-1, 0, "", "nfkc", 0, 0)], "out of bounds"),
         ([Edit(2, 1, "", "nfkc", 2, 2)], "out of bounds"),
-        ([Edit(1, 2, "", "bidi_control_removed", 1, 1), Edit(3, 4, " ", "whitespace", 3, 4)], "disagrees"),
+        (
+            [Edit(1, 2, "", "bidi_control_removed", 1, 1), Edit(3, 4, " ", "whitespace", 3, 4)],
+            "disagrees",
+        ),
         ([Edit(1, 2, "xy", "nfkc", 1, 2)], "disagrees"),
     ],
 )
@@ -85,7 +99,9 @@ def test_apply_edits_raises_on_invalid_lists(edits: list[Edit], message: str) ->
 
 def test_edit_map_error_is_a_value_error_with_a_position() -> None:
     with pytest.raises(ValueError) as info:
-        apply_edits(RAW, [Edit(1, 2, "", "bidi_control_removed", 1, 1), Edit(3, 4, " ", "whitespace", 3, 4)])
+        apply_edits(
+            RAW, [Edit(1, 2, "", "bidi_control_removed", 1, 1), Edit(3, 4, " ", "whitespace", 3, 4)]
+        )
     assert info.value.index == 1 and info.value.at == 2
 
 
@@ -172,7 +188,9 @@ def test_builder_drops_a_merge_that_restores_the_raw_text() -> None:
 def test_builder_insertions_at_boundaries_and_inside_outputs() -> None:
     builder = EditMapBuilder("ab")
     builder.apply([Replacement(1, 1, "X", "ins")])  # a|b
-    builder.apply([Replacement(1, 1, "Y", "ins"), Replacement(2, 2, "Z", "ins")])  # before and after X
+    builder.apply(
+        [Replacement(1, 1, "Y", "ins"), Replacement(2, 2, "Z", "ins")]
+    )  # before and after X
     assert builder.text == "aYXZb"
     assert apply_edits("ab", builder.edits()) == "aYXZb"
     builder.apply([Replacement(3, 3, "-", "mid")])  # between X and Z: two insertions touch there

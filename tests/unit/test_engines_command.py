@@ -53,7 +53,9 @@ def engine(tmp_path: Path, mode: str, **spec: object) -> Engine:
     return create(f"command:{mode}", spec={"argv": [script(tmp_path, mode)], **spec})
 
 
-def test_the_program_gets_the_absolute_pdf_and_a_one_based_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_program_gets_the_absolute_pdf_and_a_one_based_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PAGEFLEET_STORAGE__S3_SECRET_KEY", "do-not-leak")
     monkeypatch.setenv("CLOUD_OCR_KEY", "k-123")
     monkeypatch.chdir(tmp_path)
@@ -64,9 +66,16 @@ def test_the_program_gets_the_absolute_pdf_and_a_one_based_page(tmp_path: Path, 
     seen = json.loads(out.text)
     assert seen["argv"] == [str(tmp_path / "doc.pdf"), "3"]
     assert seen["env"]["CLOUD_OCR_KEY"] == "k-123" and seen["env"]["REGION"] == "eu"
-    assert seen["env"]["PAGEFLEET_SCRIPT"] == "he" and seen["env"]["PAGEFLEET_PAGE_IMAGE"] == "page.png"
-    assert not any(k.startswith("PAGEFLEET_S3") or k == "PAGEFLEET_BROKER__URL" for k in seen["env"]), "no secrets"
-    assert seen["cwd"] != str(tmp_path) and not os.path.exists(seen["cwd"]), "a scratch directory, removed after"
+    assert (
+        seen["env"]["PAGEFLEET_SCRIPT"] == "he"
+        and seen["env"]["PAGEFLEET_PAGE_IMAGE"] == "page.png"
+    )
+    assert not any(
+        k.startswith("PAGEFLEET_S3") or k == "PAGEFLEET_BROKER__URL" for k in seen["env"]
+    ), "no secrets"
+    assert seen["cwd"] != str(tmp_path) and not os.path.exists(seen["cwd"]), (
+        "a scratch directory, removed after"
+    )
 
 
 def test_markdown_output_passes_the_same_gate(tmp_path: Path) -> None:
@@ -95,8 +104,12 @@ def fresh_settings(monkeypatch: pytest.MonkeyPatch):
     get_settings.cache_clear()
 
 
-def test_configured_per_name_through_settings(tmp_path: Path, fresh_settings: pytest.MonkeyPatch) -> None:
-    fresh_settings.setenv("PAGEFLEET_OCR__COMMANDS", json.dumps({"mine": {"argv": [script(tmp_path, "hebrew")]}}))
+def test_configured_per_name_through_settings(
+    tmp_path: Path, fresh_settings: pytest.MonkeyPatch
+) -> None:
+    fresh_settings.setenv(
+        "PAGEFLEET_OCR__COMMANDS", json.dumps({"mine": {"argv": [script(tmp_path, "hebrew")]}})
+    )
     eng = create("command:mine")
     assert eng.health().available and eng.label == "command:mine"
     assert "שלום" in eng.read([page(tmp_path)], script="he")[0].text
@@ -132,7 +145,9 @@ class _Buggy(Engine):
         return [images[5]]  # IndexError inside third-party-ish code
 
 
-def test_engine_errors_are_translated_where_they_enter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_engine_errors_are_translated_where_they_enter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     broken = _BrokenImport()
     health = broken.health()
     assert not health.available and "ModuleNotFoundError" in health.detail

@@ -8,8 +8,13 @@ from workers.engines.base import ALL_SCRIPTS, gives_structure, registered, scrip
 
 def test_every_module_of_the_package_is_loaded_and_registers_its_engines() -> None:
     load_builtin()
-    assert "workers.engines.tesseract" in engine_modules() and "workers.engines.vlm" in engine_modules()
-    assert {"tesseract", "paddle", "lightonocr", "dots", "qwen", "http", "command", "null"} <= set(registered())
+    assert (
+        "workers.engines.tesseract" in engine_modules()
+        and "workers.engines.vlm" in engine_modules()
+    )
+    assert {"tesseract", "paddle", "lightonocr", "dots", "qwen", "http", "command", "null"} <= set(
+        registered()
+    )
     assert "workers.engines.tesseract" not in import_failures()
 
 

@@ -57,14 +57,21 @@ class ChatHandler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path == "/v1/models":
-            self._send(200, json.dumps({"object": "list", "data": [{"id": m} for m in self.server.served]}).encode())
+            self._send(
+                200,
+                json.dumps(
+                    {"object": "list", "data": [{"id": m} for m in self.server.served]}
+                ).encode(),
+            )
         else:
             self._send(404, b'{"error": "not found"}')
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         with self.server.lock:
-            self.server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+            self.server.requests.append(
+                {"path": self.path, "headers": dict(self.headers), "body": body}
+            )
         mode = self.server.mode
         if mode == "slow":
             time.sleep(1.0)
@@ -76,9 +83,16 @@ class ChatHandler(BaseHTTPRequestHandler):
             return self._send(200, b"<html>proxy error</html>", "text/html")
         url = body["messages"][0]["content"][0]["image_url"]["url"]
         answer = {
-            "id": "chatcmpl-1", "object": "chat.completion", "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": f"  page of {len(url)} chars\n"}}],
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "model": body["model"],
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": f"  page of {len(url)} chars\n"},
+                }
+            ],
             "usage": {"prompt_tokens": 812, "completion_tokens": 5, "total_tokens": 817},
         }
         self._send(200, json.dumps(answer).encode())
@@ -87,7 +101,9 @@ class ChatHandler(BaseHTTPRequestHandler):
 @pytest.fixture
 def server() -> Iterator[FakeVllm]:
     fake = FakeVllm()
-    thread = threading.Thread(target=fake.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(
+        target=fake.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     yield fake
     fake.shutdown()
@@ -111,7 +127,9 @@ def pages(tmp_path: Path) -> list[PageImage]:
 
 
 def test_request_shape_and_answers(server: FakeVllm, pages: list[PageImage]) -> None:
-    engine = create("http:dots", base_url=server.url + "/", api_key="s3cret", max_tokens=1024, concurrency=2)
+    engine = create(
+        "http:dots", base_url=server.url + "/", api_key="s3cret", max_tokens=1024, concurrency=2
+    )
     outputs = engine.read(pages, script="ar")
     assert [o.engine for o in outputs] == ["http:dots"] * 3
     assert len(server.requests) == 3
@@ -137,14 +155,18 @@ def test_request_shape_and_answers(server: FakeVllm, pages: list[PageImage]) -> 
 def _page_order(pages: list[PageImage]) -> Any:
     """Requests arrive in any order under concurrency: sort them back by their image."""
     urls = [_data_url_of(page) for page in pages]
-    return lambda request: urls.index(request["body"]["messages"][0]["content"][0]["image_url"]["url"])
+    return lambda request: urls.index(
+        request["body"]["messages"][0]["content"][0]["image_url"]["url"]
+    )
 
 
 def _data_url_of(page: PageImage) -> str:
     return png_data_url(page.path)
 
 
-def test_plain_variant_is_the_served_model_and_no_key_no_header(server: FakeVllm, pages: list[PageImage]) -> None:
+def test_plain_variant_is_the_served_model_and_no_key_no_header(
+    server: FakeVllm, pages: list[PageImage]
+) -> None:
     out = create("http:served-model", base_url=server.url).read(pages[:1], script="latin")
     assert out[0].text.startswith("page of")
     request = server.requests[0]
@@ -165,7 +187,9 @@ def test_server_error_is_a_crash(server: FakeVllm, pages: list[PageImage]) -> No
         create("http:dots", base_url=server.url).read(pages[:1], script="ar")
 
 
-def test_client_error_is_a_crash_naming_the_status(server: FakeVllm, pages: list[PageImage]) -> None:
+def test_client_error_is_a_crash_naming_the_status(
+    server: FakeVllm, pages: list[PageImage]
+) -> None:
     server.mode = "400"
     with pytest.raises(EngineCrashed, match="HTTP 400"):
         create("http:dots", base_url=server.url).read(pages[:1], script="ar")
@@ -218,7 +242,9 @@ def test_unreadable_page_is_a_crash(server: FakeVllm, tmp_path: Path) -> None:
         create("http:dots", base_url=server.url).read([PageImage(str(broken), 1)], script="ar")
 
 
-def test_a_task_deadline_bounds_the_wait_for_the_server(server: FakeVllm, pages: list[PageImage]) -> None:
+def test_a_task_deadline_bounds_the_wait_for_the_server(
+    server: FakeVllm, pages: list[PageImage]
+) -> None:
     """A task on a thread (workers.fleet.deadline): a request waits no longer than the task may run, and
     running out of that time is the task's time limit, not the engine's timeout."""
     from workers.fleet import deadline
@@ -226,7 +252,10 @@ def test_a_task_deadline_bounds_the_wait_for_the_server(server: FakeVllm, pages:
 
     server.mode = "slow"
     engine = create("http:dots", base_url=server.url, timeout_s=30)
-    with deadline.until(time.monotonic() + 0.3), pytest.raises(TaskDeadline, match="waiting for the server"):
+    with (
+        deadline.until(time.monotonic() + 0.3),
+        pytest.raises(TaskDeadline, match="waiting for the server"),
+    ):
         engine.read(pages[:2], script="ar")
     asked = len(server.requests)
     with deadline.until(time.monotonic() - 1), pytest.raises(TaskDeadline, match="time limit"):

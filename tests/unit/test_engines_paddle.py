@@ -37,7 +37,8 @@ pytest.importorskip("PIL")
 from PIL import Image, ImageDraw, ImageFont  # noqa: E402
 
 needs_rapidocr = pytest.mark.skipif(
-    importlib.util.find_spec("rapidocr_onnxruntime") is None, reason="rapidocr_onnxruntime is not installed"
+    importlib.util.find_spec("rapidocr_onnxruntime") is None,
+    reason="rapidocr_onnxruntime is not installed",
 )
 
 

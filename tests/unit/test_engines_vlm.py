@@ -71,7 +71,8 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> list[PageImage]:
     font = ImageFont.load_default(size=28)
     result = []
     for number, (size, words) in enumerate(
-        [((420, 300), "Invoice 2024"), ((300, 420), "Total amount"), ((360, 360), "Hello world")], start=1
+        [((420, 300), "Invoice 2024"), ((300, 420), "Total amount"), ((360, 360), "Hello world")],
+        start=1,
     ):
         image = Image.new("RGB", size, "white")
         ImageDraw.Draw(image).text((20, 40), words, font=font, fill="black")
@@ -104,7 +105,12 @@ def test_repetition_period_ignores_real_text_short_tails_and_padding() -> None:
     assert repetition.repetition_period([5] * 63, policy) is None
     assert repetition.repetition_period([1, 2] * 40, policy, ignore=[2]) is None
     assert repetition.repetition_period([9] * 10 + [1, 2, 3, 4] * 16, policy) == 4
-    assert repetition.repetition_period([5] * 20, repetition.RepetitionPolicy(max_period=4, min_span=16, min_repeats=2)) == 1
+    assert (
+        repetition.repetition_period(
+            [5] * 20, repetition.RepetitionPolicy(max_period=4, min_span=16, min_repeats=2)
+        )
+        == 1
+    )
 
 
 def test_stopping_criteria_flags_only_the_looping_rows() -> None:
@@ -114,22 +120,36 @@ def test_stopping_criteria_flags_only_the_looping_rows() -> None:
         prompt + list(range(10, 90)),  # fresh text
         prompt + [11] * 10 + [0] * 70,  # finished: padded with the pad id 0
     ]
-    criteria = repetition.make_repetition_criteria(len(prompt), repetition.RepetitionPolicy(), ignore_ids=[0])
+    criteria = repetition.make_repetition_criteria(
+        len(prompt), repetition.RepetitionPolicy(), ignore_ids=[0]
+    )
     done = criteria(torch.tensor(rows), None)
     assert done.tolist() == [True, False, False]
     assert criteria.periods == {0: 2}
-    short = repetition.make_repetition_criteria(len(prompt), repetition.RepetitionPolicy(), ignore_ids=[0])
-    assert short(torch.tensor([r[: len(prompt) + 30] for r in rows]), None).tolist() == [False, False, False]
+    short = repetition.make_repetition_criteria(
+        len(prompt), repetition.RepetitionPolicy(), ignore_ids=[0]
+    )
+    assert short(torch.tensor([r[: len(prompt) + 30] for r in rows]), None).tolist() == [
+        False,
+        False,
+        False,
+    ]
 
 
 def test_stopping_criteria_keeps_a_row_stopped() -> None:
-    criteria = repetition.make_repetition_criteria(0, repetition.RepetitionPolicy(max_period=2, min_span=8, min_repeats=2))
+    criteria = repetition.make_repetition_criteria(
+        0, repetition.RepetitionPolicy(max_period=2, min_span=8, min_repeats=2)
+    )
     assert criteria(torch.tensor([[1] * 8]), None).tolist() == [True]
     assert criteria(torch.tensor([[1] * 8 + [2]]), None).tolist() == [True]
 
 
-def test_looping_model_is_stopped_by_the_criteria(models: ModelDirs, pages: list[PageImage]) -> None:
-    engine = create("lightonocr", model=models[("lightonocr", True)], max_new_tokens=300, batch_size=3)
+def test_looping_model_is_stopped_by_the_criteria(
+    models: ModelDirs, pages: list[PageImage]
+) -> None:
+    engine = create(
+        "lightonocr", model=models[("lightonocr", True)], max_new_tokens=300, batch_size=3
+    )
     outputs = engine.read(pages, script="latin")
     assert len(outputs) == 3
     for out in outputs:
@@ -144,7 +164,9 @@ def test_looping_model_is_stopped_by_the_criteria(models: ModelDirs, pages: list
 
 
 @pytest.mark.parametrize("name", sorted(BUILDERS))
-def test_engine_reads_a_batch_of_pages(name: str, models: ModelDirs, pages: list[PageImage]) -> None:
+def test_engine_reads_a_batch_of_pages(
+    name: str, models: ModelDirs, pages: list[PageImage]
+) -> None:
     engine = create(name, model=models[(name, False)], max_new_tokens=8, batch_size=2)
     assert engine.health().available
     outputs = engine.read(pages, script="he")
@@ -163,12 +185,16 @@ def test_engine_reads_a_batch_of_pages(name: str, models: ModelDirs, pages: list
 def test_batched_and_single_reads_agree(models: ModelDirs, pages: list[PageImage]) -> None:
     """Left padding keeps batched greedy decoding equal to one page at a time."""
     model = models[("qwen", False)]
-    batched = create("qwen", model=model, max_new_tokens=6, batch_size=3).read(pages, script="latin")
+    batched = create("qwen", model=model, max_new_tokens=6, batch_size=3).read(
+        pages, script="latin"
+    )
     single = create("qwen", model=model, max_new_tokens=6, batch_size=1).read(pages, script="latin")
     assert [o.text for o in batched] == [o.text for o in single]
 
 
-def test_concurrent_reads_share_one_generate_call(models: ModelDirs, pages: list[PageImage]) -> None:
+def test_concurrent_reads_share_one_generate_call(
+    models: ModelDirs, pages: list[PageImage]
+) -> None:
     """A gpu worker's task threads: reads waiting while a generate call runs go together into the
     next one (`workers.engines.batching`), each thread gets its own page's reading back."""
     model = models[("qwen", False)]
@@ -215,7 +241,10 @@ def test_model_ids_come_from_settings_variant_or_option() -> None:
     assert create("dots").model_id == settings.dots_model
     assert create("qwen").model_id == settings.qwen_model
     variant = create("qwen:Qwen/Qwen2.5-VL-3B-Instruct")
-    assert variant.model_id == "Qwen/Qwen2.5-VL-3B-Instruct" and variant.label == "qwen:Qwen/Qwen2.5-VL-3B-Instruct"
+    assert (
+        variant.model_id == "Qwen/Qwen2.5-VL-3B-Instruct"
+        and variant.label == "qwen:Qwen/Qwen2.5-VL-3B-Instruct"
+    )
     assert create("qwen", model="/models/q", max_new_tokens=32).max_new_tokens == 32
 
 
@@ -239,7 +268,9 @@ def test_model_loads_once_per_process(
     second.read(pages[1:2], script="latin")
     assert len(calls) == 1
     assert first.load() is second.load()
-    assert hf.loaded_keys() == [("Qwen2_5_VLForConditionalGeneration", models[("qwen", False)], "cpu")]
+    assert hf.loaded_keys() == [
+        ("Qwen2_5_VLForConditionalGeneration", models[("qwen", False)], "cpu")
+    ]
 
 
 def test_missing_local_checkpoint_is_unavailable(tmp_path: Path, pages: list[PageImage]) -> None:
@@ -271,11 +302,15 @@ def test_directory_without_weights_is_unavailable(tmp_path: Path) -> None:
 
 def test_unknown_architecture_needs_remote_code(tmp_path: Path, pages: list[PageImage]) -> None:
     """The hub dots.ocr says model_type `dots_ocr`: only its own code (trust_remote_code) loads it."""
-    (tmp_path / "config.json").write_text('{"model_type": "dots_ocr", "architectures": ["DotsOCRForCausalLM"]}')
+    (tmp_path / "config.json").write_text(
+        '{"model_type": "dots_ocr", "architectures": ["DotsOCRForCausalLM"]}'
+    )
     (tmp_path / "model.safetensors").write_bytes(b"")
     with pytest.raises(EngineUnavailable, match="trust_remote_code"):
         create("dots", model=str(tmp_path), trust_remote_code=False).read(pages[:1], script="ar")
-    with pytest.raises(EngineUnavailable, match="cannot load"):  # no modeling code shipped in the dir
+    with pytest.raises(
+        EngineUnavailable, match="cannot load"
+    ):  # no modeling code shipped in the dir
         create("dots", model=str(tmp_path)).read(pages[:1], script="ar")
 
 
@@ -291,11 +326,15 @@ def test_dots_hub_layout_loads_through_trust_remote_code(
     with pytest.raises(EngineUnavailable, match="trust_remote_code"):
         create("dots", model=path, trust_remote_code=False).read(pages[:1], script="ar")
     outputs = create("dots", model=path, max_new_tokens=4, batch_size=2).read(pages, script="ar")
-    assert [o.details["class"] for o in outputs] == ["AutoModelForCausalLM[remote:DotsOCRForCausalLM]"] * 3
+    assert [o.details["class"] for o in outputs] == [
+        "AutoModelForCausalLM[remote:DotsOCRForCausalLM]"
+    ] * 3
     assert all(1 <= o.details["tokens"] <= 4 for o in outputs)
 
 
-def test_generation_past_its_time_budget_times_out(models: ModelDirs, pages: list[PageImage]) -> None:
+def test_generation_past_its_time_budget_times_out(
+    models: ModelDirs, pages: list[PageImage]
+) -> None:
     engine = create(
         "qwen", model=models[("qwen", True)], max_new_tokens=500, min_span=10_000, timeout_s=0.001
     )

@@ -25,5 +25,9 @@ def test_unknown_exceptions_never_leak_tracebacks() -> None:
 
 
 def test_retryable_flags() -> None:
-    assert errors.StorageError.retryable and errors.BrokerUnavailable.retryable and errors.EngineTimeout.retryable
+    assert (
+        errors.StorageError.retryable
+        and errors.BrokerUnavailable.retryable
+        and errors.EngineTimeout.retryable
+    )
     assert not errors.EngineCrashed.retryable

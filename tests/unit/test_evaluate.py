@@ -40,6 +40,6 @@ def test_verdict_rules(label: str, route: str, seen: list[str], ok: bool) -> Non
 
 
 def test_synthetic_mirroring_is_its_own_inverse() -> None:
-    line = "מספר החשבון הוא 12345 והסכום 250 ש\"ח"
+    line = 'מספר החשבון הוא 12345 והסכום 250 ש"ח'
     assert mirror_line(line) != line
     assert mirror_line(mirror_line(line)) == line

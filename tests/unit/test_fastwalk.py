@@ -25,8 +25,10 @@ from workers.pdf import fastwalk, mupdf, stext
 from workers.settings import get_settings
 
 DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
-pytestmark = pytest.mark.skipif(fastwalk.library() is None and shutil.which("cc") is None,
-                                reason="no C compiler here: rung 1 takes the Python path")
+pytestmark = pytest.mark.skipif(
+    fastwalk.library() is None and shutil.which("cc") is None,
+    reason="no C compiler here: rung 1 takes the Python path",
+)
 
 
 def test_the_library_is_built_and_loaded() -> None:
@@ -80,7 +82,10 @@ def test_every_page_gives_extract_texts_string(folders: list[Path]) -> None:
     for page in _pages(*folders):
         for flags in (mupdf._TEXT_FLAGS, mupdf._TEXT_FLAGS | pymupdf.TEXT_PRESERVE_IMAGES):
             textpage = page.get_textpage(flags=flags)
-            assert fastwalk.text(textpage) == textpage.extractText(), (page.parent.name, page.number)
+            assert fastwalk.text(textpage) == textpage.extractText(), (
+                page.parent.name,
+                page.number,
+            )
             pages += 1
     assert pages > 50
 
@@ -88,9 +93,16 @@ def test_every_page_gives_extract_texts_string(folders: list[Path]) -> None:
 def _rtl_block(textpage: pymupdf.TextPage) -> bool:
     """A character of a Hebrew or Arabic block in the page's text blocks (pf_rtl_hint's test)."""
     blocks = textpage.extractRAWDICT()["blocks"]
-    return any(0x0590 <= ord(c["c"]) <= 0x08FF or 0xFB1D <= ord(c["c"]) <= 0xFDFF or 0xFE70 <= ord(c["c"]) <= 0xFEFF
-               for b in blocks if b["type"] == 0 for line in b["lines"] for span in line["spans"]
-               for c in span["chars"])
+    return any(
+        0x0590 <= ord(c["c"]) <= 0x08FF
+        or 0xFB1D <= ord(c["c"]) <= 0xFDFF
+        or 0xFE70 <= ord(c["c"]) <= 0xFEFF
+        for b in blocks
+        if b["type"] == 0
+        for line in b["lines"]
+        for span in line["spans"]
+        for c in span["chars"]
+    )
 
 
 def test_one_walk_tells_an_rtl_page_or_gives_the_text(folders: list[Path]) -> None:
@@ -100,14 +112,25 @@ def test_one_walk_tells_an_rtl_page_or_gives_the_text(folders: list[Path]) -> No
     for page in _pages(*folders):
         textpage = page.get_textpage(flags=mupdf._TEXT_FLAGS | pymupdf.TEXT_PRESERVE_IMAGES)
         if _rtl_block(textpage):
-            assert fastwalk.text_unless_rtl(textpage) == (True, None), (page.parent.name, page.number)
+            assert fastwalk.text_unless_rtl(textpage) == (True, None), (
+                page.parent.name,
+                page.number,
+            )
             rtl += 1
         else:
-            assert fastwalk.text_unless_rtl(textpage) == (False, fastwalk.text(textpage)), (page.parent.name, page.number)
+            assert fastwalk.text_unless_rtl(textpage) == (False, fastwalk.text(textpage)), (
+                page.parent.name,
+                page.number,
+            )
             latin += 1
     assert rtl > 10 and latin > 10, (rtl, latin)
-    with pymupdf.open(stream=_vertical_pdf(), filetype="pdf") as doc:  # declined, and no RTL character
-        assert fastwalk.text_unless_rtl(doc[0].get_textpage(flags=mupdf._TEXT_FLAGS)) == (False, None)
+    with pymupdf.open(
+        stream=_vertical_pdf(), filetype="pdf"
+    ) as doc:  # declined, and no RTL character
+        assert fastwalk.text_unless_rtl(doc[0].get_textpage(flags=mupdf._TEXT_FLAGS)) == (
+            False,
+            None,
+        )
 
 
 def test_clipped_turned_and_vertical_text_gives_extract_texts_string() -> None:
@@ -115,8 +138,12 @@ def test_clipped_turned_and_vertical_text_gives_extract_texts_string() -> None:
     a turned page (the corrected boxes are rotated), a vertical line (left to extractText)."""
     with pymupdf.open() as doc:
         page = doc.new_page(width=300, height=200)
-        page.insert_text((240, 60), "edge of the page", fontname="dv", fontfile=str(DEJAVU), fontsize=14)
-        page.insert_text((20, 190), "low line gjpqy", fontname="dv", fontfile=str(DEJAVU), fontsize=30)
+        page.insert_text(
+            (240, 60), "edge of the page", fontname="dv", fontfile=str(DEJAVU), fontsize=14
+        )
+        page.insert_text(
+            (20, 190), "low line gjpqy", fontname="dv", fontfile=str(DEJAVU), fontsize=30
+        )
         page.insert_text((60, 150), "at an angle", fontname="dv", fontfile=str(DEJAVU), rotate=90)
         page.insert_text((100, 100), "upside down", fontname="helv", rotate=180)
         turned = doc.new_page(width=300, height=200)
@@ -139,16 +166,19 @@ def test_clipped_turned_and_vertical_text_gives_extract_texts_string() -> None:
 def _vertical_pdf() -> bytes:
     """One page with two CJK characters set vertically (a UCS-2 vertical CMap, MuPDF's built-in
     font): one line of writing mode 1 per character."""
-    return raw_pdf([
-        b"<</Type/Catalog/Pages 2 0 R>>", b"<</Type/Pages/Kids[3 0 R]/Count 1>>",
-        b"<</Type/Page/Parent 2 0 R/MediaBox[0 0 300 300]/Resources<</Font<</F1 5 0 R>>>>/Contents 4 0 R>>",
-        stream_object(b"BT /F1 20 Tf 100 250 Td <4E2D6587> Tj ET"),
-        b"<</Type/Font/Subtype/Type0/BaseFont/STSong-Light/Encoding/UniGB-UCS2-V/DescendantFonts[6 0 R]>>",
-        b"<</Type/Font/Subtype/CIDFontType0/BaseFont/STSong-Light/CIDSystemInfo"
-        b"<</Registry(Adobe)/Ordering(GB1)/Supplement 2>>/FontDescriptor 7 0 R>>",
-        b"<</Type/FontDescriptor/FontName/STSong-Light/Flags 6/FontBBox[0 0 1000 1000]/ItalicAngle 0"
-        b"/Ascent 800/Descent -200/CapHeight 700/StemV 80>>",
-    ])
+    return raw_pdf(
+        [
+            b"<</Type/Catalog/Pages 2 0 R>>",
+            b"<</Type/Pages/Kids[3 0 R]/Count 1>>",
+            b"<</Type/Page/Parent 2 0 R/MediaBox[0 0 300 300]/Resources<</Font<</F1 5 0 R>>>>/Contents 4 0 R>>",
+            stream_object(b"BT /F1 20 Tf 100 250 Td <4E2D6587> Tj ET"),
+            b"<</Type/Font/Subtype/Type0/BaseFont/STSong-Light/Encoding/UniGB-UCS2-V/DescendantFonts[6 0 R]>>",
+            b"<</Type/Font/Subtype/CIDFontType0/BaseFont/STSong-Light/CIDSystemInfo"
+            b"<</Registry(Adobe)/Ordering(GB1)/Supplement 2>>/FontDescriptor 7 0 R>>",
+            b"<</Type/FontDescriptor/FontName/STSong-Light/Flags 6/FontBBox[0 0 1000 1000]/ItalicAngle 0"
+            b"/Ascent 800/Descent -200/CapHeight 700/StemV 80>>",
+        ]
+    )
 
 
 def _switch(monkeypatch: pytest.MonkeyPatch, value: str | None) -> None:
@@ -161,8 +191,9 @@ def _switch(monkeypatch: pytest.MonkeyPatch, value: str | None) -> None:
     fastwalk.library.cache_clear()
 
 
-def test_rung_one_records_are_the_same_with_and_without_it(folders: list[Path],
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rung_one_records_are_the_same_with_and_without_it(
+    folders: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     def extract(doc: pymupdf.Document, number: int, switch: str) -> dict[str, Any]:
         _switch(monkeypatch, switch)
         return mupdf._extract_page(doc, number)
@@ -186,7 +217,9 @@ def test_turned_off_it_answers_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     _switch(monkeypatch, "0")
     try:
         with pymupdf.open() as doc:
-            doc.new_page().insert_text((72, 72), "Hello, rung one", fontname="dv", fontfile=str(DEJAVU))
+            doc.new_page().insert_text(
+                (72, 72), "Hello, rung one", fontname="dv", fontfile=str(DEJAVU)
+            )
             textpage = doc[0].get_textpage(flags=mupdf._TEXT_FLAGS)
             assert fastwalk.library() is None
             assert fastwalk.evidence(textpage) is None and fastwalk.blocks(textpage) is None
@@ -210,6 +243,7 @@ def _walk_lines(lines: list[list[dict[str, Any]]]) -> dict[str, Any]:
 
 def _as_float32(chars: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The characters with the coordinates MuPDF would hold (floats), as rawdict hands them to Python."""
+
     def f32(values: Any) -> tuple[float, ...]:
         return tuple(np.array(values, dtype=np.float32).tolist())
 
@@ -217,7 +251,9 @@ def _as_float32(chars: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _python(lines: list[list[dict[str, Any]]]) -> dict[str, Any]:
-    return mupdf._geometry_evidence({"blocks": [{"lines": [{"spans": [{"chars": line}]} for line in lines]}]})
+    return mupdf._geometry_evidence(
+        {"blocks": [{"lines": [{"spans": [{"chars": line}]} for line in lines]}]}
+    )
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -234,7 +270,12 @@ def test_random_lines_give_the_python_evidence(seed: int) -> None:
     assert all(hits.values()), hits
 
 
-ARABIC = ["قانون رقم 8 لسنة 2022", "المادة (12) من القانون", "بلغت 1,000.5 دينار في 12:30", "نص Tel Aviv هنا 5"]
+ARABIC = [
+    "قانون رقم 8 لسنة 2022",
+    "المادة (12) من القانون",
+    "بلغت 1,000.5 دينار في 12:30",
+    "نص Tel Aviv هنا 5",
+]
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -243,7 +284,9 @@ def test_scrambled_arabic_lines_get_the_python_run_order(seed: int) -> None:
     found = 0
     for _ in range(80):
         chars = laid_out(rng.choice(ARABIC), y=100 + rng.choice([0.0, 0.5]))
-        if rng.random() < 0.3:  # one glyph off the baseline: by 1.5 pt the proof holds, by 2.5 it fails
+        if (
+            rng.random() < 0.3
+        ):  # one glyph off the baseline: by 1.5 pt the proof holds, by 2.5 it fails
             i = rng.randrange(len(chars))
             x, y = chars[i]["origin"]
             chars[i] = dict(chars[i], origin=(x, y + rng.choice([1.5, 2.5])))
@@ -271,10 +314,14 @@ def test_a_coordinate_that_is_not_a_number_is_left_to_python() -> None:
         broken[3][field] = tuple(value)
         lines = [_as_float32(broken)]
         assert _walk_lines(lines) == _python(lines)
-    assert _python([_as_float32(scrambled)])["run_orders"]  # the line is reordered when no coordinate is broken
+    assert _python([_as_float32(scrambled)])[
+        "run_orders"
+    ]  # the line is reordered when no coordinate is broken
 
 
-def test_rtl_pages_read_without_their_plain_text_first(folders: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rtl_pages_read_without_their_plain_text_first(
+    folders: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`mupdf._rtl_page` (a page holding an RTL letter read by the C walk, no plain text first) gives
     every page the answer `_read_page` gives it, and takes every page with an RTL letter."""
     taken = 0
@@ -288,13 +335,16 @@ def test_rtl_pages_read_without_their_plain_text_first(folders: list[Path], monk
             textpage = page.get_textpage(flags=mupdf._TEXT_FLAGS | pymupdf.TEXT_PRESERVE_IMAGES)
             shortcut = mupdf._rtl_page(page, textpage) is not None
             rtl = "R" in mupdf.glyph_kinds(textpage.extractText())
-            assert shortcut == (rtl and fastwalk.evidence(page.get_textpage(flags=mupdf._TEXT_FLAGS)) is not None)
+            assert shortcut == (
+                rtl and fastwalk.evidence(page.get_textpage(flags=mupdf._TEXT_FLAGS)) is not None
+            )
             taken += shortcut
             with monkeypatch.context() as m:
                 m.setattr(mupdf, "_rtl_page", lambda *_: None)
                 assert mupdf._extract_page(doc, number) == fast, (doc.name, number)
-    assert taken >= 10, taken  # Hebrew and Arabic pages of the fixtures, the structure set and the corpus
-
+    assert taken >= 10, (
+        taken
+    )  # Hebrew and Arabic pages of the fixtures, the structure set and the corpus
 
 
 def _drawn(tmp_path: Path) -> pymupdf.Document:
@@ -315,7 +365,9 @@ def _drawn(tmp_path: Path) -> pymupdf.Document:
     return pymupdf.open(path)
 
 
-def test_an_image_inside_a_line_reads_the_line_from_a_text_page_without_images(tmp_path: Path) -> None:
+def test_an_image_inside_a_line_reads_the_line_from_a_text_page_without_images(
+    tmp_path: Path,
+) -> None:
     """MuPDF ends a line at an image drawn inside it when a text page keeps its images (which rung 1
     reads the images' boxes from): an RTL page that draws an image takes its characters from a
     second text page, without images, which reads the line whole (it costs the bench's mix a few

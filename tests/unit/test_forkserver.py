@@ -44,15 +44,18 @@ def test_a_dead_server_is_replaced(pdf: str) -> None:
     assert run_child("probe", pdf, {}, **LIMITS)["page_count"] == 3
 
 
-def test_commands_reuse_two_scratch_files_and_a_failure_never_returns_the_last_result(pdf: str, tmp_path: Path) -> None:
+def test_commands_reuse_two_scratch_files_and_a_failure_never_returns_the_last_result(
+    pdf: str, tmp_path: Path
+) -> None:
     """Creating a file costs ~0.5 ms of CPU on this disk: a server's commands write into the same
     two files, emptied before each, so a command that dies hands back no earlier command's result;
     a new server gets new names."""
     assert run_child("probe", pdf, {}, **LIMITS)["page_count"] == 3
     files = CLIENT.scratch_files()
     assert run_child("extract", pdf, {"first": 1, "last": 1}, **LIMITS)["pages"][0]["number"] == 1
-    assert CLIENT.scratch_files() == files and sorted(p.name for p in files[0].parent.iterdir()) == sorted(
-        p.name for p in files)
+    assert CLIENT.scratch_files() == files and sorted(
+        p.name for p in files[0].parent.iterdir()
+    ) == sorted(p.name for p in files)
     render_over_memory(pdf, tmp_path)  # dies: its result file stays empty
     assert files[0].read_bytes() == b""
     CLIENT._proc.kill()
@@ -154,7 +157,9 @@ def test_a_child_runs_up_to_n_commands_then_leaves(pdf: str, reuse) -> None:
     assert seen[2] == []  # the third was its last: reaped before the next request
     reuse(1)
     assert run_child("probe", pdf, {}, **LIMITS)["page_count"] == 3
-    assert server_children(settled=True) == []  # the default: a fresh child per command, gone once it answered
+    assert (
+        server_children(settled=True) == []
+    )  # the default: a fresh child per command, gone once it answered
 
 
 def test_a_reused_child_that_fails_is_replaced(pdf: str, tmp_path: Path, reuse) -> None:
@@ -184,7 +189,9 @@ def test_a_reused_child_killed_between_commands_is_replaced(pdf: str, reuse) -> 
     run_child("probe", pdf, {}, **LIMITS)
     (kept,) = server_children()
     os.kill(kept, signal.SIGKILL)  # the OOM killer, an operator: not a command of ours
-    assert server_children(settled=True) == []  # between commands: gone before the next one is written to it
+    assert (
+        server_children(settled=True) == []
+    )  # between commands: gone before the next one is written to it
     assert run_child("probe", pdf, {}, **LIMITS)["page_count"] == 3
     assert server_children() not in ([], [kept])
 
@@ -196,8 +203,12 @@ def test_reused_children_read_every_document_alike(fixtures_dir: Path, reuse) ->
     assert len(files) >= 10
 
     def read_all() -> list[dict]:
-        return [run_child("probe", str(f), {"extract_upto": 25, "max_pages": 100, "structure": True}, **LIMITS)
-                for f in files]
+        return [
+            run_child(
+                "probe", str(f), {"extract_upto": 25, "max_pages": 100, "structure": True}, **LIMITS
+            )
+            for f in files
+        ]
 
     reuse(1)
     fresh = read_all()
@@ -206,7 +217,8 @@ def test_reused_children_read_every_document_alike(fixtures_dir: Path, reuse) ->
 
 
 def test_a_documents_commands_share_one_child_and_another_file_gets_a_fresh_one(
-        pdf: str, tmp_path: Path, reuse) -> None:
+    pdf: str, tmp_path: Path, reuse
+) -> None:
     """`sandbox_reuse_document` (the default): one child runs every command on its first command's
     file (a big document's ranges), whatever `sandbox_reuse` says; a command for another file gets
     a fresh child, and a kept child leaves after `IDLE_S` without a command."""
@@ -226,18 +238,24 @@ def test_a_documents_commands_share_one_child_and_another_file_gets_a_fresh_one(
         page = run_child("extract", pdf, {"first": first, "last": first}, **LIMITS)["pages"][0]
         assert f"page {first} hello world" in page["text"]
         assert server_children() == [kept]
-    assert "another document" in run_child("extract", str(other), {"first": 1, "last": 1}, **LIMITS)["pages"][0]["text"]
+    assert (
+        "another document"
+        in run_child("extract", str(other), {"first": 1, "last": 1}, **LIMITS)["pages"][0]["text"]
+    )
     (fresh,) = server_children()
     assert fresh != kept
     time.sleep(IDLE_S + 0.5)
     assert server_children(settled=True) == []
     reuse(1)
     run_child("probe", pdf, {}, **LIMITS)
-    assert server_children(settled=True) == []  # off: a fresh child per command, gone once it answered
+    assert (
+        server_children(settled=True) == []
+    )  # off: a fresh child per command, gone once it answered
 
 
 def test_a_batchs_documents_share_one_child_and_the_next_batch_gets_a_fresh_one(
-        pdf: str, tmp_path: Path, reuse) -> None:
+    pdf: str, tmp_path: Path, reuse
+) -> None:
     """`sandbox.shared_child` (one submission's small documents in one split task): every command
     within the block, on any file, runs in the child of its first one, whatever `sandbox_reuse`
     says; another batch, or a command outside any, gets a fresh child."""
@@ -256,11 +274,17 @@ def test_a_batchs_documents_share_one_child_and_the_next_batch_gets_a_fresh_one(
             assert run_child("probe", path, {}, **LIMITS)["page_count"] in (1, 3)
             assert server_children() == [kept]
     with shared_child("batch-2"):
-        text = run_child("extract", str(other), {"first": 1, "last": 1}, **LIMITS)["pages"][0]["text"]
+        text = run_child("extract", str(other), {"first": 1, "last": 1}, **LIMITS)["pages"][0][
+            "text"
+        ]
         assert "another document" in text
-        assert len([pid for pid in server_children() if pid != kept]) == 1  # the last batch's may still be leaving
+        assert (
+            len([pid for pid in server_children() if pid != kept]) == 1
+        )  # the last batch's may still be leaving
     assert run_child("probe", pdf, {}, **LIMITS)["page_count"] == 3
-    assert server_children(settled=True) == []  # outside a batch: a fresh child per command, gone once it answered
+    assert (
+        server_children(settled=True) == []
+    )  # outside a batch: a fresh child per command, gone once it answered
 
 
 def test_a_shared_child_runs_at_most_SHARE_MAX_commands(pdf: str, reuse, monkeypatch) -> None:
@@ -293,7 +317,10 @@ def test_threads_of_one_process_each_get_their_own_result(pdf: str, tmp_path: Pa
         doc.save(one)
 
     def probes(path: str) -> list[int]:
-        return [run_child("probe", path, {"extract_upto": 8, "max_pages": 8}, **LIMITS)["page_count"] for _ in range(8)]
+        return [
+            run_child("probe", path, {"extract_upto": 8, "max_pages": 8}, **LIMITS)["page_count"]
+            for _ in range(8)
+        ]
 
     with ThreadPoolExecutor(2) as pool:
         three, single = pool.submit(probes, pdf), pool.submit(probes, str(one))
@@ -318,7 +345,9 @@ def test_scratch_folders_of_processes_that_are_gone_are_removed(tmp_path: Path) 
     assert not dead.exists() and live.exists() and other.exists()
 
 
-def test_scratch_files_go_to_a_roomy_ram_file_system_or_the_temp_dir(tmp_path: Path, monkeypatch) -> None:
+def test_scratch_files_go_to_a_roomy_ram_file_system_or_the_temp_dir(
+    tmp_path: Path, monkeypatch
+) -> None:
     """The result file is emptied before every command: on ext4 that waits for its writeback
     (~0.2 ms a command); /dev/shm is chosen where it is a tmpfs with `scratch.SCRATCH_SHM_MB` free
     (not a container's default 64 MB), the setting wins over both, and anything else is the temp dir."""
@@ -330,7 +359,10 @@ def test_scratch_files_go_to_a_roomy_ram_file_system_or_the_temp_dir(tmp_path: P
     temp = Path(tempfile.gettempdir())
     assert scratch.scratch_base(str(tmp_path), shm_free_mb=0) == tmp_path  # sandbox_scratch_dir
     assert scratch.scratch_base(shm=str(tmp_path / "missing"), shm_free_mb=0) == temp
-    assert scratch._mount_type(str(tmp_path)) == "" and scratch.scratch_base(shm=str(tmp_path), shm_free_mb=0) == temp
+    assert (
+        scratch._mount_type(str(tmp_path)) == ""
+        and scratch.scratch_base(shm=str(tmp_path), shm_free_mb=0) == temp
+    )
     assert scratch._mount_type("/proc") == "proc"
     if scratch._mount_type("/dev/shm") == "tmpfs":  # this machine's: as a worker would find it
         assert scratch.scratch_base(shm_free_mb=0) == Path("/dev/shm")
@@ -344,8 +376,9 @@ def test_scratch_files_go_to_a_roomy_ram_file_system_or_the_temp_dir(tmp_path: P
         get_settings.cache_clear()
 
 
-def test_a_full_scratch_folder_moves_to_the_disk_and_is_never_a_bad_file(pdf: str, tmp_path: Path,
-                                                                          monkeypatch) -> None:
+def test_a_full_scratch_folder_moves_to_the_disk_and_is_never_a_bad_file(
+    pdf: str, tmp_path: Path, monkeypatch
+) -> None:
     """A RAM /dev/shm that other processes filled: the child cannot write its result (ENOSPC, here
     /dev/full). That is not the file's fault: the command runs again with this process's scratch in
     the temp dir; where that is full too, a retryable StorageError — never the SandboxError a page or
@@ -385,8 +418,13 @@ def test_a_range_crosses_the_sandbox_unchanged(fixtures_dir: Path) -> None:
     from workers.pdf import mupdf
 
     root = fixtures_dir
-    names = ("born_digital_hebrew.pdf", "born_digital_arabic_presentation_forms.pdf", "born_digital_english.pdf",
-             "arabic_numbers_brackets_drawn_left_to_right.pdf", "mixed_multipage_document.pdf")
+    names = (
+        "born_digital_hebrew.pdf",
+        "born_digital_arabic_presentation_forms.pdf",
+        "born_digital_english.pdf",
+        "arabic_numbers_brackets_drawn_left_to_right.pdf",
+        "mixed_multipage_document.pdf",
+    )
     for name in names:
         path = str(root / name)
         here = mupdf.extract_range(path, 1, 50)
@@ -409,6 +447,8 @@ def test_the_warm_up_builds_the_character_tables_children_use() -> None:
         "print(all(t._array is not None for t in tables), bool(charclass._FEATURES))\n"
     )
     root = Path(__file__).resolve().parents[2]
-    out = subprocess.run([sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["True", "True"]

@@ -23,7 +23,13 @@ def _furniture(pdf: Path) -> list[list[tuple[str, str]]]:
     for page in pages:
         fixed = normalize(page["text"])
         blocks, _ = page_structure(page, fixed.text, [e.to_dict() for e in fixed.edits], doc)
-        out.append([(b["type"], " ".join(b["text"].split())) for b in blocks if b["type"] in ("header", "footer")])
+        out.append(
+            [
+                (b["type"], " ".join(b["text"].split()))
+                for b in blocks
+                if b["type"] in ("header", "footer")
+            ]
+        )
     return out
 
 
@@ -43,14 +49,18 @@ def _fixture_texts(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_header_or_footer_drawn_in_pieces_is_one_block(structure_dir: Path, name: str) -> None:
     spec = _spec(name)
     pdf = structure_dir / f"{name}.pdf"
-    raw = unicodedata.normalize("NFKC", extract_range(str(pdf), 1, 1)["pages"][0]["text"]).split("\n")
+    raw = unicodedata.normalize("NFKC", extract_range(str(pdf), 1, 1)["pages"][0]["text"]).split(
+        "\n"
+    )
     # MuPDF splits one of them into pieces; read from the glyphs each is one row
     assert spec["header"] in raw and spec["footer"].format(n=1) in raw
     for number, found in enumerate(_furniture(pdf), 1):
         assert found == [("header", spec["header"]), ("footer", spec["footer"].format(n=number))]
 
 
-def test_a_one_page_document_finds_its_whole_page_number(structure_dir: Path, tmp_path: Path) -> None:
+def test_a_one_page_document_finds_its_whole_page_number(
+    structure_dir: Path, tmp_path: Path
+) -> None:
     # no repetition to lean on: `- 1 -` must be recognised as a page number as one row, not `1` alone
     one = pymupdf.open()
     one.insert_pdf(pymupdf.open(structure_dir / "ar_two_columns.pdf"), from_page=0, to_page=0)

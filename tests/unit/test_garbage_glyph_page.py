@@ -8,14 +8,23 @@ import pytest
 from workers.ladder.textlayer import decide_page
 from workers.model import PageRecord, PendingPage
 
-BASE = {"number": 1, "shared_position_runs": 0, "image_coverage": 0.0, "line_geometry": [], "glyph_clusters": 0}
+BASE = {
+    "number": 1,
+    "shared_position_runs": 0,
+    "image_coverage": 0.0,
+    "line_geometry": [],
+    "glyph_clusters": 0,
+}
 
 
-@pytest.mark.parametrize("text, reason", [
-    ("\ufffd" * 40, "replacement_chars"),
-    ("\ue000\ue001\ue002 \ue003\ue004" * 8, "private_use_chars"),
-    ("\x01\x02\x03\x04" * 10, "control_chars"),
-])
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("\ufffd" * 40, "replacement_chars"),
+        ("\ue000\ue001\ue002 \ue003\ue004" * 8, "private_use_chars"),
+        ("\x01\x02\x03\x04" * 10, "control_chars"),
+    ],
+)
 def test_garbage_glyphs_climb_with_reasons(text: str, reason: str) -> None:
     glyphs = sum(1 for c in text if not c.isspace())
     result = decide_page({**BASE, "text": text, "glyphs": glyphs}, ocr="auto", gpu=False)

@@ -11,8 +11,22 @@ from routing.charclass import classes
 from routing.brackets import _OPENERS, brackets_balanced, mirror_brackets
 from workers.pdf import runs
 
-POOL = [*"ةىابتثجحخ ", "\u0620", "\u064a", "\u0671", "\u06d3", "\u06fa", "\u06ff", "\u0670", "\u064b", "\ufe8e",
-        *"a1()[]{}<>", "ש", "\u05d0", "\n"]
+POOL = [
+    *"ةىابتثجحخ ",
+    "\u0620",
+    "\u064a",
+    "\u0671",
+    "\u06d3",
+    "\u06fa",
+    "\u06ff",
+    "\u0670",
+    "\u064b",
+    "\ufe8e",
+    *"a1()[]{}<>",
+    "ש",
+    "\u05d0",
+    "\n",
+]
 
 
 def _texts(n: int = 20000) -> list[str]:
@@ -48,7 +62,10 @@ def _arabic_line(text: str) -> bool:
 
 def test_regular_expressions_count_what_the_loops_counted() -> None:
     for text in _texts():
-        assert (len(visual_order._FINAL_FIRST.findall(text)), len(visual_order._FINAL_LAST.findall(text))) == _word_votes(text), text
+        assert (
+            len(visual_order._FINAL_FIRST.findall(text)),
+            len(visual_order._FINAL_LAST.findall(text)),
+        ) == _word_votes(text), text
         assert brackets_balanced(text) == _balanced(text), text
         assert runs._arabic_line(text) == _arabic_line(text), text
 
@@ -62,8 +79,11 @@ def test_a_page_without_brackets_has_no_bracket_work() -> None:
 def _lone_al_loop(text: str) -> list[int]:
     found, i = [], 0
     while i < len(text) - 1:
-        alone = text[i : i + 2] == "\u0627\u0644" and (i == 0 or not lam._attached(text[i - 1])) and (
-            i + 2 == len(text) or not lam._attached(text[i + 2]))
+        alone = (
+            text[i : i + 2] == "\u0627\u0644"
+            and (i == 0 or not lam._attached(text[i - 1]))
+            and (i + 2 == len(text) or not lam._attached(text[i + 2]))
+        )
         if alone:
             found.append(i)
         i += 2 if alone else 1
@@ -74,7 +94,19 @@ def test_lone_al_searched_from_its_alef_finds_what_a_loop_finds() -> None:
     """`ال` standing alone: the pattern starts at the ا (a literal the search skips to) and looks
     behind it, and finds every position a character loop finds."""
     rng = random.Random(12)
-    pool = ["\u0627", "\u0644", "\u0627\u0644", " ", "\n", "\u064b", "\u0640", "\u0628", "a", "\ufefb", "1"]
+    pool = [
+        "\u0627",
+        "\u0644",
+        "\u0627\u0644",
+        " ",
+        "\n",
+        "\u064b",
+        "\u0640",
+        "\u0628",
+        "a",
+        "\ufefb",
+        "1",
+    ]
     texts = ["".join(rng.choice(pool) for _ in range(rng.randint(0, 24))) for _ in range(20000)]
     for text in texts:
         assert lam.lone_al_positions(text) == _lone_al_loop(text), text

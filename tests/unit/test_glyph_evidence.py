@@ -13,7 +13,13 @@ import pytest
 from routing.scripts import is_rtl_letter
 from workers.pdf.mupdf import _rtl_order, _shared_position_runs, glyph_clusters, glyph_kinds
 
-ALPHABET = "אבגדהוזחטיכלמנסעפצקרשת" + "ابتثجحخدذرزسشصضطظعغفقكلمنهوي" + "abcdefxyz019" + "\u05b0\u05b4\u064e\u0651" + "  .,()"
+ALPHABET = (
+    "אבגדהוזחטיכלמנסעפצקרשת"
+    + "ابتثجحخدذرزسشصضطظعغفقكلمنهوي"
+    + "abcdefxyz019"
+    + "\u05b0\u05b4\u064e\u0651"
+    + "  .,()"
+)
 
 
 def _is_base(ch: str) -> bool:
@@ -42,7 +48,11 @@ def reference_shared_runs(chars: list[dict[str, Any]]) -> int:
         if not _is_base(c["c"]):
             continue
         x, y = c["origin"]
-        if prev is not None and round(x, 1) == round(prev[0], 1) and round(y, 1) == round(prev[1], 1):
+        if (
+            prev is not None
+            and round(x, 1) == round(prev[0], 1)
+            and round(y, 1) == round(prev[1], 1)
+        ):
             count += 1
             runs += count == 3
         else:
@@ -88,13 +98,20 @@ def random_line(rng: random.Random) -> list[dict[str, Any]]:
     for _ in range(rng.randint(0, 40)):
         ch = rng.choice(ALPHABET)
         width = rng.choice([0.0, 0.005, 4.0, 5.5, 6.0])
-        step = rng.choice([0.0, 0.0, 0.04, 0.1, 0.2, -width, width, -width])  # shared origins, both directions
+        step = rng.choice(
+            [0.0, 0.0, 0.04, 0.1, 0.2, -width, width, -width]
+        )  # shared origins, both directions
         x += step
         box = (x, 90.0, x + width, 102.0)
         if chars and rng.random() < 0.15:
             box = chars[-1]["bbox"]  # two code points, one box
-        chars.append({"c": ch, "origin": (x + rng.choice([0.0, 0.049, 0.051]), 100.0 + rng.choice([0.0, 0.02])),
-                      "bbox": box})
+        chars.append(
+            {
+                "c": ch,
+                "origin": (x + rng.choice([0.0, 0.049, 0.051]), 100.0 + rng.choice([0.0, 0.02])),
+                "bbox": box,
+            }
+        )
     return chars
 
 
@@ -119,7 +136,9 @@ def test_glyph_kinds_codes() -> None:
     assert glyph_kinds("a א\u05b4ب1\t.") == "o RMRo o"
 
 
-def reference_units(chars: list[dict[str, Any]], kinds: str) -> list[tuple[str, int, int, float, float]]:
+def reference_units(
+    chars: list[dict[str, Any]], kinds: str
+) -> list[tuple[str, int, int, float, float]]:
     """`workers.pdf.runs` units by their definition, a character at a time: a mark joins the unit
     before it (a leading one starts a neutral unit), Arabic letters join Arabic letters and LTR
     characters LTR ones; anything else is a unit of its own."""
@@ -143,5 +162,7 @@ def test_run_units_match_their_definition() -> None:
         x0s, x1s = [c["bbox"][0] for c in chars], [c["bbox"][2] for c in chars]
         got = [(u.kind, u.start, u.end, u.x0, u.x1) for u in _units(x0s, x1s, kinds)]
         assert got == reference_units(chars, kinds)
-    assert any(k.startswith("M") for k in ("".join(c["c"] for c in random_line(rng)).translate(_KINDS)
-                                           for _ in range(200)))  # lines that open with a mark occur
+    assert any(
+        k.startswith("M")
+        for k in ("".join(c["c"] for c in random_line(rng)).translate(_KINDS) for _ in range(200))
+    )  # lines that open with a mark occur

@@ -23,7 +23,11 @@ def vlm(*rows: tuple[int, float, float | None]) -> dict:
     out = []
     for batch, pages_per_s, peak in rows:
         row = {"batch": batch, "stopper": "idle", "pages_per_s": pages_per_s}
-        out.append({**row, "peak_gib": peak} if peak is not None else {"batch": batch, "stopper": "idle", "error": "oom"})
+        out.append(
+            {**row, "peak_gib": peak}
+            if peak is not None
+            else {"batch": batch, "stopper": "idle", "error": "oom"}
+        )
     return {"rows": out}
 
 
@@ -34,25 +38,37 @@ def test_recommendation_from_the_h200_run() -> None:
         "vlm": vlm((1, 0.06, 3.04), (4, 0.23, 5.97), (8, 0.42, 13.71), (16, 0.65, 42.35)),
     }
     assert gpu_bench.recommend(results, gpu_gib=140.4) == {
-        "PAGEFLEET_OCR__ROUTER__SIGLIP_BATCH_SIZE": 32, "PAGEFLEET_GPU__VLM__BATCH_SIZE": 16,
+        "PAGEFLEET_OCR__ROUTER__SIGLIP_BATCH_SIZE": 32,
+        "PAGEFLEET_GPU__VLM__BATCH_SIZE": 16,
     }
     # a 24 GB card: batch 16's 42 GiB does not fit, 8 is the best that does
     assert gpu_bench.recommend(results, gpu_gib=24.0)["PAGEFLEET_GPU__VLM__BATCH_SIZE"] == 8
     results["vlm"]["rows"].append({"batch": 32, "stopper": "idle", "error": "CUDA out of memory"})
-    results["vlm"]["rows"].append({"batch": 8, "stopper": "on", "pages_per_s": 9.9, "peak_gib": 13.7})
+    results["vlm"]["rows"].append(
+        {"batch": 8, "stopper": "on", "pages_per_s": 9.9, "peak_gib": 13.7}
+    )
     assert gpu_bench.recommend(results, gpu_gib=140.4)["PAGEFLEET_GPU__VLM__BATCH_SIZE"] == 16
     assert gpu_bench.recommend({}, gpu_gib=80.0) == {}
 
 
-def test_quick_run_on_cpu(tmp_path: Path, torch_one_thread: None, capsys: pytest.CaptureFixture[str]) -> None:
+def test_quick_run_on_cpu(
+    tmp_path: Path, torch_one_thread: None, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "gpu.json"
     try:
-        assert gpu_bench.main(["--device", "cpu", "--quick", "--parts", "e2e", "vlm", "--json", str(out)]) == 0
+        assert (
+            gpu_bench.main(
+                ["--device", "cpu", "--quick", "--parts", "e2e", "vlm", "--json", str(out)]
+            )
+            == 0
+        )
     finally:
         hf.clear_cache()
     results = json.loads(out.read_text())
     assert [r["batch"] for r in results["router_e2e"]["rows"]] == [1, 8, 16]
-    assert all(r["labelled"] == results["router_e2e"]["pages"] for r in results["router_e2e"]["rows"])
+    assert all(
+        r["labelled"] == results["router_e2e"]["pages"] for r in results["router_e2e"]["rows"]
+    )
     rows = results["vlm"]["rows"]
     assert [(r["batch"], r["stopper"]) for r in rows] == [(1, "idle"), (2, "idle"), (2, "on")]
     assert all(r["tokens"] > 0 and "error" not in r for r in rows)

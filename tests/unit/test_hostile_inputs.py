@@ -15,8 +15,14 @@ from workers.store.storage import LocalStorage
 
 
 def _split(pdf: Path, out: Path, **options):
-    spec = JobSpec(job_id=f"t-{pdf.stem}", source=str(pdf), filename=pdf.name, storage=LocalStorage(out).url,
-                   artifact_prefix="doc", options=options)
+    spec = JobSpec(
+        job_id=f"t-{pdf.stem}",
+        source=str(pdf),
+        filename=pdf.name,
+        storage=LocalStorage(out).url,
+        artifact_prefix="doc",
+        options=options,
+    )
     return split_document(spec, get_settings())
 
 
@@ -33,7 +39,9 @@ def _split(pdf: Path, out: Path, **options):
         ("bad_100k_pages.pdf", "invalid_pdf"),  # MuPDF refuses the forged page count
     ],
 )
-def test_fatal_inputs_give_typed_errors(fixtures_dir: Path, tmp_path: Path, name: str, code: str) -> None:
+def test_fatal_inputs_give_typed_errors(
+    fixtures_dir: Path, tmp_path: Path, name: str, code: str
+) -> None:
     outcome = _split(fixtures_dir / "bad" / name, tmp_path)
     assert outcome.error is not None and outcome.error["code"] == code
     record = json.loads((tmp_path / "doc" / "error.json").read_text())
@@ -41,7 +49,13 @@ def test_fatal_inputs_give_typed_errors(fixtures_dir: Path, tmp_path: Path, name
 
 
 @pytest.mark.parametrize(
-    "name", ["bad_broken_xref.pdf", "bad_truncated.pdf", "bad_huge_mediabox.pdf", "bad_decompression_bomb.pdf"]
+    "name",
+    [
+        "bad_broken_xref.pdf",
+        "bad_truncated.pdf",
+        "bad_huge_mediabox.pdf",
+        "bad_decompression_bomb.pdf",
+    ],
 )
 def test_repairable_inputs_are_processed(fixtures_dir: Path, tmp_path: Path, name: str) -> None:
     outcome = _split(fixtures_dir / "bad" / name, tmp_path)

@@ -56,28 +56,47 @@ def _rel(path: Path) -> str:
 
 
 def test_routing_is_pure() -> None:
-    bad = {_rel(p): sorted(m for m in _imports(p) if _top(m) in ("workers", "tasks", "celery", "kombu", "redis"))
-           for p in _modules("routing")}
-    assert not {k: v for k, v in bad.items() if v}, "routing/ must not import workers/, tasks/ or do I/O"
+    bad = {
+        _rel(p): sorted(
+            m for m in _imports(p) if _top(m) in ("workers", "tasks", "celery", "kombu", "redis")
+        )
+        for p in _modules("routing")
+    }
+    assert not {k: v for k, v in bad.items() if v}, (
+        "routing/ must not import workers/, tasks/ or do I/O"
+    )
 
 
 def test_workers_never_import_tasks() -> None:
-    bad = {_rel(p): sorted(m for m in _imports(p) if _top(m) == "tasks") for p in _modules("workers")}
-    assert not {k: v for k, v in bad.items() if v}, "workers/ must not import tasks/ (dependencies point down)"
+    bad = {
+        _rel(p): sorted(m for m in _imports(p) if _top(m) == "tasks") for p in _modules("workers")
+    }
+    assert not {k: v for k, v in bad.items() if v}, (
+        "workers/ must not import tasks/ (dependencies point down)"
+    )
 
 
 def test_only_app_and_tasks_import_celery() -> None:
     allowed = {"workers/app.py", "workers/fleet/steps.py"}  # the app, and the bootsteps it adds
-    offenders = [_rel(p) for pkg in ("routing", "workers") for p in _modules(pkg)
-                 if _rel(p) not in allowed and any(_top(m) == "celery" for m in _imports(p))]
-    assert offenders == [], f"celery imported outside workers/app.py, its bootsteps and tasks/: {offenders}"
+    offenders = [
+        _rel(p)
+        for pkg in ("routing", "workers")
+        for p in _modules(pkg)
+        if _rel(p) not in allowed and any(_top(m) == "celery" for m in _imports(p))
+    ]
+    assert offenders == [], (
+        f"celery imported outside workers/app.py, its bootsteps and tasks/: {offenders}"
+    )
     assert any(_top(m) == "celery" for m in _imports(ROOT / "workers" / "app.py"))
 
 
 @pytest.mark.parametrize("package", PACKAGES)
 def test_modules_are_small(package: str) -> None:
-    big = {_rel(p): n for p in _modules(package)
-           if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    big = {
+        _rel(p): n
+        for p in _modules(package)
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
     assert big == {}, f"modules over {MAX_MODULE_LINES} lines: {big}"
 
 
@@ -100,12 +119,20 @@ def test_test_only_code_lives_under_tests() -> None:
 
 def test_the_top_of_workers_is_small() -> None:
     top = sorted(p.stem for p in (ROOT / "workers").glob("*.py") if p.stem != "__init__")
-    assert len(top) <= MAX_TOP_MODULES, f"{len(top)} modules at the top of workers/ (stage code goes in its folder): {top}"
+    assert len(top) <= MAX_TOP_MODULES, (
+        f"{len(top)} modules at the top of workers/ (stage code goes in its folder): {top}"
+    )
 
 
 def test_tasks_are_thin() -> None:
-    long = {_rel(p): n for p in _modules("tasks") if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_TASK_LINES}
-    assert long == {}, f"tasks/ files over {MAX_TASK_LINES} lines (the work belongs in its stage folder): {long}"
+    long = {
+        _rel(p): n
+        for p in _modules("tasks")
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_TASK_LINES
+    }
+    assert long == {}, (
+        f"tasks/ files over {MAX_TASK_LINES} lines (the work belongs in its stage folder): {long}"
+    )
 
 
 def test_no_task_imports_another_tasks_private_names() -> None:
@@ -116,7 +143,9 @@ def test_no_task_imports_another_tasks_private_names() -> None:
                 private = [a.name for a in node.names if a.name.startswith("_")]
                 if private:
                     found[f"{_rel(path)}:{node.lineno}"] = private
-    assert found == {}, f"tasks import each other's private names (the work belongs in workers/): {found}"
+    assert found == {}, (
+        f"tasks import each other's private names (the work belongs in workers/): {found}"
+    )
 
 
 def _module_name(path: Path) -> str:
@@ -146,7 +175,10 @@ def _import_graph() -> dict[str, set[str]]:
                 if node.level:
                     up = package.split(".")[: len(package.split(".")) - node.level + 1]
                     base = ".".join([*up, base] if base else up)
-                found.update(f"{base}.{a.name}" if f"{base}.{a.name}" in paths else known(base) for a in node.names)
+                found.update(
+                    f"{base}.{a.name}" if f"{base}.{a.name}" in paths else known(base)
+                    for a in node.names
+                )
         graph[name] = {m for m in found if m and m != name}
     return graph
 
@@ -206,7 +238,11 @@ def test_the_loop_finder_finds_a_loop_through_a_function_level_import() -> None:
 def _is_scheme(node: ast.AST) -> bool:
     if isinstance(node, ast.Tuple):
         return any(_is_scheme(e) for e in node.elts)
-    return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith(SCHEMES)
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value.startswith(SCHEMES)
+    )
 
 
 def _scheme_checks(tree: ast.AST) -> list[int]:
@@ -216,31 +252,58 @@ def _scheme_checks(tree: ast.AST) -> list[int]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-            if name in ("startswith", "endswith", "removeprefix", "partition", "len") and any(map(_is_scheme, node.args)):
+            name = (
+                func.attr
+                if isinstance(func, ast.Attribute)
+                else func.id
+                if isinstance(func, ast.Name)
+                else ""
+            )
+            if name in ("startswith", "endswith", "removeprefix", "partition", "len") and any(
+                map(_is_scheme, node.args)
+            ):
                 found.append(node.lineno)
             elif name == "isinstance" and len(node.args) == 2:
                 kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
-                names = {k.id if isinstance(k, ast.Name) else k.attr if isinstance(k, ast.Attribute) else "" for k in kinds}
+                names = {
+                    k.id
+                    if isinstance(k, ast.Name)
+                    else k.attr
+                    if isinstance(k, ast.Attribute)
+                    else ""
+                    for k in kinds
+                }
                 if names & STORAGE_CLASSES:
                     found.append(node.lineno)
-        elif isinstance(node, ast.Compare) and all(isinstance(op, (ast.Eq, ast.NotEq)) for op in node.ops):
+        elif isinstance(node, ast.Compare) and all(
+            isinstance(op, (ast.Eq, ast.NotEq)) for op in node.ops
+        ):
             sides = [node.left, *node.comparators]
-            if any(isinstance(s, ast.Constant) and s.value in ("s3", "file", *SCHEMES) for s in sides):
+            if any(
+                isinstance(s, ast.Constant) and s.value in ("s3", "file", *SCHEMES) for s in sides
+            ):
                 found.append(node.lineno)
     return sorted(found)
 
 
 def test_only_the_store_knows_a_uris_scheme() -> None:
-    found = {_rel(p): lines for pkg in ("routing", "workers", "tasks") for p in _modules(pkg)
-             if "store" not in p.relative_to(ROOT).parts[1:2]
-             and (lines := _scheme_checks(ast.parse(p.read_text(encoding="utf-8"))))}
-    assert found == {}, f"scheme checks outside workers/store/ (use workers.store.uri, Storage.local_root): {found}"
+    found = {
+        _rel(p): lines
+        for pkg in ("routing", "workers", "tasks")
+        for p in _modules(pkg)
+        if "store" not in p.relative_to(ROOT).parts[1:2]
+        and (lines := _scheme_checks(ast.parse(p.read_text(encoding="utf-8"))))
+    }
+    assert found == {}, (
+        f"scheme checks outside workers/store/ (use workers.store.uri, Storage.local_root): {found}"
+    )
 
 
 def test_the_scheme_finder_finds_checks() -> None:
-    code = ("a.startswith('s3://')\nlen('file://')\nu.scheme == 's3'\nisinstance(s, (LocalStorage, X))\n"
-            "f'{x}'\nprint('s3://bucket')\n's3' in record\n")
+    code = (
+        "a.startswith('s3://')\nlen('file://')\nu.scheme == 's3'\nisinstance(s, (LocalStorage, X))\n"
+        "f'{x}'\nprint('s3://bucket')\n's3' in record\n"
+    )
     assert _scheme_checks(ast.parse(code)) == [1, 2, 3, 4]
 
 
@@ -262,13 +325,18 @@ def _part_of(module: str, parts: dict[str, list[str]]) -> str | None:
             name = place.removesuffix(".py").removesuffix("/__init__")
             if place.endswith(".py") and path in (name, name + "/__init__"):
                 return part
-            if not place.endswith(".py") and (path == name or path.startswith(name + "/")) and len(name) > length:
+            if (
+                not place.endswith(".py")
+                and (path == name or path.startswith(name + "/"))
+                and len(name) > length
+            ):
                 best, length = part, len(name)
     return best
 
 
-def _architecture_breaches(graph: dict[str, set[str]], parts: dict[str, list[str]],
-                           arrows: dict[str, list[str]]) -> list[str]:
+def _architecture_breaches(
+    graph: dict[str, set[str]], parts: dict[str, list[str]], arrows: dict[str, list[str]]
+) -> list[str]:
     breaches = []
     for module, imports in sorted(graph.items()):
         source = _part_of(module, parts)
@@ -285,20 +353,26 @@ def _architecture_breaches(graph: dict[str, set[str]], parts: dict[str, list[str
 def test_every_module_belongs_to_a_part() -> None:
     parts, arrows = _architecture()
     assert set(parts) == set(arrows)
-    lost = [name for name in _import_graph() if _top(name) != "bench" and _part_of(name, parts) is None]
+    lost = [
+        name for name in _import_graph() if _top(name) != "bench" and _part_of(name, parts) is None
+    ]
     assert lost == [], f"modules in no part of docs/architecture.toml: {lost}"
 
 
 def test_parts_import_only_what_the_architecture_allows() -> None:
     parts, arrows = _architecture()
     breaches = _architecture_breaches(_import_graph(), parts, arrows)
-    assert breaches == [], f"imports the architecture (docs/architecture.toml) does not allow: {breaches}"
+    assert breaches == [], (
+        f"imports the architecture (docs/architecture.toml) does not allow: {breaches}"
+    )
 
 
 def test_the_architecture_check_finds_a_breach() -> None:
     parts, arrows = _architecture()
-    graph = {"workers.store.keys": {"workers.ladder.ocr_stage", "workers.settings"},
-             "routing.chains": {"workers.model"}}
+    graph = {
+        "workers.store.keys": {"workers.ladder.ocr_stage", "workers.settings"},
+        "routing.chains": {"workers.model"},
+    }
     assert _architecture_breaches(graph, parts, arrows) == [
         "routing.chains (Routing) -> workers.model (Core)",
         "workers.store.keys (Store) -> workers.ladder.ocr_stage (Ladder)",
@@ -309,7 +383,11 @@ def test_the_stages_form_no_loop() -> None:
     """Between the stage parts the arrows point one way (Core and App are the fleet's plumbing)."""
     _, arrows = _architecture()
     plumbing = ("Core", "App")
-    stages = {p: {q for q in targets if q not in plumbing} for p, targets in arrows.items() if p not in plumbing}
+    stages = {
+        p: {q for q in targets if q not in plumbing}
+        for p, targets in arrows.items()
+        if p not in plumbing
+    }
     assert _loops(stages) == []
 
 

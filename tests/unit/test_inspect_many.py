@@ -28,14 +28,29 @@ def mixed(tmp_path: Path) -> list[tuple[source.SourceFile, Options]]:
     """Good documents of 1, 3 and 30 pages (the last over `split_range_pages`: no pages read with the
     probe) among an empty file, a user-password one, one MuPDF cannot open, one over its page limit
     and one over its byte limit."""
-    files = [_pdf(tmp_path / "one.pdf", 1, "first"), tmp_path / "empty.pdf", _pdf(tmp_path / "three.pdf", 3),
-             _pdf(tmp_path / "locked.pdf", 1, encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="u", owner_pw="o"),
-             tmp_path / "broken.pdf", _pdf(tmp_path / "thirty.pdf", 30), _pdf(tmp_path / "four.pdf", 4),
-             _pdf(tmp_path / "big.pdf", 1), _pdf(tmp_path / "last.pdf", 2, "last")]
+    files = [
+        _pdf(tmp_path / "one.pdf", 1, "first"),
+        tmp_path / "empty.pdf",
+        _pdf(tmp_path / "three.pdf", 3),
+        _pdf(
+            tmp_path / "locked.pdf",
+            1,
+            encryption=pymupdf.PDF_ENCRYPT_AES_256,
+            user_pw="u",
+            owner_pw="o",
+        ),
+        tmp_path / "broken.pdf",
+        _pdf(tmp_path / "thirty.pdf", 30),
+        _pdf(tmp_path / "four.pdf", 4),
+        _pdf(tmp_path / "big.pdf", 1),
+        _pdf(tmp_path / "last.pdf", 2, "last"),
+    ]
     files[1].write_bytes(b"%PDF-1.7")
     files[4].write_bytes(b"%PDF-1.7 passes the header check, not MuPDF")
     sources = [source.local_source(str(f), Options(), hashed=False) for f in files]
-    files[1].write_bytes(b"")  # emptied after it was looked at: the check before MuPDF reads it again
+    files[1].write_bytes(
+        b""
+    )  # emptied after it was looked at: the check before MuPDF reads it again
     options = [Options(structure=False)] * len(files)
     options[6] = Options(structure=False, max_pages=3)
     options[7] = Options(structure=True, max_bytes=100)
@@ -43,7 +58,11 @@ def mixed(tmp_path: Path) -> list[tuple[source.SourceFile, Options]]:
 
 
 def _outcome(found: dict | InputError) -> object:
-    return (type(found).__name__, found.code, found.message) if isinstance(found, InputError) else found
+    return (
+        (type(found).__name__, found.code, found.message)
+        if isinstance(found, InputError)
+        else found
+    )
 
 
 def _alone(items: list[tuple[source.SourceFile, Options]]) -> list[object]:
@@ -73,13 +92,24 @@ def test_one_command_answers_as_each_alone(mixed, monkeypatch: pytest.MonkeyPatc
     commands.clear()
     assert found == _alone(mixed)
     codes = [f[1] if isinstance(f, tuple) else f["page_count"] for f in found]
-    assert codes == [1, "empty_input", 3, "encrypted_pdf", "invalid_pdf", 30, "too_many_pages", "pdf_too_large", 2]
+    assert codes == [
+        1,
+        "empty_input",
+        3,
+        "encrypted_pdf",
+        "invalid_pdf",
+        30,
+        "too_many_pages",
+        "pdf_too_large",
+        2,
+    ]
     assert "first 1" in found[0]["pages"][0]["text"] and len(found[2]["pages"]) == 3
     assert "pages" not in found[5] and found[8]["pages"][1]["number"] == 2
 
 
 def test_a_command_that_dies_leaves_every_document_to_a_command_of_its_own(
-        mixed, monkeypatch: pytest.MonkeyPatch) -> None:
+    mixed, monkeypatch: pytest.MonkeyPatch
+) -> None:
     run_child = source.run_child
     commands: list[str] = []
 
@@ -91,7 +121,9 @@ def test_a_command_that_dies_leaves_every_document_to_a_command_of_its_own(
 
     monkeypatch.setattr(source, "run_child", dying)
     found = [_outcome(f) for f in source.inspect_many(mixed, get_settings())]
-    assert commands.count("probe_many") == 1 and commands.count("probe") == 8  # 7 alone, broken twice
+    assert (
+        commands.count("probe_many") == 1 and commands.count("probe") == 8
+    )  # 7 alone, broken twice
     monkeypatch.setattr(source, "run_child", run_child)
     assert found == _alone(mixed)
 
@@ -100,5 +132,7 @@ def test_nothing_to_probe_together(tmp_path: Path) -> None:
     one = _pdf(tmp_path / "one.pdf", 1)
     options = Options(structure=False)
     assert source.inspect_many([], get_settings()) == []
-    alone = source.inspect_many([(source.local_source(str(one), options, hashed=False), options)], get_settings())
+    alone = source.inspect_many(
+        [(source.local_source(str(one), options, hashed=False), options)], get_settings()
+    )
     assert len(alone) == 1 and alone[0]["page_count"] == 1  # type: ignore[index]

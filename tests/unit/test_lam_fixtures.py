@@ -31,15 +31,24 @@ def _page(path: Path, number: int = 1) -> dict:
 
 def _repair(page: dict) -> tuple[str, list]:
     """What rung 1 does with a page: gate with the layer's geometry, then repair."""
-    verdict = assess(GateInput(text=page["text"], origin="text_layer", glyphs=GlyphFacts.from_layer(page)))
+    verdict = assess(
+        GateInput(text=page["text"], origin="text_layer", glyphs=GlyphFacts.from_layer(page))
+    )
     assert verdict.ok, verdict.reasons
     fixed = repair(page["text"], verdict, from_ocr=False)
-    assert fixed.replay_ok and apply_edits(page["text"], [Edit.from_dict(e) for e in fixed.edits]) == fixed.text
+    assert (
+        fixed.replay_ok
+        and apply_edits(page["text"], [Edit.from_dict(e) for e in fixed.edits]) == fixed.text
+    )
     return fixed.text, [Edit.from_dict(e) for e in fixed.edits]
 
 
-@pytest.mark.parametrize("name", ["arabic_lam_alef_swapped_tounicode.pdf", "arabic_lam_alef_zero_width_indesign.pdf"])
-def test_swapped_lam_alef_glyphs_are_repaired_to_the_text_drawn(fixtures_dir: Path, name: str) -> None:
+@pytest.mark.parametrize(
+    "name", ["arabic_lam_alef_swapped_tounicode.pdf", "arabic_lam_alef_zero_width_indesign.pdf"]
+)
+def test_swapped_lam_alef_glyphs_are_repaired_to_the_text_drawn(
+    fixtures_dir: Path, name: str
+) -> None:
     page = _page(fixtures_dir / name)
     truth = LAM_FIXTURES[name][1]
     assert "ال يجوز" in page["text"] and page["text"] != truth  # the defect is reproduced
@@ -66,10 +75,20 @@ def test_zero_width_alef_geometry_is_indesigns(fixtures_dir: Path) -> None:
     import pymupdf
 
     doc = pymupdf.open(fixtures_dir / "arabic_lam_alef_zero_width_indesign.pdf")
-    chars = [c for b in doc[0].get_text("rawdict")["blocks"] for ln in b.get("lines", [])
-             for s in ln["spans"] for c in s["chars"]]
-    first = next(i for i, c in enumerate(chars) if c["c"] == "ا" and c["bbox"][2] - c["bbox"][0] < 0.01)
-    assert chars[first + 1]["c"] == "ل" and chars[first + 1]["bbox"][2] - chars[first + 1]["bbox"][0] > 1
+    chars = [
+        c
+        for b in doc[0].get_text("rawdict")["blocks"]
+        for ln in b.get("lines", [])
+        for s in ln["spans"]
+        for c in s["chars"]
+    ]
+    first = next(
+        i for i, c in enumerate(chars) if c["c"] == "ا" and c["bbox"][2] - c["bbox"][0] < 0.01
+    )
+    assert (
+        chars[first + 1]["c"] == "ل"
+        and chars[first + 1]["bbox"][2] - chars[first + 1]["bbox"][0] > 1
+    )
 
 
 def test_correct_map_gives_the_text_and_no_edit(fixtures_dir: Path) -> None:

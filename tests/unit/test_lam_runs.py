@@ -18,9 +18,21 @@ def _chars(logical: str, *, right: float = 500.0, y: float = 100.0) -> list[dict
     i = 0
     while i < len(logical):
         j = i
-        while j < len(logical) and (logical[j].isdigit() or logical[j].isascii() and logical[j].isalpha()
-                                    or (j > i and logical[j] in " .," and j + 1 < len(logical)
-                                        and (logical[j + 1].isdigit() or logical[j + 1].isascii() and logical[j + 1].isalpha()))):
+        while j < len(logical) and (
+            logical[j].isdigit()
+            or logical[j].isascii()
+            and logical[j].isalpha()
+            or (
+                j > i
+                and logical[j] in " .,"
+                and j + 1 < len(logical)
+                and (
+                    logical[j + 1].isdigit()
+                    or logical[j + 1].isascii()
+                    and logical[j + 1].isalpha()
+                )
+            )
+        ):
             j += 1
         if j > i:  # an LTR run: its first character at the left of its slot
             x -= ADVANCE * (j - i)
@@ -30,7 +42,9 @@ def _chars(logical: str, *, right: float = 500.0, y: float = 100.0) -> list[dict
         x -= ADVANCE
         boxes.append((logical[i], x))
         i += 1
-    return [{"c": c, "bbox": (x0, y - 10, x0 + ADVANCE, y + 2), "origin": (x0, y)} for c, x0 in boxes]
+    return [
+        {"c": c, "bbox": (x0, y - 10, x0 + ADVANCE, y + 2), "origin": (x0, y)} for c, x0 in boxes
+    ]
 
 
 def _scramble(chars: list[dict], pieces: list[tuple[int, int]]) -> tuple[list[dict], str]:
@@ -45,7 +59,9 @@ def test_geometry_gives_the_reading_order_of_a_scrambled_line() -> None:
     chars = _chars(LOGICAL)
     assert run_order(chars) is None  # already in reading order
     # what MuPDF made of InDesign's line: `2022 لسنة8 قانون رقم`
-    scrambled, text = _scramble(chars, [(17, 21), (16, 17), (12, 16), (10, 11), (11, 12), (9, 10), (0, 9)])
+    scrambled, text = _scramble(
+        chars, [(17, 21), (16, 17), (12, 16), (10, 11), (11, 12), (9, 10), (0, 9)]
+    )
     assert text == "2022 لسنة8  قانون رقم"
     order = run_order(scrambled)
     assert order is not None

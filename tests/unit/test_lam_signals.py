@@ -91,8 +91,15 @@ def test_cluster_spans_follow_earlier_edits() -> None:
 
 def test_current_spans_mirror_with_a_reversed_run_and_drop_what_changed_otherwise() -> None:
     raw = "abcdef"
-    edits = [Edit(0, 1, "", "bidi_control_removed", 0, 0), Edit(2, 5, "edc", "visual_order_reversal", 1, 4)]
-    assert current_spans(raw, "bedcf", edits, [(5, 6), (2, 4), (0, 2), (1, 3)]) == [(4, 5), (2, 4), (0, 1)]
+    edits = [
+        Edit(0, 1, "", "bidi_control_removed", 0, 0),
+        Edit(2, 5, "edc", "visual_order_reversal", 1, 4),
+    ]
+    assert current_spans(raw, "bedcf", edits, [(5, 6), (2, 4), (0, 2), (1, 3)]) == [
+        (4, 5),
+        (2, 4),
+        (0, 1),
+    ]
     changed = [Edit(1, 3, "xy", "nfkc", 1, 3)]
     assert current_spans(raw, "axydef", changed, [(2, 4), (4, 6), (0, 4)]) == [(4, 6), (0, 4)]
     inserted = [Edit(2, 2, "+", "nfkc", 2, 3), Edit(4, 4, "+", "nfkc", 5, 6)]
@@ -117,19 +124,31 @@ def test_a_real_word_alone_is_no_evidence() -> None:
 
 def test_gate_warns_and_the_invariant_refuses_what_repair_left() -> None:
     raw, spans = _swap_clusters(LOGICAL)
-    verdict = assess(GateInput(text=raw, origin="text_layer", glyphs=GlyphFacts(glyph_clusters=[list(s) for s in spans])))
-    assert verdict.ok and "swapped_lam_ligature" in verdict.warnings and "lone_al" in verdict.warnings
+    verdict = assess(
+        GateInput(
+            text=raw,
+            origin="text_layer",
+            glyphs=GlyphFacts(glyph_clusters=[list(s) for s in spans]),
+        )
+    )
+    assert (
+        verdict.ok and "swapped_lam_ligature" in verdict.warnings and "lone_al" in verdict.warnings
+    )
     assert verdict.glyph_clusters == [list(s) for s in spans]
     fixed = normalize(raw, glyph_clusters=verdict.glyph_clusters)
     assert canonical_violations(fixed.text) == []
-    assert "lone_al" in canonical_violations(normalize(raw).text)  # no geometry: refused, not guessed
+    assert "lone_al" in canonical_violations(
+        normalize(raw).text
+    )  # no geometry: refused, not guessed
     ocr = assess(GateInput(text=raw, origin="ocr", glyphs=GlyphFacts(glyph_clusters=spans)))
     assert ocr.glyph_clusters is None
 
 
 def test_hebrew_and_latin_are_never_touched() -> None:
     for text in (HEBREW, "Hello world, 2024 (test)."):
-        verdict = assess(GateInput(text=text, origin="text_layer", glyphs=GlyphFacts(glyph_clusters=[[0, 2]])))
+        verdict = assess(
+            GateInput(text=text, origin="text_layer", glyphs=GlyphFacts(glyph_clusters=[[0, 2]]))
+        )
         assert "swapped_lam_ligature" not in verdict.warnings
         assert normalize(text, glyph_clusters=[(0, 2)]).text == text
 
@@ -159,7 +178,9 @@ def test_word_tokens_match_their_definition() -> None:
     texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(500)]
     for text in [*texts, LOGICAL, HEBREW, "\u064eلا", "لا\u064e"]:
         assert _word_tokens(text) == _reference_word_tokens(text)
-    assert any("\u064e" in t and len(_word_tokens(t)) > 1 for t in texts)  # marks between words occur
+    assert any(
+        "\u064e" in t and len(_word_tokens(t)) > 1 for t in texts
+    )  # marks between words occur
 
 
 def test_lam_before_alef_matches_its_definition() -> None:
@@ -170,8 +191,11 @@ def test_lam_before_alef_matches_its_definition() -> None:
 
     def reference(text: str) -> int:
         folded = fold_presentation_forms(text) + " "
-        return sum(1 for i, c in enumerate(folded[:-2])
-                   if c == LAM and folded[i + 1] in ALEF_FORMS and folded[i + 2] != LAM)
+        return sum(
+            1
+            for i, c in enumerate(folded[:-2])
+            if c == LAM and folded[i + 1] in ALEF_FORMS and folded[i + 2] != LAM
+        )
 
     rng = random.Random(3)
     alphabet = "لاأإآب \ufefb\ufef5"

@@ -29,7 +29,11 @@ def _xrefs(page: pymupdf.Page) -> list[int]:
 def _images_page(doc: pymupdf.Document) -> None:
     page = doc.new_page()
     page.insert_text((72, 72), "images")
-    for shade, box in ((40, (72, 100, 172, 200)), (200, (200, 100, 300, 200)), (40, (320, 100, 420, 200))):
+    for shade, box in (
+        (40, (72, 100, 172, 200)),
+        (200, (200, 100, 300, 200)),
+        (40, (320, 100, 420, 200)),
+    ):
         page.insert_image(pymupdf.Rect(box), stream=_png(shade))
 
 
@@ -61,7 +65,9 @@ def test_built_pages_list_what_get_images_lists() -> None:
     with _built() as doc:
         listed = [listed_images(page) for page in doc]
         assert listed == [_xrefs(page) for page in doc]
-        assert len(listed[0]) == 3 and len(set(listed[0])) == 2  # one image drawn twice: listed twice
+        assert (
+            len(listed[0]) == 3 and len(set(listed[0])) == 2
+        )  # one image drawn twice: listed twice
         assert len(listed[1]) >= 3 and len(set(listed[1])) == 2  # through the forms
         assert len(set(listed[2])) == 3
         assert listed[3] == []  # the cycle ends, nothing listed

@@ -13,11 +13,15 @@ import pytest
 from workers.store.storage import LocalStorage
 
 
-def test_objects_land_whole_in_folders_made_where_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_objects_land_whole_in_folders_made_where_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     storage = LocalStorage(tmp_path)
     made: list[Path] = []
     makedirs = os.makedirs
-    monkeypatch.setattr(os, "makedirs", lambda path, *a, **k: (made.append(Path(path)), makedirs(path, *a, **k))[1])
+    monkeypatch.setattr(
+        os, "makedirs", lambda path, *a, **k: (made.append(Path(path)), makedirs(path, *a, **k))[1]
+    )
     storage.put_bytes("doc/report.json", b"{}")
     assert made == [tmp_path / "doc"]
     made.clear()
@@ -31,7 +35,11 @@ def test_objects_land_whole_in_folders_made_where_missing(tmp_path: Path, monkey
     storage.delete_prefix("doc/deep")
     storage.put_bytes("doc/deep/er/state.json", b"again")
     assert storage.get_bytes("doc/deep/er/state.json") == b"again"
-    assert sorted(storage.list_keys("doc")) == ["doc/deep/er/state.json", "doc/report.json", "doc/text.txt"]
+    assert sorted(storage.list_keys("doc")) == [
+        "doc/deep/er/state.json",
+        "doc/report.json",
+        "doc/text.txt",
+    ]
 
 
 def test_a_write_replaces_an_object_at_once(tmp_path: Path) -> None:
@@ -52,9 +60,24 @@ def test_compact_work_state_reads_back_as_json_dumps_wrote_it(tmp_path: Path) ->
     from workers.store.storage import LocalStorage
 
     store = LocalStorage(str(tmp_path))
-    state = {"outcome": {"first": 1, "last": 2}, "records": [
-        {"text": "שלום عربي ﻻ \u200f\n", "metrics": {"a": 0.1, "b": 1e-05, "big": 1e300, "nan": float("nan"),
-                                                    "inf": float("inf")}, "edits": [], "n": None, "ok": True}]}
+    state = {
+        "outcome": {"first": 1, "last": 2},
+        "records": [
+            {
+                "text": "שלום عربي ﻻ \u200f\n",
+                "metrics": {
+                    "a": 0.1,
+                    "b": 1e-05,
+                    "big": 1e300,
+                    "nan": float("nan"),
+                    "inf": float("inf"),
+                },
+                "edits": [],
+                "n": None,
+                "ok": True,
+            }
+        ],
+    }
     store.put_json("work/r.json", state, compact=True)
     back = store.get_json("work/r.json")
     reference = json.loads(json.dumps(state, ensure_ascii=False))
@@ -72,7 +95,10 @@ def test_a_local_store_is_opened_once_per_root(tmp_path) -> None:
     from workers.store.storage import open_storage
 
     first = open_storage((tmp_path / "a").as_uri())
-    assert open_storage((tmp_path / "a").as_uri()) is first and first.root == (tmp_path / "a").resolve()
+    assert (
+        open_storage((tmp_path / "a").as_uri()) is first
+        and first.root == (tmp_path / "a").resolve()
+    )
     assert open_storage(str(tmp_path / "a")) is open_storage(str(tmp_path / "a"))
     other = open_storage((tmp_path / "b").as_uri())
     assert other is not first and other.root == (tmp_path / "b").resolve()

@@ -83,7 +83,9 @@ def compose() -> dict[str, Any]:
 
 def dockerfile_stages() -> set[str]:
     text = (DOCKER / "Dockerfile").read_text(encoding="utf-8")
-    return set(re.findall(r"^FROM\s+\S+\s+AS\s+(\S+)\s*$", text, flags=re.MULTILINE | re.IGNORECASE))
+    return set(
+        re.findall(r"^FROM\s+\S+\s+AS\s+(\S+)\s*$", text, flags=re.MULTILINE | re.IGNORECASE)
+    )
 
 
 def interpolate(value: Any) -> Any:
@@ -95,9 +97,13 @@ def interpolate(value: Any) -> Any:
 
     def sub(match: re.Match[str]) -> str:
         name, op, default = match.group(1), match.group(2), match.group(3) or ""
-        return default if op == ":-" else f"test-{name.lower()}"  # required or plain: a stand-in value
+        return (
+            default if op == ":-" else f"test-{name.lower()}"
+        )  # required or plain: a stand-in value
 
-    text = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:-|:\?)([^}]*))?\}", sub, value.replace("$$", "\0"))
+    text = re.sub(
+        r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:-|:\?)([^}]*))?\}", sub, value.replace("$$", "\0")
+    )
     return text.replace("\0", "$")
 
 
@@ -120,8 +126,12 @@ def test_overlays_patch_objects_that_exist(overlay: str) -> None:
         for doc in load_docs(directory / patch["path"]):
             assert (doc["kind"], doc["metadata"]["name"]) in known, (overlay, patch)
     images = {i["name"] for i in config.get("images", [])}
-    used = {c["image"].split(":")[0] for o in base_objects() if o["kind"] in ("Deployment", "StatefulSet")
-            for c in pod_spec(o)["containers"]}
+    used = {
+        c["image"].split(":")[0]
+        for o in base_objects()
+        if o["kind"] in ("Deployment", "StatefulSet")
+        for c in pod_spec(o)["containers"]
+    }
     assert images <= used
 
 
@@ -149,12 +159,21 @@ SCALED_OBJECT = {
     "properties": {
         "apiVersion": {"const": "keda.sh/v1alpha1"},
         "spec": {
-            "type": "object", "additionalProperties": False, "required": ["scaleTargetRef", "triggers"],
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["scaleTargetRef", "triggers"],
             "properties": {
-                "scaleTargetRef": {"type": "object", "additionalProperties": False, "required": ["name"],
-                                   "properties": {"name": {"type": "string"}, "kind": {"type": "string"},
-                                                  "apiVersion": {"type": "string"},
-                                                  "envSourceContainerName": {"type": "string"}}},
+                "scaleTargetRef": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["name"],
+                    "properties": {
+                        "name": {"type": "string"},
+                        "kind": {"type": "string"},
+                        "apiVersion": {"type": "string"},
+                        "envSourceContainerName": {"type": "string"},
+                    },
+                },
                 "minReplicaCount": {"type": "integer", "minimum": 0},
                 "maxReplicaCount": {"type": "integer", "minimum": 1},
                 "idleReplicaCount": {"type": "integer", "minimum": 0},
@@ -162,28 +181,68 @@ SCALED_OBJECT = {
                 "cooldownPeriod": {"type": "integer", "minimum": 0},
                 "advanced": {"type": "object"},
                 "fallback": {"type": "object"},
-                "triggers": {"type": "array", "minItems": 1, "items": {
-                    "type": "object", "additionalProperties": False, "required": ["type", "metadata"],
-                    "properties": {"type": {"type": "string"}, "name": {"type": "string"},
-                                   "metadata": _STRINGS, "authenticationRef": _NAME_REF,
-                                   "metricType": {"enum": ["AverageValue", "Value", "Utilization"]}}}},
+                "triggers": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["type", "metadata"],
+                        "properties": {
+                            "type": {"type": "string"},
+                            "name": {"type": "string"},
+                            "metadata": _STRINGS,
+                            "authenticationRef": _NAME_REF,
+                            "metricType": {"enum": ["AverageValue", "Value", "Utilization"]},
+                        },
+                    },
+                },
             },
         },
     },
 }
-REDIS_TRIGGER_KEYS = {"address", "addressFromEnv", "host", "hostFromEnv", "port", "portFromEnv", "usernameFromEnv",
-                      "passwordFromEnv", "listName", "listLength", "activationListLength", "enableTLS", "unsafeSsl",
-                      "databaseIndex"}
+REDIS_TRIGGER_KEYS = {
+    "address",
+    "addressFromEnv",
+    "host",
+    "hostFromEnv",
+    "port",
+    "portFromEnv",
+    "usernameFromEnv",
+    "passwordFromEnv",
+    "listName",
+    "listLength",
+    "activationListLength",
+    "enableTLS",
+    "unsafeSsl",
+    "databaseIndex",
+}
 TRIGGER_AUTH = {
     "type": "object",
     "required": ["apiVersion", "kind", "metadata", "spec"],
     "properties": {
         "apiVersion": {"const": "keda.sh/v1alpha1"},
-        "spec": {"type": "object", "additionalProperties": False, "required": ["secretTargetRef"], "properties": {
-            "secretTargetRef": {"type": "array", "minItems": 1, "items": {
-                "type": "object", "additionalProperties": False, "required": ["parameter", "name", "key"],
-                "properties": {"parameter": {"type": "string"}, "name": {"type": "string"}, "key": {"type": "string"}}}},
-        }},
+        "spec": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["secretTargetRef"],
+            "properties": {
+                "secretTargetRef": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["parameter", "name", "key"],
+                        "properties": {
+                            "parameter": {"type": "string"},
+                            "name": {"type": "string"},
+                            "key": {"type": "string"},
+                        },
+                    },
+                },
+            },
+        },
     },
 }
 
@@ -194,9 +253,14 @@ def test_keda_objects_are_structurally_valid() -> None:
         jsonschema.validate(obj, SCALED_OBJECT)
         for trigger in obj["spec"]["triggers"]:
             assert trigger["type"] == "redis"
-            assert set(trigger["metadata"]) <= REDIS_TRIGGER_KEYS, set(trigger["metadata"]) - REDIS_TRIGGER_KEYS
+            assert set(trigger["metadata"]) <= REDIS_TRIGGER_KEYS, (
+                set(trigger["metadata"]) - REDIS_TRIGGER_KEYS
+            )
             assert {"listName", "listLength"} <= set(trigger["metadata"])
-            assert int(trigger["metadata"]["listLength"]) >= 1 and int(trigger["metadata"]["activationListLength"]) >= 0
+            assert (
+                int(trigger["metadata"]["listLength"]) >= 1
+                and int(trigger["metadata"]["activationListLength"]) >= 0
+            )
     for obj in by_kind(objects, "TriggerAuthentication").values():
         jsonschema.validate(obj, TRIGGER_AUTH)
 
@@ -204,7 +268,11 @@ def test_keda_objects_are_structurally_valid() -> None:
 # -- queues, KEDA, Deployments ---------------------------------------------------------------------
 def test_every_queue_has_exactly_one_keda_trigger_on_its_list() -> None:
     objects = base_objects()
-    deployments, secrets, configs = by_kind(objects, "Deployment"), secret_keys(), by_kind(objects, "ConfigMap")
+    deployments, secrets, configs = (
+        by_kind(objects, "Deployment"),
+        secret_keys(),
+        by_kind(objects, "ConfigMap"),
+    )
     auths = by_kind(objects, "TriggerAuthentication")
     scaled = list(by_kind(objects, "ScaledObject").values())
     lists = [t["metadata"]["listName"] for s in scaled for t in s["spec"]["triggers"]]
@@ -213,8 +281,14 @@ def test_every_queue_has_exactly_one_keda_trigger_on_its_list() -> None:
     for obj in scaled:
         [trigger] = obj["spec"]["triggers"]
         target = deployments[obj["spec"]["scaleTargetRef"]["name"]]
-        assert worker_queues(target) == [trigger["metadata"]["listName"]], "the scaled Deployment consumes that list"
-        env_sources = [e["configMapRef"]["name"] for e in pod_spec(target)["containers"][0]["envFrom"] if "configMapRef" in e]
+        assert worker_queues(target) == [trigger["metadata"]["listName"]], (
+            "the scaled Deployment consumes that list"
+        )
+        env_sources = [
+            e["configMapRef"]["name"]
+            for e in pod_spec(target)["containers"][0]["envFrom"]
+            if "configMapRef" in e
+        ]
         assert any(trigger["metadata"]["addressFromEnv"] in configs[n]["data"] for n in env_sources)
         for ref in auths[trigger["authenticationRef"]["name"]]["spec"]["secretTargetRef"]:
             assert ref["key"] in secrets[ref["name"]]
@@ -222,17 +296,26 @@ def test_every_queue_has_exactly_one_keda_trigger_on_its_list() -> None:
 
 def test_gpu_scales_to_zero_while_restorers_stay_up() -> None:
     objects = base_objects()
-    scaled = {s["spec"]["triggers"][0]["metadata"]["listName"]: s["spec"] for s in by_kind(objects, "ScaledObject").values()}
+    scaled = {
+        s["spec"]["triggers"][0]["metadata"]["listName"]: s["spec"]
+        for s in by_kind(objects, "ScaledObject").values()
+    }
     assert scaled["gpu"]["minReplicaCount"] == 0
-    assert all(scaled[q]["minReplicaCount"] >= 1 for q in QUEUES if q != "gpu"), "something must restore unacked work"
+    assert all(scaled[q]["minReplicaCount"] >= 1 for q in QUEUES if q != "gpu"), (
+        "something must restore unacked work"
+    )
     gpu = pod_spec(by_kind(objects, "Deployment")["worker-gpu"])
     container = gpu["containers"][0]
     assert str(container["resources"]["limits"]["nvidia.com/gpu"]) == "1"
-    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in gpu["tolerations"]
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in gpu[
+        "tolerations"
+    ]
     assert {"name": "PAGEFLEET_GPU__ENABLED", "value": "1"} in container["env"]
     pdbs = by_kind(objects, "PodDisruptionBudget")
     for queue in QUEUES:
-        assert pdbs[f"worker-{queue}"]["spec"]["selector"]["matchLabels"] == {"app.kubernetes.io/component": f"worker-{queue}"}
+        assert pdbs[f"worker-{queue}"]["spec"]["selector"]["matchLabels"] == {
+            "app.kubernetes.io/component": f"worker-{queue}"
+        }
 
 
 def test_worker_shutdown_and_probes() -> None:
@@ -241,10 +324,22 @@ def test_worker_shutdown_and_probes() -> None:
     assert sorted(q for d in deployments for q in worker_queues(d)) == sorted(QUEUES)
     for deployment in deployments:
         spec = pod_spec(deployment)
-        assert spec["terminationGracePeriodSeconds"] >= hard_plus_soft, deployment["metadata"]["name"]
+        assert spec["terminationGracePeriodSeconds"] >= hard_plus_soft, deployment["metadata"][
+            "name"
+        ]
         container = spec["containers"][0]
-        assert container["livenessProbe"]["exec"]["command"] == ["python", "-m", "workers.fleet.heartbeat", "live"]
-        assert container["readinessProbe"]["exec"]["command"] == ["python", "-m", "workers.fleet.heartbeat", "ready"]
+        assert container["livenessProbe"]["exec"]["command"] == [
+            "python",
+            "-m",
+            "workers.fleet.heartbeat",
+            "live",
+        ]
+        assert container["readinessProbe"]["exec"]["command"] == [
+            "python",
+            "-m",
+            "workers.fleet.heartbeat",
+            "ready",
+        ]
         assert container["resources"]["requests"] and container["resources"]["limits"]["memory"]
         # the sandbox's scratch files in RAM: /dev/shm a tmpfs roomier than sandbox_scratch_shm_mb
         shm = next(m for m in container["volumeMounts"] if m["mountPath"] == "/dev/shm")
@@ -260,8 +355,15 @@ def test_flower_metrics_are_fenced_and_auth_is_required() -> None:
     labels = flower["spec"]["template"]["metadata"]["labels"]
     [policy] = by_kind(objects, "NetworkPolicy").values()
     assert policy["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
-    assert policy["spec"]["policyTypes"] == ["Ingress"] and policy["spec"]["ingress"][0]["ports"][0]["port"] == 5555
-    sources = {e["secretRef"]["name"] for e in pod_spec(flower)["containers"][0]["envFrom"] if "secretRef" in e}
+    assert (
+        policy["spec"]["policyTypes"] == ["Ingress"]
+        and policy["spec"]["ingress"][0]["ports"][0]["port"] == 5555
+    )
+    sources = {
+        e["secretRef"]["name"]
+        for e in pod_spec(flower)["containers"][0]["envFrom"]
+        if "secretRef" in e
+    }
     assert any("FLOWER_BASIC_AUTH" in secret_keys()[name] for name in sources)
     assert "FLOWER_BASIC_AUTH" in compose()["services"]["flower"]["environment"]
 
@@ -281,8 +383,14 @@ def all_containers() -> list[tuple[str, str, list[str] | None, list[str] | None]
                 found.append((object_id(obj), c["image"], c.get("command"), c.get("args")))
     for name, service in compose()["services"].items():
         entry = service.get("entrypoint")
-        found.append((f"compose/{name}", service["image"], [entry] if isinstance(entry, str) else entry,
-                      service.get("command")))
+        found.append(
+            (
+                f"compose/{name}",
+                service["image"],
+                [entry] if isinstance(entry, str) else entry,
+                service.get("command"),
+            )
+        )
     return found
 
 
@@ -298,31 +406,53 @@ def test_images_are_built_here_or_pinned() -> None:
             assert PINNED.match(image) and not image.endswith(":latest"), f"{where}: pin {image}"
     for name, service in compose()["services"].items():
         if "build" in service:
-            assert service["build"]["target"] == interpolate(service["image"]).split(":")[0].removeprefix("pagefleet-")
-            assert (ROOT / "docker" / service["build"]["context"] / service["build"]["dockerfile"]).resolve() == DOCKER / "Dockerfile"
+            assert service["build"]["target"] == interpolate(service["image"]).split(":")[
+                0
+            ].removeprefix("pagefleet-")
+            assert (
+                ROOT / "docker" / service["build"]["context"] / service["build"]["dockerfile"]
+            ).resolve() == DOCKER / "Dockerfile"
 
 
 def test_dockerfile_essentials() -> None:
     text = (DOCKER / "Dockerfile").read_text(encoding="utf-8")
-    for package in ("tesseract-ocr-heb", "tesseract-ocr-ara", "tesseract-ocr-eng", "tesseract-ocr-osd", "poppler-utils",
-                    "fonts-dejavu-core"):
+    for package in (
+        "tesseract-ocr-heb",
+        "tesseract-ocr-ara",
+        "tesseract-ocr-eng",
+        "tesseract-ocr-osd",
+        "poppler-utils",
+        "fonts-dejavu-core",
+    ):
         assert text.count(package) == 2, f"{package} in both runtime images"
     assert re.search(r"ARG CUDA_IMAGE=nvidia/cuda:\S+-runtime-\S+", text)
-    assert text.count('ENTRYPOINT ["tini", "--", "pagefleet"]') == 2 and text.count("USER 10001") == 2
-    assert not (ROOT / "requirements-gpu.txt").exists(), "the gpu extra replaces the side requirements file"
-    assert '[ops,gpu]' in text and "libgl1" in text, "the gpu image installs pagefleet[gpu] and the libraries its engines link"
+    assert (
+        text.count('ENTRYPOINT ["tini", "--", "pagefleet"]') == 2 and text.count("USER 10001") == 2
+    )
+    assert not (ROOT / "requirements-gpu.txt").exists(), (
+        "the gpu extra replaces the side requirements file"
+    )
+    assert "[ops,gpu]" in text and "libgl1" in text, (
+        "the gpu image installs pagefleet[gpu] and the libraries its engines link"
+    )
     assert "COPY pyproject.toml README.md LICENSE" in text
     # both runtime images compile the gate with the mypy the project pins (the build is part of the product)
     pinned = re.search(r'"(mypy==[^"]+)"', (ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    assert pinned and text.count(f"pip install {pinned.group(1)}") == 2 and text.count("routing.compiled import build") == 2
+    assert (
+        pinned
+        and text.count(f"pip install {pinned.group(1)}") == 2
+        and text.count("routing.compiled import build") == 2
+    )
 
 
 def test_an_image_can_carry_its_weights() -> None:
     """The gpu-models stage: weights from a named build context, verified at build time, used offline."""
     text = (DOCKER / "Dockerfile").read_text(encoding="utf-8")
-    stage = text[text.index("FROM gpu AS gpu-models"):]
+    stage = text[text.index("FROM gpu AS gpu-models") :]
     assert "gpu-models" in dockerfile_stages() and "ARG MODELS_VERSION" in stage
-    assert "COPY --from=models . /models" in stage and "RUN pagefleet models verify /models" in stage
+    assert (
+        "COPY --from=models . /models" in stage and "RUN pagefleet models verify /models" in stage
+    )
     assert "PAGEFLEET_OCR__MODELS__DIR=/models" in stage and "HF_HUB_OFFLINE=1" in stage
 
 
@@ -330,8 +460,12 @@ def test_licence_is_compatible_with_pymupdf() -> None:
     import tomllib
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    assert project["license"] == "AGPL-3.0-or-later", "PyMuPDF is AGPL-3.0: a weaker licence is not compatible"
-    assert "GNU AFFERO GENERAL PUBLIC LICENSE" in (ROOT / "LICENSE").read_text(encoding="utf-8")[:200]
+    assert project["license"] == "AGPL-3.0-or-later", (
+        "PyMuPDF is AGPL-3.0: a weaker licence is not compatible"
+    )
+    assert (
+        "GNU AFFERO GENERAL PUBLIC LICENSE" in (ROOT / "LICENSE").read_text(encoding="utf-8")[:200]
+    )
     gpu = " ".join(project["optional-dependencies"]["gpu"])
     assert "torch==" in gpu and "transformers==" in gpu
 
@@ -359,7 +493,9 @@ def _check_pagefleet(argv: list[str], env: dict[str, str], monkeypatch: pytest.M
             monkeypatch.setenv(key, value)
         settings = event_settings(args)
         assert settings.output, argv
-        assert settings.inbox_list, f"deployed receivers batch a burst's uploads (--inbox-list): {argv}"
+        assert settings.inbox_list, (
+            f"deployed receivers batch a burst's uploads (--inbox-list): {argv}"
+        )
 
 
 def _check_celery(argv: list[str]) -> None:
@@ -375,7 +511,9 @@ def _check_celery(argv: list[str]) -> None:
 
     for option in options:
         name = option.lstrip("-").split("=", 1)[0]
-        assert name in flower_options._options or name.replace("_", "-") in flower_options._options, option
+        assert (
+            name in flower_options._options or name.replace("_", "-") in flower_options._options
+        ), option
 
 
 def _container_env(where: str) -> dict[str, str]:
@@ -388,8 +526,12 @@ def _container_env(where: str) -> dict[str, str]:
     return env
 
 
-@pytest.mark.parametrize("where, image, command, args", all_containers(), ids=lambda v: v if isinstance(v, str) else "")
-def test_commands_exist(where: str, image: str, command, args, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "where, image, command, args", all_containers(), ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_commands_exist(
+    where: str, image: str, command, args, monkeypatch: pytest.MonkeyPatch
+) -> None:
     argv = [str(a) for a in interpolate(_argv(command, args, image))]
     if not argv:
         return  # a third-party image's own entrypoint
@@ -408,8 +550,11 @@ def _probe_commands() -> list[list[str]]:
     for obj in base_objects():
         if obj["kind"] in ("Deployment", "StatefulSet"):
             for c in pod_spec(obj)["containers"]:
-                commands += [c[p]["exec"]["command"] for p in ("livenessProbe", "readinessProbe", "startupProbe")
-                             if p in c and "exec" in c[p]]
+                commands += [
+                    c[p]["exec"]["command"]
+                    for p in ("livenessProbe", "readinessProbe", "startupProbe")
+                    if p in c and "exec" in c[p]
+                ]
     for service in compose()["services"].values():
         test = (service.get("healthcheck") or {}).get("test")
         if test and test[0] == "CMD":
@@ -422,7 +567,10 @@ def test_probe_commands_exist() -> None:
     assert len(commands) >= 10
     for command in commands:
         if command[:2] == ["python", "-m"]:
-            assert importlib.util.find_spec(command[2]) is not None and command[3] in ("live", "ready"), command
+            assert importlib.util.find_spec(command[2]) is not None and command[3] in (
+                "live",
+                "ready",
+            ), command
         elif command[:2] == ["python", "-c"]:
             compile(command[2], "<healthcheck>", "exec")
         else:

@@ -38,22 +38,34 @@ def test_manifest_pull_from_a_volume_and_verify(tmp_path: Path) -> None:
     _model(volume, "org/two")
     assert main(["models", "manifest", str(volume), "org/one", "org/two"]) == 0
     manifest = json.loads((volume / MANIFEST).read_text())
-    assert sorted(manifest["models"]["org/one"]["files"]) == ["config.json", "model.safetensors", "sub/tokenizer.json"]
+    assert sorted(manifest["models"]["org/one"]["files"]) == [
+        "config.json",
+        "model.safetensors",
+        "sub/tokenizer.json",
+    ]
     assert main(["models", "pull", "--from", f"file://{volume}", "--to", str(models)]) == 0
-    assert (models / "org/two/sub/tokenizer.json").read_text() == "{}" and (models / "org/one" / PULLED_MARK).is_file()
+    assert (models / "org/two/sub/tokenizer.json").read_text() == "{}" and (
+        models / "org/one" / PULLED_MARK
+    ).is_file()
     assert json.loads((models / MANIFEST).read_text())["source"] == f"file://{volume}"
-    assert pull(Source(f"file://{volume}"), models) == {"org/one": 0, "org/two": 0}, "verified files are kept"
+    assert pull(Source(f"file://{volume}"), models) == {"org/one": 0, "org/two": 0}, (
+        "verified files are kept"
+    )
     assert verify(models) == [] and main(["models", "verify", str(models)]) == 0
     (models / "org/one/model.safetensors").write_bytes(b"tampered")
     assert verify(models) == ["org/one/model.safetensors: 8 bytes, the manifest says 800"]
     assert main(["models", "verify", str(models)]) == 1
-    (volume / "org/two/config.json").write_text("{}")  # the source changed after its manifest was written
+    (volume / "org/two/config.json").write_text(
+        "{}"
+    )  # the source changed after its manifest was written
     with pytest.raises(ModelPullError, match="sha256"):
         pull(Source(f"file://{volume}"), tmp_path / "fresh")
 
 
 def test_unsafe_or_unknown_sources_are_refused(tmp_path: Path) -> None:
-    (tmp_path / MANIFEST).write_text(json.dumps({"schema_version": 1, "models": {"../escape": {"files": {}}}}))
+    (tmp_path / MANIFEST).write_text(
+        json.dumps({"schema_version": 1, "models": {"../escape": {"files": {}}}})
+    )
     with pytest.raises(ModelPullError, match="unsafe path"):
         pull(Source(f"file://{tmp_path}"), tmp_path / "out")
     with pytest.raises(ModelPullError, match="unknown model source"):
@@ -62,7 +74,9 @@ def test_unsafe_or_unknown_sources_are_refused(tmp_path: Path) -> None:
         Source("hf")
 
 
-def test_engines_say_why_a_model_is_missing(tmp_path: Path, settings_env: pytest.MonkeyPatch) -> None:
+def test_engines_say_why_a_model_is_missing(
+    tmp_path: Path, settings_env: pytest.MonkeyPatch
+) -> None:
     models = tmp_path / "models"
     settings_env.setenv("PAGEFLEET_OCR__MODELS__DIR", str(models))
     present, why = weights_present("rednote-hilab/dots.ocr")
@@ -89,16 +103,24 @@ def test_quick_verify_checks_a_read_only_volume_without_hashing(tmp_path: Path) 
         verify(models)
     assert main(["models", "verify", "--quick", str(models)]) != 0
     pull(Source(f"file://{volume}"), models)
-    assert verify(models, quick=True) == [] and main(["models", "verify", "--quick", str(models)]) == 0
+    assert (
+        verify(models, quick=True) == [] and main(["models", "verify", "--quick", str(models)]) == 0
+    )
     weights = models / "org/one/model.safetensors"
     weights.write_bytes(weights.read_bytes()[::-1])
-    assert verify(models, quick=True) == [] and verify(models) == ["org/one/model.safetensors: checksum mismatch"]
+    assert verify(models, quick=True) == [] and verify(models) == [
+        "org/one/model.safetensors: checksum mismatch"
+    ]
     weights.write_bytes(b"short")
-    assert verify(models, quick=True) == ["org/one/model.safetensors: 5 bytes, the manifest says 800"]
+    assert verify(models, quick=True) == [
+        "org/one/model.safetensors: 5 bytes, the manifest says 800"
+    ]
     (models / "org/one/sub/tokenizer.json").unlink()
     (models / "org/one" / PULLED_MARK).unlink()
-    assert verify(models, quick=True)[:2] == ["org/one: not pulled completely (no .pagefleet-pulled)",
-                                             "org/one/model.safetensors: 5 bytes, the manifest says 800"]
+    assert verify(models, quick=True)[:2] == [
+        "org/one: not pulled completely (no .pagefleet-pulled)",
+        "org/one/model.safetensors: 5 bytes, the manifest says 800",
+    ]
     assert "org/one/sub/tokenizer.json: missing" in verify(models, quick=True)
 
 
@@ -130,14 +152,31 @@ def test_pull_from_the_hf_hub_runs_offline_from_its_cache(tmp_path: Path) -> Non
     main(["models", "manifest", str(volume), "org/one"])
     _hf_cache(hf_home, "org/one", volume / "org/one")
     env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
-    argv = [sys.executable, "-m", "workers.cli.main", "models", "pull", "--from", "hf",
-            "--manifest", str(volume / MANIFEST), "--to", str(models)]
+    argv = [
+        sys.executable,
+        "-m",
+        "workers.cli.main",
+        "models",
+        "pull",
+        "--from",
+        "hf",
+        "--manifest",
+        str(volume / MANIFEST),
+        "--to",
+        str(models),
+    ]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (models / "org/one/sub/tokenizer.json").read_text() == "{}" and verify(models) == []
     assert json.loads((models / MANIFEST).read_text())["source"] == "hf"
     snapshot = next((hf_home / "hub" / "models--org--one" / "snapshots").iterdir())
     (snapshot / "config.json").write_text('{"model_type": "changed"}')
-    again = subprocess.run([*argv[:-1], str(tmp_path / "fresh")], env=env, capture_output=True, text=True,
-                           timeout=120, check=False)
+    again = subprocess.run(
+        [*argv[:-1], str(tmp_path / "fresh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert again.returncode != 0 and "sha256" in again.stdout + again.stderr

@@ -42,7 +42,9 @@ def test_visual_ltr_paragraph_reverses_only_the_hebrew_run() -> None:
     raw = "Hebrew: םלוע םולש"
     result = normalize(raw, line_visual=[True])
     assert result.text == "Hebrew: שלום עולם"
-    assert kinds(result) == {"visual_order_reversal"} and result.counters["visual_order_reversal"] == 1
+    assert (
+        kinds(result) == {"visual_order_reversal"} and result.counters["visual_order_reversal"] == 1
+    )
     assert result.edits[0].start == len("Hebrew: ")  # the Latin run is not part of the edit
     check_map(raw, result)
 
@@ -223,8 +225,12 @@ def test_order_evidence_counts() -> None:
 def test_looks_visual_order() -> None:
     assert looks_visual_order(hebrew_order_evidence("םולש םלוע"))
     assert looks_visual_order(OrderEvidence(final_first=1, medial_last=0, final_last=0, words=2))
-    assert not looks_visual_order(OrderEvidence(final_first=1, medial_last=0, final_last=0, words=9))
-    assert not looks_visual_order(OrderEvidence(final_first=1, medial_last=1, final_last=3, words=20))
+    assert not looks_visual_order(
+        OrderEvidence(final_first=1, medial_last=0, final_last=0, words=9)
+    )
+    assert not looks_visual_order(
+        OrderEvidence(final_first=1, medial_last=1, final_last=3, words=20)
+    )
     assert looks_visual_order(OrderEvidence(final_first=3, medial_last=2, final_last=1, words=20))
     assert not looks_visual_order(hebrew_order_evidence("רוב ההרפתקאות שתועדו בספר זה באמת התרחשו"))
     assert not looks_visual_order(OrderEvidence())
@@ -256,7 +262,9 @@ def test_numbers_latin_urls_and_dates_keep_their_order() -> None:
     assert logical == "1,000.00 ₪ 12:30 2.Jun 1.2.2024 https://x.co/a?b=1 a@b.org 100% שלום"
     # "שלום 1,000.00 ₪ 12:30 2.Jun" drawn left to right: MuPDF mirrors the run "שלום " in place
     rtl = visual_to_logical(" םולש1,000.00 ₪ 12:30 2.Jun")
-    assert rtl == "שלום 1,000.00 ₪ 12:30 2.Jun"  # RTL paragraph: runs reversed in place, never moved
+    assert (
+        rtl == "שלום 1,000.00 ₪ 12:30 2.Jun"
+    )  # RTL paragraph: runs reversed in place, never moved
 
 
 def test_rtl_paragraph_with_numbers_between_words() -> None:
@@ -408,7 +416,18 @@ def test_counters_cover_every_kind() -> None:
 HEB = "אבגדהוזחטיכלמנסעפצקרשת"
 FINAL_OF = dict(zip("כמנפצ", "ךםןףץ"))
 AR = "بتثجحخدذرزسشصضطظعغفقكلمنهويةىء"
-AR_WORDS = ("العربية", "الأولى", "لإلغاء", "الآتى", "سلام", "قائمة", "حزب", "لالتزام", "إلى", "مرحبا")
+AR_WORDS = (
+    "العربية",
+    "الأولى",
+    "لإلغاء",
+    "الآتى",
+    "سلام",
+    "قائمة",
+    "حزب",
+    "لالتزام",
+    "إلى",
+    "مرحبا",
+)
 POINTED = tuple(unicodedata.normalize("NFC", w) for w in ("שָׁלוֹם", "כַּמּוּת", "בְּרֵאשִׁית"))
 LATIN = ("Hebrew", "the", "URL", "https://example.com/a?b=1", "mail@example.org", "PDF-2")
 NUMBERS = ("1,000.00", "12:30", "1.2.2024", "100%", "₪50", "2.Jun", "3")
@@ -431,7 +450,11 @@ def arabic_word(draw: st.DrawFn) -> str:
 
 
 TOKEN = st.one_of(
-    hebrew_word(), arabic_word(), st.sampled_from(POINTED), st.sampled_from(LATIN), st.sampled_from(NUMBERS)
+    hebrew_word(),
+    arabic_word(),
+    st.sampled_from(POINTED),
+    st.sampled_from(LATIN),
+    st.sampled_from(NUMBERS),
 )
 
 
@@ -467,10 +490,15 @@ def test_clean_text_round_trips_byte_identical(raw: str) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(raw=st.one_of(st.text(max_size=40), st.text(alphabet=DIRTY_ALPHABET, max_size=40)), data=st.data())
+@given(
+    raw=st.one_of(st.text(max_size=40), st.text(alphabet=DIRTY_ALPHABET, max_size=40)),
+    data=st.data(),
+)
 def test_any_input_replays_from_its_edit_map(raw: str, data: st.DataObject) -> None:
     lines = raw.split("\n")
-    flags = data.draw(st.one_of(st.none(), st.lists(st.booleans(), min_size=len(lines), max_size=len(lines))))
+    flags = data.draw(
+        st.one_of(st.none(), st.lists(st.booleans(), min_size=len(lines), max_size=len(lines)))
+    )
     result = normalize(
         raw,
         line_visual=flags,
@@ -509,7 +537,11 @@ def test_bracket_stage_matches_its_per_line_rule_with_and_without_rtl_letters() 
                 swapped = line.translate(BRACKET_SWAP)
                 rtl, latin = sum(map(is_rtl_letter, line)), sum(map(is_latin, line))
                 if rtl > latin and brackets_balanced(swapped):
-                    reps += [(offset + i, offset + i + 1, swapped[i]) for i, c in enumerate(line) if c != swapped[i]]
+                    reps += [
+                        (offset + i, offset + i + 1, swapped[i])
+                        for i, c in enumerate(line)
+                        if c != swapped[i]
+                    ]
                 else:
                     left += 1
             offset += len(line) + 1

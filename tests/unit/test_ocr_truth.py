@@ -27,7 +27,9 @@ def test_plan_covers_every_kind_variant_and_at_least_60_pages() -> None:
     assert len(full) >= 60
     assert {v.name for _, _, v in full} == {v.name for v in VARIANTS}
     assert {k for _, k, _ in full} == {"he", "ar", "en", "mixed_he", "mixed_ar"}
-    assert {v.name for _, _, v in quick} == {v.name for v in VARIANTS}  # quick: every degradation once
+    assert {v.name for _, _, v in quick} == {
+        v.name for v in VARIANTS
+    }  # quick: every degradation once
     assert {v.dpi for _, _, v in quick} == {150, 200, 300}
     assert {i for i, _, _ in quick} <= {i for i, _, _ in full}
 
@@ -70,12 +72,20 @@ def test_image_only_pdf_holds_the_image_at_its_dpi(tmp_path: Path) -> None:
 
 
 def test_degradations_do_what_they_say() -> None:
-    clean, _ = ocr_truth.render_text(["heading", "one line of English text for the test"], "en", "ltr", 150,
-                                     "DejaVuSans.ttf", 12.0)
+    clean, _ = ocr_truth.render_text(
+        ["heading", "one line of English text for the test"],
+        "en",
+        "ltr",
+        150,
+        "DejaVuSans.ttf",
+        12.0,
+    )
     rng = np.random.default_rng(1)
     low = ocr_truth.degrade(clean, Variant("low", 150, contrast=0.4), rng, None)
     assert low.min() > 100 and low.max() <= 236  # grey ink on grey paper
-    noisy = ocr_truth.degrade(clean, Variant("noise", 150, noise=20), np.random.default_rng(1), None)
+    noisy = ocr_truth.degrade(
+        clean, Variant("noise", 150, noise=20), np.random.default_rng(1), None
+    )
     assert noisy.std() > clean.std()
     skewed = ocr_truth.degrade(clean, Variant("skew", 150, skew=2.5), rng, None)
     assert estimate_skew(skewed, 150) == pytest.approx(2.5, abs=0.3)
@@ -92,15 +102,26 @@ def test_metrics_fold_whitespace_and_count_words() -> None:
 
 def _row(kind: str, dpi: int, degr: list[str], fleet: float, tess: float, conf: float) -> dict:
     cell = {"cer": 0.0, "wer": 0.0, "bag": 0.0, "accepted": True, "reasons": []}
-    return {"id": kind, "kind": kind, "dpi": dpi, "degradations": degr,
-            "fleet": {**cell, "cer": fleet, "confidence": conf}, "tesseract": {**cell, "cer": tess, "confidence": None}}
+    return {
+        "id": kind,
+        "kind": kind,
+        "dpi": dpi,
+        "degradations": degr,
+        "fleet": {**cell, "cer": fleet, "confidence": conf},
+        "tesseract": {**cell, "cer": tess, "confidence": None},
+    }
 
 
 def test_groups_calibration_and_closing_line() -> None:
-    rows = [_row("he", 150, ["skew"], 0.1, 0.3, 80.0), _row("ar", 300, ["clean"], 0.3, 0.1, 60.0),
-            _row("en", 300, ["blur", "jpeg"], 0.0, 0.0, 95.0)]
+    rows = [
+        _row("he", 150, ["skew"], 0.1, 0.3, 80.0),
+        _row("ar", 300, ["clean"], 0.3, 0.1, 60.0),
+        _row("en", 300, ["blur", "jpeg"], 0.0, 0.0, 95.0),
+    ]
     by_label = dict(eval_ocr.groups(rows))
-    assert len(by_label["300 dpi"]) == 2 and len(by_label["jpeg"]) == 1 and len(by_label["all"]) == 3
+    assert (
+        len(by_label["300 dpi"]) == 2 and len(by_label["jpeg"]) == 1 and len(by_label["all"]) == 3
+    )
     assert eval_ocr.mean(rows, "fleet", "cer") == pytest.approx(0.4 / 3)
     calib = eval_ocr.calibration(rows)
     assert calib["safe_floor"] == pytest.approx(60.01)  # the only page over 0.15 has confidence 60
@@ -108,10 +129,20 @@ def test_groups_calibration_and_closing_line() -> None:
     runs["fleet"].readings = {"a": eval_ocr.Reading("x"), "b": eval_ocr.Reading("y")}
     runs["tesseract"].readings = {"a": eval_ocr.Reading("x"), "b": eval_ocr.Reading("y")}
     line = eval_ocr.closing_line(rows, runs)
-    assert line == "cer_fleet=0.1333 cer_tesseract=0.1333 fleet_pages_per_s=1.0000 tesseract_pages_per_s=2.0000"
+    assert (
+        line
+        == "cer_fleet=0.1333 cer_tesseract=0.1333 fleet_pages_per_s=1.0000 tesseract_pages_per_s=2.0000"
+    )
 
 
 def test_degradation_names_match_variants() -> None:
     assert eval_ocr.degradations("clean300") == ["clean"]
-    assert eval_ocr.degradations("worn300") == ["blur", "noise", "skew", "jpeg", "low contrast", "show-through"]
+    assert eval_ocr.degradations("worn300") == [
+        "blur",
+        "noise",
+        "skew",
+        "jpeg",
+        "low contrast",
+        "show-through",
+    ]
     json.dumps([eval_ocr.degradations(v.name) for v in VARIANTS])

@@ -25,7 +25,10 @@ def test_ranges_of_one_file_share_the_open_document(tmp_path: Path) -> None:
     _write(other, "beta")
     mupdf.forget()
     try:
-        assert [p["text"] for p in mupdf.extract_range(str(first), 1, 2)["pages"]] == ["alpha one", "alpha two"]
+        assert [p["text"] for p in mupdf.extract_range(str(first), 1, 2)["pages"]] == [
+            "alpha one",
+            "alpha two",
+        ]
         doc = mupdf._OPEN[str(first)][1]
         assert mupdf.extract_range(str(first), 3, 9)["pages"][0]["text"] == "alpha three"
         assert mupdf.probe(str(first))["page_count"] == 3 and mupdf._OPEN[str(first)][1] is doc

@@ -69,8 +69,13 @@ def test_overlays_render_and_validate(overlay: str) -> None:
         assert config["PAGEFLEET_GPU__ENABLED"] == "0"
     else:
         assert "ScaledObject/worker-gpu" in names and config["PAGEFLEET_GPU__ENABLED"] == "1"
-    images = {c["image"] for o in objects for spec in pod_templates(o)
-              for c in [*spec.get("initContainers", []), *spec["containers"]] if "pagefleet-" in c["image"]}
+    images = {
+        c["image"]
+        for o in objects
+        for spec in pod_templates(o)
+        for c in [*spec.get("initContainers", []), *spec["containers"]]
+        if "pagefleet-" in c["image"]
+    }
     assert images and all(i.startswith("registry.example.com/") for i in images), images
 
 
@@ -96,10 +101,14 @@ def test_keda_reaches_redis_by_its_fully_qualified_name(overlay: str) -> None:
 def test_keda_alone_owns_replicas(overlay: str) -> None:
     objects = rendered(overlay)
     deployments = by_kind(objects, "Deployment")
-    scaled = [s["spec"]["scaleTargetRef"]["name"] for s in by_kind(objects, "ScaledObject").values()]
+    scaled = [
+        s["spec"]["scaleTargetRef"]["name"] for s in by_kind(objects, "ScaledObject").values()
+    ]
     assert len(scaled) == len([q for q in QUEUES if overlay == "gpu" or q != "gpu"])
     for name in scaled:
-        assert "replicas" not in deployments[name]["spec"], f"{name}: kubectl apply would reset KEDA's count"
+        assert "replicas" not in deployments[name]["spec"], (
+            f"{name}: kubectl apply would reset KEDA's count"
+        )
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -113,8 +122,14 @@ def test_no_secret_holds_a_placeholder(overlay: str) -> None:
             assert not PLACEHOLDER.search(value), f"Secret {name}: {key} holds a placeholder"
     for path in K8S.rglob("*.yaml"):  # no Secret, and no value, written into a manifest
         assert "kind: Secret" not in path.read_text(encoding="utf-8"), path
-    for example in K8S.rglob("*.env.example"):  # the examples name keys, and hold no value to forget
-        values = [line.partition("=")[2] for line in example.read_text().splitlines() if line and line[0] != "#"]
+    for example in K8S.rglob(
+        "*.env.example"
+    ):  # the examples name keys, and hold no value to forget
+        values = [
+            line.partition("=")[2]
+            for line in example.read_text().splitlines()
+            if line and line[0] != "#"
+        ]
         assert values and not any(values), f"{example}: leave every value empty"
 
 
@@ -131,7 +146,11 @@ def test_gpu_workers_find_their_models_on_a_volume_that_outlives_them() -> None:
     objects = rendered("gpu")
     env = config_env(objects)
     spec = pod_templates(by_kind(objects, "Deployment")["worker-gpu"])[0]
-    claims = {v["name"]: v["persistentVolumeClaim"] for v in spec["volumes"] if "persistentVolumeClaim" in v}
+    claims = {
+        v["name"]: v["persistentVolumeClaim"]
+        for v in spec["volumes"]
+        if "persistentVolumeClaim" in v
+    }
     worker = spec["containers"][0]
     models = env["PAGEFLEET_OCR__MODELS__DIR"]
     [mount] = [m for m in worker["volumeMounts"] if m["mountPath"] == models]
@@ -148,35 +167,53 @@ def test_gpu_workers_find_their_models_on_a_volume_that_outlives_them() -> None:
     assert args[:2] == ["models", "pull"], args
     source = re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], args[args.index("--from") + 1])
     assert source.startswith("s3://") and args[args.index("--to") + 1] == models
-    [job_claim] = [v["persistentVolumeClaim"] for v in job_spec["volumes"] if "persistentVolumeClaim" in v]
+    [job_claim] = [
+        v["persistentVolumeClaim"] for v in job_spec["volumes"] if "persistentVolumeClaim" in v
+    ]
     assert job_claim["claimName"] == claim["claimName"] and not job_claim.get("readOnly")
     cpu = rendered("cpu-only")
-    assert not by_kind(cpu, "PersistentVolumeClaim") and not by_kind(cpu, "Job"), "no GPU, no model volume"
+    assert not by_kind(cpu, "PersistentVolumeClaim") and not by_kind(cpu, "Job"), (
+        "no GPU, no model volume"
+    )
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_the_watchdog_runs_apart_from_every_worker(overlay: str) -> None:
     """`pagefleet watchdog` sweeps in its own pod: a dead collect worker cannot take it along."""
     objects = rendered(overlay)
-    watchdogs = [o for o in by_kind(objects, "Deployment").values()
-                 if pod_templates(o)[0]["containers"][0].get("args") == ["watchdog"]]
+    watchdogs = [
+        o
+        for o in by_kind(objects, "Deployment").values()
+        if pod_templates(o)[0]["containers"][0].get("args") == ["watchdog"]
+    ]
     assert len(watchdogs) == 1, "nothing runs the deadline watchdog"
     [deployment] = watchdogs
     assert len(pod_templates(deployment)[0]["containers"]) == 1, "no worker shares its pod"
-    assert deployment["spec"].get("replicas") == 1 and deployment["spec"]["strategy"]["type"] == "Recreate"
+    assert (
+        deployment["spec"].get("replicas") == 1
+        and deployment["spec"]["strategy"]["type"] == "Recreate"
+    )
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_workers_honour_the_log_level_setting(overlay: str) -> None:
     objects = rendered(overlay)
     env = config_env(objects)
-    assert env["PAGEFLEET_OBSERVABILITY__LOGLEVEL"] and env["PAGEFLEET_OBSERVABILITY__LOG_FORMAT"] == "json"
-    workers = [d for d in by_kind(objects, "Deployment").values()
-               if (pod_templates(d)[0]["containers"][0].get("args") or [""])[0] == "worker"]
+    assert (
+        env["PAGEFLEET_OBSERVABILITY__LOGLEVEL"]
+        and env["PAGEFLEET_OBSERVABILITY__LOG_FORMAT"] == "json"
+    )
+    workers = [
+        d
+        for d in by_kind(objects, "Deployment").values()
+        if (pod_templates(d)[0]["containers"][0].get("args") or [""])[0] == "worker"
+    ]
     assert len(workers) == len([q for q in QUEUES if overlay == "gpu" or q != "gpu"])
     for deployment in workers:
         args = pod_templates(deployment)[0]["containers"][0]["args"]
-        assert args[args.index("--loglevel") + 1] == "$(PAGEFLEET_OBSERVABILITY__LOGLEVEL)", deployment["metadata"]["name"]
+        assert args[args.index("--loglevel") + 1] == "$(PAGEFLEET_OBSERVABILITY__LOGLEVEL)", (
+            deployment["metadata"]["name"]
+        )
 
 
 def test_renderer_applies_deletes_merges_and_generators(tmp_path: Path) -> None:
@@ -185,9 +222,15 @@ def test_renderer_applies_deletes_merges_and_generators(tmp_path: Path) -> None:
     with pytest.raises(KustomizeError, match="pagefleet-secrets.env"):
         render(tmp_path / "k8s" / "overlays" / "gpu")
     write_test_secrets(tmp_path / "k8s")
-    cpu = {(o["kind"], o["metadata"]["name"]) for o in render(tmp_path / "k8s" / "overlays" / "cpu-only")}
+    cpu = {
+        (o["kind"], o["metadata"]["name"])
+        for o in render(tmp_path / "k8s" / "overlays" / "cpu-only")
+    }
     assert ("Deployment", "worker-gpu") not in cpu and ("Deployment", "worker-cpu") in cpu
-    assert ("Secret", "pagefleet-secrets") in cpu and ("PersistentVolumeClaim", "pagefleet-models") not in cpu
+    assert ("Secret", "pagefleet-secrets") in cpu and (
+        "PersistentVolumeClaim",
+        "pagefleet-models",
+    ) not in cpu
     gpu = by_kind(render(tmp_path / "k8s" / "overlays" / "gpu"), "Deployment")["worker-gpu"]
     spec = pod_templates(gpu)[0]
     assert spec["nodeSelector"] == {"nvidia.com/gpu.present": "true"} and spec["tolerations"]
@@ -195,9 +238,24 @@ def test_renderer_applies_deletes_merges_and_generators(tmp_path: Path) -> None:
 
 def test_dashboard_queries_only_exported_metrics() -> None:
     dashboard = json.loads((K8S / "dashboards" / "pagefleet.json").read_text())
-    exported = {"pagefleet_queue_depth", "pagefleet_pages_total", "pagefleet_gate_refusals_total",
-                "pagefleet_documents_total", "pagefleet_rung_seconds_sum", "pagefleet_rung_seconds_count",
-                "pagefleet_receiver_requests_total", "pagefleet_generate_calls_total", "pagefleet_generate_pages_total",
-                "pagefleet_generate_tasks_total", "pagefleet_bridge_submissions_total", "pagefleet_bridge_events_total"}
-    used = {m for panel in dashboard["panels"] for t in panel["targets"] for m in re.findall(r"pagefleet_\w+", t["expr"])}
+    exported = {
+        "pagefleet_queue_depth",
+        "pagefleet_pages_total",
+        "pagefleet_gate_refusals_total",
+        "pagefleet_documents_total",
+        "pagefleet_rung_seconds_sum",
+        "pagefleet_rung_seconds_count",
+        "pagefleet_receiver_requests_total",
+        "pagefleet_generate_calls_total",
+        "pagefleet_generate_pages_total",
+        "pagefleet_generate_tasks_total",
+        "pagefleet_bridge_submissions_total",
+        "pagefleet_bridge_events_total",
+    }
+    used = {
+        m
+        for panel in dashboard["panels"]
+        for t in panel["targets"]
+        for m in re.findall(r"pagefleet_\w+", t["expr"])
+    }
     assert used and used <= exported, used - exported

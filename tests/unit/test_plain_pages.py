@@ -27,8 +27,12 @@ def _both_ways(paths: list[Path]) -> list[tuple[str, int, dict, dict, bool]]:
             with pymupdf.open(path) as doc:
                 for n in range(1, 0 if doc.needs_pass else doc.page_count + 1):
                     plain = mupdf._extract_page(doc, n)
-                    geometry = mupdf._extract_page(doc, n, kept={})  # structure keeps rawdict: always that path
-                    rtl = "R" in mupdf.glyph_kinds(doc.load_page(n - 1).get_text(flags=mupdf._TEXT_FLAGS))
+                    geometry = mupdf._extract_page(
+                        doc, n, kept={}
+                    )  # structure keeps rawdict: always that path
+                    rtl = "R" in mupdf.glyph_kinds(
+                        doc.load_page(n - 1).get_text(flags=mupdf._TEXT_FLAGS)
+                    )
                     found.append((path.name, n, plain, geometry, rtl))
         except Exception:  # noqa: BLE001 — MuPDF's FzError* on the unreadable fixtures
             continue
@@ -56,7 +60,9 @@ def test_a_newline_character_inside_a_line_takes_the_character_path() -> None:
         plain = textpage.extractText()
         raw_text = mupdf._geometry_evidence(textpage.extractRAWDICT())["text"]
         assert "R" not in mupdf.glyph_kinds(plain)
-        assert plain[:-1] != raw_text  # PyMuPDF's plain text drops the line end after a drawn newline
+        assert (
+            plain[:-1] != raw_text
+        )  # PyMuPDF's plain text drops the line end after a drawn newline
         assert stext.walk(textpage, count_lines=True)[1] is None  # the drawn newline ends its line
         assert mupdf._extract_page(doc, 1)["text"] == raw_text
 
@@ -76,7 +82,9 @@ def test_a_latin_page_is_read_without_rawdict(monkeypatch: pytest.MonkeyPatch) -
             page.insert_font(fontname="f", fontfile=str(DEJAVU))
             page.insert_text((72, 72), text, fontname="f", fontsize=12)
         latin, hebrew = (mupdf._extract_page(doc, n) for n in (1, 2))
-    assert latin["text"] == "Plain Latin prose, two lines\nof it." and latin["line_geometry"] == [[0, 0], [0, 0]]
+    assert latin["text"] == "Plain Latin prose, two lines\nof it." and latin["line_geometry"] == [
+        [0, 0],
+        [0, 0],
+    ]
     assert latin["glyphs"] == 29 and hebrew["text"].strip()
     assert len(calls) == 1  # only the Hebrew page, whose rows are read from its glyphs
-

@@ -45,7 +45,10 @@ def test_latin1_mojibake_of_legacy_hebrew_font() -> None:
     legacy = "שלום עולם זהו דף סרוק".encode("cp1255").decode("latin-1")
     ok, reasons, _ = gate(legacy)
     assert not ok and "latin1_mojibake" in reasons
-    assert gate("‰ÎÂÓÎ ‰ÎÂÓÎ ÈÏ‰")[1] == ["latin1_mojibake"] or "latin1_mojibake" in gate("‰ÎÂÓÎ ‰ÎÂÓÎ ÈÏ‰")[1]
+    assert (
+        gate("‰ÎÂÓÎ ‰ÎÂÓÎ ÈÏ‰")[1] == ["latin1_mojibake"]
+        or "latin1_mojibake" in gate("‰ÎÂÓÎ ‰ÎÂÓÎ ÈÏ‰")[1]
+    )
 
 
 def test_french_is_not_mojibake() -> None:
@@ -110,8 +113,13 @@ def test_no_text() -> None:
 
 
 def test_ocr_low_confidence_and_expected_script() -> None:
-    assert "low_confidence" in gate("some words that were read badly", origin="ocr", confidence=20.0)[1]
-    ok, reasons, _ = gate("This page came out entirely in English words", origin="ocr", expected_script="he")
+    assert (
+        "low_confidence"
+        in gate("some words that were read badly", origin="ocr", confidence=20.0)[1]
+    )
+    ok, reasons, _ = gate(
+        "This page came out entirely in English words", origin="ocr", expected_script="he"
+    )
     assert not ok and "expected_script_low" in reasons
 
 

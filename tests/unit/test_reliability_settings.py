@@ -11,7 +11,12 @@ from workers.settings import get_settings
 def test_visibility_exceeds_the_hard_limit_and_is_minutes() -> None:
     s = get_settings()
     options = app.conf.broker_transport_options
-    assert s.limits.task_soft_time_limit < s.limits.task_time_limit < options["visibility_timeout"] <= 15 * 60
+    assert (
+        s.limits.task_soft_time_limit
+        < s.limits.task_time_limit
+        < options["visibility_timeout"]
+        <= 15 * 60
+    )
     assert options["unacked_restore_throttle"] == 1
     assert options["unacked_restore_interval"] <= 60
 
@@ -35,7 +40,17 @@ def test_every_redis_connection_gives_up_on_a_dead_peer() -> None:
     rel = get_settings().broker
     options = app.conf.broker_transport_options
     assert options["socket_timeout"] == app.conf.redis_socket_timeout == rel.redis_socket_timeout_s
-    assert 1 < rel.redis_socket_timeout_s < get_settings().limits.task_soft_time_limit  # above BRPOP's 1 s, below a task
-    assert options["socket_connect_timeout"] == app.conf.redis_socket_connect_timeout == rel.redis_connect_timeout_s
+    assert (
+        1 < rel.redis_socket_timeout_s < get_settings().limits.task_soft_time_limit
+    )  # above BRPOP's 1 s, below a task
+    assert (
+        options["socket_connect_timeout"]
+        == app.conf.redis_socket_connect_timeout
+        == rel.redis_connect_timeout_s
+    )
     assert options["socket_keepalive"] is True and app.conf.redis_socket_keepalive is True
-    assert options["health_check_interval"] == app.conf.redis_backend_health_check_interval == rel.redis_health_check_s
+    assert (
+        options["health_check_interval"]
+        == app.conf.redis_backend_health_check_interval
+        == rel.redis_health_check_s
+    )

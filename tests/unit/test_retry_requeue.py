@@ -26,8 +26,15 @@ def test_a_retry_that_cannot_be_sent_is_requeued() -> None:
     saved, publish_retry = app.conf.broker_url, app.conf.task_publish_retry
     use_broker(f"redis://127.0.0.1:{_closed_port()}/0")
     app.conf.task_publish_retry = False  # one refused connection is enough
-    _flaky.push_request(id="job-1", args=[1], kwargs={}, retries=0, delivery_info={"routing_key": "cpu"},
-                        called_directly=False, is_eager=False)
+    _flaky.push_request(
+        id="job-1",
+        args=[1],
+        kwargs={},
+        retries=0,
+        delivery_info={"routing_key": "cpu"},
+        called_directly=False,
+        is_eager=False,
+    )
     try:
         with pytest.raises(Reject) as caught:
             _flaky.retry(exc=ConnectionError("broker gone"), countdown=0, max_retries=3)

@@ -33,7 +33,9 @@ from workers.store.storage import LocalStorage
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schemas"
 ROUTER = RouterInfo(source="text_layer", script="he")
-RAW_AMOUNTS = "טבלה\n00.511₪\nעכבר 1"  # a visual-order layer: the amount reversed, the rest repaired
+RAW_AMOUNTS = (
+    "טבלה\n00.511₪\nעכבר 1"  # a visual-order layer: the amount reversed, the rest repaired
+)
 SHOWN_AMOUNTS = "טבלה\n00.511₪\nעכבר 1"
 TABLE_TEXT = "דוח\nסעיף 2023\nהכנסות 1,250.4\nהוצאות 830.1"
 
@@ -45,37 +47,99 @@ def _edit(raw: str, start: int, end: int, new: str, kind: str, shift: int = 0) -
 def _pages() -> list[PageRecord]:
     raw1 = "שלום  עולם 2024"
     edits1 = [_edit(raw1, 4, 6, " ", "whitespace")]
-    table = Block(type="table", text=TABLE_TEXT[4:], start=4, end=len(TABLE_TEXT), direction="rtl",
-                  bbox=[50.0, 100.0, 500.0, 200.0],
-                  table=TableData(rows=[["סעיף", "2023"], ["הכנסות", "1,250.4"], ["הוצאות", "830.1"]], header_rows=1))
+    table = Block(
+        type="table",
+        text=TABLE_TEXT[4:],
+        start=4,
+        end=len(TABLE_TEXT),
+        direction="rtl",
+        bbox=[50.0, 100.0, 500.0, 200.0],
+        table=TableData(
+            rows=[["סעיף", "2023"], ["הכנסות", "1,250.4"], ["הוצאות", "830.1"]], header_rows=1
+        ),
+    )
     heading = Block(type="heading", text="דוח", start=0, end=3, direction="rtl", level=1)
     return [
-        PageRecord(number=1, script="he", direction="rtl", router=ROUTER, route="text_layer_repaired", engine="pymupdf",
-                   raw_text=raw1, edits=edits1, text=apply_edits(raw1, [Edit.from_dict(e) for e in edits1]),
-                   markdown="שלום עולם 2024", quality=Quality(ok=True),
-                   attempts=[Attempt(engine="pymupdf", accepted=True, rung="text_layer")]),
-        PageRecord(number=2, script="he", direction="rtl", router=ROUTER, route="review_required", needs_review=True,
-                   raw_text=RAW_AMOUNTS, quality=Quality(ok=False, reasons=["table_unrecovered"]),
-                   review_preview=ReviewPreview(engine="pymupdf", text=SHOWN_AMOUNTS, markdown=SHOWN_AMOUNTS)),
-        PageRecord(number=3, router=ROUTER, route="failed", needs_review=True, quality=Quality(ok=False, reasons=["no_text"])),
-        PageRecord(number=4, script="he", direction="rtl", router=ROUTER, route="text_layer", engine="pymupdf",
-                   raw_text=TABLE_TEXT, text=TABLE_TEXT, markdown="# דוח", blocks=[heading, table], quality=Quality(ok=True)),
+        PageRecord(
+            number=1,
+            script="he",
+            direction="rtl",
+            router=ROUTER,
+            route="text_layer_repaired",
+            engine="pymupdf",
+            raw_text=raw1,
+            edits=edits1,
+            text=apply_edits(raw1, [Edit.from_dict(e) for e in edits1]),
+            markdown="שלום עולם 2024",
+            quality=Quality(ok=True),
+            attempts=[Attempt(engine="pymupdf", accepted=True, rung="text_layer")],
+        ),
+        PageRecord(
+            number=2,
+            script="he",
+            direction="rtl",
+            router=ROUTER,
+            route="review_required",
+            needs_review=True,
+            raw_text=RAW_AMOUNTS,
+            quality=Quality(ok=False, reasons=["table_unrecovered"]),
+            review_preview=ReviewPreview(
+                engine="pymupdf", text=SHOWN_AMOUNTS, markdown=SHOWN_AMOUNTS
+            ),
+        ),
+        PageRecord(
+            number=3,
+            router=ROUTER,
+            route="failed",
+            needs_review=True,
+            quality=Quality(ok=False, reasons=["no_text"]),
+        ),
+        PageRecord(
+            number=4,
+            script="he",
+            direction="rtl",
+            router=ROUTER,
+            route="text_layer",
+            engine="pymupdf",
+            raw_text=TABLE_TEXT,
+            text=TABLE_TEXT,
+            markdown="# דוח",
+            blocks=[heading, table],
+            quality=Quality(ok=True),
+        ),
     ]
 
 
 def _doc() -> dict[str, Any]:
     pages = _pages()
-    record = DocumentRecord(pipeline_version="t", job_id="j1", status="needs_review", page_count=len(pages),
-                            source=SourceInfo(filename="x.pdf", bytes=10, sha256="a" * 64), pages=pages)
+    record = DocumentRecord(
+        pipeline_version="t",
+        job_id="j1",
+        status="needs_review",
+        page_count=len(pages),
+        source=SourceInfo(filename="x.pdf", bytes=10, sha256="a" * 64),
+        pages=pages,
+    )
     return record.model_dump(mode="json")
 
 
-def _decide(review: decisions.ReviewFile, doc: dict[str, Any], number: int, verdict: str, *, text: str | None = None,
-            reason: str = "", revision: int | None = None, who: str = "dana") -> decisions.ReviewFile:
+def _decide(
+    review: decisions.ReviewFile,
+    doc: dict[str, Any],
+    number: int,
+    verdict: str,
+    *,
+    text: str | None = None,
+    reason: str = "",
+    revision: int | None = None,
+    who: str = "dana",
+) -> decisions.ReviewFile:
     page = doc["pages"][number - 1]
     edits = None
     if text is not None:
-        edits = corrections.corrected_edits(page["raw_text"], decisions.base_edits(page), decisions.base_text(page), text)
+        edits = corrections.corrected_edits(
+            page["raw_text"], decisions.base_edits(page), decisions.base_text(page), text
+        )
     made = decisions.new_decision(page, verdict, reviewer=who, reason=reason, edits=edits)
     return decisions.record(review, doc, made, revision)
 
@@ -95,11 +159,13 @@ def test_a_correction_is_an_edit_map_on_raw_text_composed_with_the_pages_own() -
             if op < 0.4:
                 chars.insert(at, rng.choice("א1 \n₪x"))
             elif at < len(chars):
-                chars[at:at + 1] = [] if op < 0.7 else [rng.choice("ב2 ")]
+                chars[at : at + 1] = [] if op < 0.7 else [rng.choice("ב2 ")]
         new = "".join(chars)
         made = corrections.corrected_edits(page["raw_text"], page["edits"], page["text"], new)
         assert verify_edits(page["raw_text"], made, new).ok
-        assert all(e["end"] > e["start"] for e in made if "review" in e["kind"]), "a review edit covers raw text"
+        assert all(e["end"] > e["start"] for e in made if "review" in e["kind"]), (
+            "a review edit covers raw text"
+        )
 
 
 def test_table_cells_become_text_changes_and_the_grid_follows() -> None:
@@ -116,7 +182,10 @@ def test_table_cells_become_text_changes_and_the_grid_follows() -> None:
     assert moved[1]["table"]["rows"][1] == ["הכנסות", "1,250.9"] and moved[1]["text"] == text[4:]
     assert "| הכנסות | 1,250.9 |" in built.markdown
     rows[2][0] = "missing"
-    block = {**block, "table": {**block["table"], "rows": [*block["table"]["rows"][:2], ["לא קיים", "830.1"]]}}
+    block = {
+        **block,
+        "table": {**block["table"], "rows": [*block["table"]["rows"][:2], ["לא קיים", "830.1"]]},
+    }
     with pytest.raises(ReviewError, match="not in the page text"):
         corrections.cells_to_text(page["text"], block, rows)
 
@@ -128,19 +197,53 @@ def test_the_reviewed_artifacts_let_approved_pages_through_and_leave_rejected_pa
     review = _decide(review, doc, 3, "reject", reason="a blank form")
     built = reviewed.build(doc, review)
     pages = built.document["pages"]
-    assert [p["route"] for p in pages] == ["text_layer_repaired", "reviewed", "rejected", "text_layer"]
+    assert [p["route"] for p in pages] == [
+        "text_layer_repaired",
+        "reviewed",
+        "rejected",
+        "text_layer",
+    ]
     approved = pages[1]
-    assert approved["text"] == fixed and approved["review_preview"] is None and not approved["needs_review"]
-    assert apply_edits(approved["raw_text"], [Edit.from_dict(e) for e in approved["edits"]]) == fixed
+    assert (
+        approved["text"] == fixed
+        and approved["review_preview"] is None
+        and not approved["needs_review"]
+    )
+    assert (
+        apply_edits(approved["raw_text"], [Edit.from_dict(e) for e in approved["edits"]]) == fixed
+    )
     assert {e["kind"] for e in approved["edits"]} == {"review"}
     assert approved["review"] | {"at": "", "text_sha256": ""} == {
-        "decision": "approve", "reviewer": "dana", "at": "", "note": "", "reason": "", "corrected": True,
-        "text_sha256": "", "revision": 1, "stale": False}
-    assert pages[2]["review"]["reason"] == "a blank form" and pages[2]["text"] == "" and pages[2]["raw_text"] == ""
+        "decision": "approve",
+        "reviewer": "dana",
+        "at": "",
+        "note": "",
+        "reason": "",
+        "corrected": True,
+        "text_sha256": "",
+        "revision": 1,
+        "stale": False,
+    }
+    assert (
+        pages[2]["review"]["reason"] == "a blank form"
+        and pages[2]["text"] == ""
+        and pages[2]["raw_text"] == ""
+    )
     assert built.summary | {"decided_at": None} == {
-        "status": "accepted_after_review", "reviewed": 1, "corrected": 1, "rejected": 1, "flagged": 0, "pending": 0,
-        "stale": 0, "approved_pages": [2], "corrected_pages": [2], "rejected_pages": [3], "pending_pages": [],
-        "stale_pages": [], "decided_at": None}
+        "status": "accepted_after_review",
+        "reviewed": 1,
+        "corrected": 1,
+        "rejected": 1,
+        "flagged": 0,
+        "pending": 0,
+        "stale": 0,
+        "approved_pages": [2],
+        "corrected_pages": [2],
+        "rejected_pages": [3],
+        "pending_pages": [],
+        "stale_pages": [],
+        "decided_at": None,
+    }
     assert built.document["status"] == "accepted_after_review"
     assert "₪115.00" in built.markdown and "corrected and approved by a reviewer" in built.markdown
     assert "page 3 rejected by a reviewer" in built.markdown and "no_text" not in built.markdown
@@ -178,7 +281,9 @@ def test_a_reflag_or_a_reparse_takes_the_page_out_again(tmp_path: Path) -> None:
     storage.put_text("d/document.md", markdown(DocumentRecord.model_validate(doc)))
     storage.put_json("d/report.json", {"status": "needs_review", "needs_review": [2, 3]})
     assert reviewed.apply(storage, "d") is None  # no review.json: nothing written
-    store.update(storage, "d", lambda r: _decide(r, doc, 2, "approve", text="טבלה\n₪115.00\nעכבר 1"))
+    store.update(
+        storage, "d", lambda r: _decide(r, doc, 2, "approve", text="טבלה\n₪115.00\nעכבר 1")
+    )
     assert reviewed.apply(storage, "d")["reviewed"] == 1
     assert "₪115.00" in (tmp_path / "d" / "text.reviewed.txt").read_text(encoding="utf-8")
     store.update(storage, "d", lambda r: _decide(r, doc, 2, "flag"))
@@ -187,16 +292,27 @@ def test_a_reflag_or_a_reparse_takes_the_page_out_again(tmp_path: Path) -> None:
     assert "₪115.00" not in (tmp_path / "d" / "document.reviewed.md").read_text(encoding="utf-8")
     assert "₪115.00" not in (tmp_path / "d" / "chunks.jsonl").read_text(encoding="utf-8")
     store.update(storage, "d", lambda r: _decide(r, doc, 2, "approve"))
-    assert json.loads((tmp_path / "d" / "report.json").read_text(encoding="utf-8"))["status"] == "needs_review"
-    doc["pages"][1]["review_preview"]["text"] = "טבלה\n00.511₪\nעכבר 2"  # parsed again: another text
+    assert (
+        json.loads((tmp_path / "d" / "report.json").read_text(encoding="utf-8"))["status"]
+        == "needs_review"
+    )
+    doc["pages"][1]["review_preview"]["text"] = (
+        "טבלה\n00.511₪\nעכבר 2"  # parsed again: another text
+    )
     storage.put_json("d/document.json", doc)
     summary = reviewed.apply(storage, "d")
-    assert summary["stale_pages"] == [2] and summary["reviewed"] == 0 and 2 in summary["pending_pages"]
-    page = json.loads((tmp_path / "d" / "document.reviewed.json").read_text(encoding="utf-8"))["pages"][1]
+    assert (
+        summary["stale_pages"] == [2] and summary["reviewed"] == 0 and 2 in summary["pending_pages"]
+    )
+    page = json.loads((tmp_path / "d" / "document.reviewed.json").read_text(encoding="utf-8"))[
+        "pages"
+    ][1]
     assert page["route"] == "review_required" and page["review"]["stale"] is True
 
 
-def test_concurrent_local_writes_lose_nothing_and_one_reviewer_of_a_page_wins(tmp_path: Path) -> None:
+def test_concurrent_local_writes_lose_nothing_and_one_reviewer_of_a_page_wins(
+    tmp_path: Path,
+) -> None:
     storage = LocalStorage(tmp_path)
     doc = _doc()
     results: dict[str, str] = {}
@@ -205,14 +321,31 @@ def test_concurrent_local_writes_lose_nothing_and_one_reviewer_of_a_page_wins(tm
     def reviewer(name: str, number: int, verdict: str) -> None:
         start.wait()
         try:
-            store.update(storage, "d", lambda r: _decide(r, doc, number, verdict, revision=0, who=name,
-                                                         reason="blank" if verdict == "reject" else ""))
+            store.update(
+                storage,
+                "d",
+                lambda r: _decide(
+                    r,
+                    doc,
+                    number,
+                    verdict,
+                    revision=0,
+                    who=name,
+                    reason="blank" if verdict == "reject" else "",
+                ),
+            )
             results[name] = "saved"
         except ReviewConflict as exc:
             results[name] = str(exc)
 
-    jobs = [("a", 1, "approve"), ("b", 2, "flag"), ("c", 4, "approve"), ("d", 3, "reject"), ("e", 3, "flag"),
-            ("f", 3, "reject")]
+    jobs = [
+        ("a", 1, "approve"),
+        ("b", 2, "flag"),
+        ("c", 4, "approve"),
+        ("d", 3, "reject"),
+        ("e", 3, "flag"),
+        ("f", 3, "reject"),
+    ]
     threads = [threading.Thread(target=reviewer, args=job) for job in jobs]
     for t in threads:
         t.start()
@@ -234,13 +367,18 @@ def test_reparse_skips_reviewed_pages_unless_asked() -> None:
     dumped = review.model_dump(mode="json")
     assert why_reparse(doc, Criteria(route="review_required"), dumped) == []
     assert why_reparse(doc, Criteria(route="failed"), dumped) == []
-    assert why_reparse(doc, Criteria(route="review_required", include_reviewed=True), dumped) == \
-        ["route review_required on pages [2]"]
+    assert why_reparse(doc, Criteria(route="review_required", include_reviewed=True), dumped) == [
+        "route review_required on pages [2]"
+    ]
     flagged = _decide(decisions.ReviewFile(), doc, 2, "flag").model_dump(mode="json")
-    assert why_reparse(doc, Criteria(route="review_required"), flagged) == ["route review_required on pages [2]"]
+    assert why_reparse(doc, Criteria(route="review_required"), flagged) == [
+        "route review_required on pages [2]"
+    ]
 
 
-def test_the_studio_corrects_again_from_the_correction_text_and_grid_together(tmp_path: Path) -> None:
+def test_the_studio_corrects_again_from_the_correction_text_and_grid_together(
+    tmp_path: Path,
+) -> None:
     from workers.cli.studio import editor, reviews
     from workers.cli.studio.library import Library
 
@@ -254,21 +392,31 @@ def test_the_studio_corrects_again_from_the_correction_text_and_grid_together(tm
     view = editor.context(doc["pages"][3], reviews.load(library, ref))
     assert view["shown_text"] == first and view["revision"] == 1
     assert view["tables"][0]["rows"][2] == ["הוצאות", "830.7"]
-    form = {f"cell-{view['tables'][0]['index']}-1-1": "1,250.9", "text": first.replace("דוח", "דו\"ח")}
+    form = {
+        f"cell-{view['tables'][0]['index']}-1-1": "1,250.9",
+        "text": first.replace("דוח", 'דו"ח'),
+    }
     cells = editor.cells_from_form(doc["pages"][3], reviews.load(library, ref), form)
-    made = reviews.decide(library, ref, doc, 4, "approve", reviewer="dana", text=form["text"], cells=cells, revision=1)
+    made = reviews.decide(
+        library, ref, doc, 4, "approve", reviewer="dana", text=form["text"], cells=cells, revision=1
+    )
     final = apply_edits(doc["pages"][3]["raw_text"], [Edit.from_dict(e) for e in made.edits])
     assert final == 'דו"ח\nסעיף 2023\nהכנסות 1,250.9\nהוצאות 830.7'
     with pytest.raises(ReviewConflict):
         reviews.decide(library, ref, doc, 4, "flag", reviewer="bob", revision=1)
-    page = json.loads((tmp_path / "out" / "x" / "document.reviewed.json").read_text(encoding="utf-8"))["pages"][3]
+    page = json.loads(
+        (tmp_path / "out" / "x" / "document.reviewed.json").read_text(encoding="utf-8")
+    )["pages"][3]
     assert page["text"] == final and page["blocks"][1]["table"]["rows"][1] == ["הכנסות", "1,250.9"]
 
 
 def test_the_collector_never_fails_a_document_for_its_review_json(tmp_path: Path, caplog) -> None:
     storage = LocalStorage(tmp_path)
     storage.put_json("d/document.json", _doc())
-    storage.put_json("d/review.json", {"schema_version": 2, "pages": {"2": {"page": 2, "decision": "erase", "at": ""}}})
+    storage.put_json(
+        "d/review.json",
+        {"schema_version": 2, "pages": {"2": {"page": 2, "decision": "erase", "at": ""}}},
+    )
     assert reviewed.after_collect(storage, "d") is None
     assert "review.json not applied" in caplog.text
     assert not (tmp_path / "d" / "document.reviewed.json").exists()
@@ -288,21 +436,41 @@ def test_concurrent_studio_decisions_leave_the_artifacts_of_the_last_review(tmp_
     def decide(number: int, verdict: str) -> None:
         start.wait()
         try:
-            reviews.decide(library, ref, doc, number, verdict, reviewer=f"r{number}", reason="blank", revision=0)
+            reviews.decide(
+                library,
+                ref,
+                doc,
+                number,
+                verdict,
+                reviewer=f"r{number}",
+                reason="blank",
+                revision=0,
+            )
         except BaseException as exc:  # noqa: BLE001 - collected for the assertion below
             errors.append(exc)
 
-    threads = [threading.Thread(target=decide, args=job) for job in ((1, "approve"), (2, "approve"), (3, "reject"),
-                                                                     (4, "flag"))]
+    threads = [
+        threading.Thread(target=decide, args=job)
+        for job in ((1, "approve"), (2, "approve"), (3, "reject"), (4, "flag"))
+    ]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     assert errors == []
-    written = json.loads((tmp_path / "out" / "x" / "document.reviewed.json").read_text(encoding="utf-8"))
-    assert [p.get("review", {}).get("decision") for p in written["pages"]] == ["approve", "approve", "reject", "flag"]
-    assert json.loads((tmp_path / "out" / "x" / "report.json").read_text(encoding="utf-8"))["status"] == \
-        "accepted_after_review"
+    written = json.loads(
+        (tmp_path / "out" / "x" / "document.reviewed.json").read_text(encoding="utf-8")
+    )
+    assert [p.get("review", {}).get("decision") for p in written["pages"]] == [
+        "approve",
+        "approve",
+        "reject",
+        "flag",
+    ]
+    assert (
+        json.loads((tmp_path / "out" / "x" / "report.json").read_text(encoding="utf-8"))["status"]
+        == "accepted_after_review"
+    )
 
 
 def test_a_page_nothing_read_takes_the_typed_text_and_is_chunked() -> None:

@@ -99,22 +99,36 @@ def _fail(text: str, filename: str) -> None:
 def test_envelopes_carry_no_document_text(sentry_sink: EnvelopeSink) -> None:
     assert init_sentry(component="test", dsn=sentry_sink.dsn)
     log = logging.getLogger("pagefleet.test_sentry")
-    log.warning("processing %s from s3://uploads/in/%s", HEBREW_FILE, LATIN_FILE)  # becomes a breadcrumb
-    sentry_sdk.add_breadcrumb(message=f"opened {LATIN_FILE}", data={"key": f"in/{HEBREW_FILE}", "note": HEBREW})
+    log.warning(
+        "processing %s from s3://uploads/in/%s", HEBREW_FILE, LATIN_FILE
+    )  # becomes a breadcrumb
+    sentry_sdk.add_breadcrumb(
+        message=f"opened {LATIN_FILE}", data={"key": f"in/{HEBREW_FILE}", "note": HEBREW}
+    )
     try:
         _fail(HEBREW, HEBREW_FILE)
     except DocumentProblem:
         with sentry_sdk.new_scope() as scope:
             scope.set_extra("text", HEBREW)
             scope.set_extra("filename", HEBREW_FILE)
-            scope.set_extra("detail", {"markdown": f"# {HEBREW}", "pages": 3, "hint": f"see {LATIN_FILE}"})
-            scope.set_context("job", {"source": f"s3://uploads/{LATIN_FILE}", "raw_text": HEBREW, "page": 2})
+            scope.set_extra(
+                "detail", {"markdown": f"# {HEBREW}", "pages": 3, "hint": f"see {LATIN_FILE}"}
+            )
+            scope.set_context(
+                "job", {"source": f"s3://uploads/{LATIN_FILE}", "raw_text": HEBREW, "page": 2}
+            )
             sentry_sdk.capture_exception()
     log.error("collect failed for %s: %s", LATIN_FILE, ARABIC)  # the logging integration sends this
     sentry_sdk.flush(timeout=10)
 
     items = sentry_sink.items(2)
-    secrets = (*HEBREW.split(), *ARABIC.replace(":", "").split(), HEBREW_FILE, LATIN_FILE, "quarterly_report")
+    secrets = (
+        *HEBREW.split(),
+        *ARABIC.replace(":", "").split(),
+        HEBREW_FILE,
+        LATIN_FILE,
+        "quarterly_report",
+    )
     assert leaked(items, secrets) == []
     events = [i for i in items if isinstance(i.get("exception"), dict)]
     assert [v["type"] for e in events for v in e["exception"]["values"]] == ["DocumentProblem"]
@@ -127,16 +141,42 @@ def test_envelopes_carry_no_document_text(sentry_sink: EnvelopeSink) -> None:
 
 def test_scrub_event_drops_task_args_request_bodies_and_argv() -> None:
     event = {
-        "request": {"method": "POST", "url": "http://x/events", "data": HEBREW, "headers": {"Authorization": "Bearer t"}},
-        "extra": {"celery-job": {"task_name": "pagefleet.split", "args": [{"filename": HEBREW_FILE}], "kwargs": {}},
-                  "sys.argv": ["pagefleet", "events", "--token", "secret"]},
-        "logentry": {"message": "job %s %s", "params": ["abc", LATIN_FILE], "formatted": f"job abc {LATIN_FILE}"},
-        "breadcrumbs": {"values": [{"message": f"GET s3://bucket/{LATIN_FILE}", "data": {"url": f"http://s3/{LATIN_FILE}"}}]},
+        "request": {
+            "method": "POST",
+            "url": "http://x/events",
+            "data": HEBREW,
+            "headers": {"Authorization": "Bearer t"},
+        },
+        "extra": {
+            "celery-job": {
+                "task_name": "pagefleet.split",
+                "args": [{"filename": HEBREW_FILE}],
+                "kwargs": {},
+            },
+            "sys.argv": ["pagefleet", "events", "--token", "secret"],
+        },
+        "logentry": {
+            "message": "job %s %s",
+            "params": ["abc", LATIN_FILE],
+            "formatted": f"job abc {LATIN_FILE}",
+        },
+        "breadcrumbs": {
+            "values": [
+                {
+                    "message": f"GET s3://bucket/{LATIN_FILE}",
+                    "data": {"url": f"http://s3/{LATIN_FILE}"},
+                }
+            ]
+        },
         "user": {"ip_address": "10.0.0.1"},
     }
     out = scrub_event(event)
     assert out["request"] == {"method": "POST"} and "user" not in out
-    assert out["extra"]["celery-job"] == {"task_name": "pagefleet.split", "args": FILTERED, "kwargs": FILTERED}
+    assert out["extra"]["celery-job"] == {
+        "task_name": "pagefleet.split",
+        "args": FILTERED,
+        "kwargs": FILTERED,
+    }
     assert out["extra"]["sys.argv"] == FILTERED
     assert "params" not in out["logentry"] and LATIN_FILE not in json.dumps(out)
 
@@ -185,7 +225,10 @@ def test_exception_messages_keep_our_prefix_and_codes() -> None:
     from workers.fleet.observability import scrub_message
 
     assert scrub_message("storage_error: timeout") == "storage_error: timeout"
-    assert scrub_message("cannot repair 'a.pdf' (b.pdf): The fox") == "cannot repair '[text]' ([file]): [text]"
+    assert (
+        scrub_message("cannot repair 'a.pdf' (b.pdf): The fox")
+        == "cannot repair '[text]' ([file]): [text]"
+    )
 
 
 def test_script_ranges_come_from_routing() -> None:

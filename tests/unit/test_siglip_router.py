@@ -39,8 +39,13 @@ def images(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     font = ImageFont.load_default(size=24)
     paths = []
     for i, (size, words) in enumerate(
-        [((400, 560), "Annual report"), ((560, 400), "Chapter one"), ((300, 300), "Invoice"),
-         ((420, 600), "Table of contents"), ((500, 500), "")]
+        [
+            ((400, 560), "Annual report"),
+            ((560, 400), "Chapter one"),
+            ((300, 300), "Invoice"),
+            ((420, 600), "Table of contents"),
+            ((500, 500), ""),
+        ]
     ):
         image = Image.new("RGB", size, (255, 255, 255 - 40 * i))
         ImageDraw.Draw(image).text((20, 30), words, font=font, fill="black")
@@ -56,7 +61,9 @@ def fresh_cache() -> None:
 
 
 @pytest.mark.parametrize("architecture", ["SiglipModel", "Siglip2Model"])
-def test_classifies_a_batch(architecture: str, checkpoints: dict[str, str], images: list[str]) -> None:
+def test_classifies_a_batch(
+    architecture: str, checkpoints: dict[str, str], images: list[str]
+) -> None:
     router = SiglipRouter(model=checkpoints[architecture], batch_size=2)
     assert router.health().available
     verdicts = router.classify(images)
@@ -71,7 +78,10 @@ def test_classifies_a_batch(architecture: str, checkpoints: dict[str, str], imag
 
 @pytest.mark.parametrize("architecture", ["SiglipModel", "Siglip2Model"])
 def test_batching_changes_nothing_but_the_batches(
-    architecture: str, checkpoints: dict[str, str], images: list[str], monkeypatch: pytest.MonkeyPatch
+    architecture: str,
+    checkpoints: dict[str, str],
+    images: list[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     sizes: list[int] = []
     real = SiglipRouter.probabilities
@@ -91,16 +101,25 @@ def test_batching_changes_nothing_but_the_batches(
 
 
 def test_margin_rule_of_seed_003() -> None:
-    pair = {"prompts": ["this is a photo of English text.", "this is a photo of Arabic text."], "labels": ["latin", "ar"]}
+    pair = {
+        "prompts": ["this is a photo of English text.", "this is a photo of Arabic text."],
+        "labels": ["latin", "ar"],
+    }
     router = SiglipRouter(model="unused", threshold=-0.028, **pair)
-    assert router.verdict([0.10, 0.12]) == VisualVerdict("latin", pytest.approx(-0.02), {"latin": 0.10, "ar": 0.12})
-    assert router.verdict([0.10, 0.13]).script == "ar"  # margin −0.03 ≤ −0.028: the multilingual chain
+    assert router.verdict([0.10, 0.12]) == VisualVerdict(
+        "latin", pytest.approx(-0.02), {"latin": 0.10, "ar": 0.12}
+    )
+    assert (
+        router.verdict([0.10, 0.13]).script == "ar"
+    )  # margin −0.03 ≤ −0.028: the multilingual chain
     assert SiglipRouter(model="unused", threshold=0.02, **pair).verdict([0.30, 0.29]).script == "ar"
 
 
 def test_more_than_two_labels() -> None:
     router = SiglipRouter(
-        model="unused", prompts=["English text", "Arabic text", "Hebrew text"], labels=["latin", "ar", "he"],
+        model="unused",
+        prompts=["English text", "Arabic text", "Hebrew text"],
+        labels=["latin", "ar", "he"],
         threshold=0.0,
     )
     verdict = router.verdict([0.2, 0.1, 0.5])
@@ -113,17 +132,28 @@ def test_defaults_come_from_settings() -> None:
     router = SiglipRouter()
     assert router.model_id == settings.siglip_model == "google/siglip2-base-patch16-224"
     assert router.prompts == settings.siglip_prompts and router.labels == settings.siglip_labels
-    assert router.threshold == settings.siglip_threshold and router.batch_size == settings.siglip_batch_size
+    assert (
+        router.threshold == settings.siglip_threshold
+        and router.batch_size == settings.siglip_batch_size
+    )
     with pytest.raises(ValueError, match="one prompt per label"):
         SiglipRouter(prompts=["only one"], labels=["latin", "ar"])
 
 
-def test_unreadable_image_gets_no_verdict(checkpoints: dict[str, str], images: list[str], tmp_path: Path) -> None:
+def test_unreadable_image_gets_no_verdict(
+    checkpoints: dict[str, str], images: list[str], tmp_path: Path
+) -> None:
     broken = tmp_path / "broken.png"
     broken.write_bytes(b"\x89PNG broken")
-    verdicts = SiglipRouter(model=checkpoints["SiglipModel"]).classify([images[0], str(broken), images[1]])
+    verdicts = SiglipRouter(model=checkpoints["SiglipModel"]).classify(
+        [images[0], str(broken), images[1]]
+    )
     assert verdicts[1] == VisualVerdict(None, 0.0, {})
-    assert verdicts[0].script in {"latin", "ar", "he"} and verdicts[2].script in {"latin", "ar", "he"}
+    assert verdicts[0].script in {"latin", "ar", "he"} and verdicts[2].script in {
+        "latin",
+        "ar",
+        "he",
+    }
 
 
 def test_loads_once_per_process(checkpoints: dict[str, str], images: list[str]) -> None:
@@ -134,7 +164,9 @@ def test_loads_once_per_process(checkpoints: dict[str, str], images: list[str]) 
     assert hf.loaded_keys() == [("AutoModel[siglip]", checkpoints["SiglipModel"], "cpu")]
 
 
-def test_missing_weights_are_unavailable(tmp_path: Path, images: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_weights_are_unavailable(
+    tmp_path: Path, images: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path))
     router = SiglipRouter()  # google/siglip2-base-patch16-224 is not on this machine
     health = router.health()
@@ -161,7 +193,10 @@ def test_page_images_are_reduced_before_the_processor(tmp_path: Path) -> None:
     page.save(big)
     page.resize((300, 424)).save(small)
     thumb = open_thumbnail(str(big))
-    assert THUMB_SIDE <= min(thumb.size) < 2 * THUMB_SIDE and thumb.size == (496, 702)  # 2480/5, ceil(3508/5)
+    assert THUMB_SIDE <= min(thumb.size) < 2 * THUMB_SIDE and thumb.size == (
+        496,
+        702,
+    )  # 2480/5, ceil(3508/5)
     with Image.open(small) as raw:
         assert open_thumbnail(str(small)).tobytes() == raw.convert("RGB").tobytes()
     processor = SiglipImageProcessorPil(size={"height": 224, "width": 224})

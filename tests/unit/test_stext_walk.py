@@ -24,8 +24,14 @@ def _page_with(content: bytes) -> pymupdf.Document:
 @pytest.mark.parametrize(
     "content, coverage",
     [
-        (b"q 300 0 0 400 0 0 cm " + GREY_2X2 + b" Q", 0.25),  # an inline image on a quarter of the page
-        (b"q 0 0 300 800 re W n 600 0 0 800 0 0 cm " + GREY_2X2 + b" Q", 0.5),  # a full-page one, clipped to half
+        (
+            b"q 300 0 0 400 0 0 cm " + GREY_2X2 + b" Q",
+            0.25,
+        ),  # an inline image on a quarter of the page
+        (
+            b"q 0 0 300 800 re W n 600 0 0 800 0 0 cm " + GREY_2X2 + b" Q",
+            0.5,
+        ),  # a full-page one, clipped to half
         (b"", 0.0),
     ],
 )

@@ -10,22 +10,51 @@ from routing.structure.markers import is_caption, list_marker
 from routing.structure.reading_order import reading_order
 
 
-@pytest.mark.parametrize("line, marker", [
-    ("א. סעיף ראשון", "א."), ("(ב) סעיף שני", "(ב)"), ("ג) סעיף", "ג)"), ("יא. סעיף", "יא."),
-    ("ד' סעיף רביעי", "ד'"), ("١. بند أول", "١."), ("(٢) بند", "(٢)"), ("أ. بند", "أ."), ("(ب) بند", "(ب)"),
-    ("1. First", "1."), ("2) Second", "2)"), ("(3) Third", "(3)"), ("1.2. Nested", "1.2."), ("a) item", "a)"),
-    ("(iv) roman", "(iv)"), ("• bullet", "•"), ("- dash", "-"), ("– en dash", "–"),
-])
+@pytest.mark.parametrize(
+    "line, marker",
+    [
+        ("א. סעיף ראשון", "א."),
+        ("(ב) סעיף שני", "(ב)"),
+        ("ג) סעיף", "ג)"),
+        ("יא. סעיף", "יא."),
+        ("ד' סעיף רביעי", "ד'"),
+        ("١. بند أول", "١."),
+        ("(٢) بند", "(٢)"),
+        ("أ. بند", "أ."),
+        ("(ب) بند", "(ب)"),
+        ("1. First", "1."),
+        ("2) Second", "2)"),
+        ("(3) Third", "(3)"),
+        ("1.2. Nested", "1.2."),
+        ("a) item", "a)"),
+        ("(iv) roman", "(iv)"),
+        ("• bullet", "•"),
+        ("- dash", "-"),
+        ("– en dash", "–"),
+    ],
+)
 def test_list_markers(line: str, marker: str) -> None:
     found = list_marker(line)
     assert found is not None and found.marker == marker
-    assert line[found.length:].strip()  # the item text follows the marker
+    assert line[found.length :].strip()  # the item text follows the marker
 
 
-@pytest.mark.parametrize("line", [
-    "שלום עולם", "הדוח מציג את התוצאות", "2024 was a good year", "א.", "Table 3 shows", "אבג. מילה",
-    "The end.", "", "•", "1 for (var i = 2; i < 100; ++i) {", "2024 was a year",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "שלום עולם",
+        "הדוח מציג את התוצאות",
+        "2024 was a good year",
+        "א.",
+        "Table 3 shows",
+        "אבג. מילה",
+        "The end.",
+        "",
+        "•",
+        "1 for (var i = 2; i < 100; ++i) {",
+        "2024 was a year",
+    ],
+)
 def test_not_list_markers(line: str) -> None:
     assert list_marker(line) is None
 
@@ -36,12 +65,21 @@ def test_a_number_split_from_its_dot_by_the_text_layer_is_a_marker() -> None:
 
 
 def test_captions() -> None:
-    assert all(is_caption(t) for t in ("Figure 1. Sample program", "Table 3: results", "איור 2 מבנה", "جدول ١ النتائج"))
+    assert all(
+        is_caption(t)
+        for t in ("Figure 1. Sample program", "Table 3: results", "איור 2 מבנה", "جدول ١ النتائج")
+    )
     assert not any(is_caption(t) for t in ("Tables are fun", "Figure out the rest", "טבלאות רבות"))
 
 
 def test_heading_levels_from_document_statistics() -> None:
-    styles = [(11.0, False, 5000), (20.0, True, 40), (15.0, True, 120), (11.0, True, 60), (9.0, False, 300)]
+    styles = [
+        (11.0, False, 5000),
+        (20.0, True, 40),
+        (15.0, True, 120),
+        (11.0, True, 60),
+        (9.0, False, 300),
+    ]
     stats = font_stats(styles)
     assert stats.body == (11.0, False)
     assert stats.level(20.0, True) == 1
@@ -72,8 +110,11 @@ def test_page_numbers() -> None:
 def test_running_header_found_by_repetition() -> None:
     pages = []
     for n in range(1, 5):
-        lines = [BandLine(0, "Annual Report 2024 - Example Ltd", 20, 30), BandLine(1, f"Body text {n}", 300, 312),
-                 BandLine(2, f"Page {n}", 810, 820)]
+        lines = [
+            BandLine(0, "Annual Report 2024 - Example Ltd", 20, 30),
+            BandLine(1, f"Body text {n}", 300, 312),
+            BandLine(2, f"Page {n}", 810, 820),
+        ]
         if n == 2:
             lines.append(BandLine(3, "A one-off note at the top", 40, 50))
         pages.append((842.0, lines))
@@ -84,7 +125,9 @@ def test_running_header_found_by_repetition() -> None:
 
 
 def test_single_page_keeps_a_lone_title_in_the_band() -> None:
-    marks = running_furniture([(842.0, [BandLine(0, "Report title", 20, 40), BandLine(1, "3", 810, 820)])])
+    marks = running_furniture(
+        [(842.0, [BandLine(0, "Report title", 20, 40), BandLine(1, "3", 810, 820)])]
+    )
     assert marks == [{1: "footer"}]
 
 
@@ -113,15 +156,36 @@ def test_reading_order_narrow_marker_column_is_not_a_column() -> None:
 
 
 def test_semantic_headings_whatever_the_font() -> None:
-    for text in ("Chapter 3", "Appendix B: Tables", "נספח ב': טבלאות", "ביאור 4", "פרק שני", "الفصل الثاني", "ملحق ١"):
+    for text in (
+        "Chapter 3",
+        "Appendix B: Tables",
+        "נספח ב': טבלאות",
+        "ביאור 4",
+        "פרק שני",
+        "الفصل الثاني",
+        "ملحق ١",
+    ):
         assert semantic_heading(text), text
-    for text in ("Chapter 3 describes the method we used for the survey and why we chose it over the others",
-                 "ביאור\nשורה שנייה", "the chapter 3", "חלקים רבים של המסמך"):
+    for text in (
+        "Chapter 3 describes the method we used for the survey and why we chose it over the others",
+        "ביאור\nשורה שנייה",
+        "the chapter 3",
+        "חלקים רבים של המסמך",
+    ):
         assert not semantic_heading(text), text
 
 
 def test_a_header_set_low_still_starts_in_the_band() -> None:
-    pages = [(653.0, [BandLine(0, "الجريدة الرسمية - العدد 9", 44, 64), BandLine(1, str(n), 44, 65),
-                      BandLine(2, f"نص الصفحة {n}", 80, 300)]) for n in range(2, 6)]
+    pages = [
+        (
+            653.0,
+            [
+                BandLine(0, "الجريدة الرسمية - العدد 9", 44, 64),
+                BandLine(1, str(n), 44, 65),
+                BandLine(2, f"نص الصفحة {n}", 80, 300),
+            ],
+        )
+        for n in range(2, 6)
+    ]
     marks = running_furniture(pages)
     assert all(m == {0: "header", 1: "header"} for m in marks)

@@ -16,13 +16,20 @@ CLIP = (0.0, 0.0, 600.0, 800.0)
 def _lines(xs: list[float], ys: list[float]) -> list[dict]:
     """A full grid of stroked lines: one path per ruling."""
     paths = [{"items": [("l", (x, ys[0]), (x, ys[-1]))], "rect": (x, ys[0], x, ys[-1])} for x in xs]
-    paths += [{"items": [("l", (xs[0], y), (xs[-1], y))], "rect": (xs[0], y, xs[-1], y)} for y in ys]
+    paths += [
+        {"items": [("l", (xs[0], y), (xs[-1], y))], "rect": (xs[0], y, xs[-1], y)} for y in ys
+    ]
     return paths
 
 
-def _chars_in(boxes: list[tuple[float, float, float, float]]) -> list[tuple[float, float, float, float]]:
+def _chars_in(
+    boxes: list[tuple[float, float, float, float]],
+) -> list[tuple[float, float, float, float]]:
     """One character box in the middle of each given box."""
-    return [((b[0] + b[2]) / 2 - 2, (b[1] + b[3]) / 2 - 3, (b[0] + b[2]) / 2 + 2, (b[1] + b[3]) / 2 + 3) for b in boxes]
+    return [
+        ((b[0] + b[2]) / 2 - 2, (b[1] + b[3]) / 2 - 3, (b[0] + b[2]) / 2 + 2, (b[1] + b[3]) / 2 + 3)
+        for b in boxes
+    ]
 
 
 def test_a_full_grid_of_lines_gives_every_cell() -> None:
@@ -37,11 +44,15 @@ def test_a_full_grid_of_lines_gives_every_cell() -> None:
 def test_a_cell_spanning_two_columns_leaves_a_gap_in_its_row() -> None:
     xs, ys = [100.0, 200.0, 300.0], [50.0, 70.0, 90.0]
     paths = _lines([100.0, 300.0], ys)  # outer verticals over the full height
-    paths.append({"items": [("l", (200.0, 70.0), (200.0, 90.0))], "rect": (200.0, 70.0, 200.0, 90.0)})  # inner: lower row only
+    paths.append(
+        {"items": [("l", (200.0, 70.0), (200.0, 90.0))], "rect": (200.0, 70.0, 200.0, 90.0)}
+    )  # inner: lower row only
     paths += [{"items": [("l", (100.0, y), (300.0, y))], "rect": (100.0, y, 300.0, y)} for y in ys]
     [grid] = ruled_grids(paths, CLIP, _chars_in([(100.0, 50.0, 300.0, 70.0)]))
-    assert [row.cells for row in grid.rows] == [[(100.0, 50.0, 300.0, 70.0), None],
-                                                [(100.0, 70.0, 200.0, 90.0), (200.0, 70.0, 300.0, 90.0)]]
+    assert [row.cells for row in grid.rows] == [
+        [(100.0, 50.0, 300.0, 70.0), None],
+        [(100.0, 70.0, 200.0, 90.0), (200.0, 70.0, 300.0, 90.0)],
+    ]
     assert xs[1] == 200.0
 
 
@@ -49,11 +60,25 @@ def test_thin_filled_rectangles_are_rulings_and_nearby_edges_snap() -> None:
     paths = []
     for x in (100.0, 200.0, 300.0):  # 1-pt wide bars; the middle one drawn 1.5 pt off
         x += 1.5 if x == 200.0 else 0.0
-        paths.append({"items": [("re", (x - 0.5, 50.0, x + 0.5, 90.0), -1)], "rect": (x - 0.5, 50.0, x + 0.5, 90.0)})
+        paths.append(
+            {
+                "items": [("re", (x - 0.5, 50.0, x + 0.5, 90.0), -1)],
+                "rect": (x - 0.5, 50.0, x + 0.5, 90.0),
+            }
+        )
     for y in (50.0, 70.0, 90.0):
-        paths.append({"items": [("re", (100.0, y - 0.5, 300.0, y + 0.5), -1)], "rect": (100.0, y - 0.5, 300.0, y + 0.5)})
+        paths.append(
+            {
+                "items": [("re", (100.0, y - 0.5, 300.0, y + 0.5), -1)],
+                "rect": (100.0, y - 0.5, 300.0, y + 0.5),
+            }
+        )
     h, v = edges_from_paths(paths, CLIP)
-    assert sorted(e[0] for e in v) == [100.0, 201.5, 300.0] and sorted(e[0] for e in h) == [50.0, 70.0, 90.0]
+    assert sorted(e[0] for e in v) == [100.0, 201.5, 300.0] and sorted(e[0] for e in h) == [
+        50.0,
+        70.0,
+        90.0,
+    ]
     [grid] = ruled_grids(paths, CLIP, _chars_in([(100.0, 50.0, 300.0, 90.0)]))
     assert len(grid.rows) == 2 and [c[0] for c in grid.rows[0].cells] == [100.0, 201.5]
 
@@ -66,16 +91,23 @@ def test_no_table_without_text_or_with_one_column() -> None:
 
 
 def test_lines_outside_the_clip_and_slanted_lines_are_not_edges() -> None:
-    paths = [{"items": [("l", (10.0, 10.0), (50.0, 30.0))]},          # slanted
-             {"items": [("l", (700.0, 10.0), (700.0, 90.0))]},        # right of the clip
-             {"items": [("l", (100.0, 40.0), (160.0, 40.5))]}]        # nearly flat: horizontal
+    paths = [
+        {"items": [("l", (10.0, 10.0), (50.0, 30.0))]},  # slanted
+        {"items": [("l", (700.0, 10.0), (700.0, 90.0))]},  # right of the clip
+        {"items": [("l", (100.0, 40.0), (160.0, 40.5))]},
+    ]  # nearly flat: horizontal
     h, v = edges_from_paths(paths, CLIP)
     assert v == [] and h == [(40.25, 100.0, 160.0)]
 
 
 def test_shaded_cells_without_lines_get_their_frame() -> None:
     """Touching fills make one cluster; its frame (the cluster holds text) closes the outer sides."""
-    fills = [(100.0, 50.0, 200.0, 70.0), (200.0, 50.0, 300.0, 70.0), (100.0, 70.0, 200.0, 90.0), (200.0, 70.0, 300.0, 90.0)]
+    fills = [
+        (100.0, 50.0, 200.0, 70.0),
+        (200.0, 50.0, 300.0, 70.0),
+        (100.0, 70.0, 200.0, 90.0),
+        (200.0, 70.0, 300.0, 90.0),
+    ]
     assert path_clusters(fills) == [(100.0, 50.0, 300.0, 90.0)]
     paths = [{"items": [("re", f, -1)], "rect": f} for f in fills]
     [grid] = ruled_grids(paths, CLIP, _chars_in(fills))
@@ -85,7 +117,9 @@ def test_shaded_cells_without_lines_get_their_frame() -> None:
 def test_crossing_lines_are_not_neighbours() -> None:
     crossing = [(100.0, 50.0, 300.0, 50.0), (200.0, 0.0, 200.0, 100.0)]
     assert sorted(path_clusters(crossing)) == sorted(crossing)
-    assert path_clusters([(100.0, 50.0, 300.0, 50.0), (300.0, 50.0, 300.0, 100.0)]) == [(100.0, 50.0, 300.0, 100.0)]
+    assert path_clusters([(100.0, 50.0, 300.0, 50.0), (300.0, 50.0, 300.0, 100.0)]) == [
+        (100.0, 50.0, 300.0, 100.0)
+    ]
 
 
 def _drawn_table(path: Path, stroke: bool) -> None:
@@ -115,20 +149,33 @@ def _drawn_table(path: Path, stroke: bool) -> None:
 def test_the_same_cells_as_pymupdfs_finder(tmp_path: Path, stroke: bool) -> None:
     _drawn_table(tmp_path / "t.pdf", stroke)
     page = pymupdf.open(tmp_path / "t.pdf")[0]
-    chars = [tuple(c["bbox"]) for b in page.get_text("rawdict")["blocks"] for line in b.get("lines", [])
-             for s in line["spans"] for c in s["chars"] if not c["c"].isspace()]
+    chars = [
+        tuple(c["bbox"])
+        for b in page.get_text("rawdict")["blocks"]
+        for line in b.get("lines", [])
+        for s in line["spans"]
+        for c in s["chars"]
+        if not c["c"].isspace()
+    ]
     reference = page.find_tables().tables
     ours = ruled_grids(page.get_cdrawings(), tuple(page.rect), chars)
     assert len(ours) == len(reference) == 1
-    want = [[tuple(round(v, 1) for v in c) if c else None for c in row.cells] for row in reference[0].rows]
-    got = [[tuple(round(v, 1) for v in c) if c else None for c in row.cells] for row in ours[0].rows]
+    want = [
+        [tuple(round(v, 1) for v in c) if c else None for c in row.cells]
+        for row in reference[0].rows
+    ]
+    got = [
+        [tuple(round(v, 1) for v in c) if c else None for c in row.cells] for row in ours[0].rows
+    ]
     assert got == want and len(got) == 4 and len(got[0]) == 3
 
 
 def test_a_page_of_thousands_of_separate_boxes_has_no_table() -> None:
     """Thousands of separate little boxes (a chart, a map): more paths than MAX_CLUSTERED are not
     joined into frames (that join is quadratic), and boxes that meet nothing make no cell."""
-    boxes = [(5 + i * 8.2, 5 + j * 11, 9 + i * 8.2, 9 + j * 11) for i in range(70) for j in range(70)]
+    boxes = [
+        (5 + i * 8.2, 5 + j * 11, 9 + i * 8.2, 9 + j * 11) for i in range(70) for j in range(70)
+    ]
     assert len(boxes) > MAX_CLUSTERED
     paths = [{"items": [("re", b, 1)], "rect": b} for b in boxes]
     assert ruled_grids(paths, CLIP, _chars_in(boxes[:5])) == []

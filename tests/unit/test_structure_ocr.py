@@ -14,17 +14,27 @@ from workers.model import PageRecord, Quality, RouterInfo
 
 
 def test_tsv_words_group_into_paragraphs_with_boxes() -> None:
-    words = [(1, 1, 100, 100, 50, 20, "שלום"), (1, 1, 40, 100, 50, 20, "עולם"), (1, 2, 100, 200, 80, 20, "פסקה"),
-             (2, 1, 10, 400, 30, 20, "end")]
+    words = [
+        (1, 1, 100, 100, 50, 20, "שלום"),
+        (1, 1, 40, 100, 50, 20, "עולם"),
+        (1, 2, 100, 200, 80, 20, "פסקה"),
+        (2, 1, 10, 400, 30, 20, "end"),
+    ]
     paras = tsv_paragraphs(words, scale=0.5)
-    assert [(p["first"], p["last"], p["words"]) for p in paras] == [("שלום", "עולם", 2), ("פסקה", "פסקה", 1),
-                                                                    ("end", "end", 1)]
+    assert [(p["first"], p["last"], p["words"]) for p in paras] == [
+        ("שלום", "עולם", 2),
+        ("פסקה", "פסקה", 1),
+        ("end", "end", 1),
+    ]
     assert paras[0]["bbox"] == [20.0, 50.0, 75.0, 60.0]
 
 
 def test_paragraphs_are_found_in_order_in_the_text() -> None:
     text = "שלום עולם\nשורה שנייה\n\nפסקה אחרת"
-    paras = [{"bbox": [0, 0, 1, 1], "first": "שלום", "last": "שנייה"}, {"bbox": [0, 2, 1, 3], "first": "פסקה", "last": "אחרת"}]
+    paras = [
+        {"bbox": [0, 0, 1, 1], "first": "שלום", "last": "שנייה"},
+        {"bbox": [0, 2, 1, 3], "first": "פסקה", "last": "אחרת"},
+    ]
     blocks = paragraph_blocks(text, paras)
     assert [b["text"] for b in blocks] == ["שלום עולם\nשורה שנייה", "פסקה אחרת"]
     assert paragraph_blocks(text, [{"bbox": [0, 0, 1, 1], "first": "missing", "last": "x"}]) is None
@@ -41,11 +51,21 @@ def test_tesseract_paragraph_boxes_reach_the_page(fixtures_dir: Path, tmp_path: 
     out = TesseractEngine("eng").read([PageImage(str(png), 1, 300)], script="latin")[0]
     assert out.details.get("paragraphs")
     fixed = normalize(out.text, from_ocr=True)
-    record = PageRecord(number=1, router=RouterInfo(source="osd", script="latin"), route="ocr", engine="tesseract:eng",
-                        text=fixed.text, raw_text=out.text, edits=[e.to_dict() for e in fixed.edits],
-                        quality=Quality(ok=True))
+    record = PageRecord(
+        number=1,
+        router=RouterInfo(source="osd", script="latin"),
+        route="ocr",
+        engine="tesseract:eng",
+        text=fixed.text,
+        raw_text=out.text,
+        edits=[e.to_dict() for e in fixed.edits],
+        quality=Quality(ok=True),
+    )
     page = with_paragraph_boxes(record, out.details["paragraphs"])
     assert page.blocks and all(b.bbox for b in page.blocks)
-    assert all(page.text[b.start:b.end] == b.text for b in page.blocks)
+    assert all(page.text[b.start : b.end] == b.text for b in page.blocks)
     width, height = doc[0].rect.width, doc[0].rect.height
-    assert all(0 <= b.bbox[0] < b.bbox[2] <= width and 0 <= b.bbox[1] < b.bbox[3] <= height for b in page.blocks)
+    assert all(
+        0 <= b.bbox[0] < b.bbox[2] <= width and 0 <= b.bbox[1] < b.bbox[3] <= height
+        for b in page.blocks
+    )

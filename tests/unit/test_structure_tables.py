@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 from routing.structure.tables import (
-    aligned_columns, cell_agreement, gfm, is_numeric, is_rtl_table, layout_rows, logical_rows, numeric_columns,
+    aligned_columns,
+    cell_agreement,
+    gfm,
+    is_numeric,
+    is_rtl_table,
+    layout_rows,
+    logical_rows,
+    numeric_columns,
 )
 
 
 def test_rtl_table_columns_reversed_cells_untouched() -> None:
     drawn = [["שינוי", "2024", "סעיף"], ["-4.5%", "1,410.9", "הכנסות ABC"]]
     assert is_rtl_table([c for r in drawn for c in r])
-    assert logical_rows(drawn, rtl=True) == [["סעיף", "2024", "שינוי"], ["הכנסות ABC", "1,410.9", "-4.5%"]]
+    assert logical_rows(drawn, rtl=True) == [
+        ["סעיף", "2024", "שינוי"],
+        ["הכנסות ABC", "1,410.9", "-4.5%"],
+    ]
     assert logical_rows(drawn, rtl=False) == drawn
 
 
@@ -53,7 +63,9 @@ def test_two_columns_need_numbers() -> None:
 
 
 def test_sparse_column_is_not_a_table() -> None:
-    rows = [_row((60, 70, 1), (300, 500, 3))] * 3 + [_row((60, 120, 1), (200, 240, 1), (300, 350, 1))]
+    rows = [_row((60, 70, 1), (300, 500, 3))] * 3 + [
+        _row((60, 120, 1), (200, 240, 1), (300, 350, 1))
+    ]
     assert aligned_columns(rows) == []
 
 
@@ -68,7 +80,10 @@ def test_cell_agreement_ignores_poppler_word_splits() -> None:
     cells = ["البند", "الإيرادات", "9,420", "صافي الربح"]
     layout = "\u202bاﻟﺒﻨﺪ\u202c\n\u202bاﻹﻳﺮ ادات\u202c    9,420\n\u202bﺻﺎﻓﻲ ا ﻟﺮﺑﺢ\u202c"
     assert cell_agreement(cells, layout) == (1.0, 1.0)
-    assert cell_agreement(["-4.5%", "٤٥٪"], "4.5%-   \u202a٪٤٥\u202c") == (1.0, 1.0)  # signs where Poppler puts them
+    assert cell_agreement(["-4.5%", "٤٥٪"], "4.5%-   \u202a٪٤٥\u202c") == (
+        1.0,
+        1.0,
+    )  # signs where Poppler puts them
     precision, recall = cell_agreement(["wrong", "cells"], layout)
     assert precision == 0.0 and recall == 0.0
 
@@ -76,14 +91,18 @@ def test_cell_agreement_ignores_poppler_word_splits() -> None:
 def test_cell_by_cell_agreement_is_order_free_and_checks_the_cells() -> None:
     from routing.structure.tables import cell_box_agreement, poppler_tsv_words, signature
 
-    assert signature("صافي الربح") == signature("ﺢﺑﺮﻟا ﻲﻓﺎﺻ")  # glyphs, presentation forms, any order
+    assert signature("صافي الربح") == signature(
+        "ﺢﺑﺮﻟا ﻲﻓﺎﺻ"
+    )  # glyphs, presentation forms, any order
     cells = [("שם", (0, 0, 50, 10)), ("12.5", (50, 0, 100, 10)), ("", (100, 0, 150, 10))]
     words = [(10, 1, 20, 9, "ם"), (20, 1, 30, 9, "ש"), (60, 1, 90, 9, "12.5")]
     assert cell_box_agreement(cells, words) == (1.0, 1.0)
     swapped = [("12.5", (0, 0, 50, 10)), ("שם", (50, 0, 100, 10))]
     assert cell_box_agreement(swapped, words) == (0.0, 0.0)  # right words, wrong cells
-    tsv = "level\tpage_num\tpar_num\tblock_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext\n" \
-          "1\t1\t0\t0\t0\t0\t0\t0\t595\t842\t-1\t###PAGE###\n5\t1\t0\t0\t0\t0\t10.5\t20\t5\t8\t100\tשם\n"
+    tsv = (
+        "level\tpage_num\tpar_num\tblock_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext\n"
+        "1\t1\t0\t0\t0\t0\t0\t0\t595\t842\t-1\t###PAGE###\n5\t1\t0\t0\t0\t0\t10.5\t20\t5\t8\t100\tשם\n"
+    )
     assert poppler_tsv_words(tsv) == {1: [(10.5, 20.0, 15.5, 28.0, "שם")]}
 
 
@@ -115,23 +134,44 @@ def test_cell_box_agreement_equals_its_per_word_definition() -> None:
         theirs = [[] for _ in cells]
         for x0, y0, x1, y1, text in words:
             cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-            hit = next((i for i, (_, b) in enumerate(cells) if b and b[0] <= cx <= b[2] and b[1] <= cy <= b[3]), None)
+            hit = next(
+                (
+                    i
+                    for i, (_, b) in enumerate(cells)
+                    if b and b[0] <= cx <= b[2] and b[1] <= cy <= b[3]
+                ),
+                None,
+            )
             if hit is not None:
                 theirs[hit].append(text)
         ours, ref = [signature(t) for t, _ in cells], [signature(" ".join(t)) for t in theirs]
         matched = sum(1 for a, b in zip(ours, ref) if a and a == b)
         mine, other = sum(1 for a in ours if a), sum(1 for b in ref if b)
-        return (round(matched / mine, 4) if mine else 0.0), (round(matched / other, 4) if other else 0.0)
+        return (round(matched / mine, 4) if mine else 0.0), (
+            round(matched / other, 4) if other else 0.0
+        )
 
     rng = random.Random(5)
     for _ in range(2000):
         cells = []
         for _ in range(rng.randint(0, 8)):
             x, y = rng.uniform(0, 500), rng.uniform(0, 700)
-            box = None if rng.random() < 0.2 else (x, y, x + rng.uniform(0, 80), y + rng.uniform(0, 30))
+            box = (
+                None
+                if rng.random() < 0.2
+                else (x, y, x + rng.uniform(0, 80), y + rng.uniform(0, 30))
+            )
             cells.append((rng.choice(["a b", "", "12", "שלום", "ab"]), box))
         words = []
         for _ in range(rng.randint(0, 30)):
             x, y = rng.uniform(0, 600), rng.uniform(0, 800)
-            words.append((x, y, x + rng.uniform(0, 40), y + rng.uniform(0, 12), rng.choice(["a", "b", "12", "שלום", "ab"])))
+            words.append(
+                (
+                    x,
+                    y,
+                    x + rng.uniform(0, 40),
+                    y + rng.uniform(0, 12),
+                    rng.choice(["a", "b", "12", "שלום", "ab"]),
+                )
+            )
         assert cell_box_agreement(cells, words) == reference(cells, words)

@@ -21,7 +21,9 @@ def _doc_folder(root: Path, name: str, marker: str = "document.json") -> Path:
     return folder
 
 
-@pytest.mark.parametrize("key", ["../x", "a/../../x", "/etc/passwd", "a\\..\\b", "a/\x00", "", "./a", "a/./b"])
+@pytest.mark.parametrize(
+    "key", ["../x", "a/../../x", "/etc/passwd", "a\\..\\b", "a/\x00", "", "./a", "a/./b"]
+)
 def test_unsafe_keys_are_not_found(key: str) -> None:
     with pytest.raises(NotFound):
         safe_relative(key)
@@ -86,7 +88,9 @@ def test_only_review_files_are_writable(tmp_path: Path) -> None:
         with pytest.raises(NotFound):
             library.write(ref, name, b"{}", "application/json")
     library.write(ref, "review.json", b"{}", "application/json")
-    assert (folder / "review.json").read_bytes() == b"{}" and (folder / "document.json").read_bytes() == before
+    assert (folder / "review.json").read_bytes() == b"{}" and (
+        folder / "document.json"
+    ).read_bytes() == before
 
 
 def test_symlinked_review_file_cannot_write_outside(tmp_path: Path) -> None:
@@ -101,9 +105,20 @@ def test_symlinked_review_file_cannot_write_outside(tmp_path: Path) -> None:
     assert target.read_text(encoding="utf-8") == "keep"
 
 
-@pytest.mark.parametrize("host, loopback", [("127.0.0.1", True), ("127.8.0.1", True), ("::1", True),
-                                            ("[::1]", True), ("localhost", True), ("0.0.0.0", False),
-                                            ("192.168.1.5", False), ("::", False), ("example.org", False)])
+@pytest.mark.parametrize(
+    "host, loopback",
+    [
+        ("127.0.0.1", True),
+        ("127.8.0.1", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("192.168.1.5", False),
+        ("::", False),
+        ("example.org", False),
+    ],
+)
 def test_loopback(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
 

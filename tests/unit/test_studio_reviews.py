@@ -12,32 +12,72 @@ import pytest
 from workers.store.artifacts import markdown
 from workers.cli.studio import reviews, risk
 from workers.cli.studio.library import Library
-from workers.model import Attempt, DocumentRecord, PageRecord, Quality, ReviewPreview, RouterInfo, SourceInfo
+from workers.model import (
+    Attempt,
+    DocumentRecord,
+    PageRecord,
+    Quality,
+    ReviewPreview,
+    RouterInfo,
+    SourceInfo,
+)
 
 ROUTER = RouterInfo(source="text_layer", script="he")
 
 
-def _accepted(n: int, text: str, *, warnings: list[str] | None = None, confidence: float | None = None) -> PageRecord:
-    return PageRecord(number=n, script="he", direction="rtl", router=ROUTER, route="ocr" if confidence else "text_layer",
-                      engine="pymupdf", text=text, markdown=text, raw_text=text, ocr_confidence=confidence,
-                      quality=Quality(ok=True, warnings=warnings or []),
-                      attempts=[Attempt(engine="pymupdf", accepted=True, rung="text_layer")])
+def _accepted(
+    n: int, text: str, *, warnings: list[str] | None = None, confidence: float | None = None
+) -> PageRecord:
+    return PageRecord(
+        number=n,
+        script="he",
+        direction="rtl",
+        router=ROUTER,
+        route="ocr" if confidence else "text_layer",
+        engine="pymupdf",
+        text=text,
+        markdown=text,
+        raw_text=text,
+        ocr_confidence=confidence,
+        quality=Quality(ok=True, warnings=warnings or []),
+        attempts=[Attempt(engine="pymupdf", accepted=True, rung="text_layer")],
+    )
 
 
 def _refused(n: int, preview: str | None, reasons: list[str]) -> PageRecord:
-    return PageRecord(number=n, router=ROUTER, route="review_required" if preview else "failed", needs_review=True,
-                      raw_text=preview or "", quality=Quality(ok=False, reasons=reasons),
-                      review_preview=ReviewPreview(engine="pymupdf", text=preview, markdown=preview, reasons=reasons)
-                      if preview else None,
-                      attempts=[Attempt(engine="pymupdf", accepted=False, reasons=reasons, rung="text_layer")])
+    return PageRecord(
+        number=n,
+        router=ROUTER,
+        route="review_required" if preview else "failed",
+        needs_review=True,
+        raw_text=preview or "",
+        quality=Quality(ok=False, reasons=reasons),
+        review_preview=ReviewPreview(
+            engine="pymupdf", text=preview, markdown=preview, reasons=reasons
+        )
+        if preview
+        else None,
+        attempts=[Attempt(engine="pymupdf", accepted=False, reasons=reasons, rung="text_layer")],
+    )
 
 
 def _document() -> DocumentRecord:
-    pages = [_accepted(1, "שלום 2024"), _refused(2, None, ["no_text"]), _accepted(3, "עמוד", warnings=["tatweel"]),
-             _refused(4, "ùìåí òåìí", ["latin1_mojibake"]), _accepted(5, "טקסט", confidence=52.0),
-             _accepted(6, "טוב", confidence=93.0)]
-    return DocumentRecord(pipeline_version="t", job_id="j1", status="needs_review", page_count=len(pages),
-                          source=SourceInfo(filename="x.pdf", bytes=10, sha256="a" * 64), pages=pages)
+    pages = [
+        _accepted(1, "שלום 2024"),
+        _refused(2, None, ["no_text"]),
+        _accepted(3, "עמוד", warnings=["tatweel"]),
+        _refused(4, "ùìåí òåìí", ["latin1_mojibake"]),
+        _accepted(5, "טקסט", confidence=52.0),
+        _accepted(6, "טוב", confidence=93.0),
+    ]
+    return DocumentRecord(
+        pipeline_version="t",
+        job_id="j1",
+        status="needs_review",
+        page_count=len(pages),
+        source=SourceInfo(filename="x.pdf", bytes=10, sha256="a" * 64),
+        pages=pages,
+    )
 
 
 @pytest.fixture
@@ -97,10 +137,20 @@ def test_export_is_one_json_with_every_page(stored) -> None:
     reviews.decide(library, ref, doc, 4, "approve", "ok")
     out = reviews.export(ref, doc, reviews.load(library, ref))
     assert out["document"] == "x" and len(out["pages"]) == 6
-    assert out["pages"][3] | {"decided_at": None} == {"page": 4, "route": "review_required", "refused": True,
-                                                      "reasons": ["latin1_mojibake"], "warnings": [],
-                                                      "decision": "approve", "note": "ok", "decided_at": None,
-                                                      "reviewer": "", "reason": "", "corrected": False, "stale": False}
+    assert out["pages"][3] | {"decided_at": None} == {
+        "page": 4,
+        "route": "review_required",
+        "refused": True,
+        "reasons": ["latin1_mojibake"],
+        "warnings": [],
+        "decision": "approve",
+        "note": "ok",
+        "decided_at": None,
+        "reviewer": "",
+        "reason": "",
+        "corrected": False,
+        "stale": False,
+    }
     json.dumps(out)
 
 
@@ -117,11 +167,18 @@ def test_release_lets_approved_previews_through_with_the_decision_recorded(store
     original = (folder / "document.md").read_text(encoding="utf-8")
     assert "ùìåí òåìí" in text and "ùìåí òåìí" not in original
     assert "page 4 was review_required (reasons=latin1_mojibake); approved by a reviewer" in text
-    assert "evil - -> <script>" in text and "evil -->" not in text  # the note cannot close the comment
+    assert (
+        "evil - -> <script>" in text and "evil -->" not in text
+    )  # the note cannot close the comment
     assert "pagefleet: page 2 failed; reasons=no_text; text withheld" in text
-    assert text.replace(text[text.index("<!-- page 4 -->"):text.index("<!-- page 5 -->")], "") == \
-        original.replace(original[original.index("<!-- page 4 -->"):original.index("<!-- page 5 -->")], "")
-    assert json.loads((folder / "review.json").read_text(encoding="utf-8"))["released"]["pages"] == [4]
+    assert text.replace(
+        text[text.index("<!-- page 4 -->") : text.index("<!-- page 5 -->")], ""
+    ) == original.replace(
+        original[original.index("<!-- page 4 -->") : original.index("<!-- page 5 -->")], ""
+    )
+    assert json.loads((folder / "review.json").read_text(encoding="utf-8"))["released"][
+        "pages"
+    ] == [4]
 
 
 def test_decisions_from_another_run_are_marked_stale(stored) -> None:

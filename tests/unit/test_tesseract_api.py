@@ -30,8 +30,9 @@ def _words(tsv: str) -> list[str]:
     return [w.text for w in coverage.parse_tsv(tsv)]
 
 
-def test_in_process_reads_what_the_command_reads(page_png: Path, tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_in_process_reads_what_the_command_reads(
+    page_png: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert tesseract_api.available(), "tesserocr is a dependency (pyproject.toml)"
     text_api, tsv_api = recognise(str(page_png), "eng", 3, 200, tmp_path, "api")
     monkeypatch.setenv("PAGEFLEET_OCR__TESSERACT_INPROCESS", "false")
@@ -48,11 +49,15 @@ def test_in_process_reads_what_the_command_reads(page_png: Path, tmp_path: Path,
     assert tsv_api.splitlines()[0].split("\t")[:3] == ["level", "page_num", "block_num"]
 
 
-def test_an_array_reads_as_its_file(page_png: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_array_reads_as_its_file(
+    page_png: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The page and its crops go to Tesseract as grey arrays (raw bytes in process, a PGM for the
     command): word for word the reading of the same pixels from a PNG."""
     img = scan_prep.load_gray(str(page_png))
-    assert recognise(img, "eng", 3, 200, tmp_path, "array") == recognise(str(page_png), "eng", 3, 200, tmp_path, "f")
+    assert recognise(img, "eng", 3, 200, tmp_path, "array") == recognise(
+        str(page_png), "eng", 3, 200, tmp_path, "f"
+    )
     monkeypatch.setenv("PAGEFLEET_OCR__TESSERACT_INPROCESS", "false")
     get_settings.cache_clear()
     try:
@@ -66,7 +71,9 @@ def test_an_array_reads_as_its_file(page_png: Path, tmp_path: Path, monkeypatch:
 
 
 def test_in_process_models_stay_loaded_per_thread(page_png: Path) -> None:
-    recognise_twice = [tesseract_api.recognise(str(page_png), "eng", 3, 200, timeout_s=60) for _ in range(2)]
+    recognise_twice = [
+        tesseract_api.recognise(str(page_png), "eng", 3, 200, timeout_s=60) for _ in range(2)
+    ]
     assert recognise_twice[0] == recognise_twice[1]
     assert tesseract_api._api("eng", 3) is tesseract_api._api("eng", 3)
 
@@ -91,13 +98,18 @@ def test_a_missing_image_is_a_typed_error(tmp_path: Path) -> None:
             tesseract_api.recognise(bad, "eng", 3, 200, timeout_s=10)
 
 
-@pytest.mark.parametrize("entry, read, skip", [
-    ("tesseract:ara+eng", "tesseract:heb+ara+eng", True),
-    ("tesseract:eng", "tesseract:heb+ara+eng", True),
-    ("tesseract:heb+ara+eng", "tesseract:heb+ara+eng", True),
-    ("tesseract:heb+eng", "tesseract:ara+eng", False),
-    ("paddle:arabic", "tesseract:heb+ara+eng", False),
-    ("dots", "tesseract:heb+ara+eng", False),
-])
-def test_narrower_tesseract_entries_are_skipped_after_a_wider_read(entry: str, read: str, skip: bool) -> None:
+@pytest.mark.parametrize(
+    "entry, read, skip",
+    [
+        ("tesseract:ara+eng", "tesseract:heb+ara+eng", True),
+        ("tesseract:eng", "tesseract:heb+ara+eng", True),
+        ("tesseract:heb+ara+eng", "tesseract:heb+ara+eng", True),
+        ("tesseract:heb+eng", "tesseract:ara+eng", False),
+        ("paddle:arabic", "tesseract:heb+ara+eng", False),
+        ("dots", "tesseract:heb+ara+eng", False),
+    ],
+)
+def test_narrower_tesseract_entries_are_skipped_after_a_wider_read(
+    entry: str, read: str, skip: bool
+) -> None:
     assert _narrower(entry, read) is skip

@@ -19,7 +19,9 @@ from routing.mirrored_lines import hebrew_order_evidence
 from workers.pdf.mupdf import extract_range
 
 DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
-HEADER_PIECE = ' - חברת דוגמה בע"מ'  # fixtures/structure_texts.py: he_report_tables' header, second piece
+HEADER_PIECE = (
+    ' - חברת דוגמה בע"מ'  # fixtures/structure_texts.py: he_report_tables' header, second piece
+)
 
 
 def _page(path: Path, number: int = 1) -> dict:
@@ -28,9 +30,14 @@ def _page(path: Path, number: int = 1) -> dict:
 
 def _repair(page: dict) -> tuple[str, list]:
     """What rung 1 does with a page: gate with the layer's geometry, then repair."""
-    verdict = assess(GateInput(text=page["text"], origin="text_layer", glyphs=GlyphFacts.from_layer(page)))
+    verdict = assess(
+        GateInput(text=page["text"], origin="text_layer", glyphs=GlyphFacts.from_layer(page))
+    )
     fixed = repair(page["text"], verdict, from_ocr=False)
-    assert fixed.replay_ok and apply_edits(page["text"], [Edit.from_dict(e) for e in fixed.edits]) == fixed.text
+    assert (
+        fixed.replay_ok
+        and apply_edits(page["text"], [Edit.from_dict(e) for e in fixed.edits]) == fixed.text
+    )
     return fixed.text, [Edit.from_dict(e) for e in fixed.edits]
 
 
@@ -78,11 +85,21 @@ def _x_order(path: Path) -> list[str]:
     """Ground truth from the boxes: the producer drew each string left to right, so its
     characters sorted by x are the string it drew."""
     raw = pymupdf.open(path)[0].get_text("rawdict", flags=pymupdf.TEXT_PRESERVE_WHITESPACE)
-    return ["".join(c["c"] for c in sorted((c for s in line["spans"] for c in s["chars"]), key=lambda c: c["bbox"][0]))
-            for block in raw["blocks"] for line in block.get("lines", [])]
+    return [
+        "".join(
+            c["c"]
+            for c in sorted(
+                (c for s in line["spans"] for c in s["chars"]), key=lambda c: c["bbox"][0]
+            )
+        )
+        for block in raw["blocks"]
+        for line in block.get("lines", [])
+    ]
 
 
-def test_visual_order_repair_keeps_the_spaces_between_runs(fixtures_dir: Path, tmp_path: Path) -> None:
+def test_visual_order_repair_keeps_the_spaces_between_runs(
+    fixtures_dir: Path, tmp_path: Path
+) -> None:
     # make_fixtures.py: "מספר החשבון הוא 12345 והסכום 250" drawn left to right; MuPDF extracts
     # ` אוה ןובשחה רפסמ12345  םוכסהו250` (each run kept the space that followed it)
     for name, number in (("visual_order_hebrew.pdf", 1), ("mixed_multipage_document.pdf", 4)):
@@ -101,10 +118,23 @@ def _x_order_page(path: Path, number: int, tmp: Path) -> list[str]:
     return _x_order(out)
 
 
-@pytest.mark.parametrize("line", [
-    "מספר החשבון הוא 12345 והסכום 250", "אב 12 גד.", "אב. 12 גד", "abc אב, גד def.", "12 אב", "אב 12",
-    "a (אב) b", "אב 12 גד 34 הו", "אב 12, גד", "אב 1 - 2 גד", "Hebrew: שלום עולם", "שנת 2024 (50%)",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "מספר החשבון הוא 12345 והסכום 250",
+        "אב 12 גד.",
+        "אב. 12 גד",
+        "abc אב, גד def.",
+        "12 אב",
+        "אב 12",
+        "a (אב) b",
+        "אב 12 גד 34 הו",
+        "אב 12, גד",
+        "אב 1 - 2 גד",
+        "Hebrew: שלום עולם",
+        "שנת 2024 (50%)",
+    ],
+)
 def test_a_page_showing_mirrored_words_is_read_back_as_drawn(tmp_path: Path, line: str) -> None:
     pdf = tmp_path / "drawn.pdf"
     _drawn_left_to_right(pdf, [line])
@@ -125,16 +155,30 @@ def test_a_line_without_rtl_characters_gets_the_evidence_the_full_count_gives() 
     from routing.mirrored_lines import hebrew_order_evidence as hebrew
     from routing.visual_order import _final_mid_word
 
-    alphabet = "abc XYZ 12.,;-\"'()" + "שלוםךם" + "\ufb2a\ufb4f" + "قةى\ufe8e\ufef5" + "\u0660\u06f1\u200f"
+    alphabet = (
+        "abc XYZ 12.,;-\"'()" + "שלוםךם" + "\ufb2a\ufb4f" + "قةى\ufe8e\ufef5" + "\u0660\u06f1\u200f"
+    )
     rng = random.Random(7)
     lines = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))) for _ in range(600)]
     for line in [*lines, "Tel Aviv 2024", "", "\ufb2a"]:
         geometry = [rng.randint(0, 3), rng.randint(0, 3)]
         he, (ar_visual, ar_logical) = hebrew(line), arabic_order_votes(line)
-        full = LineEvidence(he.final_first + he.medial_last + ar_visual, he.final_last + ar_logical,
-                            geometry[0], geometry[1], _final_mid_word(line), he.words)
+        full = LineEvidence(
+            he.final_first + he.medial_last + ar_visual,
+            he.final_last + ar_logical,
+            geometry[0],
+            geometry[1],
+            _final_mid_word(line),
+            he.words,
+        )
         assert line_evidence(line, geometry) == full
-    assert sum(line_evidence(line).visual_votes + line_evidence(line).logical_votes > 0 for line in lines) > 50
+    assert (
+        sum(
+            line_evidence(line).visual_votes + line_evidence(line).logical_votes > 0
+            for line in lines
+        )
+        > 50
+    )
 
 
 def test_a_page_without_rtl_letters_reads_as_the_per_line_votes_would() -> None:
@@ -146,6 +190,11 @@ def test_a_page_without_rtl_letters_reads_as_the_per_line_votes_would() -> None:
     fast = page_order(latin, [[0, 0]] * 4, from_ocr=False)
     evidence = [visual_order.line_evidence(line, [0, 0]) for line in latin.split("\n")]
     assert fast.line_visual == [False] * 4
-    assert fast.page == visual_order.LineEvidence(*(sum(getattr(e, f) for e in evidence) for f in visual_order.LineEvidence.__dataclass_fields__))
+    assert fast.page == visual_order.LineEvidence(
+        *(
+            sum(getattr(e, f) for e in evidence)
+            for f in visual_order.LineEvidence.__dataclass_fields__
+        )
+    )
     voted = page_order(latin, [[0, 0], [3, 0], [0, 0], [0, 0]], from_ocr=False)
     assert voted.line_visual == [False, True, False, False] and voted.page.geometry_visual == 3

@@ -30,17 +30,26 @@ def scans(fixtures_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
 
 
 @pytest.mark.parametrize(
-    "name, script", [("hebrew", "he"), ("arabic", "ar"), ("english", "latin"), ("mixed_hebrew_english", "he")]
+    "name, script",
+    [("hebrew", "he"), ("arabic", "ar"), ("english", "latin"), ("mixed_hebrew_english", "he")],
 )
 def test_cpu_router_finds_the_script(scans: dict[str, PageImage], name: str, script: str) -> None:
     vote = visual.osd_vote(scans[name], get_settings())
     assert vote.source == "osd" and vote.script == script, vote
 
 
-def test_siglip_latin_on_a_hebrew_page_is_overruled(scans: dict[str, PageImage], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_siglip_latin_on_a_hebrew_page_is_overruled(
+    scans: dict[str, PageImage], monkeypatch: pytest.MonkeyPatch
+) -> None:
     # stand-in for the SigLIP2 model (no weights here): it wrongly says "latin"
-    monkeypatch.setattr(visual, "siglip_votes", lambda images, settings: [VisualVote("siglip2", "latin", 0.1)] * len(images))
-    votes = visual.visual_votes([scans["hebrew"], scans["english"]], gpu=True, settings=get_settings())
+    monkeypatch.setattr(
+        visual,
+        "siglip_votes",
+        lambda images, settings: [VisualVote("siglip2", "latin", 0.1)] * len(images),
+    )
+    votes = visual.visual_votes(
+        [scans["hebrew"], scans["english"]], gpu=True, settings=get_settings()
+    )
     chains = get_settings().ocr.chains.model_dump()
     hebrew = decide(None, None, votes[0], chains, gpu=True)
     english = decide(None, None, votes[1], chains, gpu=True)

@@ -18,9 +18,15 @@ def restore_conf():
     gc.unfreeze()  # building a worker froze this process's heap (workers.app): the next tests collect as usual
 
 
-@pytest.mark.parametrize("queues, recycled", [(["cpu"], True), (["split", "collect"], True), (["gpu"], False)])
-def test_only_cpu_queues_are_recycled(queues: list[str], recycled: bool, restore_conf: None) -> None:
-    worker = app.Worker(queues=queues, pool_cls="solo", hostname=f"test-{'-'.join(queues)}@localhost")
+@pytest.mark.parametrize(
+    "queues, recycled", [(["cpu"], True), (["split", "collect"], True), (["gpu"], False)]
+)
+def test_only_cpu_queues_are_recycled(
+    queues: list[str], recycled: bool, restore_conf: None
+) -> None:
+    worker = app.Worker(
+        queues=queues, pool_cls="solo", hostname=f"test-{'-'.join(queues)}@localhost"
+    )
     if recycled:
         assert worker.max_memory_per_child == 2_000_000 and worker.max_tasks_per_child == 200
     else:

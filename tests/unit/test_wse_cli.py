@@ -18,14 +18,20 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def he_ruled(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    spec = importlib.util.spec_from_file_location("make_wse_fixtures", ROOT / "fixtures" / "make_wse_fixtures.py")
+    spec = importlib.util.spec_from_file_location(
+        "make_wse_fixtures", ROOT / "fixtures" / "make_wse_fixtures.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.build(*next(s for s in module.SPECS if s[0] == "wse_he_ruled"), tmp_path_factory.mktemp("wse"))
+    return module.build(
+        *next(s for s in module.SPECS if s[0] == "wse_he_ruled"), tmp_path_factory.mktemp("wse")
+    )
 
 
 def _truth(pdf: Path) -> list[list[str]]:
-    return json.loads(pdf.with_suffix(".truth.json").read_text(encoding="utf-8"))["pages"][0]["tables"][0]
+    return json.loads(pdf.with_suffix(".truth.json").read_text(encoding="utf-8"))["pages"][0][
+        "tables"
+    ][0]
 
 
 def test_encode_then_decode(he_ruled, tmp_path, capsys):
@@ -44,16 +50,26 @@ def test_encode_then_decode(he_ruled, tmp_path, capsys):
 def test_parse_direct_and_encoded(he_ruled, capsys):
     assert main(["wse", "parse", str(he_ruled), "--parser", "pymupdf"]) == 0
     record = json.loads(capsys.readouterr().out.strip())
-    assert record["route"] == "wse" and record["word_recovery"] >= 0.99 and record["tables"][0] == _truth(he_ruled)
+    assert (
+        record["route"] == "wse"
+        and record["word_recovery"] >= 0.99
+        and record["tables"][0] == _truth(he_ruled)
+    )
     assert main(["wse", "parse", str(he_ruled), "--parser", "pymupdf", "--direct"]) == 0
     assert json.loads(capsys.readouterr().out.strip())["route"] == "direct"
 
 
 def test_usage_errors_are_one_line(he_ruled, tmp_path, capsys):
-    assert main(["wse", "encode", str(he_ruled), "--out", str(tmp_path / "x.pdf"), "--pages", "2"]) == ExitCode.INPUT_ERROR
+    assert (
+        main(["wse", "encode", str(he_ruled), "--out", str(tmp_path / "x.pdf"), "--pages", "2"])
+        == ExitCode.INPUT_ERROR
+    )
     assert "--pages" in capsys.readouterr().err
     assert main(["wse", "decode", str(he_ruled)]) == ExitCode.INPUT_ERROR
     assert "no mapping" in capsys.readouterr().err
     missing = tmp_path / "missing.pdf"
-    assert main(["wse", "encode", str(missing), "--out", str(tmp_path / "y.pdf")]) == ExitCode.INPUT_ERROR
+    assert (
+        main(["wse", "encode", str(missing), "--out", str(tmp_path / "y.pdf")])
+        == ExitCode.INPUT_ERROR
+    )
     assert "Traceback" not in capsys.readouterr().err

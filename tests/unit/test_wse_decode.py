@@ -18,11 +18,16 @@ CORPUS = ROOT.parent / "shared" / "corpus"
 
 
 def _mapping() -> Mapping:
-    return Mapping.from_json({
-        "tokens": {"treat": {"word": "הכל", "occurrences": []}, "groff": {"word": "סך", "occurrences": []},
-                   "flagellar": {"word": "العاملون", "occurrences": []}},
-        "passthrough": ["2014", "GDP", "tread"],
-    })
+    return Mapping.from_json(
+        {
+            "tokens": {
+                "treat": {"word": "הכל", "occurrences": []},
+                "groff": {"word": "סך", "occurrences": []},
+                "flagellar": {"word": "العاملون", "occurrences": []},
+            },
+            "passthrough": ["2014", "GDP", "tread"],
+        }
+    )
 
 
 def test_exact_tokens_and_document_words():
@@ -55,7 +60,9 @@ def test_words_and_recovery_ignore_spacing_around_punctuation():
 
 
 def _build(name: str, out: Path) -> Path:
-    spec = importlib.util.spec_from_file_location("make_wse_fixtures", ROOT / "fixtures" / "make_wse_fixtures.py")
+    spec = importlib.util.spec_from_file_location(
+        "make_wse_fixtures", ROOT / "fixtures" / "make_wse_fixtures.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.build(*next(s for s in module.SPECS if s[0] == name), out)
@@ -72,7 +79,9 @@ def ar_plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _truth(pdf: Path) -> list[list[str]]:
-    return json.loads(pdf.with_suffix(".truth.json").read_text(encoding="utf-8"))["pages"][0]["tables"][0]
+    return json.loads(pdf.with_suffix(".truth.json").read_text(encoding="utf-8"))["pages"][0][
+        "tables"
+    ][0]
 
 
 def test_ruled_hebrew_table_through_the_table_finder(he_ruled):
@@ -80,7 +89,9 @@ def test_ruled_hebrew_table_through_the_table_finder(he_ruled):
     assert run.word_recovery >= 0.99
     index, teds = best_match(run.tables, _truth(he_ruled))
     assert teds == pytest.approx(1.0) and cell_accuracy(run.tables[index], _truth(he_ruled)) == 1.0
-    assert run.tables[index][0][0] == _truth(he_ruled)[0][0]  # logical order: the rightmost cell first
+    assert (
+        run.tables[index][0][0] == _truth(he_ruled)[0][0]
+    )  # logical order: the rightmost cell first
 
 
 def test_unruled_arabic_table_through_pymupdf4llm_beats_the_direct_route(ar_plain):
@@ -99,7 +110,9 @@ def test_recover_tables_wse_is_the_routes_tables(he_ruled):
     assert tables and best_match(tables, _truth(he_ruled))[1] == pytest.approx(1.0)
 
 
-@pytest.mark.skipif(not (CORPUS / "he_macro_table_ghostscript.pdf").exists(), reason="corpus not present")
+@pytest.mark.skipif(
+    not (CORPUS / "he_macro_table_ghostscript.pdf").exists(), reason="corpus not present"
+)
 def test_corpus_hebrew_table_words_come_back():
     run = run_wse(str(CORPUS / "he_macro_table_ghostscript.pdf"), 1, "pymupdf")
     assert run.words_total > 400 and run.word_recovery >= 0.99

@@ -21,7 +21,9 @@ CORPUS = ROOT.parent / "shared" / "corpus"
 
 
 def _fixture_module():
-    spec = importlib.util.spec_from_file_location("make_wse_fixtures", ROOT / "fixtures" / "make_wse_fixtures.py")
+    spec = importlib.util.spec_from_file_location(
+        "make_wse_fixtures", ROOT / "fixtures" / "make_wse_fixtures.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -64,8 +66,12 @@ def test_words_land_mirrored_with_size_and_weight_kept(wse_pages, tmp_path):
         width = doc[0].rect.width
         words = page_words(doc[0])
     with pymupdf.open(result.pdf) as doc:
-        spans = {s["text"].strip(): s for b in doc[0].get_text("dict")["blocks"] for line in b.get("lines", [])
-                 for s in line["spans"]}
+        spans = {
+            s["text"].strip(): s
+            for b in doc[0].get_text("dict")["blocks"]
+            for line in b.get("lines", [])
+            for s in line["spans"]
+        }
     header = next(w for w in words if w.text == "2012")  # a bold header cell
     span = spans["2012"]
     assert span["bbox"][0] == pytest.approx(width - header.end[0], abs=0.5)
@@ -106,7 +112,9 @@ def test_page_selection_and_bad_input(wse_pages, tmp_path):
         encode_pdf(str(bad), str(tmp_path / "y.pdf"))
 
 
-@pytest.mark.skipif(not (CORPUS / "he_macro_table_ghostscript.pdf").exists(), reason="corpus not present")
+@pytest.mark.skipif(
+    not (CORPUS / "he_macro_table_ghostscript.pdf").exists(), reason="corpus not present"
+)
 def test_corpus_hebrew_table_encodes_to_english_words_only(tmp_path):
     result = encode_pdf(str(CORPUS / "he_macro_table_ghostscript.pdf"), str(tmp_path / "macro.pdf"))
     with pymupdf.open(result.pdf) as doc:
@@ -133,5 +141,9 @@ def test_images_are_mirrored(tmp_path):
         boxes = [pymupdf.Rect(info["bbox"]) for info in enc[0].get_image_info()]
         words = enc[0].get_text("words")
     assert len(boxes) == 1
-    assert (boxes[0].x0, boxes[0].y0, boxes[0].x1, boxes[0].y1) == pytest.approx((280, 40, 380, 90), abs=0.5)
-    assert [w[4] for w in words] == ["Total"] and words[0][2] == pytest.approx(100, abs=0.5)  # 400 − 300
+    assert (boxes[0].x0, boxes[0].y0, boxes[0].x1, boxes[0].y1) == pytest.approx(
+        (280, 40, 380, 90), abs=0.5
+    )
+    assert [w[4] for w in words] == ["Total"] and words[0][2] == pytest.approx(
+        100, abs=0.5
+    )  # 400 − 300

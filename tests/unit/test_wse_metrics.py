@@ -10,15 +10,21 @@ TRUTH = [["פריט", "2012", "2013"], ["סך הכל", "1.5", "-2.0"], ["ייצ�
 
 
 def test_identical_tables_score_one_whatever_the_markup_and_padding():
-    padded = [["", "", "", ""], ["**פריט**", "2012", "2013", ""], ["סך  הכל", "1.5", "-2.0", ""],
-              ["ייצוא", "12%", "3,400<br>", ""]]
+    padded = [
+        ["", "", "", ""],
+        ["**פריט**", "2012", "2013", ""],
+        ["סך  הכל", "1.5", "-2.0", ""],
+        ["ייצוא", "12%", "3,400<br>", ""],
+    ]
     assert normalized(padded) == normalized(TRUTH)
     assert teds(padded, TRUTH) == pytest.approx(1.0) and cell_accuracy(padded, TRUTH) == 1.0
 
 
 def test_reversed_columns_and_a_wrong_cell_cost():
     reversed_cols = [row[::-1] for row in TRUTH]
-    assert cell_accuracy(reversed_cols, TRUTH) == pytest.approx(3 / 9)  # only the middle column agrees
+    assert cell_accuracy(reversed_cols, TRUTH) == pytest.approx(
+        3 / 9
+    )  # only the middle column agrees
     assert teds(reversed_cols, TRUTH) < 1.0
     one_wrong = [row[:] for row in TRUTH]
     one_wrong[2][2] = "3,401"

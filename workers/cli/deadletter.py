@@ -24,9 +24,16 @@ from workers.errors import BrokerUnavailable
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("deadletter", help="list, replay or clear dead-lettered pages, jobs and callbacks")
-    p.add_argument("action", nargs="?", default="list", choices=("list", "replay", "clear"),
-                   help="list dead letters (default), replay them, or clear them")
+    p = sub.add_parser(
+        "deadletter", help="list, replay or clear dead-lettered pages, jobs and callbacks"
+    )
+    p.add_argument(
+        "action",
+        nargs="?",
+        default="list",
+        choices=("list", "replay", "clear"),
+        help="list dead letters (default), replay them, or clear them",
+    )
     p.add_argument("--job", help="only this job's records")
     p.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER__URL)")
     p.set_defaults(handler=_handler)
@@ -60,8 +67,12 @@ def replay_one(record: dict[str, Any]) -> str:
 
     job_id = str(record.get("job_id"))
     if record.get("reason") == "callback_failed":
-        send("pagefleet.callback", [record["callback_url"], record["notice"]], queue="notify",
-             label=f"(job {job_id})")
+        send(
+            "pagefleet.callback",
+            [record["callback_url"], record["notice"]],
+            queue="notify",
+            label=f"(job {job_id})",
+        )
         return "callback sent again"
     spec = _spec(record)
     if spec is None:
@@ -83,7 +94,9 @@ def _handler(args: argparse.Namespace, console: Console) -> int:
                 print(json.dumps(record, ensure_ascii=False))
                 continue
             if args.action == "replay":
-                console.print(f"job {record.get('job_id')} page {record.get('page')}: {replay_one(record)}")
+                console.print(
+                    f"job {record.get('job_id')} page {record.get('page')}: {replay_one(record)}"
+                )
             r.lrem(jobs.DEADLETTER, 1, raw)
     except redis.RedisError as exc:
         raise BrokerUnavailable(f"redis unavailable: {exc}") from exc

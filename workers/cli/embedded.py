@@ -27,7 +27,9 @@ class RunLocked(PagefleetError):
 
 
 @contextlib.contextmanager
-def out_lock(outdir: Path, wait_s: float, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
+def out_lock(
+    outdir: Path, wait_s: float, on_wait: Callable[[], None] | None = None
+) -> Iterator[None]:
     """One `pagefleet run` at a time per output folder: a second one waits (up to `wait_s`) for
     the first to finish — then its documents are found done — or is refused (`RunLocked`)."""
     path = outdir / ".pagefleet" / "run.lock"
@@ -79,8 +81,13 @@ def left_by_dead_run(outdir: Path) -> list[str]:
         stems = json.loads(_record_path(outdir).read_text(encoding="utf-8")).get("stems", [])
     except (OSError, ValueError):
         return []
-    return [s for s in stems if isinstance(s, str) and not (outdir / s / "report.json").exists()
-            and not (outdir / s / "error.json").exists()]
+    return [
+        s
+        for s in stems
+        if isinstance(s, str)
+        and not (outdir / s / "report.json").exists()
+        and not (outdir / s / "error.json").exists()
+    ]
 
 
 class Terminated(KeyboardInterrupt):
@@ -91,6 +98,7 @@ class Terminated(KeyboardInterrupt):
 def signals_as_interrupt() -> Iterator[None]:
     """SIGTERM behaves like Ctrl-C (a KeyboardInterrupt: `Terminated`), so `with` blocks stop what they
     started."""
+
     def interrupt(signum: int, _frame: object) -> None:
         raise Terminated(f"signal {signum}")
 
@@ -104,12 +112,23 @@ def signals_as_interrupt() -> Iterator[None]:
 class EmbeddedFleet(Fleet):
     """Redis (unless a broker is given) plus split/collect, cpu, notify (and gpu) workers."""
 
-    def __init__(self, *, broker_url: str | None, cpu_workers: int, gpu: bool, logdir: Path) -> None:
+    def __init__(
+        self, *, broker_url: str | None, cpu_workers: int, gpu: bool, logdir: Path
+    ) -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="pagefleet-run-"))
         # callbacks on a worker of their own (task threads): a slow endpoint never holds a collect
-        queues: list[tuple[str, int | None]] = [("split,collect", 1), ("cpu", cpu_workers), ("notify", 2)]
-        super().__init__(self.tmp, [*queues, *([("gpu", None)] if gpu else [])], broker_url=broker_url,
-                         env={"PAGEFLEET_GPU__ENABLED": "1" if gpu else "0", "OMP_THREAD_LIMIT": "1"}, logdir=logdir)
+        queues: list[tuple[str, int | None]] = [
+            ("split,collect", 1),
+            ("cpu", cpu_workers),
+            ("notify", 2),
+        ]
+        super().__init__(
+            self.tmp,
+            [*queues, *([("gpu", None)] if gpu else [])],
+            broker_url=broker_url,
+            env={"PAGEFLEET_GPU__ENABLED": "1" if gpu else "0", "OMP_THREAD_LIMIT": "1"},
+            logdir=logdir,
+        )
 
     def stop(self, timeout_s: float = 20.0) -> None:
         super().stop(timeout_s)

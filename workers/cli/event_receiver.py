@@ -32,18 +32,43 @@ log = logging.getLogger(__name__)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("events", help="receive bucket events (MinIO webhook / AWS S3) and enqueue jobs")
+    p = sub.add_parser(
+        "events", help="receive bucket events (MinIO webhook / AWS S3) and enqueue jobs"
+    )
     p.add_argument("--host", help="bind address (default 127.0.0.1; 0.0.0.0 in containers)")
     p.add_argument("--port", type=int, help="port (default 8080; 0 picks a free one)")
     p.add_argument("--token", help="bearer token (prefer --token-env: arguments are visible in ps)")
-    p.add_argument("--token-env", metavar="NAME", help="read the bearer token from this environment variable")
+    p.add_argument(
+        "--token-env", metavar="NAME", help="read the bearer token from this environment variable"
+    )
     p.add_argument("--output", help="artifact storage: s3://bucket/prefix")
-    p.add_argument("--prefix-template", help="artifact prefix inside the output (default artifacts/{sha256})")
-    p.add_argument("--prefix-filter", action="append", metavar="PREFIX", help="only keys starting with it (repeatable)")
-    p.add_argument("--suffix-filter", action="append", metavar="SUFFIX", help="only keys ending with it, e.g. .pdf (repeatable)")
-    p.add_argument("--bucket", action="append", metavar="NAME", help="only events from this bucket (repeatable)")
+    p.add_argument(
+        "--prefix-template", help="artifact prefix inside the output (default artifacts/{sha256})"
+    )
+    p.add_argument(
+        "--prefix-filter",
+        action="append",
+        metavar="PREFIX",
+        help="only keys starting with it (repeatable)",
+    )
+    p.add_argument(
+        "--suffix-filter",
+        action="append",
+        metavar="SUFFIX",
+        help="only keys ending with it, e.g. .pdf (repeatable)",
+    )
+    p.add_argument(
+        "--bucket",
+        action="append",
+        metavar="NAME",
+        help="only events from this bucket (repeatable)",
+    )
     p.add_argument("--callback-url", help="POST a completion notice for each job here")
-    p.add_argument("--ocr", choices=("auto", "off", "force"), help="OCR option for the jobs (part of the job id)")
+    p.add_argument(
+        "--ocr",
+        choices=("auto", "off", "force"),
+        help="OCR option for the jobs (part of the job id)",
+    )
     p.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER__URL)")
     _intake_options(p)
     p.set_defaults(handler=cmd_events)
@@ -51,34 +76,64 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _intake_options(p: argparse.ArgumentParser) -> None:
     """How events come in besides the webhook, and how many POSTs are handled at once."""
-    p.add_argument("--redis-bridge-list", metavar="NAME", help="also drain MinIO's Redis target list (format=access)")
-    p.add_argument("--redis-bridge-url", metavar="URL", help="Redis holding that list (default: the broker)")
-    p.add_argument("--inbox-list", metavar="NAME",
-                   help="queue POSTed events on this broker list and enqueue them in batches (200 once queued)")
-    p.add_argument("--max-concurrency", type=int, metavar="N",
-                   help="event POSTs handled at once; more are answered 503 + Retry-After (default 64)")
+    p.add_argument(
+        "--redis-bridge-list",
+        metavar="NAME",
+        help="also drain MinIO's Redis target list (format=access)",
+    )
+    p.add_argument(
+        "--redis-bridge-url", metavar="URL", help="Redis holding that list (default: the broker)"
+    )
+    p.add_argument(
+        "--inbox-list",
+        metavar="NAME",
+        help="queue POSTed events on this broker list and enqueue them in batches (200 once queued)",
+    )
+    p.add_argument(
+        "--max-concurrency",
+        type=int,
+        metavar="N",
+        help="event POSTs handled at once; more are answered 503 + Retry-After (default 64)",
+    )
 
 
 def event_settings(args: argparse.Namespace) -> EventSettings:
     """`PAGEFLEET_EVENTS__*` settings with the command line on top; invalid values → typed error."""
     overrides: dict[str, Any] = {}
-    for name in ("host", "port", "output", "prefix_template", "callback_url", "redis_bridge_list", "redis_bridge_url",
-                 "inbox_list", "max_concurrency"):
+    for name in (
+        "host",
+        "port",
+        "output",
+        "prefix_template",
+        "callback_url",
+        "redis_bridge_list",
+        "redis_bridge_url",
+        "inbox_list",
+        "max_concurrency",
+    ):
         value = getattr(args, name, None)
         if value is not None:
             overrides[name] = value
-    for arg, name in (("prefix_filter", "prefix_filters"), ("suffix_filter", "suffix_filters"), ("bucket", "buckets")):
+    for arg, name in (
+        ("prefix_filter", "prefix_filters"),
+        ("suffix_filter", "suffix_filters"),
+        ("bucket", "buckets"),
+    ):
         if getattr(args, arg, None):
             overrides[name] = list(getattr(args, arg))
     try:
-        settings = EventSettings.model_validate({**Settings().events.model_dump(), **overrides})  # read now
+        settings = EventSettings.model_validate(
+            {**Settings().events.model_dump(), **overrides}
+        )  # read now
         if getattr(args, "ocr", None):
             settings.options = settings.options.model_copy(update={"ocr": args.ocr})
     except pydantic.ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise EventConfigError(f"invalid events settings: {problems}") from exc
     if not settings.output:
-        raise EventConfigError("no output: pass --output s3://bucket/prefix or set PAGEFLEET_EVENTS__OUTPUT")
+        raise EventConfigError(
+            "no output: pass --output s3://bucket/prefix or set PAGEFLEET_EVENTS__OUTPUT"
+        )
     return settings
 
 
@@ -86,26 +141,46 @@ def resolve_token(args: argparse.Namespace, settings: EventSettings) -> str:
     if getattr(args, "token_env", None):
         token = os.environ.get(args.token_env, "")
         if not token:
-            raise EventConfigError(f"--token-env {args.token_env}: that environment variable is empty or unset")
+            raise EventConfigError(
+                f"--token-env {args.token_env}: that environment variable is empty or unset"
+            )
         return token
     if getattr(args, "token", None):
         return str(args.token)
     if settings.token is not None and settings.token.get_secret_value():
         return settings.token.get_secret_value()
-    raise EventConfigError("no bearer token: pass --token-env NAME (or set PAGEFLEET_EVENTS__TOKEN)")
+    raise EventConfigError(
+        "no bearer token: pass --token-env NAME (or set PAGEFLEET_EVENTS__TOKEN)"
+    )
 
 
-def start_bridges(settings: EventSettings, broker: str, intake: Any, recorder: Any = None) -> list[Any]:
+def start_bridges(
+    settings: EventSettings, broker: str, intake: Any, recorder: Any = None
+) -> list[Any]:
     """The bridges this receiver runs: one on its inbox list, one on MinIO's Redis target list;
     both hold a burst's events for a batch while split tasks wait on the broker."""
     from workers.intake.bridge import RedisBridge, bridge_client, split_backlog, start_bridge
     from workers.settings import get_settings
 
     hold = split_backlog(bridge_client(broker))
-    lists = [(broker, settings.inbox_list), (settings.redis_bridge_url or broker, settings.redis_bridge_list)]
+    lists = [
+        (broker, settings.inbox_list),
+        (settings.redis_bridge_url or broker, settings.redis_bridge_list),
+    ]
     observe = recorder.bridge_submission if recorder is not None else None
-    bridges = [RedisBridge(bridge_client(url), name, intake, batch=get_settings().advanced.split_batch_documents, hold=hold,
-                           hold_s=settings.gather_s, observe=observe) for url, name in dict.fromkeys(lists) if name]
+    bridges = [
+        RedisBridge(
+            bridge_client(url),
+            name,
+            intake,
+            batch=get_settings().advanced.split_batch_documents,
+            hold=hold,
+            hold_s=settings.gather_s,
+            observe=observe,
+        )
+        for url, name in dict.fromkeys(lists)
+        if name
+    ]
     for bridge in bridges:
         start_bridge(bridge)
     return bridges
@@ -130,16 +205,29 @@ def cmd_events(args: argparse.Namespace, console: Any) -> int:
     broker = get_settings().broker.url
     client = jobs.client(broker)
     intake = build_intake(settings, client)
-    limits = Limits(max_body_bytes=settings.max_body_bytes, max_concurrency=settings.max_concurrency,
-                    retry_after_s=settings.retry_after_s)
+    limits = Limits(
+        max_body_bytes=settings.max_body_bytes,
+        max_concurrency=settings.max_concurrency,
+        retry_after_s=settings.retry_after_s,
+    )
     recorder = metrics.Recorder(client)
-    receiver = Receiver(intake, auth, limits=limits, ready=redis_ready(client), observe=recorder.receiver_request,
-                        inbox=Inbox(client, settings.inbox_list, intake.filters) if settings.inbox_list else None)
+    receiver = Receiver(
+        intake,
+        auth,
+        limits=limits,
+        ready=redis_ready(client),
+        observe=recorder.receiver_request,
+        inbox=Inbox(client, settings.inbox_list, intake.filters) if settings.inbox_list else None,
+    )
     server = AsgiServer(receiver.app(), settings.host, settings.port)
     bridges = start_bridges(settings, broker, intake, recorder)
     drained = ", ".join(bridge.list_name for bridge in bridges)
-    console.print(f"pagefleet events: listening on {settings.host}:{settings.port} → {settings.output}"
-                  + (f" (and draining redis list {drained})" if bridges else ""), markup=False, soft_wrap=True)
+    console.print(
+        f"pagefleet events: listening on {settings.host}:{settings.port} → {settings.output}"
+        + (f" (and draining redis list {drained})" if bridges else ""),
+        markup=False,
+        soft_wrap=True,
+    )
     try:
         server.run()  # SIGTERM/SIGINT: stop accepting, finish the requests in flight
     finally:

@@ -45,22 +45,41 @@ class ExitCode(IntEnum):
 # (class, what it means) for every status: the docs' table and the batch summary's words
 MEANING: dict[ExitCode, tuple[str, str]] = {
     ExitCode.OK: ("success", "every page of every document accepted"),
-    ExitCode.INTERNAL_ERROR: ("internal error", "an unexpected exception: a bug (a one-line message, never a traceback)"),
-    ExitCode.REVIEW_NEEDED: ("review needed", "artifacts written, but some page needs review (`needs_review`)"),
-    ExitCode.INPUT_ERROR: ("input error", "a document could not be processed: no such file, empty, not a PDF, "
-                                          "invalid, no pages, invalid options, the source changed or missing "
-                                          "(`error.json`)"),
+    ExitCode.INTERNAL_ERROR: (
+        "internal error",
+        "an unexpected exception: a bug (a one-line message, never a traceback)",
+    ),
+    ExitCode.REVIEW_NEEDED: (
+        "review needed",
+        "artifacts written, but some page needs review (`needs_review`)",
+    ),
+    ExitCode.INPUT_ERROR: (
+        "input error",
+        "a document could not be processed: no such file, empty, not a PDF, "
+        "invalid, no pages, invalid options, the source changed or missing "
+        "(`error.json`)",
+    ),
     ExitCode.ENCRYPTED_PDF: ("input error", "a PDF needs a user password (`encrypted_pdf`)"),
-    ExitCode.INPUT_TOO_LARGE: ("input error", "a PDF is over the size or page limit (`pdf_too_large`, "
-                                              "`too_many_pages`)"),
-    ExitCode.MISSING_DEPENDENCY: ("setup", "a program pagefleet needs is not installed (tesseract, redis-server)"),
+    ExitCode.INPUT_TOO_LARGE: (
+        "input error",
+        "a PDF is over the size or page limit (`pdf_too_large`, `too_many_pages`)",
+    ),
+    ExitCode.MISSING_DEPENDENCY: (
+        "setup",
+        "a program pagefleet needs is not installed (tesseract, redis-server)",
+    ),
     ExitCode.WORKER_DIED: ("fleet failure", "a worker process of the fleet died"),
     ExitCode.BROKER_LOST: ("fleet failure", "the broker (Redis) died or became unreachable"),
-    ExitCode.DEADLINE: ("fleet failure", "the run's deadline passed (`job_deadline_s`), or a job was finished "
-                                         "as `aborted`"),
+    ExitCode.DEADLINE: (
+        "fleet failure",
+        "the run's deadline passed (`job_deadline_s`), or a job was finished as `aborted`",
+    ),
     ExitCode.STORAGE_FAILED: ("fleet failure", "object storage could not be reached"),
-    ExitCode.BROKER_FULL: ("fleet failure", "the broker is full (Redis at or near `maxmemory`): nothing was "
-                                            "enqueued; retry later (`broker_full`)"),
+    ExitCode.BROKER_FULL: (
+        "fleet failure",
+        "the broker is full (Redis at or near `maxmemory`): nothing was "
+        "enqueued; retry later (`broker_full`)",
+    ),
     ExitCode.USAGE: ("usage", "a bad option or argument (`EX_USAGE`)"),
     ExitCode.INTERRUPTED: ("signal", "interrupted: Ctrl-C (SIGINT)"),
     ExitCode.TERMINATED: ("signal", "terminated (SIGTERM)"),
@@ -68,9 +87,21 @@ MEANING: dict[ExitCode, tuple[str, str]] = {
 
 # most severe first
 SEVERITY: tuple[ExitCode, ...] = (
-    ExitCode.TERMINATED, ExitCode.INTERRUPTED, ExitCode.INTERNAL_ERROR, ExitCode.WORKER_DIED, ExitCode.BROKER_LOST,
-    ExitCode.DEADLINE, ExitCode.STORAGE_FAILED, ExitCode.BROKER_FULL, ExitCode.MISSING_DEPENDENCY, ExitCode.USAGE,
-    ExitCode.ENCRYPTED_PDF, ExitCode.INPUT_TOO_LARGE, ExitCode.INPUT_ERROR, ExitCode.REVIEW_NEEDED, ExitCode.OK,
+    ExitCode.TERMINATED,
+    ExitCode.INTERRUPTED,
+    ExitCode.INTERNAL_ERROR,
+    ExitCode.WORKER_DIED,
+    ExitCode.BROKER_LOST,
+    ExitCode.DEADLINE,
+    ExitCode.STORAGE_FAILED,
+    ExitCode.BROKER_FULL,
+    ExitCode.MISSING_DEPENDENCY,
+    ExitCode.USAGE,
+    ExitCode.ENCRYPTED_PDF,
+    ExitCode.INPUT_TOO_LARGE,
+    ExitCode.INPUT_ERROR,
+    ExitCode.REVIEW_NEEDED,
+    ExitCode.OK,
 )
 
 # an error's stable code (workers.errors, error.json) → its exit status; other input codes: INPUT_ERROR
@@ -92,7 +123,11 @@ def for_code(code: str) -> ExitCode:
     """The exit status of an error code (`error.json`'s `code`, `PagefleetError.code`)."""
     if code in _BY_CODE:
         return _BY_CODE[code]
-    return ExitCode.INPUT_ERROR if code in INPUT_ERROR_CODES or code == "sandbox_failed" else ExitCode.INTERNAL_ERROR
+    return (
+        ExitCode.INPUT_ERROR
+        if code in INPUT_ERROR_CODES or code == "sandbox_failed"
+        else ExitCode.INTERNAL_ERROR
+    )
 
 
 def for_error(exc: BaseException) -> ExitCode:
@@ -109,5 +144,7 @@ def summary(outcomes: Iterable[ExitCode], failure: ExitCode | None = None) -> tu
     its line: `outcomes: ok=30 review_needed=1 encrypted_pdf=1; exit status 4 (encrypted_pdf)`."""
     counts = Counter(outcomes)
     worst = most_severe([*counts, *([failure] if failure is not None else [])])
-    parts = " ".join(f"{code.name.lower()}={counts[code]}" for code in reversed(SEVERITY) if counts[code])
+    parts = " ".join(
+        f"{code.name.lower()}={counts[code]}" for code in reversed(SEVERITY) if counts[code]
+    )
     return worst, f"outcomes: {parts or 'none'}; exit status {int(worst)} ({worst.name.lower()})"

@@ -51,8 +51,16 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     options = _options(args)
     if options.ocr != "off":
         require_tesseract()
-    return run(args.paths, args.out, options, workers=args.workers, broker=args.broker, force=args.force,
-               gpu=args.gpu, console=console)
+    return run(
+        args.paths,
+        args.out,
+        options,
+        workers=args.workers,
+        broker=args.broker,
+        force=args.force,
+        gpu=args.gpu,
+        console=console,
+    )
 
 
 def cmd_worker(args: argparse.Namespace, console: Console) -> int:
@@ -61,12 +69,29 @@ def cmd_worker(args: argparse.Namespace, console: Console) -> int:
     queues = [q.strip() for q in args.queues.split(",") if q.strip()]
     bad = [q for q in queues if q not in QUEUES]
     if bad or not queues:
-        console.print(f"pagefleet: error: unknown queue(s) {bad or queues}; choose from {', '.join(QUEUES)}")
+        console.print(
+            f"pagefleet: error: unknown queue(s) {bad or queues}; choose from {', '.join(QUEUES)}"
+        )
         return EX_USAGE
     names = ",".join(queues)
-    argv = [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "-Q", names,
-            "-c", str(args.concurrency or default_concurrency(names)), *pool_for(names), "-l", args.loglevel, "-E",
-            "-n", f"{'-'.join(queues)}@%h"]
+    argv = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "workers.app",
+        "worker",
+        "-Q",
+        names,
+        "-c",
+        str(args.concurrency or default_concurrency(names)),
+        *pool_for(names),
+        "-l",
+        args.loglevel,
+        "-E",
+        "-n",
+        f"{'-'.join(queues)}@%h",
+    ]
     os.execv(sys.executable, argv)
     return 0  # pragma: no cover
 
@@ -88,11 +113,16 @@ def cmd_submit(args: argparse.Namespace, console: Console) -> int:
         entries += found
         missing += gone
     if missing or not entries:
-        console.print(f"pagefleet: error: no such file: {', '.join(missing)}" if missing
-                      else "pagefleet: error: no PDF in " + ", ".join(args.sources))
+        console.print(
+            f"pagefleet: error: no such file: {', '.join(missing)}"
+            if missing
+            else "pagefleet: error: no PDF in " + ", ".join(args.sources)
+        )
         return ExitCode.INPUT_ERROR
     if args.prefix and len(entries) > 1:
-        console.print("pagefleet: error: --prefix names one document's artifacts: submit one source with it")
+        console.print(
+            "pagefleet: error: --prefix names one document's artifacts: submit one source with it"
+        )
         return EX_USAGE
     if args.broker:
         use_broker(args.broker)
@@ -101,10 +131,21 @@ def cmd_submit(args: argparse.Namespace, console: Console) -> int:
     # a size decides whether an object joins a batch (none to join alone): all looked up at once
     objects = [entry for entry in entries if isinstance(entry, str)]
     found = dict(zip(objects, lookup.sizes(objects) if len(entries) > 1 else [None] * len(objects)))
-    specs = [spec_for_object(*split_s3_uri(entry), args.storage, options, force=args.force, size=found[entry],
-                             prefix_template=args.prefix or "artifacts/{sha256}") if isinstance(entry, str)
-             else spec_for_path(str(entry), args.storage, args.prefix or next(stems), options, force=args.force)
-             for entry in entries]
+    specs = [
+        spec_for_object(
+            *split_s3_uri(entry),
+            args.storage,
+            options,
+            force=args.force,
+            size=found[entry],
+            prefix_template=args.prefix or "artifacts/{sha256}",
+        )
+        if isinstance(entry, str)
+        else spec_for_path(
+            str(entry), args.storage, args.prefix or next(stems), options, force=args.force
+        )
+        for entry in entries
+    ]
     for job_id in enqueue_many(specs):
         print(job_id)
     return 0
@@ -146,9 +187,15 @@ def version() -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = UsageParser(prog="pagefleet", description="PDFs to trustworthy text, RTL first, at fleet scale")
-    p.add_argument("--version", action="version", version=f"pagefleet {version()}",
-                   help="print the version and exit")
+    p = UsageParser(
+        prog="pagefleet", description="PDFs to trustworthy text, RTL first, at fleet scale"
+    )
+    p.add_argument(
+        "--version",
+        action="version",
+        version=f"pagefleet {version()}",
+        help="print the version and exit",
+    )
     sub = p.add_subparsers(dest="command", required=True)
     _run_command(sub)
     _worker_command(sub)
@@ -162,35 +209,65 @@ def _run_command(sub: argparse._SubParsersAction) -> None:
     run = sub.add_parser("run", help="process PDFs on the embedded default fleet")
     run.add_argument("paths", nargs="+", help="PDF files or directories of PDFs")
     run.add_argument("--out", required=True, help="output directory: DIR/<stem>/document.json …")
-    run.add_argument("--ocr", default="auto", choices=OCR_CHOICES,
-                     help="OCR pages that fail the gate (auto), never (off) or always (force)")
-    run.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="CPU OCR worker processes")
+    run.add_argument(
+        "--ocr",
+        default="auto",
+        choices=OCR_CHOICES,
+        help="OCR pages that fail the gate (auto), never (off) or always (force)",
+    )
+    run.add_argument(
+        "--workers", type=int, default=os.cpu_count() or 2, help="CPU OCR worker processes"
+    )
     run.add_argument("--broker", help="use this Redis instead of starting one")
     run.add_argument("--max-pages", type=int, help="reject documents with more pages")
     run.add_argument("--force", action="store_true", help="reprocess documents already in DIR")
-    run.add_argument("--gpu", action="store_true", help="also start a gpu-queue worker and use GPU chains")
+    run.add_argument(
+        "--gpu", action="store_true", help="also start a gpu-queue worker and use GPU chains"
+    )
     _structure_options(run)
 
 
 def _worker_command(sub: argparse._SubParsersAction) -> None:
     worker = sub.add_parser("worker", help="run a Celery worker for some queues")
-    worker.add_argument("--queues", required=True, help="comma-separated: split,cpu,gpu,collect,notify")
-    worker.add_argument("--concurrency", type=int, default=None,
-                        help="pool processes (default: the CPU count); for the gpu queue alone, task "
-                             "threads whose pages share generate calls (default: vlm.batch_size); for the "
-                             "notify queue alone, task threads making callback POSTs (default: 8)")
-    worker.add_argument("--loglevel", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
+    worker.add_argument(
+        "--queues", required=True, help="comma-separated: split,cpu,gpu,collect,notify"
+    )
+    worker.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        help="pool processes (default: the CPU count); for the gpu queue alone, task "
+        "threads whose pages share generate calls (default: vlm.batch_size); for the "
+        "notify queue alone, task threads making callback POSTs (default: 8)",
+    )
+    worker.add_argument(
+        "--loglevel", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)"
+    )
 
 
 def _submit_command(sub: argparse._SubParsersAction) -> None:
-    submit = sub.add_parser("submit", help="enqueue documents (one submission: small ones go in batches)")
-    submit.add_argument("sources", nargs="+", metavar="SOURCE",
-                        help="a local PDF or folder of PDFs the workers can read, or s3://bucket/key")
-    submit.add_argument("--storage", required=True, help="file:///dir or s3://bucket/prefix for artifacts")
+    submit = sub.add_parser(
+        "submit", help="enqueue documents (one submission: small ones go in batches)"
+    )
+    submit.add_argument(
+        "sources",
+        nargs="+",
+        metavar="SOURCE",
+        help="a local PDF or folder of PDFs the workers can read, or s3://bucket/key",
+    )
+    submit.add_argument(
+        "--storage", required=True, help="file:///dir or s3://bucket/prefix for artifacts"
+    )
     submit.add_argument("--prefix", help="artifact prefix inside storage")
-    submit.add_argument("--ocr", default="auto", choices=OCR_CHOICES,
-                        help="OCR pages that fail the gate (auto), never (off) or always (force)")
-    submit.add_argument("--force", action="store_true", help="reprocess even if this job already completed")
+    submit.add_argument(
+        "--ocr",
+        default="auto",
+        choices=OCR_CHOICES,
+        help="OCR pages that fail the gate (auto), never (off) or always (force)",
+    )
+    submit.add_argument(
+        "--force", action="store_true", help="reprocess even if this job already completed"
+    )
     submit.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER__URL)")
     _structure_options(submit)
 
@@ -200,18 +277,35 @@ def _status_command(sub: argparse._SubParsersAction) -> None:
     status.add_argument("job", help="the job id `submit` printed")
     status.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER__URL)")
 
+
 def _structure_options(cmd: argparse.ArgumentParser) -> None:
     from typing import get_args
 
-    cmd.add_argument("--structured-recovery", choices=get_args(Options.model_fields["structured_recovery"].annotation),
-                     help="a layout-aware extractor for tables the text layer could not give (default off)")
-    cmd.add_argument("--no-structure", action="store_true", help="no blocks, tables or chunks: text only (faster)")
+    cmd.add_argument(
+        "--structured-recovery",
+        choices=get_args(Options.model_fields["structured_recovery"].annotation),
+        help="a layout-aware extractor for tables the text layer could not give (default off)",
+    )
+    cmd.add_argument(
+        "--no-structure",
+        action="store_true",
+        help="no blocks, tables or chunks: text only (faster)",
+    )
 
 
 def _optional_commands(sub: argparse._SubParsersAction) -> None:
-    for module in ("workers.cli.event_receiver", "workers.cli.evaluate", "workers.cli.routes", "workers.watchdog",
-                   "workers.cli.review", "workers.cli.deadletter", "workers.cli.metrics_exporter", "workers.cli.models",
-                   "workers.cli.wse_commands", "workers.cli.reparse"):
+    for module in (
+        "workers.cli.event_receiver",
+        "workers.cli.evaluate",
+        "workers.cli.routes",
+        "workers.watchdog",
+        "workers.cli.review",
+        "workers.cli.deadletter",
+        "workers.cli.metrics_exporter",
+        "workers.cli.models",
+        "workers.cli.wse_commands",
+        "workers.cli.reparse",
+    ):
         try:
             mod = __import__(module, fromlist=["register"])
         except ModuleNotFoundError as exc:
@@ -238,7 +332,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         from workers.cli.embedded import Terminated
 
-        console.print("pagefleet: terminated" if isinstance(exc, Terminated) else "pagefleet: interrupted")
+        console.print(
+            "pagefleet: terminated" if isinstance(exc, Terminated) else "pagefleet: interrupted"
+        )
         return ExitCode.TERMINATED if isinstance(exc, Terminated) else ExitCode.INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - the one boundary: a line, never a traceback
         logging.getLogger("pagefleet").debug("unhandled", exc_info=True)

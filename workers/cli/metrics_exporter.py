@@ -1,6 +1,6 @@
 """`pagefleet metrics`: the fleet's Prometheus exporter (see workers/metrics.py).
 
-    pagefleet metrics [--host 0.0.0.0] [--port 9808] [--broker URL]
+pagefleet metrics [--host 0.0.0.0] [--port 9808] [--broker URL]
 """
 
 from __future__ import annotations
@@ -10,9 +10,17 @@ from typing import Any
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("metrics", help="serve the fleet's Prometheus metrics (queue depth, pages, refusals, …)")
-    p.add_argument("--host", default="127.0.0.1", help="bind address (0.0.0.0 in containers; default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=9808, help="port of /metrics and /healthz (default 9808)")
+    p = sub.add_parser(
+        "metrics", help="serve the fleet's Prometheus metrics (queue depth, pages, refusals, …)"
+    )
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="bind address (0.0.0.0 in containers; default 127.0.0.1)",
+    )
+    p.add_argument(
+        "--port", type=int, default=9808, help="port of /metrics and /healthz (default 9808)"
+    )
     p.add_argument("--broker", help="Redis broker URL (default: PAGEFLEET_BROKER__URL)")
     p.set_defaults(handler=cmd_metrics)
 
@@ -26,6 +34,8 @@ def cmd_metrics(args: argparse.Namespace, console: Any) -> int:
     if args.broker:
         use_broker(args.broker)
     server = AsgiServer(exporter_app(jobs.client()), args.host, args.port)
-    console.print(f"pagefleet metrics: serving http://{args.host}:{args.port}/metrics", markup=False)
+    console.print(
+        f"pagefleet metrics: serving http://{args.host}:{args.port}/metrics", markup=False
+    )
     server.run()
     return 0

@@ -23,7 +23,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from workers.engines.models_store import MANIFEST, PULLED_MARK, SCHEMA_VERSION, build_manifest, sha256_of
+from workers.engines.models_store import (
+    MANIFEST,
+    PULLED_MARK,
+    SCHEMA_VERSION,
+    build_manifest,
+    sha256_of,
+)
 from workers.errors import PagefleetError, StorageError
 from workers.store.uri import file_path, is_file_url, is_storage_url, s3_prefix
 
@@ -48,9 +54,13 @@ class Source:
         self.url = url.rstrip("/")
         self.manifest_path = manifest_path
         if self.url == "hf" and not manifest_path:
-            raise ModelPullError("--from hf needs --manifest (the model ids and checksums to trust)")
+            raise ModelPullError(
+                "--from hf needs --manifest (the model ids and checksums to trust)"
+            )
         if not (self.url == "hf" or is_storage_url(self.url)):
-            raise ModelPullError(f"unknown model source {url!r}: use s3://bucket/prefix, file:///dir or hf")
+            raise ModelPullError(
+                f"unknown model source {url!r}: use s3://bucket/prefix, file:///dir or hf"
+            )
 
     def manifest(self) -> dict[str, Any]:
         if self.manifest_path:
@@ -68,8 +78,12 @@ class Source:
             manifest = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ModelPullError(f"{MANIFEST} of {self.url} is not JSON: {exc.msg}") from exc
-        if manifest.get("schema_version") != SCHEMA_VERSION or not isinstance(manifest.get("models"), dict):
-            raise ModelPullError(f"{MANIFEST} of {self.url}: expected schema_version {SCHEMA_VERSION} and a models map")
+        if manifest.get("schema_version") != SCHEMA_VERSION or not isinstance(
+            manifest.get("models"), dict
+        ):
+            raise ModelPullError(
+                f"{MANIFEST} of {self.url}: expected schema_version {SCHEMA_VERSION} and a models map"
+            )
         return manifest
 
     def fetch(self, model_id: str, relative: str, target: Path) -> None:
@@ -86,22 +100,31 @@ class Source:
             S3Storage(bucket, prefix).download(f"{model_id}/{relative}", str(target))
 
 
-def _pull_file(source: Source, model_id: str, relative: str, meta: dict[str, Any], dest: Path) -> bool:
+def _pull_file(
+    source: Source, model_id: str, relative: str, meta: dict[str, Any], dest: Path
+) -> bool:
     """Fetch one file unless it is already there and verified. True when it was fetched."""
     target = dest / _safe(relative)
-    if target.is_file() and target.stat().st_size == meta.get("size", target.stat().st_size) \
-            and sha256_of(target) == meta["sha256"]:
+    if (
+        target.is_file()
+        and target.stat().st_size == meta.get("size", target.stat().st_size)
+        and sha256_of(target) == meta["sha256"]
+    ):
         return False
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.part")
     try:
         source.fetch(model_id, relative, tmp)
     except (KeyError, FileNotFoundError, OSError, StorageError) as exc:
-        raise ModelPullError(f"{model_id}/{relative}: cannot fetch from {source.url}: {exc}") from exc
+        raise ModelPullError(
+            f"{model_id}/{relative}: cannot fetch from {source.url}: {exc}"
+        ) from exc
     digest = sha256_of(tmp)
     if digest != meta["sha256"]:
         tmp.unlink(missing_ok=True)
-        raise ModelPullError(f"{model_id}/{relative}: sha256 {digest[:12]}… is not the manifest's {meta['sha256'][:12]}…")
+        raise ModelPullError(
+            f"{model_id}/{relative}: sha256 {digest[:12]}… is not the manifest's {meta['sha256'][:12]}…"
+        )
     tmp.replace(target)
     return True
 
@@ -113,7 +136,9 @@ def pull(source: Source, root: Path) -> dict[str, int]:
     for model_id, entry in sorted(manifest["models"].items()):
         dest = root / _safe(model_id)
         (dest / PULLED_MARK).unlink(missing_ok=True)
-        fetched[model_id] = sum(_pull_file(source, model_id, rel, meta, dest) for rel, meta in entry["files"].items())
+        fetched[model_id] = sum(
+            _pull_file(source, model_id, rel, meta, dest) for rel, meta in entry["files"].items()
+        )
         (dest / PULLED_MARK).write_text(json.dumps(entry, sort_keys=True), encoding="utf-8")
     pulled = {**manifest, "source": source.url}
     (root / MANIFEST).write_text(json.dumps(pulled, indent=1, sort_keys=True), encoding="utf-8")
@@ -127,7 +152,9 @@ def verify(root: Path, quick: bool = False) -> list[str]:
     try:
         manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
-        raise ModelPullError(f"no {MANIFEST} in {root}: nothing was pulled there (run `pagefleet models pull`)") from exc
+        raise ModelPullError(
+            f"no {MANIFEST} in {root}: nothing was pulled there (run `pagefleet models pull`)"
+        ) from exc
     except json.JSONDecodeError as exc:
         raise ModelPullError(f"{root / MANIFEST} is not JSON: {exc.msg}") from exc
     problems = []
@@ -139,26 +166,51 @@ def verify(root: Path, quick: bool = False) -> list[str]:
             if not path.is_file():
                 problems.append(f"{model_id}/{relative}: missing")
             elif path.stat().st_size != meta.get("size", path.stat().st_size):
-                problems.append(f"{model_id}/{relative}: {path.stat().st_size} bytes, the manifest says {meta['size']}")
+                problems.append(
+                    f"{model_id}/{relative}: {path.stat().st_size} bytes, the manifest says {meta['size']}"
+                )
             elif not quick and sha256_of(path) != meta["sha256"]:
                 problems.append(f"{model_id}/{relative}: checksum mismatch")
     return problems
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("models", help="provision model weights (pull with checksums, write or verify a manifest)")
+    p = sub.add_parser(
+        "models", help="provision model weights (pull with checksums, write or verify a manifest)"
+    )
     verbs = p.add_subparsers(dest="models_command", required=True)
     pull_p = verbs.add_parser("pull", help="download and verify every model of a manifest")
-    pull_p.add_argument("--from", dest="source", help="s3://bucket/prefix, file:///dir or hf (default: PAGEFLEET_OCR__MODELS__FROM_URL)")
-    pull_p.add_argument("--to", dest="target", help="models directory (default: PAGEFLEET_OCR__MODELS__DIR)")
-    pull_p.add_argument("--manifest", help="a local manifest.json to trust instead of the source's (required for hf)")
-    man = verbs.add_parser("manifest", help="write DIR/manifest.json for model directories DIR/<id>/")
+    pull_p.add_argument(
+        "--from",
+        dest="source",
+        help="s3://bucket/prefix, file:///dir or hf (default: PAGEFLEET_OCR__MODELS__FROM_URL)",
+    )
+    pull_p.add_argument(
+        "--to", dest="target", help="models directory (default: PAGEFLEET_OCR__MODELS__DIR)"
+    )
+    pull_p.add_argument(
+        "--manifest",
+        help="a local manifest.json to trust instead of the source's (required for hf)",
+    )
+    man = verbs.add_parser(
+        "manifest", help="write DIR/manifest.json for model directories DIR/<id>/"
+    )
     man.add_argument("root", help="directory holding one folder per model id")
-    man.add_argument("ids", nargs="+", metavar="ID", help="model ids (folders under ROOT), e.g. Qwen/Qwen2.5-VL-7B-Instruct")
+    man.add_argument(
+        "ids",
+        nargs="+",
+        metavar="ID",
+        help="model ids (folders under ROOT), e.g. Qwen/Qwen2.5-VL-7B-Instruct",
+    )
     ver = verbs.add_parser("verify", help="re-check the sha256 of every pulled file")
-    ver.add_argument("root", nargs="?", help="models directory (default: PAGEFLEET_OCR__MODELS__DIR)")
-    ver.add_argument("--quick", action="store_true",
-                     help="presence, sizes and completion marks only, no checksums (a read-only volume a pull verified)")
+    ver.add_argument(
+        "root", nargs="?", help="models directory (default: PAGEFLEET_OCR__MODELS__DIR)"
+    )
+    ver.add_argument(
+        "--quick",
+        action="store_true",
+        help="presence, sizes and completion marks only, no checksums (a read-only volume a pull verified)",
+    )
     p.set_defaults(handler=cmd_models)
 
 
@@ -168,8 +220,12 @@ def cmd_models(args: argparse.Namespace, console: Any) -> int:
     settings = get_settings().ocr.models
     if args.models_command == "manifest":
         root = Path(args.root)
-        (root / MANIFEST).write_text(json.dumps(build_manifest(root, args.ids), indent=1, sort_keys=True), encoding="utf-8")
-        console.print(f"pagefleet models: wrote {root / MANIFEST} ({len(args.ids)} model(s))", markup=False)
+        (root / MANIFEST).write_text(
+            json.dumps(build_manifest(root, args.ids), indent=1, sort_keys=True), encoding="utf-8"
+        )
+        console.print(
+            f"pagefleet models: wrote {root / MANIFEST} ({len(args.ids)} model(s))", markup=False
+        )
         return 0
     root_text = getattr(args, "target", None) or getattr(args, "root", None) or settings.dir
     if not root_text:
@@ -180,13 +236,19 @@ def cmd_models(args: argparse.Namespace, console: Any) -> int:
         for problem in problems:
             console.print(f"pagefleet models: {problem}", markup=False)
         if not problems:
-            console.print(f"pagefleet models: every file under {root} matches its manifest", markup=False)
+            console.print(
+                f"pagefleet models: every file under {root} matches its manifest", markup=False
+            )
         return 1 if problems else 0
     source_url = args.source or settings.from_url
     if not source_url:
-        raise ModelPullError("no source: pass --from s3://bucket/prefix (or set PAGEFLEET_OCR__MODELS__FROM_URL)")
+        raise ModelPullError(
+            "no source: pass --from s3://bucket/prefix (or set PAGEFLEET_OCR__MODELS__FROM_URL)"
+        )
     root.mkdir(parents=True, exist_ok=True)
     fetched = pull(Source(source_url, args.manifest), root)
     for model_id, count in fetched.items():
-        console.print(f"pagefleet models: {model_id}: {count} file(s) fetched, all verified", markup=False)
+        console.print(
+            f"pagefleet models: {model_id}: {count} file(s) fetched, all verified", markup=False
+        )
     return 0

@@ -47,8 +47,11 @@ def reviewed_pages(document: Mapping[str, Any], review: Any) -> set[int]:
     from workers.review.decisions import effective, parse
 
     decided = parse(review)
-    return {int(p["number"]) for p in document.get("pages", [])
-            if (made := effective(p, decided)) is not None and made.decision in ("approve", "reject")}
+    return {
+        int(p["number"])
+        for p in document.get("pages", [])
+        if (made := effective(p, decided)) is not None and made.decision in ("approve", "reject")
+    }
 
 
 def why_reparse(document: Mapping[str, Any], criteria: Criteria, review: Any = None) -> list[str]:
@@ -64,8 +67,11 @@ def why_reparse(document: Mapping[str, Any], criteria: Criteria, review: Any = N
         if hits:
             reasons.append(f"route {criteria.route} on pages {hits[:10]}")
     if criteria.min_confidence is not None:
-        weak = [p["number"] for p in pages
-                if p.get("ocr_confidence") is not None and p["ocr_confidence"] < criteria.min_confidence]
+        weak = [
+            p["number"]
+            for p in pages
+            if p.get("ocr_confidence") is not None and p["ocr_confidence"] < criteria.min_confidence
+        ]
         if weak:
             reasons.append(f"OCR confidence < {criteria.min_confidence:g} on pages {weak[:10]}")
     return reasons
@@ -82,7 +88,11 @@ def find(storage: Any, criteria: Criteria) -> list[tuple[str, dict[str, Any], li
     for key in sorted(k for k in storage.list_keys("") if k.endswith("document.json")):
         document = storage.get_json(key)
         try:
-            review = None if criteria.include_reviewed else storage.get_json(key[: -len("document.json")] + "review.json")
+            review = (
+                None
+                if criteria.include_reviewed
+                else storage.get_json(key[: -len("document.json")] + "review.json")
+            )
         except KeyError:
             review = None
         reasons = why_reparse(document, criteria, review)
@@ -91,27 +101,45 @@ def find(storage: Any, criteria: Criteria) -> list[tuple[str, dict[str, Any], li
     return chosen
 
 
-def _local_rerun(target: str, chosen: list[tuple[str, dict[str, Any], list[str]]], args: argparse.Namespace,
-                 console: Console) -> int:
+def _local_rerun(
+    target: str,
+    chosen: list[tuple[str, dict[str, Any], list[str]]],
+    args: argparse.Namespace,
+    console: Console,
+) -> int:
     from workers.cli.run import run
 
     by_options: dict[str, tuple[Options, list[str]]] = defaultdict(lambda: (Options(), []))
     for _, document, _ in chosen:
         uri = (document.get("source") or {}).get("uri")
         if not uri or is_s3(uri):
-            console.print(f"pagefleet: skipped {document['source']['filename']}: its source is not a local file")
+            console.print(
+                f"pagefleet: skipped {document['source']['filename']}: its source is not a local file"
+            )
             continue
         options = options_of(document)
         key = options.model_dump_json()
         by_options[key] = (options, [*by_options[key][1], uri])
     code = 0
     for options, paths in by_options.values():
-        code = max(code, run(paths, target, options, workers=args.workers, broker=args.broker, force=True,
-                             console=console))
+        code = max(
+            code,
+            run(
+                paths,
+                target,
+                options,
+                workers=args.workers,
+                broker=args.broker,
+                force=True,
+                console=console,
+            ),
+        )
     return code
 
 
-def _resubmit(target: str, chosen: list[tuple[str, dict[str, Any], list[str]]], args: argparse.Namespace) -> int:
+def _resubmit(
+    target: str, chosen: list[tuple[str, dict[str, Any], list[str]]], args: argparse.Namespace
+) -> int:
     from workers.app import use_broker
     from workers.store.uri import split_s3_uri
     from workers.split.submit import enqueue, spec_for_object, spec_for_path
@@ -152,14 +180,40 @@ def cmd_reparse(args: argparse.Namespace, console: Console) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     import os
 
-    p = sub.add_parser("reparse", help="process again the documents an older pipeline made or with weak pages")
-    p.add_argument("target", help="a `pagefleet run` output folder, or s3://bucket/prefix of a fleet's artifacts")
-    p.add_argument("--below-version", metavar="V", help=f"made by a pipeline older than V (default {PIPELINE_VERSION})")
-    p.add_argument("--route", metavar="ROUTE", help="a page took this route (ocr, review_required, fallback_text …)")
-    p.add_argument("--min-confidence", type=float, metavar="C", help="a page's OCR confidence is below C (0-100)")
+    p = sub.add_parser(
+        "reparse", help="process again the documents an older pipeline made or with weak pages"
+    )
+    p.add_argument(
+        "target",
+        help="a `pagefleet run` output folder, or s3://bucket/prefix of a fleet's artifacts",
+    )
+    p.add_argument(
+        "--below-version",
+        metavar="V",
+        help=f"made by a pipeline older than V (default {PIPELINE_VERSION})",
+    )
+    p.add_argument(
+        "--route",
+        metavar="ROUTE",
+        help="a page took this route (ocr, review_required, fallback_text …)",
+    )
+    p.add_argument(
+        "--min-confidence",
+        type=float,
+        metavar="C",
+        help="a page's OCR confidence is below C (0-100)",
+    )
     p.add_argument("--dry-run", action="store_true", help="list the documents, change nothing")
-    p.add_argument("--include-reviewed", action="store_true",
-                   help="let pages a reviewer approved or rejected (review.json) count for --route/--min-confidence")
+    p.add_argument(
+        "--include-reviewed",
+        action="store_true",
+        help="let pages a reviewer approved or rejected (review.json) count for --route/--min-confidence",
+    )
     p.add_argument("--broker", help="Redis broker URL (s3 targets; local targets start their own)")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="CPU OCR workers for a local target")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 2,
+        help="CPU OCR workers for a local target",
+    )
     p.set_defaults(handler=cmd_reparse)

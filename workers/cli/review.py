@@ -29,26 +29,41 @@ log = logging.getLogger(__name__)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("review", help="the review studio: a local web page to clear quarantined pages")
+    p = sub.add_parser(
+        "review", help="the review studio: a local web page to clear quarantined pages"
+    )
     add_arguments(p)
     p.set_defaults(handler=cmd_review)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("where", metavar="OUT|s3://bucket/prefix", help="a folder of artifacts or an S3 prefix")
+    p.add_argument(
+        "where", metavar="OUT|s3://bucket/prefix", help="a folder of artifacts or an S3 prefix"
+    )
     p.add_argument("--port", type=int, help="port (default 4173; 0 picks a free one)")
     p.add_argument("--host", help="bind address (default 127.0.0.1; anything else needs --token)")
-    p.add_argument("--token", help="require this token on every request (prefer PAGEFLEET_STUDIO__TOKEN: "
-                                   "arguments are visible in ps)")
+    p.add_argument(
+        "--token",
+        help="require this token on every request (prefer PAGEFLEET_STUDIO__TOKEN: "
+        "arguments are visible in ps)",
+    )
     p.add_argument("--broker", help="submit uploads to this Redis (default: an embedded fleet)")
-    p.add_argument("--apply", action="store_true", help="apply review.json decisions to the artifacts and exit "
-                                                         "(0: no page pending review; 2: some still pending)")
+    p.add_argument(
+        "--apply",
+        action="store_true",
+        help="apply review.json decisions to the artifacts and exit "
+        "(0: no page pending review; 2: some still pending)",
+    )
 
 
 def studio_settings(args: argparse.Namespace) -> StudioSettings:
-    overrides = {k: getattr(args, k) for k in ("host", "port", "token") if getattr(args, k, None) is not None}
+    overrides = {
+        k: getattr(args, k) for k in ("host", "port", "token") if getattr(args, k, None) is not None
+    }
     try:
-        settings = StudioSettings.model_validate({**get_settings().studio.model_dump(), **overrides})
+        settings = StudioSettings.model_validate(
+            {**get_settings().studio.model_dump(), **overrides}
+        )
     except pydantic.ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise StudioConfigError(f"invalid studio settings: {problems}") from exc
@@ -91,8 +106,11 @@ def cmd_review(args: argparse.Namespace, console: Any) -> int:
     sock = _bound_socket(settings.host, settings.port)
     port = sock.getsockname()[1]
     token = settings.token.get_secret_value() if settings.token else None
-    console.print(f"pagefleet review: serving {args.where} on {address(settings.host, port, token)}",
-                  markup=False, soft_wrap=True)
+    console.print(
+        f"pagefleet review: serving {args.where} on {address(settings.host, port, token)}",
+        markup=False,
+        soft_wrap=True,
+    )
     config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5)
     server = uvicorn.Server(config)
     try:
@@ -119,8 +137,14 @@ def apply_all(where: str, console: Any) -> int:
         status = (summary or {}).get("status") or report.get("status") or "error"
         if status not in ("accepted", FINAL_STATUS):
             pending += 1
-        counts = (f"reviewed {summary['reviewed']}, corrected {summary['corrected']}, rejected {summary['rejected']}, "
-                  f"pending {summary['pending']}, stale {summary['stale']}") if summary else "no review.json"
+        counts = (
+            (
+                f"reviewed {summary['reviewed']}, corrected {summary['corrected']}, rejected {summary['rejected']}, "
+                f"pending {summary['pending']}, stale {summary['stale']}"
+            )
+            if summary
+            else "no review.json"
+        )
         console.print(f"{ref.id}: {status} ({counts})", markup=False)
     return 2 if pending else 0
 

@@ -45,8 +45,12 @@ def _row(filename: str, page: dict[str, Any], label: dict[str, Any]) -> dict[str
     if kind == "I" and page["route"] != "ocr":
         problems.append("image-only page not OCR'd")
     return {
-        "file": filename, "page": page["number"], "source": page["router"]["source"],
-        "script": page["router"]["script"], "engine": engine, "route": page["route"],
+        "file": filename,
+        "page": page["number"],
+        "source": page["router"]["source"],
+        "script": page["router"]["script"],
+        "engine": engine,
+        "route": page["route"],
         "problems": problems,
     }
 
@@ -58,8 +62,15 @@ def print_table(rows: list[dict[str, Any]], console: Console) -> int:
     bad = 0
     for r in rows:
         bad += bool(r["problems"])
-        table.add_row(r["file"], str(r["page"]), r["source"], r["script"], r["engine"], r["route"],
-                      "; ".join(r["problems"]) or "ok")
+        table.add_row(
+            r["file"],
+            str(r["page"]),
+            r["source"],
+            r["script"],
+            r["engine"],
+            r["route"],
+            "; ".join(r["problems"]) or "ok",
+        )
     console.print(table)
     console.print(f"{len(rows)} pages, {bad} with a routing problem")
     return bad

@@ -30,7 +30,13 @@ from rich.table import Table
 from rich.text import Text
 
 from workers.cli.embedded import (
-    EmbeddedFleet, Terminated, end_run, left_by_dead_run, out_lock, record_run, signals_as_interrupt,
+    EmbeddedFleet,
+    Terminated,
+    end_run,
+    left_by_dead_run,
+    out_lock,
+    record_run,
+    signals_as_interrupt,
 )
 from workers.cli.exitcodes import ExitCode, for_code, for_error, summary
 from workers.errors import AbortedError, BrokerUnavailable, PagefleetError, error_record
@@ -63,7 +69,9 @@ def expand_inputs(paths: list[str]) -> tuple[list[Path], list[str]]:
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            files.extend(sorted(x for x in p.iterdir() if x.is_file() and x.suffix.lower() == ".pdf"))
+            files.extend(
+                sorted(x for x in p.iterdir() if x.is_file() and x.suffix.lower() == ".pdf")
+            )
         elif p.is_file():
             files.append(p)
         else:
@@ -97,12 +105,23 @@ def _cached(out: Path, t: Tracked) -> bool:
     return True
 
 
-def run(paths: list[str], out: str, options: Options, *, workers: int, broker: str | None, force: bool,
-        gpu: bool = False, console: Console | None = None) -> int:
+def run(
+    paths: list[str],
+    out: str,
+    options: Options,
+    *,
+    workers: int,
+    broker: str | None,
+    force: bool,
+    gpu: bool = False,
+    console: Console | None = None,
+) -> int:
     console = console or Console(stderr=True, markup=False)
     files, missing = expand_inputs(paths)
     if missing:
-        console.print(f"pagefleet: error: no such file or directory: {', '.join(missing)}", markup=False)
+        console.print(
+            f"pagefleet: error: no such file or directory: {', '.join(missing)}", markup=False
+        )
         return ExitCode.INPUT_ERROR
     if not files:
         console.print("pagefleet: error: no PDF files given")
@@ -116,13 +135,22 @@ def run(paths: list[str], out: str, options: Options, *, workers: int, broker: s
     failure: ExitCode | None = None
     try:
         # SIGTERM is `Terminated` (exit 143) from here on, also while waiting for another run's lock
-        with signals_as_interrupt(), out_lock(outdir, get_settings().limits.job_deadline_s, waiting):
+        with (
+            signals_as_interrupt(),
+            out_lock(outdir, get_settings().limits.job_deadline_s, waiting),
+        ):
             _account_dead_run(outdir, storage, console)
-            tracked = [Tracked(spec_for_path(str(f), storage.url, stem, options, force=force), stem)
-                       for f, stem in zip(files, unique_stems(files))]
+            tracked = [
+                Tracked(spec_for_path(str(f), storage.url, stem, options, force=force), stem)
+                for f, stem in zip(files, unique_stems(files))
+            ]
             record_run(outdir, [t.stem for t in tracked])
-            failure = _run_locked(tracked, outdir, storage, broker=broker, workers=workers, gpu=gpu, console=console)
-            end_run(outdir)  # on any other end the record stays: the next run accounts for what is left
+            failure = _run_locked(
+                tracked, outdir, storage, broker=broker, workers=workers, gpu=gpu, console=console
+            )
+            end_run(
+                outdir
+            )  # on any other end the record stays: the next run accounts for what is left
     except KeyboardInterrupt as exc:  # the fleet is stopped and unfinished documents aborted by now
         failure = ExitCode.TERMINATED if isinstance(exc, Terminated) else ExitCode.INTERRUPTED
     wall = time.monotonic() - started
@@ -136,40 +164,78 @@ def _account_dead_run(outdir: Path, storage: LocalStorage, console: Console) -> 
     """The documents a killed run left with nothing get `aborted` (this run redoes those it was given)."""
     stems = left_by_dead_run(outdir)
     if stems:
-        console.print(f"pagefleet: an earlier run over {outdir} was killed; {len(stems)} of its documents aborted")
+        console.print(
+            f"pagefleet: an earlier run over {outdir} was killed; {len(stems)} of its documents aborted"
+        )
     for stem in stems:
-        storage.put_json(f"{stem}/error.json", error_record(AbortedError("aborted: the run writing it was killed")))
+        storage.put_json(
+            f"{stem}/error.json",
+            error_record(AbortedError("aborted: the run writing it was killed")),
+        )
 
 
-def _run_locked(tracked: list[Tracked], outdir: Path, storage: LocalStorage, *, broker: str | None,
-                workers: int, gpu: bool, console: Console) -> ExitCode | None:
+def _run_locked(
+    tracked: list[Tracked],
+    outdir: Path,
+    storage: LocalStorage,
+    *,
+    broker: str | None,
+    workers: int,
+    gpu: bool,
+    console: Console,
+) -> ExitCode | None:
     """Process what DIR does not hold yet; what ended the run early, if anything."""
     todo = [t for t in tracked if not _cached(outdir, t)]
     first: dict[str, Tracked] = {}
     copies: list[tuple[Tracked, Tracked]] = []
     for t in todo:  # the same bytes and options twice: one job (ids differ only by output folder)
-        same = f"{t.spec.sha256}:{json.dumps(t.spec.options, sort_keys=True)}" if t.spec.sha256 else t.spec.job_id
+        same = (
+            f"{t.spec.sha256}:{json.dumps(t.spec.options, sort_keys=True)}"
+            if t.spec.sha256
+            else t.spec.job_id
+        )
         original = first.setdefault(same, t)
         if original is not t:
             copies.append((t, original))
     unique = list(first.values())
-    failure = _process(unique, outdir, storage, broker=broker, workers=workers, gpu=gpu, console=console) \
-        if unique else None
-    for duplicate, original in copies:  # the same bytes twice in one run: one job, two output folders
+    failure = (
+        _process(unique, outdir, storage, broker=broker, workers=workers, gpu=gpu, console=console)
+        if unique
+        else None
+    )
+    for (
+        duplicate,
+        original,
+    ) in copies:  # the same bytes twice in one run: one job, two output folders
         _copy_result(outdir, original, duplicate)
     return failure
 
 
-def _process(unique: list[Tracked], outdir: Path, storage: LocalStorage, *, broker: str | None, workers: int,
-             gpu: bool, console: Console) -> ExitCode | None:
+def _process(
+    unique: list[Tracked],
+    outdir: Path,
+    storage: LocalStorage,
+    *,
+    broker: str | None,
+    workers: int,
+    gpu: bool,
+    console: Console,
+) -> ExitCode | None:
     """Start the fleet, enqueue, wait; on any early end stop the fleet, then abort what is unfinished
     and say what ended it."""
     from workers.app import use_broker
 
     ended: tuple[ExitCode, str] | None = None
     try:
-        with signals_as_interrupt(), EmbeddedFleet(broker_url=broker, cpu_workers=workers, gpu=gpu,
-                                                   logdir=outdir / ".pagefleet" / "logs") as fleet:
+        with (
+            signals_as_interrupt(),
+            EmbeddedFleet(
+                broker_url=broker,
+                cpu_workers=workers,
+                gpu=gpu,
+                logdir=outdir / ".pagefleet" / "logs",
+            ) as fleet,
+        ):
             use_broker(fleet.broker_url or "")
             for t in unique:
                 (outdir / t.stem / "error.json").unlink(missing_ok=True)
@@ -177,7 +243,13 @@ def _process(unique: list[Tracked], outdir: Path, storage: LocalStorage, *, brok
             enqueue_many([t.spec.model_copy(update={"force": True}) for t in unique])
             ended = _wait(unique, fleet, console)
     except KeyboardInterrupt as exc:
-        _abort(unique, outdir, storage, "terminated" if isinstance(exc, Terminated) else "interrupted", console)
+        _abort(
+            unique,
+            outdir,
+            storage,
+            "terminated" if isinstance(exc, Terminated) else "interrupted",
+            console,
+        )
         raise
     except (PagefleetError, redis.RedisError) as exc:
         code = for_error(exc) if isinstance(exc, PagefleetError) else ExitCode.BROKER_LOST
@@ -205,11 +277,19 @@ def _copy_result(outdir: Path, original: Tracked, duplicate: Tracked) -> None:
         setattr(duplicate, name, getattr(original, name))
 
 
-def _wait(todo: list[Tracked], fleet: EmbeddedFleet, console: Console) -> tuple[ExitCode, str] | None:
+def _wait(
+    todo: list[Tracked], fleet: EmbeddedFleet, console: Console
+) -> tuple[ExitCode, str] | None:
     """None when every document finished; else what ends the run early, and why."""
     deadline = time.monotonic() + get_settings().limits.job_deadline_s
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("pages"),
-               TextColumn("{task.fields[docs]}"), TimeElapsedColumn())
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("pages"),
+        TextColumn("{task.fields[docs]}"),
+        TimeElapsedColumn(),
+    )
     with Progress(*columns, console=console, transient=False) as progress:
         bar = progress.add_task("pagefleet", total=None, docs="")
         while True:
@@ -220,8 +300,12 @@ def _wait(todo: list[Tracked], fleet: EmbeddedFleet, console: Console) -> tuple[
                 return ExitCode.BROKER_LOST, f"the broker is unreachable: {exc}"
             finished = sum(t.state in jobs.TERMINAL for t in todo)
             total = sum(t.pages for t in todo)
-            progress.update(bar, total=total or None, completed=sum(t.done for t in todo),
-                            docs=f"{finished}/{len(todo)} documents")
+            progress.update(
+                bar,
+                total=total or None,
+                completed=sum(t.done for t in todo),
+                docs=f"{finished}/{len(todo)} documents",
+            )
             if finished == len(todo):
                 return None
             if fleet.redis_died():
@@ -243,14 +327,26 @@ def _poll(t: Tracked, console: Console) -> None:
     t.done = min(int(info.get("pages_done", t.done) or 0), t.pages)
     if t.state in jobs.TERMINAL:
         t.seconds = time.monotonic() - t.started
-        t.status = info.get("status", "") if t.state == "done" else f"error: {info.get('error_code', '?')}"
+        t.status = (
+            info.get("status", "") if t.state == "done" else f"error: {info.get('error_code', '?')}"
+        )
         t.routes = json.loads(info.get("routes", "{}") or "{}")
         t.done = t.pages
-        mark = ("✓", "green") if t.status == "accepted" else (("!", "yellow") if t.state == "done" else ("✗", "red"))
-        console.print(Text.assemble(mark, f" {t.spec.filename}: {t.status} {_routes(t.routes)} ({t.seconds:.1f}s)"))
+        mark = (
+            ("✓", "green")
+            if t.status == "accepted"
+            else (("!", "yellow") if t.state == "done" else ("✗", "red"))
+        )
+        console.print(
+            Text.assemble(
+                mark, f" {t.spec.filename}: {t.status} {_routes(t.routes)} ({t.seconds:.1f}s)"
+            )
+        )
 
 
-def _abort(todo: list[Tracked], outdir: Path, storage: LocalStorage, why: str, console: Console) -> None:
+def _abort(
+    todo: list[Tracked], outdir: Path, storage: LocalStorage, why: str, console: Console
+) -> None:
     """After the fleet stopped: a document with complete artifacts is done, any other unfinished one
     gets `aborted`."""
     console.print(f"pagefleet: error: {why}", markup=False)
@@ -275,8 +371,10 @@ def _print_summary(tracked: list[Tracked], wall: float, console: Console) -> Non
         secs = "cached" if t.cached else f"{t.seconds:.1f}"
         table.add_row(t.spec.filename, str(t.pages), t.status, _routes(t.routes), secs)
     console.print(table)
-    console.print(f"pages per route: {_routes(dict(totals)) or 'none'}; total pages {sum(totals.values())}; "
-                  f"wall time {wall:.1f}s")
+    console.print(
+        f"pages per route: {_routes(dict(totals)) or 'none'}; total pages {sum(totals.values())}; "
+        f"wall time {wall:.1f}s"
+    )
 
 
 def outcome(t: Tracked, failure: ExitCode | None = None) -> ExitCode:
@@ -287,5 +385,6 @@ def outcome(t: Tracked, failure: ExitCode | None = None) -> ExitCode:
         return failure if code == "aborted" and failure is not None else for_code(code)
     if t.state != "done" and failure is not None:
         return failure
-    return ExitCode.OK if t.status in ("accepted", "accepted_after_review") else ExitCode.REVIEW_NEEDED
-
+    return (
+        ExitCode.OK if t.status in ("accepted", "accepted_after_review") else ExitCode.REVIEW_NEEDED
+    )

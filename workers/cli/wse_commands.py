@@ -30,20 +30,34 @@ def register(sub: argparse._SubParsersAction) -> None:
     wse = p.add_subparsers(dest="wse_command", required=True)
     enc = wse.add_parser("encode", help="mirror an RTL PDF and replace its words by English tokens")
     enc.add_argument("input", help="PDF to encode")
-    enc.add_argument("--out", required=True, help="encoded PDF (its mapping goes beside it: OUT.wse.json)")
+    enc.add_argument(
+        "--out", required=True, help="encoded PDF (its mapping goes beside it: OUT.wse.json)"
+    )
     enc.add_argument("--pages", help="pages to encode, e.g. 1,3-5 (default: all)")
     enc.set_defaults(handler=cmd_encode)
     dec = wse.add_parser("decode", help="parse an encoded PDF and map the output back")
     dec.add_argument("input", help="encoded PDF")
     dec.add_argument("--mapping", help="mapping JSON (default: beside the PDF)")
-    dec.add_argument("--parser", default="pymupdf4llm", choices=sorted(PARSERS), help="the LTR parser to run (default pymupdf4llm)")
+    dec.add_argument(
+        "--parser",
+        default="pymupdf4llm",
+        choices=sorted(PARSERS),
+        help="the LTR parser to run (default pymupdf4llm)",
+    )
     dec.add_argument("--page", type=int, help="one page of the encoded PDF (default: all)")
     dec.set_defaults(handler=cmd_decode)
     par = wse.add_parser("parse", help="tables of an RTL PDF through the encoding (or --direct)")
     par.add_argument("input", help="original PDF")
-    par.add_argument("--parser", default="pymupdf4llm", choices=sorted(PARSERS), help="the LTR parser to run (default pymupdf4llm)")
+    par.add_argument(
+        "--parser",
+        default="pymupdf4llm",
+        choices=sorted(PARSERS),
+        help="the LTR parser to run (default pymupdf4llm)",
+    )
     par.add_argument("--pages", help="pages, e.g. 1,3-5 (default: all)")
-    par.add_argument("--direct", action="store_true", help="run the parser on the original page instead")
+    par.add_argument(
+        "--direct", action="store_true", help="run the parser on the original page instead"
+    )
     par.set_defaults(handler=cmd_parse)
 
 
@@ -63,8 +77,10 @@ def cmd_encode(args: argparse.Namespace, console: Console) -> int:
 
     result = encode_pdf(args.input, args.out, _pages(args.pages, args.input))
     m = result.mapping
-    console.print(f"{result.pdf}: {len(m.pages)} page(s), {len(m.tokens)} tokens, {m.collisions} collisions, "
-                  f"{result.seconds:.2f} s; mapping {result.mapping_path}")
+    console.print(
+        f"{result.pdf}: {len(m.pages)} page(s), {len(m.tokens)} tokens, {m.collisions} collisions, "
+        f"{result.seconds:.2f} s; mapping {result.mapping_path}"
+    )
     return 0
 
 
@@ -83,8 +99,17 @@ def cmd_decode(args: argparse.Namespace, console: Console) -> int:
     for page in pages:
         result = parser.parse(args.input, page)
         source = mapping.pages[page - 1] if page - 1 < len(mapping.pages) else None
-        print(json.dumps({"page": page, "source_page": source, "tables": decoder.tables(result.tables),
-                          "text": decoder.text(result.text)}, ensure_ascii=False))
+        print(
+            json.dumps(
+                {
+                    "page": page,
+                    "source_page": source,
+                    "tables": decoder.tables(result.tables),
+                    "text": decoder.text(result.text),
+                },
+                ensure_ascii=False,
+            )
+        )
     return 0
 
 
@@ -94,7 +119,17 @@ def cmd_parse(args: argparse.Namespace, console: Console) -> int:
     run = run_direct if args.direct else run_wse
     for page in _pages(args.pages, args.input):
         r = run(args.input, page, args.parser)
-        print(json.dumps({"page": page, "route": r.route, "parser": r.parser, "tables": r.tables,
-                          "word_recovery": round(r.word_recovery, 4), "seconds": round(r.seconds, 3)},
-                         ensure_ascii=False))
+        print(
+            json.dumps(
+                {
+                    "page": page,
+                    "route": r.route,
+                    "parser": r.parser,
+                    "tables": r.tables,
+                    "word_recovery": round(r.word_recovery, 4),
+                    "seconds": round(r.seconds, 3),
+                },
+                ensure_ascii=False,
+            )
+        )
     return 0

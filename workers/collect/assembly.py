@@ -86,7 +86,9 @@ class Assembly:
         metrics.page_counts(page, self.counts)
         # a list item two levels in: every line of the page's own JSON two spaces further in (JSON
         # strings hold no raw line breaks, so only the layout's line breaks are indented)
-        self.pages.write(b"  " + page.__pydantic_serializer__.to_json(page, indent=1).replace(b"\n", b"\n  "))
+        self.pages.write(
+            b"  " + page.__pydantic_serializer__.to_json(page, indent=1).replace(b"\n", b"\n  ")
+        )
         for part in artifacts.markdown_parts(page):
             self.markdown.write(part)
         self.text.write(artifacts.page_text(page))
@@ -107,25 +109,37 @@ class Assembly:
         pages = self.pages.flush()
         pages.seek(0)
         shutil.copyfileobj(pages, out, 1 << 20)
-        out.write(("\n ]" + text[at + len(_PAGES):]).encode("utf-8"))
+        out.write(("\n ]" + text[at + len(_PAGES) :]).encode("utf-8"))
         return out
 
     def close(self) -> None:
         for spool in (self.pages, self.markdown, self.text, self.chunks):
             spool.file.close()
 
-    def store(self, storage: Storage, prefix: str, manifest: dict[str, Any]) -> tuple[DocumentRecord, dict[str, Any]]:
+    def store(
+        self, storage: Storage, prefix: str, manifest: dict[str, Any]
+    ) -> tuple[DocumentRecord, dict[str, Any]]:
         """Every artifact stored: report.json last, once the other four are (it marks the job
         complete). Returns the head with its status, and the report."""
         self.markdown.flush().write(b"\n")
         head = self.head.model_copy(update={"status": self.tally.status()})
         report = self.tally.report(head, manifest)
         base = f"{prefix}/" if prefix else ""
-        with self._document_json(head) as document_json:  # the four at once where the store is remote
-            storage.put_streams([(base + "document.md", self.markdown.file, "text/markdown; charset=utf-8"),
-                                 (base + "text.txt", self.text.flush(), "text/plain; charset=utf-8"),
-                                 (base + "chunks.jsonl", self.chunks.flush(), "application/x-ndjson; charset=utf-8"),
-                                 (base + "document.json", document_json, "application/json")])
+        with self._document_json(
+            head
+        ) as document_json:  # the four at once where the store is remote
+            storage.put_streams(
+                [
+                    (base + "document.md", self.markdown.file, "text/markdown; charset=utf-8"),
+                    (base + "text.txt", self.text.flush(), "text/plain; charset=utf-8"),
+                    (
+                        base + "chunks.jsonl",
+                        self.chunks.flush(),
+                        "application/x-ndjson; charset=utf-8",
+                    ),
+                    (base + "document.json", document_json, "application/json"),
+                ]
+            )
         storage.put_json(base + "report.json", report)
         self.close()
         return head, report

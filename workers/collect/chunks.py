@@ -22,16 +22,32 @@ log = logging.getLogger(__name__)
 
 def _page_in(page: PageRecord, accepted_routes: tuple[str, ...]) -> PageIn:
     accepted = page.route in accepted_routes
-    blocks = [b.model_dump() for b in page.blocks] if page.blocks else (plain_blocks(page.text) if accepted else [])
-    return PageIn(number=page.number, accepted=accepted, blocks=blocks, route=page.route, engine=page.engine,
-                  ocr_confidence=page.ocr_confidence, warnings=page.quality.warnings)
+    blocks = (
+        [b.model_dump() for b in page.blocks]
+        if page.blocks
+        else (plain_blocks(page.text) if accepted else [])
+    )
+    return PageIn(
+        number=page.number,
+        accepted=accepted,
+        blocks=blocks,
+        route=page.route,
+        engine=page.engine,
+        ocr_confidence=page.ocr_confidence,
+        warnings=page.quality.warnings,
+    )
 
 
 def replays(chunk: dict[str, Any], pages: dict[int, PageRecord]) -> bool:
     for cite in chunk["citations"]:
         page = pages.get(cite["page"])
-        if page is None or not citation_replays(page.raw_text or page.text, page.edits if page.raw_text else [],
-                                                page.text, cite["start"], cite["end"]):
+        if page is None or not citation_replays(
+            page.raw_text or page.text,
+            page.edits if page.raw_text else [],
+            page.text,
+            cite["start"],
+            cite["end"],
+        ):
             return False
     return True
 
@@ -42,8 +58,11 @@ def replayed(pages: Iterable[PageRecord], head: DocumentRecord) -> Iterator[dict
     from workers.store.artifacts import ACCEPTED_ROUTES
 
     rules = ChunkRules(max_chars=int(head.options.get("chunk_chars", ChunkRules.max_chars)))
-    ctx = {"doc_sha256": head.source.sha256, "filename": head.source.filename,
-           "pipeline_version": head.pipeline_version}
+    ctx = {
+        "doc_sha256": head.source.sha256,
+        "filename": head.source.filename,
+        "pipeline_version": head.pipeline_version,
+    }
     window: dict[int, PageRecord] = {}
 
     def fed() -> Iterator[PageIn]:
@@ -62,4 +81,8 @@ def replayed(pages: Iterable[PageRecord], head: DocumentRecord) -> Iterator[dict
         for number in [n for n in window if n < last]:
             del window[number]
     if left_out:
-        log.error("%s: %d chunk(s) left out, their citations do not replay", head.source.filename, left_out)
+        log.error(
+            "%s: %d chunk(s) left out, their citations do not replay",
+            head.source.filename,
+            left_out,
+        )

@@ -38,9 +38,14 @@ class PagesMissing(PagefleetError):
     retryable = True
 
 
-def collect_document(job: JobSpec, settings: Settings, *, final_attempt: bool,
-                     on_complete: Callable[[], None] | None = None,
-                     ready: Callable[[int], None] | None = None) -> dict[str, Any]:
+def collect_document(
+    job: JobSpec,
+    settings: Settings,
+    *,
+    final_attempt: bool,
+    on_complete: Callable[[], None] | None = None,
+    ready: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
     """Assemble and store the artifacts, page by page (`workers.collect.assembly`: one range's records in
     memory at a time). Raises PagesMissing (retryable) at the first page not recorded yet, unless
     final_attempt. `on_complete` runs once every page is there (or this is the final attempt),
@@ -51,8 +56,15 @@ def collect_document(job: JobSpec, settings: Settings, *, final_attempt: bool,
     except KeyError:  # its split has not stored it yet, or a collect of the job has just removed it
         raise PagesMissing(f"job {job.job_id}: no manifest stored") from None
     found = work.iter_records(storage, job.job_id, manifest, ready)
-    result, counted = assemble(job, settings, storage, manifest, found, final_attempt=final_attempt,
-                               on_complete=on_complete)
+    result, counted = assemble(
+        job,
+        settings,
+        storage,
+        manifest,
+        found,
+        final_attempt=final_attempt,
+        on_complete=on_complete,
+    )
     metrics.Recorder().document(job.job_id, *counted)  # never raises
     storage.delete_prefix(keys.work(job.job_id))
     return result
@@ -69,16 +81,32 @@ def collect_held(job: JobSpec, settings: Settings, held: Held) -> tuple[dict[str
 Counted = tuple[str, Counter[str], dict[str, Any]]  # a document's status, page series and report
 
 
-def assemble(job: JobSpec, settings: Settings, storage: Storage, manifest: dict[str, Any],
-             found: Iterator[tuple[int, PageRecord | None]], *, final_attempt: bool,
-             on_complete: Callable[[], None] | None = None) -> tuple[dict[str, Any], Counted]:
+def assemble(
+    job: JobSpec,
+    settings: Settings,
+    storage: Storage,
+    manifest: dict[str, Any],
+    found: Iterator[tuple[int, PageRecord | None]],
+    *,
+    final_attempt: bool,
+    on_complete: Callable[[], None] | None = None,
+) -> tuple[dict[str, Any], Counted]:
     """The artifacts of the pages `found` gives ((number, record or None), in page order) stored
     under the manifest's prefix: the work both collections share, without the metrics' round trip
     or the work state's removal (`collect_document`, `collect_held`; `make budget` times it alone)."""
-    head = DocumentRecord(pipeline_version=PIPELINE_VERSION, job_id=job.job_id, source=SourceInfo(**manifest["source"]),
-                          status="accepted", page_count=int(manifest["page_count"]), options=manifest["options"], pages=[])
+    head = DocumentRecord(
+        pipeline_version=PIPELINE_VERSION,
+        job_id=job.job_id,
+        source=SourceInfo(**manifest["source"]),
+        status="accepted",
+        page_count=int(manifest["page_count"]),
+        options=manifest["options"],
+        pages=[],
+    )
 
-    Path(settings.storage.cache_dir).mkdir(parents=True, exist_ok=True)  # where a big document's spools go
+    Path(settings.storage.cache_dir).mkdir(
+        parents=True, exist_ok=True
+    )  # where a big document's spools go
     built = assembly.Assembly(settings.storage.cache_dir, head)
     try:
         for chunk in chunks.replayed(_pages(job, manifest, found, built, final_attempt), head):
@@ -88,17 +116,36 @@ def assemble(job: JobSpec, settings: Settings, storage: Storage, manifest: dict[
         document, report = built.store(storage, manifest["artifact_prefix"], manifest)
     finally:
         built.close()
-    review = reviewed.after_collect(storage, manifest["artifact_prefix"])  # a reviewed document: its decisions again
+    review = reviewed.after_collect(
+        storage, manifest["artifact_prefix"]
+    )  # a reviewed document: its decisions again
     evict(job.job_id, settings)  # the job is finished: its cached S3 source goes
     status = review["status"] if review else document.status
-    return ({"job_id": job.job_id, "status": status, "routes": report["routes"],
-             "artifact_prefix": manifest["artifact_prefix"], "storage": job.storage, "page_count": head.page_count,
-             **({"review": {k: review[k] for k in ("reviewed", "pending", "rejected", "stale")}} if review else {})},
-            (document.status, built.counts, report))
+    return (
+        {
+            "job_id": job.job_id,
+            "status": status,
+            "routes": report["routes"],
+            "artifact_prefix": manifest["artifact_prefix"],
+            "storage": job.storage,
+            "page_count": head.page_count,
+            **(
+                {"review": {k: review[k] for k in ("reviewed", "pending", "rejected", "stale")}}
+                if review
+                else {}
+            ),
+        },
+        (document.status, built.counts, report),
+    )
 
 
-def _pages(job: JobSpec, manifest: dict[str, Any], found: Iterator[tuple[int, PageRecord | None]],
-           built: assembly.Assembly, final_attempt: bool) -> Iterator[PageRecord]:
+def _pages(
+    job: JobSpec,
+    manifest: dict[str, Any],
+    found: Iterator[tuple[int, PageRecord | None]],
+    built: assembly.Assembly,
+    final_attempt: bool,
+) -> Iterator[PageRecord]:
     """The records `found` gives, each verified and added to `built` as it is read: a page not
     recorded fails the collection (or, on the final attempt, is recorded as missing)."""
     structured = manifest["options"].get("structure", True)
@@ -107,8 +154,13 @@ def _pages(job: JobSpec, manifest: dict[str, Any], found: Iterator[tuple[int, Pa
         if record is None:
             if not final_attempt:
                 raise PagesMissing(f"job {job.job_id}: page {number} not recorded yet")
-            record = failed_record(number, RouterInfo(source="default", script="unknown"), [], ["page_missing"],
-                                   layer={})
+            record = failed_record(
+                number,
+                RouterInfo(source="default", script="unknown"),
+                [],
+                ["page_missing"],
+                layer={},
+            )
         if structured:
             record = ensure_blocks(record)  # OCR pages: blocks from a VLM's Markdown or paragraphs
         if repaired:

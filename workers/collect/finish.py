@@ -52,8 +52,12 @@ def _collect(job: JobSpec, settings: Settings, final_attempt: bool) -> dict:
         return {"job_id": job.job_id, "skipped": "already done"}
     # `collecting` (and the watchdog's clock) only once every page is there: a collect that waits
     # for missing pages is no progress
-    result = collect_document(job, settings, final_attempt=final_attempt,
-                              on_complete=lambda: jobs.update(job.job_id, state=JobState.COLLECTING))
+    result = collect_document(
+        job,
+        settings,
+        final_attempt=final_attempt,
+        on_complete=lambda: jobs.update(job.job_id, state=JobState.COLLECTING),
+    )
     return _done(job, result, None)
 
 
@@ -75,13 +79,19 @@ def collect_streaming(spec: dict, waiter: Waiter) -> dict | None:
         jobs.update(job.job_id, state=JobState.COLLECTING)
 
     try:
-        result = collect_document(job, settings, final_attempt=False, on_complete=complete, ready=waiter.ready)
+        result = collect_document(
+            job, settings, final_attempt=False, on_complete=complete, ready=waiter.ready
+        )
         return _done(job, result, None)
     except (Abandoned, PagesMissing) as exc:
         log.info("job %s: collected after its ranges instead (%s)", job.job_id, exc)
     except Exception as exc:  # noqa: BLE001 - the chord's body collects it as before
-        log.warning("job %s: collecting with the ranges failed (%s: %s); collected after them",
-                    job.job_id, type(exc).__name__, exc)
+        log.warning(
+            "job %s: collecting with the ranges failed (%s: %s); collected after them",
+            job.job_id,
+            type(exc).__name__,
+            exc,
+        )
     finally:
         for lock in locks:
             jobs.release(lock)
@@ -89,7 +99,9 @@ def collect_streaming(spec: dict, waiter: Waiter) -> dict | None:
     return None
 
 
-def finish_held(spec: dict, held: Held, record: dict[str, str], accepted: int, lock: Lock | None) -> dict:
+def finish_held(
+    spec: dict, held: Held, record: dict[str, str], accepted: int, lock: Lock | None
+) -> dict:
     """A document its split task decided whole, collected in place from memory (`Held`), under
     the split task's `lock`: no collect task exists for it, so none takes the collect lock, and its
     state stays `splitting` until it is done — a split that dies here is redelivered, or re-sent
@@ -99,8 +111,15 @@ def finish_held(spec: dict, held: Held, record: dict[str, str], accepted: int, l
     result, counted = collect_held(job, get_settings(), held)
     notice = notice_for(job, result, record.get("run", ""))
     keys, args = metrics.counted_once(job.job_id, *counted)
-    jobs.done(job.job_id, notice, lock=lock, script=(metrics.COUNT_ONCE, keys, args), **_finished(job, result),
-              pages=result["page_count"], pages_done=accepted)
+    jobs.done(
+        job.job_id,
+        notice,
+        lock=lock,
+        script=(metrics.COUNT_ONCE, keys, args),
+        **_finished(job, result),
+        pages=result["page_count"],
+        pages_done=accepted,
+    )
     call_back(job, notice)
     return result
 
@@ -114,5 +133,9 @@ def _done(job: JobSpec, result: dict, run: str | None) -> dict:
 def _finished(job: JobSpec, result: dict) -> dict[str, str]:
     """A collected document's last fields on its job record (logged: no file names at INFO)."""
     log.info("job %s: %s %s", job.job_id, result["status"], result["routes"])
-    return {"status": result["status"], "routes": result["routes"], "artifact_prefix": result["artifact_prefix"],
-            "review": result.get("review")}  # reviewed / pending / rejected pages when the document has a review.json
+    return {
+        "status": result["status"],
+        "routes": result["routes"],
+        "artifact_prefix": result["artifact_prefix"],
+        "review": result.get("review"),
+    }  # reviewed / pending / rejected pages when the document has a review.json

@@ -57,8 +57,16 @@ class Waiter:
     when the lease is lost, other documents wait on `queue`, no range came for `idle_s`, or the
     `budget_s` is spent."""
 
-    def __init__(self, job_id: str, lock: Lock, stored: set[int], *, queue: str, idle_s: float,
-                 budget_s: float) -> None:
+    def __init__(
+        self,
+        job_id: str,
+        lock: Lock,
+        stored: set[int],
+        *,
+        queue: str,
+        idle_s: float,
+        budget_s: float,
+    ) -> None:
         self.job_id, self.lock, self.stored, self.queue = job_id, lock, set(stored), queue
         self.idle_s, self.deadline = idle_s, time.monotonic() + budget_s
         self.redis = jobs.client()

@@ -17,7 +17,9 @@ _FAILED: dict[str, str] = {}
 
 def engine_modules() -> list[str]:
     """Every module of this package (the engines and the helpers they share), in name order."""
-    return sorted(f"{__name__}.{m.name}" for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+    return sorted(
+        f"{__name__}.{m.name}" for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")
+    )
 
 
 def load_builtin() -> None:

@@ -40,7 +40,14 @@ log = logging.getLogger(__name__)
 # (Celery's SoftTimeLimitExceeded is none of these and passes through).
 IMPORT_ERRORS: tuple[type[BaseException], ...] = (ImportError,)
 RUNTIME_ERRORS: tuple[type[BaseException], ...] = (
-    OSError, RuntimeError, ValueError, TypeError, KeyError, IndexError, AttributeError, ArithmeticError,
+    OSError,
+    RuntimeError,
+    ValueError,
+    TypeError,
+    KeyError,
+    IndexError,
+    AttributeError,
+    ArithmeticError,
 )
 
 
@@ -51,7 +58,9 @@ class PageImage:
     path: str
     page: int
     dpi: int = 300
-    pdf: str | None = None  # the source PDF on local disk, for engines that read it themselves (`command`)
+    pdf: str | None = (
+        None  # the source PDF on local disk, for engines that read it themselves (`command`)
+    )
 
 
 @dataclass
@@ -133,7 +142,9 @@ def _guard_read(read: Callable[..., list[EngineOutput]]) -> Callable[..., list[E
         except EngineError:
             raise
         except IMPORT_ERRORS as e:
-            raise EngineUnavailable(f"{self.label}: cannot import what it needs: {type(e).__name__}: {e}") from e
+            raise EngineUnavailable(
+                f"{self.label}: cannot import what it needs: {type(e).__name__}: {e}"
+            ) from e
         except RUNTIME_ERRORS as e:
             raise EngineCrashed(f"{self.label}: {type(e).__name__}: {e}") from e
 
@@ -147,7 +158,9 @@ def _guard_health(health: Callable[..., EngineHealth]) -> Callable[..., EngineHe
             return health(self)
         except (EngineError, *IMPORT_ERRORS, *RUNTIME_ERRORS) as e:
             log.warning("engine %s: health check failed: %s", self.label, e)
-            return EngineHealth(self.label, False, f"health check failed: {type(e).__name__}: {e}", self.device)
+            return EngineHealth(
+                self.label, False, f"health check failed: {type(e).__name__}: {e}", self.device
+            )
 
     return guarded
 
@@ -210,8 +223,10 @@ def create(entry: str, **options: Any) -> Engine:
         from workers.engines import import_failures
 
         broken = "; ".join(f"{m}: {why}" for m, why in import_failures().items())
-        raise EngineUnavailable(f"no engine named {name!r} (known: {', '.join(registered())})"
-                                + (f"; modules that failed to import: {broken}" if broken else ""))
+        raise EngineUnavailable(
+            f"no engine named {name!r} (known: {', '.join(registered())})"
+            + (f"; modules that failed to import: {broken}" if broken else "")
+        )
     try:
         return factory(variant=variant, **options)
     except EngineError:

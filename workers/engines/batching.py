@@ -49,7 +49,9 @@ class Batcher:
         self._queues: dict[Hashable, list[_Request]] = {}
         self._running: set[Hashable] = set()
 
-    def run(self, key: Hashable, items: list[Any], size: int, read: Callable[[list[Any]], list[Any]]) -> list[Any]:
+    def run(
+        self, key: Hashable, items: list[Any], size: int, read: Callable[[list[Any]], list[Any]]
+    ) -> list[Any]:
         """`read(items)` for these items and whatever else is queued under `key`; this request's rows.
         The thread whose request heads the queue reads its batch (so a call never outlasts the
         deadline of the thread that makes it); the others wait for their rows or their turn."""
@@ -96,7 +98,9 @@ class Batcher:
             batch.append(queue.pop(0))
         return batch
 
-    def _serve(self, batch_key: Hashable, batch: list[_Request], read: Callable[[list[Any]], list[Any]]) -> None:
+    def _serve(
+        self, batch_key: Hashable, batch: list[_Request], read: Callable[[list[Any]], list[Any]]
+    ) -> None:
         items = [item for request in batch for item in request.items]
         ends = [r.deadline for r in batch if r.deadline is not None]
         try:
@@ -104,10 +108,14 @@ class Batcher:
                 rows = read(items)
             if len(rows) != len(items):
                 raise RuntimeError(f"a batch of {len(items)} items read {len(rows)} rows")
-        except Exception as exc:  # every request of the batch gets it, the runner's too (`_outcome`)
+        except (
+            Exception
+        ) as exc:  # every request of the batch gets it, the runner's too (`_outcome`)
             self._finish(batch, error=exc)
             return
-        except BaseException as exc:  # an interrupt or exit stops the runner: its batch is not left waiting
+        except (
+            BaseException
+        ) as exc:  # an interrupt or exit stops the runner: its batch is not left waiting
             self._finish(batch, error=exc)
             raise
         if len(batch) > 1:
@@ -116,12 +124,17 @@ class Batcher:
             self.observe(batch_key, len(items), len(batch))
         self._finish(batch, rows=rows)
 
-    def _finish(self, batch: list[_Request], rows: list[Any] | None = None, error: BaseException | None = None) -> None:
+    def _finish(
+        self,
+        batch: list[_Request],
+        rows: list[Any] | None = None,
+        error: BaseException | None = None,
+    ) -> None:
         with self._cond:
             at = 0
             for request in batch:
                 if rows is not None:
-                    request.results = rows[at:at + len(request.items)]
+                    request.results = rows[at : at + len(request.items)]
                     at += len(request.items)
                 request.error, request.done = error, True
             self._cond.notify_all()
@@ -142,7 +155,9 @@ def count_calls(key: Hashable, pages: int, tasks: int) -> None:
     (`workers.metrics`), labelled by engine, the key's first part."""
     from workers.metrics import shared_recorder
 
-    shared_recorder().generate_call(str(key[0]) if isinstance(key, tuple) else str(key), pages, tasks)
+    shared_recorder().generate_call(
+        str(key[0]) if isinstance(key, tuple) else str(key), pages, tasks
+    )
 
 
 BATCHES = Batcher()  # the process's: every engine instance of a model shares its queue

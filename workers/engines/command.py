@@ -29,7 +29,14 @@ import tempfile
 import time
 from typing import Any
 
-from workers.engines.base import ALL_SCRIPTS, Engine, EngineHealth, EngineOutput, PageImage, register
+from workers.engines.base import (
+    ALL_SCRIPTS,
+    Engine,
+    EngineHealth,
+    EngineOutput,
+    PageImage,
+    register,
+)
 from workers.errors import EngineCrashed, EngineTimeout, EngineUnavailable
 from workers.settings import OcrCommand, get_settings
 
@@ -38,7 +45,9 @@ def configured(name: str) -> OcrCommand:
     commands = get_settings().ocr.commands
     if name not in commands:
         known = ", ".join(sorted(commands)) or "none"
-        raise EngineUnavailable(f"command:{name}: no such entry in PAGEFLEET_OCR__COMMANDS (configured: {known})")
+        raise EngineUnavailable(
+            f"command:{name}: no such entry in PAGEFLEET_OCR__COMMANDS (configured: {known})"
+        )
     return commands[name]
 
 
@@ -52,29 +61,46 @@ class CommandEngine(Engine):
         super().__init__(variant, **options)
         if not variant:
             raise EngineUnavailable("command: name the configured program, e.g. command:cloud")
-        self.spec = OcrCommand.model_validate(options["spec"]) if "spec" in options else configured(variant)
+        self.spec = (
+            OcrCommand.model_validate(options["spec"]) if "spec" in options else configured(variant)
+        )
         self.device = self.spec.device
 
     def _executable(self) -> str | None:
         program = self.spec.argv[0]
-        return shutil.which(program) if not os.path.isabs(program) else (program if os.access(program, os.X_OK) else None)
+        return (
+            shutil.which(program)
+            if not os.path.isabs(program)
+            else (program if os.access(program, os.X_OK) else None)
+        )
 
     def health(self) -> EngineHealth:
         found = self._executable()
         if found is None:
-            return EngineHealth(self.label, False, f"{self.spec.argv[0]} is not an executable program", self.device)
-        return EngineHealth(self.label, True, f"runs {found} (timeout {self.spec.timeout_s:g}s)", self.device)
+            return EngineHealth(
+                self.label, False, f"{self.spec.argv[0]} is not an executable program", self.device
+            )
+        return EngineHealth(
+            self.label, True, f"runs {found} (timeout {self.spec.timeout_s:g}s)", self.device
+        )
 
     def _environment(self, scratch: str, page: PageImage, script: str) -> dict[str, str]:
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": scratch,
-               "PAGEFLEET_PAGE_IMAGE": page.path, "PAGEFLEET_SCRIPT": script}
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "LANG": "C.UTF-8",
+            "HOME": scratch,
+            "PAGEFLEET_PAGE_IMAGE": page.path,
+            "PAGEFLEET_SCRIPT": script,
+        }
         env.update({k: os.environ[k] for k in self.spec.pass_env if k in os.environ})
         env.update(self.spec.env)
         return env
 
     def read(self, images: list[PageImage], *, script: str) -> list[EngineOutput]:
         if self._executable() is None:
-            raise EngineUnavailable(f"{self.label}: {self.spec.argv[0]} is not an executable program")
+            raise EngineUnavailable(
+                f"{self.label}: {self.spec.argv[0]} is not an executable program"
+            )
         return [self._read_one(page, script) for page in images]
 
     def _read_one(self, page: PageImage, script: str) -> EngineOutput:
@@ -86,17 +112,31 @@ class CommandEngine(Engine):
             try:
                 proc = _run(argv, self.spec, self._environment(scratch, page, script), scratch)
             except subprocess.TimeoutExpired as e:
-                raise EngineTimeout(f"{self.label}: no answer within {self.spec.timeout_s:g}s on page {page.page}") from e
+                raise EngineTimeout(
+                    f"{self.label}: no answer within {self.spec.timeout_s:g}s on page {page.page}"
+                ) from e
         if proc.returncode != 0:
-            last = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
-            reason = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else last[0][:300]
+            last = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [
+                f"exit status {proc.returncode}"
+            ]
+            reason = (
+                f"killed by signal {-proc.returncode}" if proc.returncode < 0 else last[0][:300]
+            )
             raise EngineCrashed(f"{self.label}: failed on page {page.page}: {reason}")
-        text = proc.stdout.decode("utf-8", "replace")  # undecodable bytes become U+FFFD: the gate refuses them
-        return EngineOutput(text=text.strip(), engine=self.label, seconds=time.monotonic() - started,
-                            details={"program": self.spec.argv[0], "bytes": len(proc.stdout)})
+        text = proc.stdout.decode(
+            "utf-8", "replace"
+        )  # undecodable bytes become U+FFFD: the gate refuses them
+        return EngineOutput(
+            text=text.strip(),
+            engine=self.label,
+            seconds=time.monotonic() - started,
+            details={"program": self.spec.argv[0], "bytes": len(proc.stdout)},
+        )
 
 
-def _run(argv: list[str], spec: OcrCommand, env: dict[str, str], cwd: str) -> subprocess.CompletedProcess[bytes]:
+def _run(
+    argv: list[str], spec: OcrCommand, env: dict[str, str], cwd: str
+) -> subprocess.CompletedProcess[bytes]:
     from workers.pdf.sandbox import run_tool
 
     return run_tool(argv, timeout_s=spec.timeout_s, memory_mb=spec.memory_mb, env=env, cwd=cwd)

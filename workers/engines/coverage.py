@@ -52,7 +52,10 @@ def parse_tsv(tsv: str) -> list[Word]:
         if row.get("level") != "5" or not text:
             continue
         try:
-            box = [int(row[k]) for k in ("block_num", "par_num", "line_num", "left", "top", "width", "height")]
+            box = [
+                int(row[k])
+                for k in ("block_num", "par_num", "line_num", "left", "top", "width", "height")
+            ]
             conf = float(row["conf"])
         except (KeyError, TypeError, ValueError):
             continue
@@ -105,7 +108,9 @@ def gaps(img: np.ndarray, words: list[Word], *, dpi: int) -> list[Gap]:
         band = inked[top:bottom]
         cols = np.flatnonzero(band.any(axis=0))
         gap = Gap(top * CELL, bottom * CELL, int(cols[0]) * CELL, (int(cols[-1]) + 1) * CELL)
-        if _line_like(gap, height) and band.sum() * CELL * CELL >= 0.6 * height * height:  # a word's ink
+        if (
+            _line_like(gap, height) and band.sum() * CELL * CELL >= 0.6 * height * height
+        ):  # a word's ink
             found.append(gap)
     return found
 
@@ -121,7 +126,7 @@ def crop(img: np.ndarray, gap: Gap, pad: int) -> tuple[np.ndarray, tuple[int, in
     """The gap with a margin of paper around it (clipped to the image), and the crop's top-left
     corner in the image (where a reading of the crop goes back to)."""
     top, left = max(0, gap.top - pad), max(0, gap.left - pad)
-    return img[top:gap.bottom + pad, left:gap.right + pad], (top, left)
+    return img[top : gap.bottom + pad, left : gap.right + pad], (top, left)
 
 
 def _lines(words: list[Word]) -> list[list]:

@@ -30,7 +30,14 @@ from workers.errors import EngineUnavailable
 log = logging.getLogger(__name__)
 
 # what loading a checkpoint raises: missing files, bad configs, missing libraries, shape errors, OOM
-LOAD_ERRORS: tuple[type[BaseException], ...] = (OSError, ValueError, ImportError, KeyError, RuntimeError, TypeError)
+LOAD_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    ValueError,
+    ImportError,
+    KeyError,
+    RuntimeError,
+    TypeError,
+)
 
 
 @dataclass
@@ -129,8 +136,12 @@ def torch_dtype(device: str) -> Any:
 
 def load_kwargs(device: str, local_only: bool) -> dict[str, Any]:
     """from_pretrained arguments: weights loaded straight onto `device`, never via a full host copy."""
-    return {"local_files_only": local_only, "dtype": torch_dtype(device), "device_map": device,
-            "low_cpu_mem_usage": True}
+    return {
+        "local_files_only": local_only,
+        "dtype": torch_dtype(device),
+        "device_map": device,
+        "low_cpu_mem_usage": True,
+    }
 
 
 @contextlib.contextmanager

@@ -30,9 +30,23 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from workers.fleet import deadline
-from workers.engines.base import ALL_SCRIPTS, Engine, EngineHealth, EngineOutput, PageImage, register, scripts_read
+from workers.engines.base import (
+    ALL_SCRIPTS,
+    Engine,
+    EngineHealth,
+    EngineOutput,
+    PageImage,
+    register,
+    scripts_read,
+)
 from workers.engines.vlm_request import ocr_prompt, spec_of
-from workers.errors import EngineCrashed, EngineTimeout, EngineUnavailable, PagefleetError, TaskDeadline
+from workers.errors import (
+    EngineCrashed,
+    EngineTimeout,
+    EngineUnavailable,
+    PagefleetError,
+    TaskDeadline,
+)
 from workers.settings import get_settings
 
 log = logging.getLogger(__name__)
@@ -91,27 +105,45 @@ class HttpEngine(Engine):
 
     def health(self) -> EngineHealth:
         if not self.base_url:
-            return EngineHealth(self.label, False, "no server configured (settings.gpu.vlm.http_base_url)", self.device)
+            return EngineHealth(
+                self.label,
+                False,
+                "no server configured (settings.gpu.vlm.http_base_url)",
+                self.device,
+            )
         if not self.model:
-            return EngineHealth(self.label, False, "no model named (variant or settings.gpu.vlm.http_model)", self.device)
-        request = urllib.request.Request(f"{self.base_url}/v1/models", headers=self._headers(), method="GET")
+            return EngineHealth(
+                self.label,
+                False,
+                "no model named (variant or settings.gpu.vlm.http_model)",
+                self.device,
+            )
+        request = urllib.request.Request(
+            f"{self.base_url}/v1/models", headers=self._headers(), method="GET"
+        )
         try:
             with urllib.request.urlopen(request, timeout=min(5.0, self.timeout_s)) as response:
                 served = [m.get("id") for m in json.loads(response.read()).get("data", [])]
         except (urllib.error.URLError, OSError, ValueError, AttributeError) as e:
             return EngineHealth(self.label, False, f"{self.base_url}: {e}", self.device)
         if served and self.model not in served:
-            return EngineHealth(self.label, False, f"{self.base_url} serves {served}, not {self.model}", self.device)
+            return EngineHealth(
+                self.label, False, f"{self.base_url} serves {served}, not {self.model}", self.device
+            )
         return EngineHealth(self.label, True, f"{self.base_url} serves {self.model}", self.device)
 
     def payload(self, page: PageImage, script: str) -> dict[str, Any]:
         """The chat-completions request body for one page."""
         prompt = ocr_prompt(self.engine_spec, script) if self.engine_spec else GENERIC_PROMPT
-        content: list[dict[str, Any]] = [{"type": "image_url", "image_url": {"url": png_data_url(page.path)}}]
+        content: list[dict[str, Any]] = [
+            {"type": "image_url", "image_url": {"url": png_data_url(page.path)}}
+        ]
         if prompt:
             content.append({"type": "text", "text": prompt})
         return {
-            "model": self.model, "max_tokens": self.max_tokens, "temperature": 0,
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "temperature": 0,
             "messages": [{"role": "user", "content": content}],
         }
 
@@ -122,7 +154,9 @@ class HttpEngine(Engine):
             raise EngineUnavailable(f"{self.label}: no server or model configured")
         if len(images) == 1 or self.concurrency == 1:
             return [self._read_one(page, script) for page in images]
-        end = deadline.get()  # a task on a thread: its requests' threads wait no longer than it may run
+        end = (
+            deadline.get()
+        )  # a task on a thread: its requests' threads wait no longer than it may run
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(images))) as pool:
             return list(pool.map(lambda page: self._read_until(end, page, script), images))
 
@@ -136,7 +170,10 @@ class HttpEngine(Engine):
         except OSError as e:
             raise EngineCrashed(f"{self.label}: cannot read page image {page.path}: {e}") from e
         request = urllib.request.Request(
-            f"{self.base_url}/v1/chat/completions", data=body, headers=self._headers(), method="POST"
+            f"{self.base_url}/v1/chat/completions",
+            data=body,
+            headers=self._headers(),
+            method="POST",
         )
         started = time.monotonic()
         answer = self._post(request, page)
@@ -145,13 +182,18 @@ class HttpEngine(Engine):
             choice = answer["choices"][0]
             text = choice["message"]["content"] or ""
         except (KeyError, IndexError, TypeError) as e:
-            raise EngineCrashed(f"{self.label}: malformed answer for page {page.page}: {str(answer)[:200]}") from e
+            raise EngineCrashed(
+                f"{self.label}: malformed answer for page {page.page}: {str(answer)[:200]}"
+            ) from e
         usage = answer.get("usage") or {}
         details = {
-            "model": answer.get("model", self.model), "finish_reason": choice.get("finish_reason"),
-            "prompt_tokens": usage.get("prompt_tokens"), "tokens": usage.get("completion_tokens"),
+            "model": answer.get("model", self.model),
+            "finish_reason": choice.get("finish_reason"),
+            "prompt_tokens": usage.get("prompt_tokens"),
+            "tokens": usage.get("completion_tokens"),
             "tokens_per_s": round(usage["completion_tokens"] / seconds, 2)
-            if usage.get("completion_tokens") and seconds > 0 else None,
+            if usage.get("completion_tokens") and seconds > 0
+            else None,
         }
         return EngineOutput(text=text.strip(), engine=self.label, seconds=seconds, details=details)
 
@@ -187,4 +229,3 @@ class HttpEngine(Engine):
         if not isinstance(answer, dict):
             raise EngineCrashed(f"{where}: unexpected answer {str(answer)[:200]}")
         return answer
-

@@ -49,8 +49,11 @@ def build_manifest(root: Path, model_ids: list[str]) -> dict[str, Any]:
         base = root / model_id
         if not base.is_dir():
             raise FileNotFoundError(f"{base} is not a directory")
-        files = {str(p.relative_to(base)): {"sha256": sha256_of(p), "size": p.stat().st_size}
-                 for p in sorted(base.rglob("*")) if p.is_file() and p.name != PULLED_MARK}
+        files = {
+            str(p.relative_to(base)): {"sha256": sha256_of(p), "size": p.stat().st_size}
+            for p in sorted(base.rglob("*"))
+            if p.is_file() and p.name != PULLED_MARK
+        }
         models[model_id] = {"files": files}
     return {"schema_version": SCHEMA_VERSION, "models": models}
 
@@ -74,8 +77,10 @@ def model_problem(model_id: str, path: str | None) -> str | None:
     source = manifest.get("source", "its source")
     listed = sorted(manifest.get("models") or {})
     if model_id not in listed:
-        return (f"{model_id} is not in the model manifest pulled from {source} into {root} "
-                f"(it lists: {', '.join(listed) or 'nothing'}); add it there and pull again")
+        return (
+            f"{model_id} is not in the model manifest pulled from {source} into {root} "
+            f"(it lists: {', '.join(listed) or 'nothing'}); add it there and pull again"
+        )
     if path is None or not (Path(path) / PULLED_MARK).is_file():
         return f"{model_id} is in the manifest but was not pulled completely into {root}: run `pagefleet models pull`"
     return None

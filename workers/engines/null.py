@@ -10,7 +10,14 @@ import os
 import signal
 import time
 
-from workers.engines.base import ALL_SCRIPTS, Engine, EngineHealth, EngineOutput, PageImage, register
+from workers.engines.base import (
+    ALL_SCRIPTS,
+    Engine,
+    EngineHealth,
+    EngineOutput,
+    PageImage,
+    register,
+)
 from workers.errors import EngineCrashed
 
 
@@ -37,7 +44,9 @@ class CrashEngine(Engine):
         return EngineHealth(self.name, True, "always crashes (drills)")
 
     def read(self, images: list[PageImage], *, script: str) -> list[EngineOutput]:
-        raise EngineCrashed(f"{self.label}: deliberate crash on page {images[0].page if images else '?'}")
+        raise EngineCrashed(
+            f"{self.label}: deliberate crash on page {images[0].page if images else '?'}"
+        )
 
 
 @register("echo")
@@ -54,7 +63,9 @@ class EchoEngine(Engine):
     def read(self, images: list[PageImage], *, script: str) -> list[EngineOutput]:
         started = time.monotonic()
         return [
-            EngineOutput(text=self.variant or "", engine=self.label, seconds=time.monotonic() - started)
+            EngineOutput(
+                text=self.variant or "", engine=self.label, seconds=time.monotonic() - started
+            )
             for _ in images
         ]
 

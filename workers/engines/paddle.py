@@ -47,7 +47,9 @@ def order_lines(lines: list[Line], *, rtl: bool = False) -> list[list[Line]]:
     for points, text, score in lines:
         ys = [p[1] for p in points]
         xs = [p[0] for p in points]
-        boxes.append(((min(ys) + max(ys)) / 2, max(1.0, max(ys) - min(ys)), min(xs), (points, text, score)))
+        boxes.append(
+            ((min(ys) + max(ys)) / 2, max(1.0, max(ys) - min(ys)), min(xs), (points, text, score))
+        )
     boxes.sort(key=lambda b: (b[0], b[2]))
     rows: list[list[tuple[float, float, float, Line]]] = []
     for box in boxes:
@@ -82,8 +84,12 @@ class PaddleEngine(Engine):
         super().__init__(variant, **options)
         vlm = get_settings().gpu.vlm
         arabic = self.variant == "arabic"
-        self.rec_model_path: str | None = options.get("rec_model_path") or (vlm.paddle_arabic_rec_model if arabic else None)
-        self.rec_keys_path: str | None = options.get("rec_keys_path") or (vlm.paddle_arabic_rec_keys if arabic else None)
+        self.rec_model_path: str | None = options.get("rec_model_path") or (
+            vlm.paddle_arabic_rec_model if arabic else None
+        )
+        self.rec_keys_path: str | None = options.get("rec_keys_path") or (
+            vlm.paddle_arabic_rec_keys if arabic else None
+        )
         self.threads = int(options.get("threads", get_settings().ocr.omp_thread_limit))
 
     def _problem(self) -> str | None:
@@ -109,7 +115,9 @@ class PaddleEngine(Engine):
         if problem:
             return EngineHealth(self.label, False, problem, self.device)
         rec = self.rec_model_path or "shipped PP-OCRv4 ch/en"
-        return EngineHealth(self.label, True, f"rapidocr_onnxruntime, recogniser: {rec}", self.device)
+        return EngineHealth(
+            self.label, True, f"rapidocr_onnxruntime, recogniser: {rec}", self.device
+        )
 
     def _pipeline(self) -> Any:
         problem = self._problem()
@@ -149,14 +157,24 @@ class PaddleEngine(Engine):
             started = time.monotonic()
             try:
                 result, _elapsed = pipeline(page.path)
-            except Exception as e:  # rapidocr raises cv2.error, LoadImageError, onnxruntime errors, ...
+            except (
+                Exception
+            ) as e:  # rapidocr raises cv2.error, LoadImageError, onnxruntime errors, ...
                 raise EngineCrashed(f"{self.label}: failed on page {page.page}: {e}") from e
-            lines: list[Line] = [(box, str(text), float(score)) for box, text, score in (result or [])]
+            lines: list[Line] = [
+                (box, str(text), float(score)) for box, text, score in (result or [])
+            ]
             text, confidence = lines_to_text(lines, rtl=rtl)
             outputs.append(
                 EngineOutput(
-                    text=text, engine=self.label, seconds=time.monotonic() - started, confidence=confidence,
-                    details={"lines": len(lines), "recogniser": self.rec_model_path or "PP-OCRv4 ch/en (shipped)"},
+                    text=text,
+                    engine=self.label,
+                    seconds=time.monotonic() - started,
+                    confidence=confidence,
+                    details={
+                        "lines": len(lines),
+                        "recogniser": self.rec_model_path or "PP-OCRv4 ch/en (shipped)",
+                    },
                 )
             )
         return outputs

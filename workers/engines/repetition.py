@@ -55,7 +55,11 @@ def _criteria_class() -> type:
         """Per sequence: done once its generated tail is a loop (see `repetition_period`)."""
 
         def __init__(
-            self, prompt_len: int, policy: RepetitionPolicy, ignore_ids: Sequence[int] = (), check_every: int = 1
+            self,
+            prompt_len: int,
+            policy: RepetitionPolicy,
+            ignore_ids: Sequence[int] = (),
+            check_every: int = 1,
         ) -> None:
             self.prompt_len = prompt_len
             self.policy = policy
@@ -65,7 +69,9 @@ def _criteria_class() -> type:
             self.periods: dict[int, int] = {}  # row → period of the loop that stopped it
             self._calls = 0
 
-        def __call__(self, input_ids: torch.Tensor, scores: Any = None, **kwargs: Any) -> torch.Tensor:
+        def __call__(
+            self, input_ids: torch.Tensor, scores: Any = None, **kwargs: Any
+        ) -> torch.Tensor:
             batch = input_ids.shape[0]
             if self.flagged is None:
                 self.flagged = torch.zeros(batch, dtype=torch.bool)
@@ -95,7 +101,9 @@ def _criteria_class() -> type:
 
 
 def make_repetition_criteria(
-    prompt_len: int, policy: RepetitionPolicy = RepetitionPolicy(), ignore_ids: Sequence[int] = (),
+    prompt_len: int,
+    policy: RepetitionPolicy = RepetitionPolicy(),
+    ignore_ids: Sequence[int] = (),
     check_every: int = 1,
 ) -> Any:
     """A transformers `StoppingCriteria` that stops looping sequences; `.flagged` / `.periods` tell which."""

@@ -26,12 +26,16 @@ def load_gray(path: str) -> np.ndarray:
 
 
 def save_gray(img: np.ndarray, path: str, dpi: int) -> None:
-    Image.fromarray(img).save(path, dpi=(dpi, dpi), compress_level=1)  # read back at once: speed over size
+    Image.fromarray(img).save(
+        path, dpi=(dpi, dpi), compress_level=1
+    )  # read back at once: speed over size
 
 
 def grey_histogram(img: np.ndarray) -> np.ndarray:
     """Pixels per grey level (256 counts): PIL's C histogram, ≈ 6× faster than np.bincount on a page."""
-    return np.asarray(Image.fromarray(np.ascontiguousarray(img, dtype=np.uint8)).histogram(), dtype=np.int64)
+    return np.asarray(
+        Image.fromarray(np.ascontiguousarray(img, dtype=np.uint8)).histogram(), dtype=np.int64
+    )
 
 
 def otsu_threshold(img: np.ndarray) -> int:
@@ -77,7 +81,9 @@ def _shrink(img: np.ndarray, dpi: int, target: int = PROBE_DPI) -> np.ndarray:
 def _sharpness(ys: np.ndarray, xs: np.ndarray, angle: float, rows: int) -> float:
     rad = np.deg2rad(angle)
     projected = ys * np.cos(rad) + xs * np.sin(rad)
-    hist = np.bincount(np.clip(projected, 0, rows - 1).astype(np.int64), minlength=rows).astype(np.float64)
+    hist = np.bincount(np.clip(projected, 0, rows - 1).astype(np.int64), minlength=rows).astype(
+        np.float64
+    )
     return float(np.sum(np.diff(hist) ** 2))
 
 
@@ -107,7 +113,10 @@ def paper_level(img: np.ndarray) -> int:
 def rotate(img: np.ndarray, angle: float) -> np.ndarray:
     """Turn the image by `angle` degrees counter-clockwise, filling with the paper's grey."""
     pil = Image.fromarray(img)
-    return np.asarray(pil.rotate(angle, resample=Image.Resampling.BILINEAR, fillcolor=paper_level(img)), dtype=np.uint8)
+    return np.asarray(
+        pil.rotate(angle, resample=Image.Resampling.BILINEAR, fillcolor=paper_level(img)),
+        dtype=np.uint8,
+    )
 
 
 def upscale(img: np.ndarray, factor: float) -> np.ndarray:

@@ -46,9 +46,13 @@ def _env() -> dict[str, str]:
 def _run(args: list[str], *, timeout_s: float) -> subprocess.CompletedProcess[bytes]:
     cmd = get_settings().ocr.tesseract_cmd
     try:
-        proc = subprocess.run([cmd, *args], capture_output=True, timeout=timeout_s, env=_env(), check=False)
+        proc = subprocess.run(
+            [cmd, *args], capture_output=True, timeout=timeout_s, env=_env(), check=False
+        )
     except FileNotFoundError as exc:
-        raise EngineUnavailable(f"tesseract is not installed ({cmd!r} not found); {INSTALL_HINT}") from exc
+        raise EngineUnavailable(
+            f"tesseract is not installed ({cmd!r} not found); {INSTALL_HINT}"
+        ) from exc
     except subprocess.TimeoutExpired as exc:
         raise EngineTimeout(f"tesseract timed out after {timeout_s:.0f}s") from exc
     if proc.stderr:
@@ -108,7 +112,9 @@ class TesseractEngine(Engine):
     @classmethod
     def reads(cls, variant: str | None) -> frozenset[str]:
         """Latin always; Hebrew or Arabic where the variant names their language pack."""
-        return cls.scripts | {RTL_LANGUAGES[lang] for lang in cls.languages(variant) if lang in RTL_LANGUAGES}
+        return cls.scripts | {
+            RTL_LANGUAGES[lang] for lang in cls.languages(variant) if lang in RTL_LANGUAGES
+        }
 
     def __init__(self, variant: str | None = None, **options: object) -> None:
         super().__init__(variant or DEFAULT_LANGUAGES, **options)
@@ -131,28 +137,52 @@ class TesseractEngine(Engine):
         started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="pagefleet-tess-") as tmp:
             if self.plan.active:
-                text, confidence, details = read_prepared(image, self.variant or "eng", self.psm, self.plan, Path(tmp),
-                                                           recognise)
+                text, confidence, details = read_prepared(
+                    image, self.variant or "eng", self.psm, self.plan, Path(tmp), recognise
+                )
             else:
-                text, tsv = recognise(image.path, self.variant or "eng", self.psm, image.dpi, Path(tmp),
-                                      invert=self.plan.detect_inverted)
+                text, tsv = recognise(
+                    image.path,
+                    self.variant or "eng",
+                    self.psm,
+                    image.dpi,
+                    Path(tmp),
+                    invert=self.plan.detect_inverted,
+                )
                 confidence, details = mean_confidence(tsv), {}
         text = text.replace("\f", "").rstrip() + ("\n" if text.strip() else "")
-        return EngineOutput(text=text, engine=self.label, seconds=time.monotonic() - started, confidence=confidence,
-                            details=details)
+        return EngineOutput(
+            text=text,
+            engine=self.label,
+            seconds=time.monotonic() - started,
+            confidence=confidence,
+            details=details,
+        )
 
 
-def recognise(image: str | np.ndarray, langs: str, psm: int, dpi: int, tmp: Path, name: str = "out", *,
-              invert: bool = True) -> tuple[str, str]:
+def recognise(
+    image: str | np.ndarray,
+    langs: str,
+    psm: int,
+    dpi: int,
+    tmp: Path,
+    name: str = "out",
+    *,
+    invert: bool = True,
+) -> tuple[str, str]:
     """One Tesseract pass over an image file or a grey array, giving the text and the TSV (word boxes
     and confidences): in this process where tesserocr is installed (`tesseract_inprocess`), else the
     `tesseract` command (an array is written to `tmp` as PGM first). `invert`: Tesseract also tries
     each doubtful line inverted (white on black), which costs ≈ 7 % of a page."""
     settings = get_settings()
     try:
-        return _recognise(image, langs, psm, dpi, tmp, name, invert, bounded(settings.ocr.tesseract_timeout_s))
+        return _recognise(
+            image, langs, psm, dpi, tmp, name, invert, bounded(settings.ocr.tesseract_timeout_s)
+        )
     except EngineTimeout:
-        deadline.check("tesseract")  # cut by the task's deadline (a task on a thread), not its own timeout
+        deadline.check(
+            "tesseract"
+        )  # cut by the task's deadline (a task on a thread), not its own timeout
         raise
 
 
@@ -161,8 +191,16 @@ def bounded(timeout_s: float) -> float:
     return deadline.bounded(timeout_s, "tesseract") or timeout_s
 
 
-def _recognise(image: str | np.ndarray, langs: str, psm: int, dpi: int, tmp: Path, name: str, invert: bool,
-               timeout_s: float) -> tuple[str, str]:
+def _recognise(
+    image: str | np.ndarray,
+    langs: str,
+    psm: int,
+    dpi: int,
+    tmp: Path,
+    name: str,
+    invert: bool,
+    timeout_s: float,
+) -> tuple[str, str]:
     settings = get_settings()
     if settings.ocr.tesseract_inprocess and tesseract_api.available():
         return tesseract_api.recognise(image, langs, psm, dpi, timeout_s=timeout_s, invert=invert)
@@ -193,8 +231,19 @@ class OsdResult:
 
 def detect_script(png: str, *, timeout_s: float = 60.0, dpi: int = 300) -> OsdResult:
     """Tesseract OSD (`--psm 0`). Raises EngineError when OSD cannot decide (too few characters)."""
-    proc = _run([png, "stdout", "--psm", "0", "--dpi", str(dpi), "-c", f"min_characters_to_try={OSD_MIN_CHARACTERS}"],
-                timeout_s=timeout_s)
+    proc = _run(
+        [
+            png,
+            "stdout",
+            "--psm",
+            "0",
+            "--dpi",
+            str(dpi),
+            "-c",
+            f"min_characters_to_try={OSD_MIN_CHARACTERS}",
+        ],
+        timeout_s=timeout_s,
+    )
     fields = {}
     for line in proc.stdout.decode("utf-8", "replace").splitlines():
         key, sep, value = line.partition(":")

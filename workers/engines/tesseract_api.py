@@ -22,9 +22,13 @@ import numpy as np
 
 from workers.errors import EngineCrashed, EngineTimeout
 
-TSV_HEADER = "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext"
+TSV_HEADER = (
+    "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext"
+)
 _LOCAL = threading.local()
-_MAX_APIS = 6  # language sets × modes one thread keeps loaded (each a few MB with Debian's fast models)
+_MAX_APIS = (
+    6  # language sets × modes one thread keeps loaded (each a few MB with Debian's fast models)
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -43,8 +47,13 @@ def available() -> bool:
 @functools.lru_cache(maxsize=1)
 def tessdata() -> str | None:
     """The folder holding the installed language data (Debian's, or TESSDATA_PREFIX)."""
-    candidates = [os.environ.get("TESSDATA_PREFIX", ""), "/usr/share/tesseract-ocr/5/tessdata",
-                  "/usr/share/tesseract-ocr/4.00/tessdata", "/usr/share/tessdata", "/usr/local/share/tessdata"]
+    candidates = [
+        os.environ.get("TESSDATA_PREFIX", ""),
+        "/usr/share/tesseract-ocr/5/tessdata",
+        "/usr/share/tesseract-ocr/4.00/tessdata",
+        "/usr/share/tessdata",
+        "/usr/local/share/tessdata",
+    ]
     for folder in candidates:
         if folder and os.path.isfile(os.path.join(folder, "eng.traineddata")):
             return folder.rstrip("/") + "/"
@@ -72,8 +81,15 @@ def _api(langs: str, psm: int) -> Any:
     return apis[key]
 
 
-def recognise(image: str | np.ndarray, langs: str, psm: int, dpi: int, *, timeout_s: float,
-              invert: bool = True) -> tuple[str, str]:
+def recognise(
+    image: str | np.ndarray,
+    langs: str,
+    psm: int,
+    dpi: int,
+    *,
+    timeout_s: float,
+    invert: bool = True,
+) -> tuple[str, str]:
     """One recognition pass over an image file or a grey uint8 array: the text and the TSV (word
     boxes and confidences), as the CLI writes. An array goes in as raw bytes (no encode, no decode;
     the same reading as its file, tested)."""
@@ -82,11 +98,15 @@ def recognise(image: str | np.ndarray, langs: str, psm: int, dpi: int, *, timeou
     try:
         if isinstance(image, np.ndarray):
             if image.ndim != 2 or 0 in image.shape:
-                raise ValueError(f"expected a non-empty grey image (2-D array), got shape {image.shape}")
+                raise ValueError(
+                    f"expected a non-empty grey image (2-D array), got shape {image.shape}"
+                )
             grey = np.ascontiguousarray(image, dtype=np.uint8)
             api.SetImageBytes(grey.tobytes(), grey.shape[1], grey.shape[0], 1, grey.shape[1])
         else:
-            api.SetImageFile(image)  # Leptonica reads the file: no PIL decode and re-encode (≈ 0.2 s a page)
+            api.SetImageFile(
+                image
+            )  # Leptonica reads the file: no PIL decode and re-encode (≈ 0.2 s a page)
     except (RuntimeError, OSError, ValueError) as exc:
         raise EngineCrashed(f"tesseract could not read the image: {exc}") from exc
     api.SetSourceResolution(int(dpi))

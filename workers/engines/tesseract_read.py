@@ -36,9 +36,14 @@ from workers.engines.base import PageImage
 from workers.engines.coverage import Gap, Word
 from workers.engines.scan_prep import load_gray, prepare, upscale
 
-Recognise = Callable[..., tuple[str, str]]  # tesseract.recognise(image, langs, psm, dpi, tmp, name, *, invert)
+Recognise = Callable[
+    ..., tuple[str, str]
+]  # tesseract.recognise(image, langs, psm, dpi, tmp, name, *, invert)
 TARGET_LINE_PX = 48  # a re-read crop is scaled until its text line is about this tall
-RTL_LANGUAGES = {"heb": "he", "ara": "ar"}  # Tesseract's names of the RTL languages the fleet reads -> routed script
+RTL_LANGUAGES = {
+    "heb": "he",
+    "ara": "ar",
+}  # Tesseract's names of the RTL languages the fleet reads -> routed script
 _RTL_LANGS = frozenset(RTL_LANGUAGES)
 _MAX_STRAY_LINES = 8  # more lines with RTL letters on a Latin reading: a mixed page, not specks
 _KEPT_SHARE = 0.75  # of a stray line's other words, found again in order by its Latin re-read
@@ -78,8 +83,16 @@ def _mean_conf(words: list[Word]) -> float | None:
     return round(sum(confs) / len(confs), 2) if confs else None
 
 
-def reread(img: np.ndarray, box: Gap, line_px: int, langs: str, dpi: int, tmp: Path, name: str,
-           recognise: Recognise) -> tuple[str, list[Word]]:
+def reread(
+    img: np.ndarray,
+    box: Gap,
+    line_px: int,
+    langs: str,
+    dpi: int,
+    tmp: Path,
+    name: str,
+    recognise: Recognise,
+) -> tuple[str, list[Word]]:
     """Read one region alone, scaled so its text is about TARGET_LINE_PX tall; its words' boxes in
     the page's pixels."""
     part, (top, left) = coverage.crop(img, box, pad=max(4, line_px // 2))
@@ -94,13 +107,32 @@ def reread(img: np.ndarray, box: Gap, line_px: int, langs: str, dpi: int, tmp: P
     if not words and psm == 7:  # Tesseract 5.5's line mode finds no line on some crops 5.3 read;
         _, tsv = recognise(part, langs, 13, round(dpi * scale), tmp, name)  # raw line mode does
         words = coverage.parse_tsv(tsv)
-    words = [Word(w.block, w.par, w.line, left + round(w.left / scale), top + round(w.top / scale),
-                  round(w.width / scale), round(w.height / scale), w.conf, w.text) for w in words]
+    words = [
+        Word(
+            w.block,
+            w.par,
+            w.line,
+            left + round(w.left / scale),
+            top + round(w.top / scale),
+            round(w.width / scale),
+            round(w.height / scale),
+            w.conf,
+            w.text,
+        )
+        for w in words
+    ]
     return " ".join(w.text for w in words), words
 
 
-def fill_gaps(img: np.ndarray, words: list[Word], langs: str, dpi: int, plan: ReadPlan, tmp: Path,
-              recognise: Recognise) -> tuple[list[tuple[Gap, str]], list[Word], int]:
+def fill_gaps(
+    img: np.ndarray,
+    words: list[Word],
+    langs: str,
+    dpi: int,
+    plan: ReadPlan,
+    tmp: Path,
+    recognise: Recognise,
+) -> tuple[list[tuple[Gap, str]], list[Word], int]:
     """Re-read every gap: (gap, text) kept, the words read there, and how many gaps stayed unread."""
     found = coverage.gaps(img, words, dpi=dpi)
     line_px = coverage.line_height(words) or max(8, dpi // 8)
@@ -118,8 +150,15 @@ def fill_gaps(img: np.ndarray, words: list[Word], langs: str, dpi: int, plan: Re
     return kept, extra_words, missing + max(0, len(found) - 20)
 
 
-def improve_lines(img: np.ndarray, words: list[Word], langs: str, dpi: int, plan: ReadPlan, tmp: Path,
-                  recognise: Recognise) -> tuple[list[Word], int]:
+def improve_lines(
+    img: np.ndarray,
+    words: list[Word],
+    langs: str,
+    dpi: int,
+    plan: ReadPlan,
+    tmp: Path,
+    recognise: Recognise,
+) -> tuple[list[Word], int]:
     """Lines under `plan.reread_below` read again alone at a larger scale; the more confident reading
     replaces the line's words. Returns the words and how many lines were replaced."""
     out: list[Word] = []
@@ -136,8 +175,15 @@ def improve_lines(img: np.ndarray, words: list[Word], langs: str, dpi: int, plan
     return out, replaced
 
 
-def latin_lines(img: np.ndarray, words: list[Word], langs: str, dpi: int, plan: ReadPlan, tmp: Path,
-                recognise: Recognise) -> tuple[list[Word], int] | None:
+def latin_lines(
+    img: np.ndarray,
+    words: list[Word],
+    langs: str,
+    dpi: int,
+    plan: ReadPlan,
+    tmp: Path,
+    recognise: Recognise,
+) -> tuple[list[Word], int] | None:
     """A reading with Hebrew or Arabic in its languages that is Latin as a whole (the page routes as
     Latin) yet holds a few RTL letters: specks, ornaments and italic letters the RTL models read as
     letters, often confidently (en_scan_huckfinn's `chapter ل`, `v1` read as `ון`). Each line
@@ -181,22 +227,40 @@ def _keeps_latin_words(line: list[Word], got: list[Word]) -> bool:
     return sum(block.size for block in same) >= _KEPT_SHARE * len(kept)
 
 
-def _reread_line(img: np.ndarray, line: list[Word], langs: str, dpi: int, tmp: Path, name: str,
-                 recognise: Recognise) -> tuple[list[Word], float]:
+def _reread_line(
+    img: np.ndarray,
+    line: list[Word],
+    langs: str,
+    dpi: int,
+    tmp: Path,
+    name: str,
+    recognise: Recognise,
+) -> tuple[list[Word], float]:
     """The line read again alone, in its place (the first word's block, paragraph and line), with
     that reading's mean confidence (0 when it found no word)."""
-    box = Gap(min(w.top for w in line), max(w.top + w.height for w in line),
-              min(w.left for w in line), max(w.left + w.width for w in line))
+    box = Gap(
+        min(w.top for w in line),
+        max(w.top + w.height for w in line),
+        min(w.left for w in line),
+        max(w.left + w.width for w in line),
+    )
     _, got = reread(img, box, coverage.line_height(line), langs, dpi, tmp, name, recognise)
     first = line[0]
-    placed = [Word(first.block, first.par, first.line, w.left, w.top, w.width, w.height, w.conf, w.text) for w in got]
+    placed = [
+        Word(first.block, first.par, first.line, w.left, w.top, w.width, w.height, w.conf, w.text)
+        for w in got
+    ]
     return placed, _mean_conf(got) or 0.0
 
 
 def _group_lines(words: list[Word]) -> list[list[Word]]:
     lines: list[list[Word]] = []
     for w in words:
-        if lines and (lines[-1][0].block, lines[-1][0].par, lines[-1][0].line) == (w.block, w.par, w.line):
+        if lines and (lines[-1][0].block, lines[-1][0].par, lines[-1][0].line) == (
+            w.block,
+            w.par,
+            w.line,
+        ):
             lines[-1].append(w)
         else:
             lines.append([w])
@@ -218,18 +282,28 @@ def latin_order(words: list[Word], langs: str) -> list[Word] | None:
     for g in groups:  # each line's middle half: ascenders and a little skew make neighbours overlap
         top, bottom = min(w.top for w in g), max(w.top + w.height for w in g)
         quarter = (bottom - top) / 4
-        boxes.append((min(w.left for w in g), top + quarter, max(w.left + w.width for w in g), bottom - quarter))
+        boxes.append(
+            (
+                min(w.left for w in g),
+                top + quarter,
+                max(w.left + w.width for w in g),
+                bottom - quarter,
+            )
+        )
     order = reading_order(boxes, rtl=False)
     if order == sorted(order):
         return None
     return [w for i in order for w in groups[i]]
 
 
-def read_prepared(image: PageImage, langs: str, psm: int, plan: ReadPlan, tmp: Path,
-                  recognise: Recognise) -> tuple[str, float | None, dict[str, Any]]:
+def read_prepared(
+    image: PageImage, langs: str, psm: int, plan: ReadPlan, tmp: Path, recognise: Recognise
+) -> tuple[str, float | None, dict[str, Any]]:
     """The page read with the plan's levers: text, mean word confidence, and what was done."""
     prep = prepare(load_gray(image.path), image.dpi, deskew=plan.deskew, min_dpi=plan.min_dpi)
-    text, tsv = recognise(prep.image, langs, psm, prep.dpi, tmp, "page", invert=plan.detect_inverted)
+    text, tsv = recognise(
+        prep.image, langs, psm, prep.dpi, tmp, "page", invert=plan.detect_inverted
+    )
     words = coverage.parse_tsv(tsv)
     details: dict[str, Any] = {"skew": prep.skew, "scale": round(prep.scale, 3)}
     cleaned = latin_lines(prep.image, words, langs, prep.dpi, plan, tmp, recognise)
@@ -247,7 +321,9 @@ def read_prepared(image: PageImage, langs: str, psm: int, plan: ReadPlan, tmp: P
         rebuilt = rebuilt or replaced > 0
     extra: list[tuple[Gap, str]] = []
     if plan.coverage:
-        extra, extra_words, missing = fill_gaps(prep.image, words, langs, prep.dpi, plan, tmp, recognise)
+        extra, extra_words, missing = fill_gaps(
+            prep.image, words, langs, prep.dpi, plan, tmp, recognise
+        )
         details.update(gaps_reread=len(extra), missing_lines=missing)
         words_all = words + extra_words
     else:
@@ -255,5 +331,7 @@ def read_prepared(image: PageImage, langs: str, psm: int, plan: ReadPlan, tmp: P
     if rebuilt or extra:
         text = coverage.text_with_lines(words, extra)
     details["paragraphs"] = tsv_paragraphs(  # issue 13: paragraph blocks with boxes (PDF points)
-        [(w.block, w.par, w.left, w.top, w.width, w.height, w.text) for w in words], 72.0 / max(prep.dpi, 1))
+        [(w.block, w.par, w.left, w.top, w.width, w.height, w.text) for w in words],
+        72.0 / max(prep.dpi, 1),
+    )
     return text, _mean_conf(words_all), details

@@ -30,10 +30,24 @@ from collections.abc import Iterator
 from typing import Any
 
 from workers.fleet import deadline
-from workers.engines.base import ALL_SCRIPTS, Engine, EngineHealth, EngineOutput, PageImage, register
+from workers.engines.base import (
+    ALL_SCRIPTS,
+    Engine,
+    EngineHealth,
+    EngineOutput,
+    PageImage,
+    register,
+)
 from workers.engines.batching import BATCHES
 from workers.engines.hf import (
-    LoadedModel, cached_load, loading, missing_packages, pick_device, resolve, to_device, weights_present,
+    LoadedModel,
+    cached_load,
+    loading,
+    missing_packages,
+    pick_device,
+    resolve,
+    to_device,
+    weights_present,
 )
 from workers.engines.repetition import RepetitionPolicy, make_repetition_criteria
 from workers.engines.vlm_load import VlmSpec, load_model, load_processor
@@ -43,10 +57,23 @@ from workers.settings import get_settings
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_PIXELS = 1540 * 1540  # LightOnOCR-2's training resolution; a 300-DPI A4 page is ~8.7 Mpx
+DEFAULT_MAX_PIXELS = (
+    1540 * 1540
+)  # LightOnOCR-2's training resolution; a 300-DPI A4 page is ~8.7 Mpx
 _KNOWN_OPTIONS = {
-    "model", "max_new_tokens", "batch_size", "local_files_only", "device", "max_pixels", "timeout_s",
-    "trust_remote_code", "max_period", "min_span", "min_repeats", "attn_implementation", "static_cache",
+    "model",
+    "max_new_tokens",
+    "batch_size",
+    "local_files_only",
+    "device",
+    "max_pixels",
+    "timeout_s",
+    "trust_remote_code",
+    "max_period",
+    "min_span",
+    "min_repeats",
+    "attn_implementation",
+    "static_cache",
 }
 
 
@@ -82,7 +109,9 @@ class VlmEngine(Engine):
         if unknown:
             log.warning("%s: ignoring unknown options %s", self.name, sorted(unknown))
         vlm = get_settings().gpu.vlm
-        self.model_id: str = options.get("model") or variant or getattr(vlm, self.spec.settings_field)
+        self.model_id: str = (
+            options.get("model") or variant or getattr(vlm, self.spec.settings_field)
+        )
         self.max_new_tokens = int(options.get("max_new_tokens", vlm.max_new_tokens))
         self.batch_size = max(1, int(options.get("batch_size", vlm.batch_size)))
         self.local_files_only = bool(options.get("local_files_only", vlm.local_files_only))
@@ -96,16 +125,22 @@ class VlmEngine(Engine):
         # the first batch of each shape pays the compile (bench/gpu_bench.py --parts static)
         self.static_cache = bool(options.get("static_cache", vlm.static_cache))
         self.policy = RepetitionPolicy(
-            int(options.get("max_period", 32)), int(options.get("min_span", 64)), int(options.get("min_repeats", 4))
+            int(options.get("max_period", 32)),
+            int(options.get("min_span", 64)),
+            int(options.get("min_repeats", 4)),
         )
 
     def health(self) -> EngineHealth:
         missing = missing_packages("torch", "transformers")
         if missing:
-            return EngineHealth(self.label, False, f"not installed: {', '.join(missing)}", self.device)
+            return EngineHealth(
+                self.label, False, f"not installed: {', '.join(missing)}", self.device
+            )
         present, detail = weights_present(self.model_id)
         if not present and not self.local_files_only:
-            return EngineHealth(self.label, True, f"{detail}; will be downloaded on first use", self.device)
+            return EngineHealth(
+                self.label, True, f"{detail}; will be downloaded on first use", self.device
+            )
         return EngineHealth(self.label, present, detail, self.device)
 
     def load(self) -> LoadedModel:
@@ -119,17 +154,30 @@ class VlmEngine(Engine):
 
     def _load(self, device: str) -> LoadedModel:
         started = time.monotonic()
-        path = resolve(self.model_id)  # the pulled copy under PAGEFLEET_OCR__MODELS__DIR, if there is one
+        path = resolve(
+            self.model_id
+        )  # the pulled copy under PAGEFLEET_OCR__MODELS__DIR, if there is one
         with loading(self.label, self.model_id, device):
             present, detail = weights_present(self.model_id)
             if not present and self.local_files_only:
-                raise EngineUnavailable(f"{self.label}: cannot load {self.model_id} on {device}: {detail}")
+                raise EngineUnavailable(
+                    f"{self.label}: cannot load {self.model_id} on {device}: {detail}"
+                )
             model, class_name = load_model(
-                self.spec, path, device, self.local_files_only, self.trust_remote_code, self.attention
+                self.spec,
+                path,
+                device,
+                self.local_files_only,
+                self.trust_remote_code,
+                self.attention,
             )
-            processor = load_processor(self.spec, path, self.local_files_only, self.trust_remote_code)
+            processor = load_processor(
+                self.spec, path, self.local_files_only, self.trust_remote_code
+            )
             model.eval()
-        return LoadedModel(model, processor, device, class_name, self.model_id, time.monotonic() - started)
+        return LoadedModel(
+            model, processor, device, class_name, self.model_id, time.monotonic() - started
+        )
 
     def read(self, images: list[PageImage], *, script: str) -> list[EngineOutput]:
         """The pages' outputs, in order. Concurrent reads of this process (a gpu worker's task
@@ -137,13 +185,28 @@ class VlmEngine(Engine):
         if not images:
             return []
         loaded = self.load()
-        key = (self.name, self.model_id, loaded.device, script, self.max_new_tokens, self.max_pixels,
-               self.timeout_s, self.static_cache, self.policy)
-        return BATCHES.run(key, images, self.batch_size, lambda pages: self._read_pages(loaded, pages, script))
+        key = (
+            self.name,
+            self.model_id,
+            loaded.device,
+            script,
+            self.max_new_tokens,
+            self.max_pixels,
+            self.timeout_s,
+            self.static_cache,
+            self.policy,
+        )
+        return BATCHES.run(
+            key, images, self.batch_size, lambda pages: self._read_pages(loaded, pages, script)
+        )
 
-    def _read_pages(self, loaded: LoadedModel, pages: list[PageImage], script: str) -> list[EngineOutput]:
+    def _read_pages(
+        self, loaded: LoadedModel, pages: list[PageImage], script: str
+    ) -> list[EngineOutput]:
         outputs: list[EngineOutput] = []
-        with loaded.busy:  # another prompt's batch on the same model waits (its memory, not two at once)
+        with (
+            loaded.busy
+        ):  # another prompt's batch on the same model waits (its memory, not two at once)
             for chunk in _chunks(pages, self.batch_size):
                 outputs.extend(self._read_batch(loaded, chunk, script))
         return outputs
@@ -154,15 +217,21 @@ class VlmEngine(Engine):
         if prompt:
             content.append({"type": "text", "text": prompt})
         conversation = [{"role": "user", "content": content}]
-        text = loaded.processor.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
+        text = loaded.processor.apply_chat_template(
+            conversation, add_generation_prompt=True, tokenize=False
+        )
         pictures = [open_page_image(page, self.max_pixels) for page in pages]
         try:
-            inputs = loaded.processor(text=[text] * len(pages), images=pictures, padding=True, return_tensors="pt")
+            inputs = loaded.processor(
+                text=[text] * len(pages), images=pictures, padding=True, return_tensors="pt"
+            )
         except (ValueError, RuntimeError, KeyError, IndexError) as e:
             raise EngineCrashed(f"{self.label}: preprocessing failed: {e}") from e
         return to_device(dict(inputs), loaded.device)
 
-    def _read_batch(self, loaded: LoadedModel, pages: list[PageImage], script: str) -> list[EngineOutput]:
+    def _read_batch(
+        self, loaded: LoadedModel, pages: list[PageImage], script: str
+    ) -> list[EngineOutput]:
         import torch
 
         wall_started = time.monotonic()
@@ -178,24 +247,35 @@ class VlmEngine(Engine):
                 generated = loaded.model.generate(**inputs, **kwargs)[:, prompt_len:].to("cpu")
         except torch.cuda.OutOfMemoryError as e:
             if len(pages) == 1:
-                raise EngineCrashed(f"{self.label}: CUDA out of memory on page {pages[0].page}") from e
+                raise EngineCrashed(
+                    f"{self.label}: CUDA out of memory on page {pages[0].page}"
+                ) from e
             torch.cuda.empty_cache()
             half = len(pages) // 2
             log.warning("%s: out of memory at batch %d, splitting", self.label, len(pages))
-            return self._read_batch(loaded, pages[:half], script) + self._read_batch(loaded, pages[half:], script)
+            return self._read_batch(loaded, pages[:half], script) + self._read_batch(
+                loaded, pages[half:], script
+            )
         except (RuntimeError, ValueError, IndexError, TypeError) as e:
             raise EngineCrashed(f"{self.label}: generate failed: {e}") from e
         finished = time.monotonic()
         timing = (finished - wall_started, finished - started)
         return self._outputs(loaded, pages, generated, criteria, stop_ids, timing)
 
-    def generate_options(self, device: str, criteria: Any, pad_token_id: int | None) -> dict[str, Any]:
+    def generate_options(
+        self, device: str, criteria: Any, pad_token_id: int | None
+    ) -> dict[str, Any]:
         """`generate` arguments: greedy, the repetition stopper, the deadline, the static cache on CUDA."""
         kwargs: dict[str, Any] = {
-            "max_new_tokens": self.max_new_tokens, "do_sample": False, "num_beams": 1,
-            "stopping_criteria": [criteria], "pad_token_id": pad_token_id,
+            "max_new_tokens": self.max_new_tokens,
+            "do_sample": False,
+            "num_beams": 1,
+            "stopping_criteria": [criteria],
+            "pad_token_id": pad_token_id,
         }
-        max_time = deadline.bounded(self.timeout_s, f"{self.label} on its pages")  # a task on a thread: its deadline
+        max_time = deadline.bounded(
+            self.timeout_s, f"{self.label} on its pages"
+        )  # a task on a thread: its deadline
         if max_time:
             kwargs["max_time"] = max_time
         if self.static_cache and device.startswith("cuda"):
@@ -203,8 +283,13 @@ class VlmEngine(Engine):
         return kwargs
 
     def _outputs(
-        self, loaded: LoadedModel, pages: list[PageImage], generated: Any, criteria: Any,
-        stop_ids: list[int], timing: tuple[float, float],
+        self,
+        loaded: LoadedModel,
+        pages: list[PageImage],
+        generated: Any,
+        criteria: Any,
+        stop_ids: list[int],
+        timing: tuple[float, float],
     ) -> list[EngineOutput]:
         """One output per row; `timing` = (wall seconds incl. preprocessing, generate seconds)."""
         wall, seconds = timing
@@ -213,28 +298,46 @@ class VlmEngine(Engine):
         lengths = [next((i for i, t in enumerate(row) if t in stops), len(row)) for row in rows]
         total = sum(lengths)
         texts = loaded.processor.batch_decode(
-            [row[:n] for row, n in zip(rows, lengths)], skip_special_tokens=True, clean_up_tokenization_spaces=False
+            [row[:n] for row, n in zip(rows, lengths)],
+            skip_special_tokens=True,
+            clean_up_tokenization_spaces=False,
         )
         flagged = criteria.flagged.tolist() if criteria.flagged is not None else [False] * len(rows)
         reasons = [
-            "repetition" if looped else "stop" if n < len(row) else "length" if n >= self.max_new_tokens else "time"
+            "repetition"
+            if looped
+            else "stop"
+            if n < len(row)
+            else "length"
+            if n >= self.max_new_tokens
+            else "time"
             for row, n, looped in zip(rows, lengths, flagged)
         ]
         if "time" in reasons:  # stopped by max_time: the task's deadline, or the engine's timeout_s
             deadline.check(f"{self.label} on {len(pages)} page(s)")
             if self.timeout_s:
-                raise EngineTimeout(f"{self.label}: generation passed {self.timeout_s:g}s on {len(pages)} page(s)")
+                raise EngineTimeout(
+                    f"{self.label}: generation passed {self.timeout_s:g}s on {len(pages)} page(s)"
+                )
         outputs = []
         for i, (text, n, reason) in enumerate(zip(texts, lengths, reasons)):
             details = {
-                "model": loaded.model_id, "class": loaded.class_name, "device": loaded.device,
-                "tokens": n, "finish_reason": reason, "repetition_stop": reason == "repetition",
-                "repetition_period": criteria.periods.get(i), "batch_size": len(pages),
-                "batch_seconds": round(wall, 4), "generate_seconds": round(seconds, 4),
+                "model": loaded.model_id,
+                "class": loaded.class_name,
+                "device": loaded.device,
+                "tokens": n,
+                "finish_reason": reason,
+                "repetition_stop": reason == "repetition",
+                "repetition_period": criteria.periods.get(i),
+                "batch_size": len(pages),
+                "batch_seconds": round(wall, 4),
+                "generate_seconds": round(seconds, 4),
                 "tokens_per_s": round(total / seconds, 2) if seconds > 0 else None,
             }
             outputs.append(
-                EngineOutput(text=text.strip(), engine=self.label, seconds=wall / len(pages), details=details)
+                EngineOutput(
+                    text=text.strip(), engine=self.label, seconds=wall / len(pages), details=details
+                )
             )
         return outputs
 
@@ -243,20 +346,35 @@ class VlmEngine(Engine):
 class LightOnOcrEngine(VlmEngine):
     name = "lightonocr"
     scripts = frozenset({"latin"})  # trained on Latin-script documents: an RTL page is not for it
-    spec = VlmSpec("lightonocr", "lightonocr_model", "LightOnOcrForConditionalGeneration", None, False)
+    spec = VlmSpec(
+        "lightonocr", "lightonocr_model", "LightOnOcrForConditionalGeneration", None, False
+    )
 
 
 @register("dots")
 class DotsOcrEngine(VlmEngine):
     name = "dots"
     scripts = ALL_SCRIPTS
-    spec = VlmSpec("dots", "dots_model", None, "Extract the text content from this image.", True,
-                   image_token="<|imgpad|>", trust_remote_code=True)
+    spec = VlmSpec(
+        "dots",
+        "dots_model",
+        None,
+        "Extract the text content from this image.",
+        True,
+        image_token="<|imgpad|>",
+        trust_remote_code=True,
+    )
 
 
 @register("qwen")
 class QwenVlEngine(VlmEngine):
     name = "qwen"
     scripts = ALL_SCRIPTS
-    spec = VlmSpec("qwen", "qwen_model", "Qwen2_5_VLForConditionalGeneration", "Read all the text in the image.",
-                   True, script_hint=True)
+    spec = VlmSpec(
+        "qwen",
+        "qwen_model",
+        "Qwen2_5_VLForConditionalGeneration",
+        "Read all the text in the image.",
+        True,
+        script_hint=True,
+    )

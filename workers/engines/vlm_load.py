@@ -32,7 +32,12 @@ class VlmSpec:
 
 
 def load_model(
-    spec: VlmSpec, model_id: str, device: str, local_only: bool, trust_remote: bool, attention: str | None = None
+    spec: VlmSpec,
+    model_id: str,
+    device: str,
+    local_only: bool,
+    trust_remote: bool,
+    attention: str | None = None,
 ) -> tuple[Any, str]:
     import transformers
 
@@ -44,13 +49,17 @@ def load_model(
         return cls.from_pretrained(model_id, **common), spec.model_class
     try:  # dots: a checkpoint whose architecture transformers knows natively
         # trust_remote_code=False explicitly: None would prompt on stdin for up to 15 s
-        transformers.AutoConfig.from_pretrained(model_id, local_files_only=local_only, trust_remote_code=False)
+        transformers.AutoConfig.from_pretrained(
+            model_id, local_files_only=local_only, trust_remote_code=False
+        )
     except ValueError as native_error:  # unknown model_type: the hub checkpoint ships its own code
         if not trust_remote:
             raise EngineUnavailable(
                 f"{spec.name}: {model_id} needs trust_remote_code=True ({native_error})"
             ) from native_error
-        model = transformers.AutoModelForCausalLM.from_pretrained(model_id, trust_remote_code=True, **common)
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            model_id, trust_remote_code=True, **common
+        )
         return model, f"AutoModelForCausalLM[remote:{type(model).__name__}]"
     model = transformers.AutoModelForImageTextToText.from_pretrained(model_id, **common)
     return model, f"AutoModelForImageTextToText[{type(model).__name__}]"
@@ -73,7 +82,9 @@ def load_processor(spec: VlmSpec, model_id: str, local_only: bool, trust_remote:
         processor = transformers.AutoProcessor.from_pretrained(
             model_id, local_files_only=local_only, trust_remote_code=trust_remote
         )
-    processor.tokenizer.padding_side = "left"  # batched generation continues every row at the right edge
+    processor.tokenizer.padding_side = (
+        "left"  # batched generation continues every row at the right edge
+    )
     if processor.tokenizer.pad_token is None:
         processor.tokenizer.pad_token = processor.tokenizer.eos_token
     return processor
@@ -89,13 +100,20 @@ class PairedProcessor:
         self.image_processor = image_processor
         self.image_token = image_token
         if getattr(tokenizer, "chat_template", None) is None:
-            raise EngineUnavailable(f"{getattr(tokenizer, 'name_or_path', '')}: the tokenizer has no chat template")
+            raise EngineUnavailable(
+                f"{getattr(tokenizer, 'name_or_path', '')}: the tokenizer has no chat template"
+            )
 
     def apply_chat_template(self, conversation: list[dict[str, Any]], **kwargs: Any) -> Any:
         return self.tokenizer.apply_chat_template(conversation, **kwargs)
 
     def __call__(
-        self, *, text: list[str], images: list[Any], padding: bool = True, return_tensors: str = "pt"
+        self,
+        *,
+        text: list[str],
+        images: list[Any],
+        padding: bool = True,
+        return_tensors: str = "pt",
     ) -> dict[str, Any]:
         pixels = self.image_processor(images=images, return_tensors=return_tensors)
         merge = int(self.image_processor.merge_size) ** 2

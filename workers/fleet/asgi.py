@@ -14,8 +14,17 @@ import uvicorn
 
 class AsgiServer:
     def __init__(self, app: Any, host: str, port: int, *, graceful_s: int = 30) -> None:
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on",
-                                timeout_graceful_shutdown=graceful_s, backlog=2048, timeout_keep_alive=5)
+        config = uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=graceful_s,
+            backlog=2048,
+            timeout_keep_alive=5,
+        )
         self.server = uvicorn.Server(config)
         self.host = host
         self._thread: threading.Thread | None = None
@@ -32,8 +41,10 @@ class AsgiServer:
         """Serve until SIGTERM/SIGINT (main thread) or `stop()`. uvicorn re-raises a captured signal
         after its graceful shutdown; a handler of ours takes it, so a graceful stop exits 0."""
         stopped: list[int] = []
-        previous = {sig: signal.signal(sig, lambda signum, _frame: stopped.append(signum))
-                    for sig in (signal.SIGTERM, signal.SIGINT)}
+        previous = {
+            sig: signal.signal(sig, lambda signum, _frame: stopped.append(signum))
+            for sig in (signal.SIGTERM, signal.SIGINT)
+        }
         try:
             self.server.run()
         finally:

@@ -57,8 +57,10 @@ def client_options() -> dict[str, Any]:
     if not waits_when_full():
         return {}
     retries = max(1, int(_wait_s() / _BACKOFF_CAP_S))
-    return {"retry": Retry(ExponentialBackoff(cap=_BACKOFF_CAP_S, base=0.1), retries),
-            "retry_on_error": [redis.exceptions.OutOfMemoryError]}
+    return {
+        "retry": Retry(ExponentialBackoff(cap=_BACKOFF_CAP_S, base=0.1), retries),
+        "retry_on_error": [redis.exceptions.OutOfMemoryError],
+    }
 
 
 def wait_out_full(call: Callable[[], T]) -> T:
@@ -94,8 +96,10 @@ def check_room(client: redis.Redis, ratio: float | None = None) -> None:
     except redis.RedisError as exc:
         raise BrokerUnavailable(f"redis unavailable: {exc}") from exc
     if limit and used >= limit * ratio:
-        raise BrokerFull(f"the broker is full: Redis uses {used / 2**20:.1f} MiB of its maxmemory "
-                         f"{limit / 2**20:.1f} MiB (refusing new jobs above {ratio:.0%}); retry later")
+        raise BrokerFull(
+            f"the broker is full: Redis uses {used / 2**20:.1f} MiB of its maxmemory "
+            f"{limit / 2**20:.1f} MiB (refusing new jobs above {ratio:.0%}); retry later"
+        )
 
 
 class QoS(kombu_redis.QoS):
@@ -113,7 +117,9 @@ class QoS(kombu_redis.QoS):
         if pipe is not None:
             return super()._remove_from_indices(delivery_tag, pipe)
         with self._plain_pipe() as plain:  # allowed at maxmemory, unlike the same in MULTI
-            return plain.zrem(self.unacked_index_key, delivery_tag).hdel(self.unacked_key, delivery_tag)
+            return plain.zrem(self.unacked_index_key, delivery_tag).hdel(
+                self.unacked_key, delivery_tag
+            )
 
 
 class Channel(kombu_redis.Channel):
@@ -126,7 +132,9 @@ class Channel(kombu_redis.Channel):
         wait_out_full(lambda: super(Channel, self)._put(queue, message, **kwargs))
 
     def _queue_bind(self, exchange: str, routing_key: str, pattern: str, queue: str) -> None:
-        wait_out_full(lambda: super(Channel, self)._queue_bind(exchange, routing_key, pattern, queue))
+        wait_out_full(
+            lambda: super(Channel, self)._queue_bind(exchange, routing_key, pattern, queue)
+        )
 
     def _reads(self, command: str, queue: str) -> list[Any]:
         with self.conn_or_acquire() as client:

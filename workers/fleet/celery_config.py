@@ -70,7 +70,11 @@ def _worker_config(s: Settings) -> dict[str, Any]:
         result_expires=86400,
         worker_hijack_root_logger=False,
         # `celery -A workers.app beat` runs the deadline watchdog (workers/watchdog.py)
-        beat_schedule={"pagefleet-watchdog": {"task": "pagefleet.watchdog",
-                                              "schedule": s.limits.watchdog_interval_s,
-                                              "options": {"queue": "collect", "expires": s.limits.watchdog_interval_s}}},
+        beat_schedule={
+            "pagefleet-watchdog": {
+                "task": "pagefleet.watchdog",
+                "schedule": s.limits.watchdog_interval_s,
+                "options": {"queue": "collect", "expires": s.limits.watchdog_interval_s},
+            }
+        },
     )

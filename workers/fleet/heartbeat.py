@@ -87,7 +87,12 @@ def check(kind: str, settings: HeartbeatSettings | None = None) -> tuple[bool, s
     if kind == "live":
         if fresh or stopping:
             return True, "shutting down" if stopping and not fresh else f"heartbeat {age:.0f}s old"
-        return False, "no heartbeat yet" if age is None else f"heartbeat {age:.0f}s old > {settings.max_age_s:.0f}s"
+        return (
+            False,
+            "no heartbeat yet"
+            if age is None
+            else f"heartbeat {age:.0f}s old > {settings.max_age_s:.0f}s",
+        )
     if kind == "ready":
         if stopping:
             return False, "shutting down"
@@ -98,9 +103,15 @@ def check(kind: str, settings: HeartbeatSettings | None = None) -> tuple[bool, s
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workers.fleet.heartbeat", description="worker probe")
+    parser = argparse.ArgumentParser(
+        prog="python -m workers.fleet.heartbeat", description="worker probe"
+    )
     parser.add_argument("kind", choices=("live", "ready"))
-    parser.add_argument("--max-age", type=float, help="seconds (default PAGEFLEET_OBSERVABILITY__HEARTBEAT__MAX_AGE_S or 120)")
+    parser.add_argument(
+        "--max-age",
+        type=float,
+        help="seconds (default PAGEFLEET_OBSERVABILITY__HEARTBEAT__MAX_AGE_S or 120)",
+    )
     args = parser.parse_args(argv)
     settings = get_settings().observability.heartbeat
     if args.max_age is not None:

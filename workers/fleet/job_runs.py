@@ -46,15 +46,18 @@ return out
 """
 
 
-def start_run(spec: dict[str, Any], *, force: bool, stale_after_s: float, r: redis.Redis | None = None) -> str:
+def start_run(
+    spec: dict[str, Any], *, force: bool, stale_after_s: float, r: redis.Redis | None = None
+) -> str:
     """Atomically begin a run of a job, unless one is under way or it is done (and not forced):
     "started" (a new run: delivery counters reset), "running" (share it) or "done"."""
     return start_runs([(spec, force)], stale_after_s=stale_after_s, r=r)[0]
 
 
 @translate_redis_errors
-def start_runs(specs: list[tuple[dict[str, Any], bool]], *, stale_after_s: float,
-               r: redis.Redis | None = None) -> list[str]:
+def start_runs(
+    specs: list[tuple[dict[str, Any], bool]], *, stale_after_s: float, r: redis.Redis | None = None
+) -> list[str]:
     """`start_run` for many jobs (spec, force) in one atomic script: one round trip for a
     submission's batch, not four a document."""
     if not specs:
@@ -64,9 +67,15 @@ def start_runs(specs: list[tuple[dict[str, Any], bool]], *, stale_after_s: float
     keys = [job_key(job_id) for job_id in ids] + [f"pagefleet:attempts:{job_id}" for job_id in ids]
     args: list[Any] = [repr(now), repr(float(stale_after_s)), ",".join(NONFINAL), JobState.DONE]
     for spec, force in specs:
-        fields = {"state": JobState.QUEUED, "filename": spec.get("filename") or "", "storage": spec.get("storage") or "",
-                  "source": spec.get("source") or "", "spec": json.dumps(spec), "run": uuid.uuid4().hex[:12],
-                  "updated": repr(now)}
+        fields = {
+            "state": JobState.QUEUED,
+            "filename": spec.get("filename") or "",
+            "storage": spec.get("storage") or "",
+            "source": spec.get("source") or "",
+            "spec": json.dumps(spec),
+            "run": uuid.uuid4().hex[:12],
+            "updated": repr(now),
+        }
         args += [spec["job_id"], "1" if force else "0", json.dumps(fields)]
     return list((r or client()).eval(_START_RUNS, len(keys), *keys, *args))
 

@@ -52,8 +52,13 @@ NONFINAL = (JobState.QUEUED, JobState.SPLITTING, JobState.OCR, JobState.COLLECTI
 @functools.lru_cache(maxsize=4)
 def _client(url: str) -> redis.Redis:
     # in a worker, a write refused at maxmemory waits for memory (workers.fleet.broker)
-    return redis.Redis.from_url(url, decode_responses=True, socket_timeout=10, socket_connect_timeout=5,
-                                **broker.client_options())
+    return redis.Redis.from_url(
+        url,
+        decode_responses=True,
+        socket_timeout=10,
+        socket_connect_timeout=5,
+        **broker.client_options(),
+    )
 
 
 def client(url: str | None = None) -> redis.Redis:
@@ -115,15 +120,25 @@ end
 """
 
 
-def _record(job_id: str, fields: dict[str, Any], progress: bool = True) -> tuple[list[str], list[Any]]:
+def _record(
+    job_id: str, fields: dict[str, Any], progress: bool = True
+) -> tuple[list[str], list[Any]]:
     """(KEYS[1..5], the ARGV `record(o)` reads from o) for setting `fields` on the job's record."""
     rel = get_settings().broker
     mapping = _mapping(fields)
     state = fields.get("state")
     kind = "" if state is None else str(state) if state in TERMINAL else "active"
     keys = [job_key(job_id), f"pagefleet:attempts:{job_id}", "pagefleet:jobs", ACTIVE, PROGRESS]
-    args = [time.time(), job_id, kind, "1" if progress else "0", rel.job_record_ttl_s, rel.jobs_index_max,
-            len(mapping), *(x for pair in mapping.items() for x in pair)]
+    args = [
+        time.time(),
+        job_id,
+        kind,
+        "1" if progress else "0",
+        rel.job_record_ttl_s,
+        rel.jobs_index_max,
+        len(mapping),
+        *(x for pair in mapping.items() for x in pair),
+    ]
     return keys, args
 
 
@@ -131,7 +146,9 @@ _UPDATE = _RECORD + "record(1)\nreturn 1\n"
 
 
 @translate_redis_errors
-def update(job_id: str, r: redis.Redis | None = None, *, progress: bool = True, **fields: Any) -> None:
+def update(
+    job_id: str, r: redis.Redis | None = None, *, progress: bool = True, **fields: Any
+) -> None:
     """Set fields (and `updated`). A final state starts the record's TTL and trims the index.
     A state change counts as the fleet's progress unless `progress=False` (the watchdog's own)."""
     keys, args = _record(job_id, fields, progress)
@@ -140,10 +157,16 @@ def update(job_id: str, r: redis.Redis | None = None, *, progress: bool = True, 
 
 def _mapping(fields: dict[str, Any]) -> dict[str, Any]:
     """A job record's fields as stored: lists and dicts as JSON, None left out."""
-    return {k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in fields.items() if v is not None}
+    return {
+        k: (json.dumps(v) if isinstance(v, (dict, list)) else v)
+        for k, v in fields.items()
+        if v is not None
+    }
 
 
-_CLAIM = _RECORD + """
+_CLAIM = (
+    _RECORD
+    + """
 if not redis.call('SET', KEYS[6], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return {0, redis.call('HGETALL', KEYS[1])}
 end
@@ -157,11 +180,19 @@ if ARGV[4] == '1' and not (state and string.find(ARGV[3], ',' .. state .. ',', 1
 end
 return {1, found}
 """
+)
 
 
 @translate_redis_errors
-def claim(job_id: str, name: str, ttl_s: int, r: redis.Redis | None = None, *, mark: dict[str, Any] | None = None,
-          unless: tuple[str, ...] = ()) -> tuple[dict[str, str], Lock | None]:
+def claim(
+    job_id: str,
+    name: str,
+    ttl_s: int,
+    r: redis.Redis | None = None,
+    *,
+    mark: dict[str, Any] | None = None,
+    unless: tuple[str, ...] = (),
+) -> tuple[dict[str, str], Lock | None]:
     """The job's record and the lock `name` (as `acquire`), in one round trip: the split task's
     start. With `mark` (fields with a non-final `state`), a record whose state is not one of
     `unless` gets them too, as `update` would set them, in the same round trip; the record comes
@@ -172,8 +203,17 @@ def claim(job_id: str, name: str, ttl_s: int, r: redis.Redis | None = None, *, m
     token = uuid.uuid1().hex  # what redis-py's Lock.acquire would set
     assert not mark or mark.get("state") in NONFINAL, "claim marks a non-final state only"
     keys, args = _record(job_id, mark or {})
-    found = r.eval(_CLAIM, 6, *keys, lock.name, token, int(ttl_s * 1000), "," + ",".join(unless) + ",",
-                   "1" if mark else "0", *args)
+    found = r.eval(
+        _CLAIM,
+        6,
+        *keys,
+        lock.name,
+        token,
+        int(ttl_s * 1000),
+        "," + ",".join(unless) + ",",
+        "1" if mark else "0",
+        *args,
+    )
     taken, flat = found
     record = dict(zip(flat[::2], flat[1::2], strict=True))
     if not taken:
@@ -182,7 +222,9 @@ def claim(job_id: str, name: str, ttl_s: int, r: redis.Redis | None = None, *, m
     return record, lock
 
 
-_DONE = _RECORD + """
+_DONE = (
+    _RECORD
+    + """
 local at = record(1)
 local k = tonumber(ARGV[at + 3])
 redis.call('PUBLISH', ARGV[at], ARGV[at + 1])
@@ -194,6 +236,7 @@ if ARGV[at + 2] ~= '' and redis.call('GET', KEYS[6]) == ARGV[at + 2] then
 end
 return 1
 """
+)
 
 
 @functools.lru_cache(maxsize=8)
@@ -203,8 +246,14 @@ def _done_script(also: str) -> str:
 
 
 @translate_redis_errors
-def done(job_id: str, notice: dict[str, Any], *, lock: Lock | None = None,
-         script: tuple[str, list[str], list[Any]] | None = None, **fields: Any) -> None:
+def done(
+    job_id: str,
+    notice: dict[str, Any],
+    *,
+    lock: Lock | None = None,
+    script: tuple[str, list[str], list[Any]] | None = None,
+    **fields: Any,
+) -> None:
     """A job's last update (state done and `fields`, as `update` sets them), its done notice, a
     `script` (Lua, keys, args: the document's metrics) and the release of its `lock`, in one
     round trip and one script — a one-task document's fixed cost (a pipeline of the same fourteen
@@ -212,9 +261,19 @@ def done(job_id: str, notice: dict[str, Any], *, lock: Lock | None = None,
     keys, args = _record(job_id, {**fields, "state": JobState.DONE})
     token = lock.local.token if lock is not None else None
     lua, extra_keys, extra_args = script if script is not None else ("", [], [])
-    client().eval(_done_script(lua), 6 + len(extra_keys), *keys, lock.name if lock is not None else _lock_key("-"),
-                  *extra_keys, *args, DONE_CHANNEL, _notice(notice), token or "",
-                  len(extra_keys) if script is not None else -1, *extra_args)
+    client().eval(
+        _done_script(lua),
+        6 + len(extra_keys),
+        *keys,
+        lock.name if lock is not None else _lock_key("-"),
+        *extra_keys,
+        *args,
+        DONE_CHANNEL,
+        _notice(notice),
+        token or "",
+        len(extra_keys) if script is not None else -1,
+        *extra_args,
+    )
     if lock is not None:
         lock.local.token = None  # released: the caller's `release` is a no-op
 
@@ -230,7 +289,9 @@ def ranges_stored_key(job_id: str) -> str:
 
 
 @translate_redis_errors
-def page_done(job_id: str, count: int = 1, r: redis.Redis | None = None, *, stored_range: int | None = None) -> int:
+def page_done(
+    job_id: str, count: int = 1, r: redis.Redis | None = None, *, stored_range: int | None = None
+) -> int:
     """Count finished pages; progress also moves the job's last-update time (the watchdog's clock).
     `stored_range`: a range task stored its object (its first page), for a split task that
     collects the document as its ranges come in (`workers.collect.stream`)."""
@@ -269,7 +330,11 @@ def count_delivery(job_id: str, page: int, retries: int = 0, r: redis.Redis | No
     counters belong to one run of the job (`start_run` resets them)."""
     r = r or client()
     ttl = get_settings().broker.job_record_ttl_s
-    return int(r.eval(_COUNT_DELIVERY, 1, f"pagefleet:attempts:{job_id}", str(page), str(retries), str(ttl)))
+    return int(
+        r.eval(
+            _COUNT_DELIVERY, 1, f"pagefleet:attempts:{job_id}", str(page), str(retries), str(ttl)
+        )
+    )
 
 
 @translate_redis_errors

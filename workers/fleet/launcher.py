@@ -28,7 +28,9 @@ REDIS_HINT = "install it: apt-get install redis-server"
 _PR_SET_PDEATHSIG = 1
 
 
-def die_with_parent(sig: int = signal.SIGTERM, parent: int | None = None) -> None:  # pragma: no cover - in a child
+def die_with_parent(
+    sig: int = signal.SIGTERM, parent: int | None = None
+) -> None:  # pragma: no cover - in a child
     """Linux: the child gets `sig` when the process that started it dies (even by SIGKILL). With
     `parent` (the starter's pid), a starter that died before this ran is caught too."""
     with contextlib.suppress(OSError, AttributeError):
@@ -89,13 +91,36 @@ class RedisServer:
         binary = shutil.which("redis-server")
         if binary is None:
             raise SetupError(f"redis-server is not installed; {REDIS_HINT}")
-        persist = ["--appendonly", "yes", "--appendfsync", "always"] if self.aof else ["--appendonly", "no"]
+        persist = (
+            ["--appendonly", "yes", "--appendfsync", "always"]
+            if self.aof
+            else ["--appendonly", "no"]
+        )
         for _ in range(attempts):
-            args = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", *persist,
-                    "--dir", str(self.workdir), "--maxmemory-policy", "noeviction", "--protected-mode", "yes"]
+            args = [
+                binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                *persist,
+                "--dir",
+                str(self.workdir),
+                "--maxmemory-policy",
+                "noeviction",
+                "--protected-mode",
+                "yes",
+            ]
             log = open(self.workdir / f"redis-{self.port}.log", "ab")  # noqa: SIM115 - the server's, while it runs
-            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                         preexec_fn=die_with_parent)
+            self.proc = subprocess.Popen(
+                args,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=die_with_parent,
+            )
             if wait_own_redis(self.proc, self.port, 20 if self.aof else 10):
                 self.started = True
                 return self.url
@@ -160,14 +185,46 @@ def _only(queues: str, queue: str) -> bool:
 
 
 class WorkerProcess:
-    def __init__(self, queues: str, concurrency: int, env: dict[str, str], logdir: Path, loglevel: str = "INFO") -> None:
+    def __init__(
+        self,
+        queues: str,
+        concurrency: int,
+        env: dict[str, str],
+        logdir: Path,
+        loglevel: str = "INFO",
+    ) -> None:
         self.name = f"{queues.replace(',', '-')}-{uuid.uuid4().hex[:6]}"
         self.logfile = logdir / f"worker-{self.name}.log"
-        args = [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "-Q", queues, "-c", str(concurrency),
-                *pool_for(queues), "-n", f"{self.name}@%h", "--without-mingle", "--without-gossip", "-l", loglevel,
-                "--logfile", str(self.logfile), "-E"]
-        self.proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=open(self.logfile.with_suffix(".err"), "wb"),
-                                     start_new_session=True, preexec_fn=worker_dies_with_parent())
+        args = [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "workers.app",
+            "worker",
+            "-Q",
+            queues,
+            "-c",
+            str(concurrency),
+            *pool_for(queues),
+            "-n",
+            f"{self.name}@%h",
+            "--without-mingle",
+            "--without-gossip",
+            "-l",
+            loglevel,
+            "--logfile",
+            str(self.logfile),
+            "-E",
+        ]
+        self.proc = subprocess.Popen(
+            args,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.logfile.with_suffix(".err"), "wb"),
+            start_new_session=True,
+            preexec_fn=worker_dies_with_parent(),
+        )
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -181,7 +238,9 @@ class WorkerProcess:
 
     def stop(self, timeout_s: float = 20.0) -> None:
         if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)  # warm shutdown of the main process and its pool
+            os.killpg(
+                self.proc.pid, signal.SIGTERM
+            )  # warm shutdown of the main process and its pool
             try:
                 self.proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
@@ -200,9 +259,16 @@ class Fleet:
     run (`workers.cli.embedded`), the benchmarks and the tests start fleets with. Workers get this
     process's environment, the broker and `env`; whatever started stops on exit."""
 
-    def __init__(self, workdir: Path, workers: Sequence[tuple[str, int | None]] = (), *,
-                 broker_url: str | None = None, env: Mapping[str, str] | None = None,
-                 logdir: Path | None = None, redis: RedisServer | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        workers: Sequence[tuple[str, int | None]] = (),
+        *,
+        broker_url: str | None = None,
+        env: Mapping[str, str] | None = None,
+        logdir: Path | None = None,
+        redis: RedisServer | None = None,
+    ) -> None:
         self.workdir = workdir
         self.logdir = logdir or workdir
         self.queue_spec = tuple(workers)
@@ -217,8 +283,12 @@ class Fleet:
             if self.broker_url is None and self.redis is not None:
                 self.broker_url = self.redis.start()
             assert self.broker_url is not None
-            self.env = {**os.environ, "PAGEFLEET_BROKER__URL": self.broker_url,
-                        "PAGEFLEET_BROKER__RESULT_BACKEND": self.broker_url, **self.extra_env}
+            self.env = {
+                **os.environ,
+                "PAGEFLEET_BROKER__URL": self.broker_url,
+                "PAGEFLEET_BROKER__RESULT_BACKEND": self.broker_url,
+                **self.extra_env,
+            }
             self.logdir.mkdir(parents=True, exist_ok=True)
             for queues, concurrency in self.queue_spec:
                 self.add_worker(queues, concurrency)
@@ -228,8 +298,12 @@ class Fleet:
         return self
 
     def add_worker(self, queues: str, concurrency: int | None = None) -> WorkerProcess:
-        worker = WorkerProcess(queues, default_concurrency(queues) if concurrency is None else concurrency,
-                               self.env, self.logdir)
+        worker = WorkerProcess(
+            queues,
+            default_concurrency(queues) if concurrency is None else concurrency,
+            self.env,
+            self.logdir,
+        )
         self.workers.append(worker)
         return worker
 
@@ -237,7 +311,9 @@ class Fleet:
         return next((w for w in self.workers if not w.alive()), None)
 
     def redis_died(self) -> bool:
-        return self.redis is not None and (self.redis.proc is None or self.redis.proc.poll() is not None)
+        return self.redis is not None and (
+            self.redis.proc is None or self.redis.proc.poll() is not None
+        )
 
     def stop(self, timeout_s: float = 20.0) -> None:
         for worker in self.workers:

@@ -79,8 +79,19 @@ return 1
 def beat(pool: list[int], r: redis.Redis | None = None) -> None:
     """This worker is alive, with these pool processes; its held tags no longer unacked go."""
     worker = SELF["worker"]
-    (r or jobs.client()).eval(_BEAT, 4, WORKERS, _info(worker), _held(worker), UNACKED, time.time(), worker,
-                              socket.gethostname(), json.dumps(sorted({os.getpid(), *pool})), _KEEP_S)
+    (r or jobs.client()).eval(
+        _BEAT,
+        4,
+        WORKERS,
+        _info(worker),
+        _held(worker),
+        UNACKED,
+        time.time(),
+        worker,
+        socket.gethostname(),
+        json.dumps(sorted({os.getpid(), *pool})),
+        _KEEP_S,
+    )
 
 
 def put_back(worker: str, restore: Callable[[str], None], r: redis.Redis | None = None) -> int:
@@ -94,28 +105,45 @@ def put_back(worker: str, restore: Callable[[str], None], r: redis.Redis | None 
     return len(tags)
 
 
-def reap(restore: Callable[[str], None], r: redis.Redis | None = None, now: float | None = None) -> dict[str, int]:
+def reap(
+    restore: Callable[[str], None], r: redis.Redis | None = None, now: float | None = None
+) -> dict[str, int]:
     """Workers silent for `worker_dead_after_s`: their held messages put back, their records gone
     (one reaper a worker: a lock). Returns {worker: messages put back}."""
     r = r or jobs.client()
     now = time.time() if now is None else now
     done = {}
-    for worker, last in r.zrangebyscore(WORKERS, "-inf", now - get_settings().broker.worker_dead_after_s, withscores=True):
-        if worker == SELF["worker"] or not r.set(f"pagefleet:lock:reap:{worker}", "1", nx=True, ex=60):
+    for worker, last in r.zrangebyscore(
+        WORKERS, "-inf", now - get_settings().broker.worker_dead_after_s, withscores=True
+    ):
+        if worker == SELF["worker"] or not r.set(
+            f"pagefleet:lock:reap:{worker}", "1", nx=True, ex=60
+        ):
             continue
         done[worker] = put_back(worker, restore, r)
         r.delete(_info(worker))
         r.zrem(WORKERS, worker)
-        log.warning("worker %s silent for %.0f s: %d unacknowledged message(s) back on their queues",
-                    worker, now - last, done[worker])
+        log.warning(
+            "worker %s silent for %.0f s: %d unacknowledged message(s) back on their queues",
+            worker,
+            now - last,
+            done[worker],
+        )
     return done
 
 
 def owner(task_id: str = "") -> str:
     """Who claims a lock now: this worker, this process, this host, this time, the task (its
     message) it runs (`owner_dead`)."""
-    return json.dumps({"worker": SELF["worker"], "pid": os.getpid(), "host": socket.gethostname(), "at": time.time(),
-                       "task": task_id})
+    return json.dumps(
+        {
+            "worker": SELF["worker"],
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "at": time.time(),
+            "task": task_id,
+        }
+    )
 
 
 def owner_dead(claimed: str | None, task_id: str = "", r: redis.Redis | None = None) -> bool:

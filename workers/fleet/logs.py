@@ -20,7 +20,9 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-_CONTEXT: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("pagefleet_log_context", default={})
+_CONTEXT: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar(
+    "pagefleet_log_context", default={}
+)
 FIELDS = ("job_id", "page", "task_id", "queue")
 
 
@@ -55,15 +57,25 @@ class ContextFilter(logging.Filter):
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        ts = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z"
-        entry: dict[str, Any] = {"ts": ts, "level": record.levelname, "logger": record.name,
-                                 "message": record.getMessage(), "process": record.process}
+        ts = (
+            time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z"
+        )
+        entry: dict[str, Any] = {
+            "ts": ts,
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            "process": record.process,
+        }
         for key in FIELDS:
             value = getattr(record, key, None)
             if value is not None:
                 entry[key] = value
         if record.exc_info and record.exc_info[0] is not None:
-            entry["error"] = record.exc_info[0].__name__  # the type only: messages may quote document text
+            entry["error"] = record.exc_info[
+                0
+            ].__name__  # the type only: messages may quote document text
         return json.dumps(entry, ensure_ascii=False, default=str)
 
 

@@ -36,12 +36,42 @@ from workers.settings import PIPELINE_VERSION, SentrySettings, get_settings  # n
 log = logging.getLogger(__name__)
 
 FILTERED = "[Filtered]"
-SENSITIVE_KEYS = frozenset({
-    "text", "raw_text", "markdown", "filename", "file_name", "source", "key", "keys", "object_key",
-    "document", "page_text", "text_layer", "review_preview", "edits", "body", "data", "args", "kwargs",
-    "path", "paths", "uri", "sys.argv", "argv", "spec", "payload", "artifact_prefix", "authorization",
-    "cookie", "cookies", "token", "password", "secret",
-})
+SENSITIVE_KEYS = frozenset(
+    {
+        "text",
+        "raw_text",
+        "markdown",
+        "filename",
+        "file_name",
+        "source",
+        "key",
+        "keys",
+        "object_key",
+        "document",
+        "page_text",
+        "text_layer",
+        "review_preview",
+        "edits",
+        "body",
+        "data",
+        "args",
+        "kwargs",
+        "path",
+        "paths",
+        "uri",
+        "sys.argv",
+        "argv",
+        "spec",
+        "payload",
+        "artifact_prefix",
+        "authorization",
+        "cookie",
+        "cookies",
+        "token",
+        "password",
+        "secret",
+    }
+)
 _EXT = r"(?:pdf|png|jpe?g|tiff?|gif|bmp|webp|docx?|txt|md|json)"
 _QUOTED_FILE = re.compile(r"""(['"])[^'"\n]{0,300}?\.""" + _EXT + r"""\1""", re.IGNORECASE)
 _BARE_FILE = re.compile(r"""[^\s'"()<>\[\]{},;]+\.""" + _EXT + r"""\b""", re.IGNORECASE)
@@ -158,7 +188,11 @@ def scrub_event(event: dict[str, Any], hint: Any = None) -> dict[str, Any] | Non
         extra = event.get("extra") or {}
         job = extra.get("celery-job")
         if isinstance(job, dict):
-            extra["celery-job"] = {"task_name": job.get("task_name"), "args": FILTERED, "kwargs": FILTERED}
+            extra["celery-job"] = {
+                "task_name": job.get("task_name"),
+                "args": FILTERED,
+                "kwargs": FILTERED,
+            }
         for name in ("extra", "contexts", "tags"):
             if isinstance(event.get(name), dict):
                 event[name] = scrub_value(event[name])
@@ -184,11 +218,24 @@ def _privacy_options(sentry_sdk: Any) -> dict[str, Any]:
     where the SDK has it (it supersedes the deprecated `send_default_pii`), else the old flags."""
     from sentry_sdk.consts import DEFAULT_OPTIONS
 
-    if "data_collection" in DEFAULT_OPTIONS:  # the SDK then ignores `event_scrubber`: `scrub_event` runs it
-        return {"data_collection": {"user_info": False, "http_bodies": [], "queues": False,
-                                    "database_query_data": False, "stack_frame_variables": False},
-                "include_local_variables": False}
-    return {"send_default_pii": False, "include_local_variables": False, "event_scrubber": key_scrubber()}
+    if (
+        "data_collection" in DEFAULT_OPTIONS
+    ):  # the SDK then ignores `event_scrubber`: `scrub_event` runs it
+        return {
+            "data_collection": {
+                "user_info": False,
+                "http_bodies": [],
+                "queues": False,
+                "database_query_data": False,
+                "stack_frame_variables": False,
+            },
+            "include_local_variables": False,
+        }
+    return {
+        "send_default_pii": False,
+        "include_local_variables": False,
+        "event_scrubber": key_scrubber(),
+    }
 
 
 def init_sentry(component: str = "worker", dsn: str | None = None) -> bool:
@@ -203,7 +250,9 @@ def init_sentry(component: str = "worker", dsn: str | None = None) -> bool:
         from sentry_sdk.integrations.celery import CeleryIntegration
         from sentry_sdk.integrations.logging import LoggingIntegration
     except ImportError:
-        log.warning("a Sentry DSN is set but sentry-sdk is not installed: pip install 'pagefleet[ops]'")
+        log.warning(
+            "a Sentry DSN is set but sentry-sdk is not installed: pip install 'pagefleet[ops]'"
+        )
         return False
     if sentry_sdk.get_client().is_active():
         return True
@@ -211,8 +260,10 @@ def init_sentry(component: str = "worker", dsn: str | None = None) -> bool:
         dsn=dsn,
         release=f"pagefleet@{PIPELINE_VERSION}",
         environment=settings.environment,
-        integrations=[CeleryIntegration(monitor_beat_tasks=False),
-                      LoggingIntegration(level=logging.INFO, event_level=logging.ERROR)],
+        integrations=[
+            CeleryIntegration(monitor_beat_tasks=False),
+            LoggingIntegration(level=logging.INFO, event_level=logging.ERROR),
+        ],
         disabled_integrations=[ArgvIntegration()],
         auto_enabling_integrations=False,
         **_privacy_options(sentry_sdk),

@@ -31,7 +31,9 @@ class HeartbeatStep(bootsteps.StartStopStep):
     def start(self, worker: Any) -> None:
         if HEARTBEAT.enabled:
             HEARTBEAT.start()
-            self.tref = worker.timer.call_repeatedly(HEARTBEAT.settings.interval_s, HEARTBEAT.beat, priority=10)
+            self.tref = worker.timer.call_repeatedly(
+                HEARTBEAT.settings.interval_s, HEARTBEAT.beat, priority=10
+            )
 
     def stop(self, worker: Any) -> None:
         if self.tref is not None:
@@ -55,8 +57,12 @@ class LivenessStep(bootsteps.StartStopStep):
     def start(self, c: Any) -> None:
         if not liveness.SELF["worker"]:
             liveness.start(c.hostname)
-        _quietly("putting back what the last connection held", liveness.put_back, liveness.SELF["worker"],
-                 self.restore)
+        _quietly(
+            "putting back what the last connection held",
+            liveness.put_back,
+            liveness.SELF["worker"],
+            self.restore,
+        )
         interval = get_settings().broker.worker_heartbeat_s
         self.beat(c)
         self.tref = c.timer.call_repeatedly(interval, self.beat, (c,), priority=10)
@@ -80,7 +86,6 @@ def _quietly(what: str, fn: Any, *args: Any) -> bool:
     except (redis.RedisError, BrokerUnavailable, OperationalError, OSError) as exc:
         logging.getLogger(__name__).warning("%s failed: %s", what, exc)
         return False
-
 
 
 @celeryd_init.connect

@@ -51,7 +51,9 @@ class BridgeStats:
     duplicates: int = 0
     dead: int = 0
     submissions: int = 0
-    gathered: int = 0  # of them, sent after holding the burst for more (the split queue had a backlog)
+    gathered: int = (
+        0  # of them, sent after holding the burst for more (the split queue had a backlog)
+    )
 
 
 def split_backlog(client: redis.Redis, queue: str = "split") -> Callable[[], bool]:
@@ -68,10 +70,21 @@ def split_backlog(client: redis.Redis, queue: str = "split") -> Callable[[], boo
 
 
 class RedisBridge:
-    def __init__(self, client: redis.Redis, list_name: str, intake: Intake, *, block_s: float = 1.0,
-                 retry_s: float = 2.0, stop: threading.Event | None = None, batch: int = 16,
-                 hold: Callable[[], bool] | None = None, hold_s: float = 0.5, poll_s: float = 0.02,
-                 observe: Callable[[int, bool], None] | None = None) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        list_name: str,
+        intake: Intake,
+        *,
+        block_s: float = 1.0,
+        retry_s: float = 2.0,
+        stop: threading.Event | None = None,
+        batch: int = 16,
+        hold: Callable[[], bool] | None = None,
+        hold_s: float = 0.5,
+        poll_s: float = 0.02,
+        observe: Callable[[int, bool], None] | None = None,
+    ) -> None:
         self.client = client
         self.list_name = list_name
         self.processing = f"{list_name}:pagefleet-processing"
@@ -85,7 +98,9 @@ class RedisBridge:
         self.hold = hold  # true: the workers are busy, gather a burst's events (module docstring)
         self.hold_s = hold_s
         self.poll_s = poll_s
-        self.observe = observe or (lambda events, gathered: None)  # each submission (`metrics.Recorder`)
+        self.observe = observe or (
+            lambda events, gathered: None
+        )  # each submission (`metrics.Recorder`)
         self.thread: threading.Thread | None = None  # `start_bridge`'s
 
     def stop(self) -> None:
@@ -97,9 +112,13 @@ class RedisBridge:
         for first in range(0, len(leftovers), self.batch):
             if self.stop_event.is_set():
                 break
-            self._handle(leftovers[first:first + self.batch])
+            self._handle(leftovers[first : first + self.batch])
         if leftovers:
-            log.info("redis bridge: replayed %d unacknowledged element(s) from %s", len(leftovers), self.processing)
+            log.info(
+                "redis bridge: replayed %d unacknowledged element(s) from %s",
+                len(leftovers),
+                self.processing,
+            )
         return len(leftovers)
 
     def step(self) -> bool:
@@ -115,7 +134,9 @@ class RedisBridge:
 
     def _waiting(self, items: list[bytes]) -> list[bytes]:
         """`items` with the elements already waiting added, up to `batch`."""
-        while len(items) < self.batch and (more := self.client.lmove(self.list_name, self.processing, "LEFT", "RIGHT")):
+        while len(items) < self.batch and (
+            more := self.client.lmove(self.list_name, self.processing, "LEFT", "RIGHT")
+        ):
             items.append(more)
         return items
 
@@ -131,7 +152,9 @@ class RedisBridge:
             left = end - time.monotonic()
             if left <= 0:
                 break
-            more = self.client.blmove(self.list_name, self.processing, min(self.poll_s, left), "LEFT", "RIGHT")
+            more = self.client.blmove(
+                self.list_name, self.processing, min(self.poll_s, left), "LEFT", "RIGHT"
+            )
             if more is not None:
                 items.append(more)
                 self._waiting(items)
@@ -149,7 +172,9 @@ class RedisBridge:
             try:
                 good.append((item, parse_event_payload(parse_json(item, "redis list element"))))
             except EventParseError as exc:
-                log.warning("redis bridge: dead-lettering an element of %s: %s", self.list_name, exc.message)
+                log.warning(
+                    "redis bridge: dead-lettering an element of %s: %s", self.list_name, exc.message
+                )
                 pipe = self.client.pipeline()
                 pipe.rpush(self.dead, item)
                 pipe.lrem(self.processing, 1, item)
@@ -163,7 +188,9 @@ class RedisBridge:
             return
         objects = [obj for _, payload in parsed for obj in payload.objects]
         skipped = [entry for _, payload in parsed for entry in payload.skipped]
-        while True:  # once even when stopping: what a gathering step holds goes out before the process ends
+        while (
+            True
+        ):  # once even when stopping: what a gathering step holds goes out before the process ends
             failure = None
             try:
                 result = self.intake.submit(objects, skipped, taper=not stream)
@@ -173,7 +200,9 @@ class RedisBridge:
                 if self.stop_event.is_set():
                     return  # left in the processing list: the next start replays it
                 if failure is not None:
-                    log.warning("redis bridge: will retry in %.1fs: %s", self.retry_s, failure.message)
+                    log.warning(
+                        "redis bridge: will retry in %.1fs: %s", self.retry_s, failure.message
+                    )
                 self.stop_event.wait(self.retry_s)
                 continue
             for item, _ in parsed:
@@ -196,7 +225,12 @@ class RedisBridge:
                     recovered = True
                 self.step()
             except (redis.ConnectionError, redis.TimeoutError) as exc:
-                log.warning("redis bridge: %s unreachable, retrying in %.1fs: %s", self.list_name, self.retry_s, exc)
+                log.warning(
+                    "redis bridge: %s unreachable, retrying in %.1fs: %s",
+                    self.list_name,
+                    self.retry_s,
+                    exc,
+                )
                 recovered = False  # an element may be stranded in the processing list: replay it
                 self.stop_event.wait(self.retry_s)
 

@@ -38,9 +38,20 @@ from typing import Any
 import redis
 from redis.exceptions import LockError
 
-from workers.errors import BrokerFull, BrokerUnavailable, InputError, PagefleetError, SourceChangedError
+from workers.errors import (
+    BrokerFull,
+    BrokerUnavailable,
+    InputError,
+    PagefleetError,
+    SourceChangedError,
+)
 from workers.intake.parse import (
-    EventFilter, ObjectCreated, clean_etag, output_exclusion, parse_body, parse_event_payload,
+    EventFilter,
+    ObjectCreated,
+    clean_etag,
+    output_exclusion,
+    parse_body,
+    parse_event_payload,
 )
 from workers.model import JobSpec
 from workers.pdf.fetch import missing
@@ -53,8 +64,12 @@ CLAIM = "pagefleet:event-claim:{job_id}"
 # Redis errors that mean "not now": unreachable, or refusing writes (OOM under noeviction, a
 # read-only replica, still loading its data set)
 REDIS_UNAVAILABLE: tuple[type[BaseException], ...] = (
-    redis.ConnectionError, redis.TimeoutError, redis.exceptions.OutOfMemoryError, redis.exceptions.ReadOnlyError,
-    redis.exceptions.BusyLoadingError, redis.exceptions.MasterDownError,
+    redis.ConnectionError,
+    redis.TimeoutError,
+    redis.exceptions.OutOfMemoryError,
+    redis.exceptions.ReadOnlyError,
+    redis.exceptions.BusyLoadingError,
+    redis.exceptions.MasterDownError,
 )
 
 
@@ -67,7 +82,9 @@ def redis_guard(what: str) -> Iterator[None]:
         if isinstance(exc, redis.exceptions.OutOfMemoryError):
             raise BrokerFull(f"the broker is full (Redis at maxmemory) ({what}): {exc}") from exc
         refuses = isinstance(exc, redis.exceptions.ReadOnlyError)
-        raise BrokerUnavailable(f"redis {'refuses writes' if refuses else 'unavailable'} ({what}): {exc}") from exc
+        raise BrokerUnavailable(
+            f"redis {'refuses writes' if refuses else 'unavailable'} ({what}): {exc}"
+        ) from exc
 
 
 class EventConfigError(PagefleetError):
@@ -85,7 +102,9 @@ class Outcome(str, enum.Enum):
 class EventDedup:
     """The per-upload marker and claim in Redis (see the module docstring for the protocol)."""
 
-    def __init__(self, client: redis.Redis, *, claim_ttl_s: int = 120, dedup_ttl_s: int = 7 * 86400) -> None:
+    def __init__(
+        self, client: redis.Redis, *, claim_ttl_s: int = 120, dedup_ttl_s: int = 7 * 86400
+    ) -> None:
         self.client = client
         self.claim_ttl_s = claim_ttl_s
         self.dedup_ttl_s = dedup_ttl_s
@@ -104,7 +123,9 @@ class EventDedup:
     def enqueue_once(self, job_id: str, enqueue: Callable[[], Any]) -> Outcome:
         return self.enqueue_once_many([job_id], lambda _: enqueue())[0]
 
-    def enqueue_once_many(self, job_ids: list[str], enqueue: Callable[[list[int]], Any]) -> list[Outcome]:
+    def enqueue_once_many(
+        self, job_ids: list[str], enqueue: Callable[[list[int]], Any]
+    ) -> list[Outcome]:
         """The protocol above for several uploads at once (the bridge's batch of elements): each
         is checked and claimed in turn, `enqueue` gets the indexes of those to enqueue — all in
         one call, so a submission's small documents go in batches — then each is marked and
@@ -116,13 +137,17 @@ class EventDedup:
                 if job_id in claims or self._enqueued(job_id):
                     outcomes[i] = Outcome.DUPLICATE
                     continue
-                claim = self.client.lock(CLAIM.format(job_id=job_id), timeout=self.claim_ttl_s, blocking=False)
+                claim = self.client.lock(
+                    CLAIM.format(job_id=job_id), timeout=self.claim_ttl_s, blocking=False
+                )
                 with redis_guard("claim"):
                     if not claim.acquire():
                         outcomes[i] = Outcome.IN_PROGRESS
                         continue
                 claims[job_id] = claim
-                if self._enqueued(job_id):  # finished by another delivery between our GET and the claim
+                if self._enqueued(
+                    job_id
+                ):  # finished by another delivery between our GET and the claim
                     outcomes[i] = Outcome.DUPLICATE
             todo = [i for i, outcome in enumerate(outcomes) if outcome is None]
             if todo:
@@ -160,7 +185,9 @@ class IntakeResult:
     duplicates: list[dict[str, Any]] = field(default_factory=list)
     in_progress: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)
-    refused: list[dict[str, Any]] = field(default_factory=list)  # ended at once in a typed error.json
+    refused: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # ended at once in a typed error.json
 
     @property
     def retry_later(self) -> bool:
@@ -172,23 +199,42 @@ class IntakeResult:
         return bool(self.enqueued or self.duplicates or self.in_progress)
 
     def summary(self) -> dict[str, Any]:
-        out = {"accepted": self.accepted, "enqueued": self.enqueued, "duplicates": self.duplicates,
-               "in_progress": self.in_progress, "skipped": self.skipped, "refused": self.refused}
+        out = {
+            "accepted": self.accepted,
+            "enqueued": self.enqueued,
+            "duplicates": self.duplicates,
+            "in_progress": self.in_progress,
+            "skipped": self.skipped,
+            "refused": self.refused,
+        }
         if not self.accepted and self.refused:
             out["reason"] = self.refused[0]["code"]
         return out
 
 
-Enqueue = Callable[[list[JobSpec], bool], Any]  # one call for the objects of a submission (+ taper its batches)
-Head = Callable[[str, str, "str | None"], "tuple[int, str | None] | None"]  # (size, ETag) by HEAD; None: gone
+Enqueue = Callable[
+    [list[JobSpec], bool], Any
+]  # one call for the objects of a submission (+ taper its batches)
+Head = Callable[
+    [str, str, "str | None"], "tuple[int, str | None] | None"
+]  # (size, ETag) by HEAD; None: gone
 
 
 class Intake:
     """Created objects → deduplicated jobs. Shared by the HTTP receiver and the Redis bridge."""
 
-    def __init__(self, *, output: str, options: Options, dedup: EventDedup, filters: EventFilter,
-                 prefix_template: str = "artifacts/{sha256}", callback_url: str | None = None,
-                 enqueue: Enqueue | None = None, head: Head | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        output: str,
+        options: Options,
+        dedup: EventDedup,
+        filters: EventFilter,
+        prefix_template: str = "artifacts/{sha256}",
+        callback_url: str | None = None,
+        enqueue: Enqueue | None = None,
+        head: Head | None = None,
+    ) -> None:
         self.output = output
         self.options = options
         self.dedup = dedup
@@ -201,9 +247,17 @@ class Intake:
     def spec_for(self, obj: ObjectCreated) -> JobSpec:
         from workers.split.submit import spec_for_object
 
-        return spec_for_object(obj.bucket, obj.key, self.output, self.options, etag=obj.etag,
-                               version_id=obj.version_id, size=obj.size, prefix_template=self.prefix_template,
-                               callback_url=self.callback_url)
+        return spec_for_object(
+            obj.bucket,
+            obj.key,
+            self.output,
+            self.options,
+            etag=obj.etag,
+            version_id=obj.version_id,
+            size=obj.size,
+            prefix_template=self.prefix_template,
+            callback_url=self.callback_url,
+        )
 
     def _checked(self, obj: ObjectCreated) -> tuple[ObjectCreated, InputError | None]:
         """The object as the store has it now (a HEAD of the event's version, else of its key),
@@ -217,11 +271,18 @@ class Intake:
             return obj, missing(os.path.basename(obj.key) or obj.key, obj.version_id)
         size, etag = found[0], clean_etag(found[1])
         if obj.etag and not obj.version_id and etag and etag != obj.etag:
-            return obj, SourceChangedError(f"{os.path.basename(obj.key)} was overwritten after its event (ETag "
-                                           f"{obj.etag[:12]}…, now {etag[:12]}…); the newer upload is its own job")
+            return obj, SourceChangedError(
+                f"{os.path.basename(obj.key)} was overwritten after its event (ETag "
+                f"{obj.etag[:12]}…, now {etag[:12]}…); the newer upload is its own job"
+            )
         filled = obj.etag or obj.version_id or etag
-        return ObjectCreated(**{**obj.__dict__, "etag": obj.etag if obj.version_id else filled,
-                                "size": obj.size if obj.size is not None else size}), None
+        return ObjectCreated(
+            **{
+                **obj.__dict__,
+                "etag": obj.etag if obj.version_id else filled,
+                "size": obj.size if obj.size is not None else size,
+            }
+        ), None
 
     def _refuse(self, spec: JobSpec, problem: InputError) -> bool:
         """A job whose source is gone ends now, in its typed error.json (`job.refuse`), unless this
@@ -229,13 +290,21 @@ class Intake:
         from workers.fleet import jobs
         from workers.split.job import refuse
 
-        if self.dedup.state(spec.job_id) or jobs.get(spec.job_id).get("state") not in (None, "error"):
+        if self.dedup.state(spec.job_id) or jobs.get(spec.job_id).get("state") not in (
+            None,
+            "error",
+        ):
             return False
         refuse(spec, problem)
         return True
 
-    def submit(self, objects: Iterable[ObjectCreated], skipped: Iterable[dict[str, str]] = (), *,
-               taper: bool = True) -> IntakeResult:
+    def submit(
+        self,
+        objects: Iterable[ObjectCreated],
+        skipped: Iterable[dict[str, str]] = (),
+        *,
+        taper: bool = True,
+    ) -> IntakeResult:
         """Filter, resolve and enqueue the objects (together: `submit.enqueue_many` batches the
         small ones; `taper`: as that says). Raises `BrokerUnavailable`/`StorageError` (retryable): the retry finds the
         objects enqueued before the failure marked, or their runs started, and skips them."""
@@ -250,17 +319,26 @@ class Intake:
             if problem is None:
                 found.append((resolved, spec))
             elif self._refuse(spec, problem):
-                result.refused.append({"job_id": spec.job_id, "code": problem.code, **resolved.describe()})
+                result.refused.append(
+                    {"job_id": spec.job_id, "code": problem.code, **resolved.describe()}
+                )
                 log.info("event %s → job %s: %s", resolved.event_name, spec.job_id, problem.code)
             else:
                 result.duplicates.append({"job_id": spec.job_id, **resolved.describe()})
-        outcomes = self.dedup.enqueue_once_many([spec.job_id for _, spec in found],
-                                                lambda todo: self._enqueue([found[i][1] for i in todo], taper))
+        outcomes = self.dedup.enqueue_once_many(
+            [spec.job_id for _, spec in found],
+            lambda todo: self._enqueue([found[i][1] for i in todo], taper),
+        )
         for (resolved, spec), outcome in zip(found, outcomes, strict=True):
             entry = {"job_id": spec.job_id, **resolved.describe()}
-            {Outcome.ENQUEUED: result.enqueued, Outcome.DUPLICATE: result.duplicates,
-             Outcome.IN_PROGRESS: result.in_progress}[outcome].append(entry)
-            log.info("event %s → job %s: %s", resolved.event_name, spec.job_id, outcome.value)  # no keys at INFO
+            {
+                Outcome.ENQUEUED: result.enqueued,
+                Outcome.DUPLICATE: result.duplicates,
+                Outcome.IN_PROGRESS: result.in_progress,
+            }[outcome].append(entry)
+            log.info(
+                "event %s → job %s: %s", resolved.event_name, spec.job_id, outcome.value
+            )  # no keys at INFO
             log.debug("job %s is s3://%s/%s", spec.job_id, resolved.bucket, resolved.key)
         return result
 
@@ -290,9 +368,19 @@ def build_intake(settings: EventSettings, client: redis.Redis) -> Intake:
     """An `Intake` from `EventSettings` and a Redis client on the broker."""
     if not settings.output:
         raise EventConfigError("no output configured: pass --output s3://bucket/prefix")
-    filters = EventFilter(prefixes=tuple(settings.prefix_filters), suffixes=tuple(settings.suffix_filters),
-                          buckets=tuple(settings.buckets), exclude=output_exclusion(settings.output))
+    filters = EventFilter(
+        prefixes=tuple(settings.prefix_filters),
+        suffixes=tuple(settings.suffix_filters),
+        buckets=tuple(settings.buckets),
+        exclude=output_exclusion(settings.output),
+    )
     dedup = EventDedup(client, claim_ttl_s=settings.claim_ttl_s, dedup_ttl_s=settings.dedup_ttl_s)
-    return Intake(output=settings.output, options=settings.options, dedup=dedup, filters=filters,
-                  prefix_template=settings.prefix_template, callback_url=settings.callback_url,
-                  head=s3_head if settings.head_objects else None)
+    return Intake(
+        output=settings.output,
+        options=settings.options,
+        dedup=dedup,
+        filters=filters,
+        prefix_template=settings.prefix_template,
+        callback_url=settings.callback_url,
+        head=s3_head if settings.head_objects else None,
+    )

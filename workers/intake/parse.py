@@ -53,7 +53,12 @@ class ObjectCreated:
     origin: str = "s3"  # minio | aws | eventbridge | s3 (unknown)
 
     def describe(self) -> dict[str, Any]:
-        return {"bucket": self.bucket, "key": self.key, "etag": self.etag, "version_id": self.version_id}
+        return {
+            "bucket": self.bucket,
+            "key": self.key,
+            "etag": self.etag,
+            "version_id": self.version_id,
+        }
 
 
 @dataclass
@@ -93,7 +98,9 @@ def parse_json(text: str | bytes, what: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise EventParseError(f"{what} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
+        raise EventParseError(
+            f"{what} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from exc
     except UnicodeDecodeError as exc:
         raise EventParseError(f"{what} is not UTF-8 JSON") from exc
 
@@ -120,10 +127,19 @@ def _s3_record(record: dict[str, Any], result: ParseResult) -> None:
         return
     source = str(record.get("eventSource") or "")
     origin = "minio" if "minio" in source else "aws" if source == "aws:s3" else "s3"
-    result.objects.append(ObjectCreated(
-        bucket=bucket, key=key, event_name=name, etag=clean_etag(obj.get("eTag") or obj.get("etag")),
-        version_id=obj.get("versionId") or None, size=_as_int(obj.get("size")),
-        sequencer=obj.get("sequencer") or None, event_time=record.get("eventTime"), origin=origin))
+    result.objects.append(
+        ObjectCreated(
+            bucket=bucket,
+            key=key,
+            event_name=name,
+            etag=clean_etag(obj.get("eTag") or obj.get("etag")),
+            version_id=obj.get("versionId") or None,
+            size=_as_int(obj.get("size")),
+            sequencer=obj.get("sequencer") or None,
+            event_time=record.get("eventTime"),
+            origin=origin,
+        )
+    )
 
 
 def _eventbridge(payload: dict[str, Any], result: ParseResult) -> None:
@@ -138,11 +154,19 @@ def _eventbridge(payload: dict[str, Any], result: ParseResult) -> None:
     except UnicodeDecodeError:
         result.skip("invalid_record", "object key is not valid percent-encoded UTF-8")
         return
-    result.objects.append(ObjectCreated(
-        bucket=bucket, key=key, event_name="ObjectCreated:" + str(detail.get("reason") or "Put"),
-        etag=clean_etag(obj.get("etag")), version_id=obj.get("version-id") or None,
-        size=_as_int(obj.get("size")), sequencer=obj.get("sequencer") or None,
-        event_time=payload.get("time"), origin="eventbridge"))
+    result.objects.append(
+        ObjectCreated(
+            bucket=bucket,
+            key=key,
+            event_name="ObjectCreated:" + str(detail.get("reason") or "Put"),
+            etag=clean_etag(obj.get("etag")),
+            version_id=obj.get("version-id") or None,
+            size=_as_int(obj.get("size")),
+            sequencer=obj.get("sequencer") or None,
+            event_time=payload.get("time"),
+            origin="eventbridge",
+        )
+    )
 
 
 def _wrapped(text: Any, depth: int, result: ParseResult, what: str) -> None:
@@ -196,7 +220,9 @@ def _walk(payload: Any, depth: int, result: ParseResult) -> None:
     elif "detail-type" in payload:
         result.skip("not_object_created", str(payload.get("detail-type")))
     else:
-        raise EventParseError("no S3 event records (expected Records[], Event[] or an SNS/SQS wrapper)")
+        raise EventParseError(
+            "no S3 event records (expected Records[], Event[] or an SNS/SQS wrapper)"
+        )
 
 
 def parse_event_payload(payload: Any) -> ParseResult:
@@ -212,11 +238,14 @@ def parse_body(body: bytes, content_type: str | None = None) -> ParseResult:
     an event."""
     if not body.strip():
         raise EventParseError("empty event body")
-    return parse_event_payload(parse_json(body, f"event body ({content_type or 'no content type'})"))
+    return parse_event_payload(
+        parse_json(body, f"event body ({content_type or 'no content type'})")
+    )
 
 
-def parse_event_body(body: bytes, content_type: str | None = None,
-                     filters: "EventFilter | None" = None) -> list[ObjectCreated]:
+def parse_event_body(
+    body: bytes, content_type: str | None = None, filters: "EventFilter | None" = None
+) -> list[ObjectCreated]:
     """HTTP body → created objects (filtered): `parse_body`'s objects the filters keep."""
     objects = parse_body(body, content_type).objects
     return [o for o in objects if filters is None or filters.reason(o) is None]

@@ -109,8 +109,12 @@ class _BodyTooLarge(Exception):
     pass
 
 
-def error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
+def error(
+    status: int, code: str, message: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    return JSONResponse(
+        {"error": {"code": code, "message": message}}, status_code=status, headers=headers
+    )
 
 
 async def _not_found(request: Request, exc: Exception) -> Response:
@@ -138,8 +142,16 @@ async def read_body(request: Request, limit: int) -> bytes:
 class Receiver:
     """The endpoints; `app()` builds the Starlette application around them."""
 
-    def __init__(self, intake: Intake, auth: BearerAuth, *, limits: Limits = Limits(), ready: Ready | None = None,
-                 observe: Observe | None = None, inbox: Inbox | None = None) -> None:
+    def __init__(
+        self,
+        intake: Intake,
+        auth: BearerAuth,
+        *,
+        limits: Limits = Limits(),
+        ready: Ready | None = None,
+        observe: Observe | None = None,
+        inbox: Inbox | None = None,
+    ) -> None:
         self.intake = intake
         self.inbox = inbox
         self.auth = auth
@@ -149,8 +161,10 @@ class Receiver:
         self.in_flight = 0  # touched only on the event loop: no lock needed
 
     def app(self) -> Starlette:
-        routes = [Route("/healthz", self.healthz, methods=["GET", "HEAD"]),
-                  Route("/readyz", self.readyz, methods=["GET", "HEAD"])]
+        routes = [
+            Route("/healthz", self.healthz, methods=["GET", "HEAD"]),
+            Route("/readyz", self.readyz, methods=["GET", "HEAD"]),
+        ]
         routes += [Route(path, self.events, methods=["POST", "HEAD"]) for path in EVENT_PATHS]
         handlers = {404: _not_found, 405: _not_allowed}
         return Starlette(routes=routes, lifespan=self._lifespan, exception_handlers=handlers)  # type: ignore[arg-type]
@@ -159,7 +173,9 @@ class Receiver:
     async def _lifespan(self, _app: Starlette) -> AsyncIterator[None]:
         import anyio.to_thread
 
-        anyio.to_thread.current_default_thread_limiter().total_tokens = max(self.limits.max_concurrency, 8) + 4
+        anyio.to_thread.current_default_thread_limiter().total_tokens = (
+            max(self.limits.max_concurrency, 8) + 4
+        )
         yield
 
     async def healthz(self, request: Request) -> Response:
@@ -181,8 +197,12 @@ class Receiver:
     async def events(self, request: Request) -> Response:
         if not self.auth.check(request.headers.get("authorization")):
             self.observe("unauthorized")
-            return error(401, "unauthorized", "missing or invalid bearer token",
-                         {"WWW-Authenticate": 'Bearer realm="pagefleet-events"'})
+            return error(
+                401,
+                "unauthorized",
+                "missing or invalid bearer token",
+                {"WWW-Authenticate": 'Bearer realm="pagefleet-events"'},
+            )
         if request.method == "HEAD":
             return Response(status_code=200)
         if self.in_flight >= self.limits.max_concurrency:
@@ -200,12 +220,18 @@ class Receiver:
         try:
             body = await read_body(request, self.limits.max_body_bytes)
         except _BodyTooLarge:
-            return "too_large", error(413, "too_large", f"event bodies are limited to {self.limits.max_body_bytes} bytes")
+            return "too_large", error(
+                413, "too_large", f"event bodies are limited to {self.limits.max_body_bytes} bytes"
+            )
         try:
             if self.inbox is not None:
-                queued = await run_in_threadpool(self.inbox.put, body, request.headers.get("content-type"))
+                queued = await run_in_threadpool(
+                    self.inbox.put, body, request.headers.get("content-type")
+                )
                 return ("queued" if queued["queued"] else "skipped"), JSONResponse(queued)
-            result = await run_in_threadpool(self.intake.submit_body, body, request.headers.get("content-type"))
+            result = await run_in_threadpool(
+                self.intake.submit_body, body, request.headers.get("content-type")
+            )
         except EventParseError as exc:
             return "invalid", error(400, exc.code, exc.message)
         except (BrokerUnavailable, StorageError) as exc:
@@ -216,10 +242,21 @@ class Receiver:
             log.exception("event request failed")
             return "error", error(500, "internal_error", "internal error; see the receiver's log")
         if result.retry_later:
-            return "in_progress", error(503, "in_progress", "the same upload is being enqueued by another delivery; retry",
-                                        self._retry())
-        outcome = "enqueued" if result.enqueued else "duplicate" if result.duplicates else \
-            "refused" if result.refused else "skipped"
+            return "in_progress", error(
+                503,
+                "in_progress",
+                "the same upload is being enqueued by another delivery; retry",
+                self._retry(),
+            )
+        outcome = (
+            "enqueued"
+            if result.enqueued
+            else "duplicate"
+            if result.duplicates
+            else "refused"
+            if result.refused
+            else "skipped"
+        )
         return outcome, JSONResponse(result.summary())
 
 

@@ -20,7 +20,16 @@ from routing.normalize import normalize
 from routing.evidence import GlyphFacts
 from routing.quality import GateInput, Verdict, assess, canonical_violations
 from routing.scripts import classify_text_layer, direction_of
-from workers.model import Attempt, EditMapInfo, PageRecord, PendingPage, Quality, ReviewPreview, RouterInfo, Rung
+from workers.model import (
+    Attempt,
+    EditMapInfo,
+    PageRecord,
+    PendingPage,
+    Quality,
+    ReviewPreview,
+    RouterInfo,
+    Rung,
+)
 
 COSMETIC_EDITS = frozenset({"whitespace", "line_ending"})
 LAYER_ENGINE = "pymupdf"
@@ -29,9 +38,18 @@ LAYER_ENGINE = "pymupdf"
 def layer_candidate(pending: PendingPage) -> Candidate:
     """A text layer the split refused, as a candidate for the review preview. The split's reasons
     stand (it saw the glyph geometry); only the metrics are recomputed from the text."""
-    verdict = replace(assess(GateInput(text=pending.text_layer, origin="text_layer")), ok=False,
-                      reasons=list(pending.reasons))
-    return Candidate(LAYER_ENGINE, Rung.TEXT_LAYER, pending.text_layer, verdict, float(pending.layer.get("seconds", 0.0)))
+    verdict = replace(
+        assess(GateInput(text=pending.text_layer, origin="text_layer")),
+        ok=False,
+        reasons=list(pending.reasons),
+    )
+    return Candidate(
+        LAYER_ENGINE,
+        Rung.TEXT_LAYER,
+        pending.text_layer,
+        verdict,
+        float(pending.layer.get("seconds", 0.0)),
+    )
 
 
 class CandidateRefused(Exception):
@@ -52,7 +70,9 @@ class Candidate:
     verdict: Verdict
     seconds: float = 0.0
     confidence: float | None = None
-    unrepaired: list[str] = field(default_factory=list)  # set when accepted text failed the invariants
+    unrepaired: list[str] = field(
+        default_factory=list
+    )  # set when accepted text failed the invariants
     detail: str | None = None  # what the engine did beyond one reading (its attempt's `detail`)
 
     @property
@@ -61,8 +81,14 @@ class Candidate:
 
     def attempt(self, accepted: bool) -> Attempt:
         reasons = [] if accepted else list(self.verdict.reasons)
-        return Attempt(engine=self.engine, accepted=accepted, reasons=reasons, seconds=round(self.seconds, 4),
-                       rung=self.rung, detail=self.detail)
+        return Attempt(
+            engine=self.engine,
+            accepted=accepted,
+            reasons=reasons,
+            seconds=round(self.seconds, 4),
+            rung=self.rung,
+            detail=self.detail,
+        )
 
     def score(self) -> tuple[int, float]:
         """For choosing the best rejected candidate: fewer reasons, then more readable text."""
@@ -83,10 +109,19 @@ class Repaired:
 
 def repair(raw: str, verdict: Verdict, *, from_ocr: bool) -> Repaired:
     lines = raw.split("\n")
-    flags = list(verdict.order.line_visual) if verdict.order and not from_ocr else [False] * len(lines)
-    result = normalize(raw, line_visual=flags, from_ocr=from_ocr, glyph_clusters=verdict.glyph_clusters,
-                       run_orders=verdict.run_orders, gap_repairs=verdict.gap_repairs if not from_ocr else None,
-                       glyph_rows=verdict.glyph_rows and not from_ocr, row_directions=verdict.row_directions)
+    flags = (
+        list(verdict.order.line_visual) if verdict.order and not from_ocr else [False] * len(lines)
+    )
+    result = normalize(
+        raw,
+        line_visual=flags,
+        from_ocr=from_ocr,
+        glyph_clusters=verdict.glyph_clusters,
+        run_orders=verdict.run_orders,
+        gap_repairs=verdict.gap_repairs if not from_ocr else None,
+        glyph_rows=verdict.glyph_rows and not from_ocr,
+        row_directions=verdict.row_directions,
+    )
     edits = [e.to_dict() for e in result.edits]
     check = verify_edits(raw, result.edits, result.text)
     return Repaired(result.text, edits, dict(result.counters), check.ok)
@@ -101,7 +136,9 @@ class PageContext:
     layer: dict[str, Any]
 
 
-def consider(cand: Candidate, attempts: list[Attempt], page: PageContext, *, route: str) -> PageRecord | None:
+def consider(
+    cand: Candidate, attempts: list[Attempt], page: PageContext, *, route: str
+) -> PageRecord | None:
     """Accept `cand` if the gate passed (or, on rung 1, its order was repairable and the repaired
     text passes) and its repaired text is canonical; otherwise record a refused attempt. Appends
     the attempt to `attempts` either way; returns the accepted record or None."""
@@ -115,8 +152,16 @@ def consider(cand: Candidate, attempts: list[Attempt], page: PageContext, *, rou
             route, warnings = "text_layer_repaired", ["visual_order_repaired"]
     if cand.verdict.ok:
         try:
-            return accepted_record(page.number, cand, page.router, [*attempts, cand.attempt(True)], route=route,
-                                   layer=page.layer, extra_warnings=warnings, fixed=fixed)
+            return accepted_record(
+                page.number,
+                cand,
+                page.router,
+                [*attempts, cand.attempt(True)],
+                route=route,
+                layer=page.layer,
+                extra_warnings=warnings,
+                fixed=fixed,
+            )
         except CandidateRefused as exc:
             cand.unrepaired = exc.reasons
             cand.verdict = replace(cand.verdict, ok=False, reasons=exc.reasons)
@@ -190,7 +235,12 @@ def accepted_record(
 
 
 def review_record(
-    number: int, best: Candidate, router: RouterInfo, attempts: list[Attempt], *, layer: dict[str, Any]
+    number: int,
+    best: Candidate,
+    router: RouterInfo,
+    attempts: list[Attempt],
+    *,
+    layer: dict[str, Any],
 ) -> PageRecord:
     """No rung got through the gate: quarantine the best rejected candidate as a preview."""
     fixed = repair(best.raw, best.verdict, from_ocr=best.from_ocr)
@@ -208,17 +258,27 @@ def review_record(
         raw_text=best.raw,
         edits=edits,
         edit_map=EditMapInfo(target="review_preview", complete=False, gap="page_refused"),
-        quality=Quality(ok=False, reasons=best.verdict.reasons, warnings=best.verdict.warnings, metrics=best.verdict.metrics),
+        quality=Quality(
+            ok=False,
+            reasons=best.verdict.reasons,
+            warnings=best.verdict.warnings,
+            metrics=best.verdict.metrics,
+        ),
         needs_review=True,
         review_preview=ReviewPreview(
-            engine=best.engine, text=preview_text, markdown=markdown_for(preview_text), reasons=best.verdict.reasons
+            engine=best.engine,
+            text=preview_text,
+            markdown=markdown_for(preview_text),
+            reasons=best.verdict.reasons,
         ),
         ocr_confidence=best.confidence,
         layer=layer,
     )
 
 
-def no_text_record(number: int, router: RouterInfo, attempts: list[Attempt], *, layer: dict[str, Any]) -> PageRecord:
+def no_text_record(
+    number: int, router: RouterInfo, attempts: list[Attempt], *, layer: dict[str, Any]
+) -> PageRecord:
     """A page with no text anywhere: no text layer, and every engine that read it found nothing.
     Accepted empty, with a warning that says what the page is (`picture_only` or `blank`)."""
     picture = bool(layer.get("images") or layer.get("drawings") or layer.get("image_coverage"))
@@ -235,7 +295,12 @@ def no_text_record(number: int, router: RouterInfo, attempts: list[Attempt], *, 
 
 
 def failed_record(
-    number: int, router: RouterInfo, attempts: list[Attempt], reasons: list[str], *, layer: dict[str, Any]
+    number: int,
+    router: RouterInfo,
+    attempts: list[Attempt],
+    reasons: list[str],
+    *,
+    layer: dict[str, Any],
 ) -> PageRecord:
     """Nothing could read the page at all (engines crashed, render failed, attempts exhausted)."""
     return PageRecord(
@@ -250,7 +315,9 @@ def failed_record(
     )
 
 
-def damaged_record(number: int, router: RouterInfo, attempts: list[Attempt], layer: dict[str, Any]) -> PageRecord:
+def damaged_record(
+    number: int, router: RouterInfo, attempts: list[Attempt], layer: dict[str, Any]
+) -> PageRecord:
     """A page with nothing on it from a file MuPDF had to repair (truncated, a broken xref): its
     content may be what was lost, so it is refused (`source_damaged`), never accepted as blank."""
     return failed_record(number, router, attempts, ["source_damaged"], layer=layer)

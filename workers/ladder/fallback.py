@@ -27,8 +27,15 @@ def available() -> bool:
     return shutil.which("pdftotext") is not None
 
 
-def extract_page(pdf: str, page: int, *, timeout_s: float = 30.0, memory_mb: int | None = None,
-                 args: tuple[str, ...] = (), last: int | None = None) -> tuple[str, float]:
+def extract_page(
+    pdf: str,
+    page: int,
+    *,
+    timeout_s: float = 30.0,
+    memory_mb: int | None = None,
+    args: tuple[str, ...] = (),
+    last: int | None = None,
+) -> tuple[str, float]:
     """pdftotext on one page, sandboxed like every other parser of an untrusted PDF (memory and CPU
     limits, timeout); a run killed by a limit is an `engine_crashed` attempt, never a dead worker.
     `args`: more pdftotext options (`-layout`, a crop box `-x -y -W -H`, `-tsv`); `last`: read the
@@ -37,14 +44,30 @@ def extract_page(pdf: str, page: int, *, timeout_s: float = 30.0, memory_mb: int
         raise EngineUnavailable(f"pdftotext is not installed; {INSTALL_HINT}")
     memory_mb = memory_mb or get_settings().limits.sandbox_memory_mb
     started = time.monotonic()
-    argv = ["pdftotext", "-f", str(page), "-l", str(last or page), "-enc", "UTF-8", "-q", *args, pdf, "-"]
+    argv = [
+        "pdftotext",
+        "-f",
+        str(page),
+        "-l",
+        str(last or page),
+        "-enc",
+        "UTF-8",
+        "-q",
+        *args,
+        pdf,
+        "-",
+    ]
     try:
         proc = run_tool(argv, timeout_s=timeout_s, memory_mb=memory_mb)
     except subprocess.TimeoutExpired as exc:
         raise EngineTimeout(f"pdftotext timed out after {timeout_s:.0f}s") from exc
     if proc.returncode != 0:
         err = proc.stderr.decode("utf-8", "replace").strip()
-        why = f"killed by signal {-proc.returncode} (memory or CPU limit?)" if proc.returncode < 0 else err[-200:]
+        why = (
+            f"killed by signal {-proc.returncode} (memory or CPU limit?)"
+            if proc.returncode < 0
+            else err[-200:]
+        )
         raise EngineCrashed(f"pdftotext exit {proc.returncode}: {why}")
     text = proc.stdout.decode("utf-8", "replace").replace("\f", "")
     return text, time.monotonic() - started

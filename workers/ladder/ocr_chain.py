@@ -17,7 +17,15 @@ from workers.engines.base import Engine, EngineHealth, EngineOutput, PageImage, 
 from workers.errors import EngineError
 from workers.fleet import deadline
 from workers.ladder import visual
-from workers.ladder.accept import Candidate, PageContext, consider, damaged_record, failed_record, no_text_record, review_record
+from workers.ladder.accept import (
+    Candidate,
+    PageContext,
+    consider,
+    damaged_record,
+    failed_record,
+    no_text_record,
+    review_record,
+)
 from workers.ladder.ocr_structure import with_paragraph_boxes
 from workers.model import Attempt, PageRecord, PendingPage, RouterInfo, Rung
 
@@ -46,8 +54,12 @@ class PageWork:
         if self.decision is None:
             return RouterInfo(source="default", script="unknown")
         detail = ", ".join(self.decision.tried) or None
-        return RouterInfo(source=self.decision.source, script=self.decision.script,  # type: ignore[arg-type]
-                          margin=self.decision.margin, detail=detail)
+        return RouterInfo(
+            source=self.decision.source,
+            script=self.decision.script,  # type: ignore[arg-type]
+            margin=self.decision.margin,
+            detail=detail,
+        )
 
 
 def engine(entry: str) -> tuple[Engine, EngineHealth]:
@@ -64,7 +76,9 @@ def engine(entry: str) -> tuple[Engine, EngineHealth]:
 
 def consider_candidate(work: PageWork, cand: Candidate, route: str, router: RouterInfo) -> None:
     work.candidates.append(cand)
-    work.record = consider(cand, work.attempts, PageContext(work.number, router, work.pending.layer), route=route)
+    work.record = consider(
+        cand, work.attempts, PageContext(work.number, router, work.pending.layer), route=route
+    )
 
 
 def _stray_rtl(w: PageWork, text: str) -> bool:
@@ -79,17 +93,26 @@ def _stray_rtl(w: PageWork, text: str) -> bool:
 def _decide_by_reading(w: PageWork, text: str, entry: str) -> None:
     script, margin = visual.script_of_reading(text)
     if script is None:
-        w.decision = routing_chains.RouteDecision("default", "default", None, (entry,), ("read:undecided",))
+        w.decision = routing_chains.RouteDecision(
+            "default", "default", None, (entry,), ("read:undecided",)
+        )
     else:
-        w.decision = routing_chains.RouteDecision(script, "osd", margin, (entry,), (f"read:{script}",))
+        w.decision = routing_chains.RouteDecision(
+            script, "osd", margin, (entry,), (f"read:{script}",)
+        )
 
 
 def run_chains(works: list[PageWork]) -> None:
     # each page's chain without the entries that read it while it was routed
-    chains = {w.number: [e for e in w.decision.chain if e not in w.tried] if w.decision else [] for w in works}
+    chains = {
+        w.number: [e for e in w.decision.chain if e not in w.tried] if w.decision else []
+        for w in works
+    }
     position = 0
     while True:
-        deadline.check("the pages' engine chain")  # a task on a thread (Celery's soft limit cannot reach it)
+        deadline.check(
+            "the pages' engine chain"
+        )  # a task on a thread (Celery's soft limit cannot reach it)
         groups: dict[str, list[PageWork]] = {}
         for w in works:
             chain = chains[w.number]
@@ -102,9 +125,13 @@ def run_chains(works: list[PageWork]) -> None:
         position += 1
 
 
-def _failed(group: list[PageWork], label: str, reasons: list[str], rung: Rung, detail: str | None) -> None:
+def _failed(
+    group: list[PageWork], label: str, reasons: list[str], rung: Rung, detail: str | None
+) -> None:
     for w in group:
-        w.attempts.append(Attempt(engine=label, accepted=False, reasons=reasons, rung=rung, detail=detail))
+        w.attempts.append(
+            Attempt(engine=label, accepted=False, reasons=reasons, rung=rung, detail=detail)
+        )
 
 
 def _ready_engine(entry: str, group: list[PageWork]) -> tuple[Engine, Rung] | None:
@@ -113,7 +140,13 @@ def _ready_engine(entry: str, group: list[PageWork]) -> tuple[Engine, Rung] | No
     try:
         eng, health = engine(entry)
     except EngineError as exc:
-        _failed(group, entry, [exc.code], Rung.GPU_OCR if device_of(entry) == "gpu" else Rung.OCR, exc.message)
+        _failed(
+            group,
+            entry,
+            [exc.code],
+            Rung.GPU_OCR if device_of(entry) == "gpu" else Rung.OCR,
+            exc.message,
+        )
         return None
     rung = Rung.GPU_OCR if eng.device == "gpu" else Rung.OCR
     if not health.available:
@@ -131,37 +164,81 @@ def read_group(entry: str, group: list[PageWork], route_by_reading: bool = False
     try:
         outputs = eng.read([w.image for w in group if w.image], script=script)
     except EngineError as exc:
-        log.warning("engine %s failed on pages %s: %s", eng.label, [w.number for w in group], exc.message)
+        log.warning(
+            "engine %s failed on pages %s: %s", eng.label, [w.number for w in group], exc.message
+        )
         _failed(group, eng.label, [exc.code], rung, exc.message)
         return
     for w, out in zip(group, outputs):
         w.tried.add(entry)
         if route_by_reading:
             _decide_by_reading(w, out.text, entry)
-            if _stray_rtl(w, out.text):  # specks read as Hebrew/Arabic letters: the Latin chain reads it
-                w.attempts.append(Attempt(engine=out.engine, accepted=False, reasons=["stray_rtl_letters"], rung=rung,
-                                          seconds=round(out.seconds, 4)))
+            if _stray_rtl(
+                w, out.text
+            ):  # specks read as Hebrew/Arabic letters: the Latin chain reads it
+                w.attempts.append(
+                    Attempt(
+                        engine=out.engine,
+                        accepted=False,
+                        reasons=["stray_rtl_letters"],
+                        rung=rung,
+                        seconds=round(out.seconds, 4),
+                    )
+                )
                 continue
         _judge_output(w, out, rung)
 
 
 def _judge_output(w: PageWork, out: EngineOutput, rung: Rung) -> None:
-    stray = int(out.details.get("stray_lines_reread", 0))  # provenance: lines another language list read
-    _judge(w, out.text, out.engine, rung, out.seconds, out.confidence, int(out.details.get("missing_lines", 0)),
-           f"{stray} line(s) with stray RTL letters re-read without the RTL languages" if stray else None)
+    stray = int(
+        out.details.get("stray_lines_reread", 0)
+    )  # provenance: lines another language list read
+    _judge(
+        w,
+        out.text,
+        out.engine,
+        rung,
+        out.seconds,
+        out.confidence,
+        int(out.details.get("missing_lines", 0)),
+        f"{stray} line(s) with stray RTL letters re-read without the RTL languages"
+        if stray
+        else None,
+    )
     if w.record is not None:  # issue 13: Tesseract's paragraphs with their boxes
         w.record = with_paragraph_boxes(w.record, out.details.get("paragraphs"))
 
 
-def _judge(w: PageWork, text: str, label: str, rung: Rung, seconds: float, confidence: float | None,
-           missing_lines: int = 0, detail: str | None = None) -> None:
+def _judge(
+    w: PageWork,
+    text: str,
+    label: str,
+    rung: Rung,
+    seconds: float,
+    confidence: float | None,
+    missing_lines: int = 0,
+    detail: str | None = None,
+) -> None:
     decision = w.decision
     # the routed script is expected in the output unless no router could decide (the safe default):
     # a VLM hallucinating Latin on a page routed as Hebrew is rejected, not accepted
     expected = decision.script if decision and decision.source != "default" else None
-    verdict = assess(GateInput(text=text, origin="ocr", expected_script=expected, confidence=confidence,
-                               reference_text=w.reference, missing_lines=missing_lines))
-    consider_candidate(w, Candidate(label, rung, text, verdict, seconds, confidence, detail=detail), "ocr", w.router())
+    verdict = assess(
+        GateInput(
+            text=text,
+            origin="ocr",
+            expected_script=expected,
+            confidence=confidence,
+            reference_text=w.reference,
+            missing_lines=missing_lines,
+        )
+    )
+    consider_candidate(
+        w,
+        Candidate(label, rung, text, verdict, seconds, confidence, detail=detail),
+        "ocr",
+        w.router(),
+    )
 
 
 def give_up(w: PageWork) -> PageRecord:
@@ -169,7 +246,9 @@ def give_up(w: PageWork) -> PageRecord:
     if readable:
         best = max(readable, key=Candidate.score)
         return review_record(w.number, best, w.router(), w.attempts, layer=w.pending.layer)
-    if _nothing_to_read(w) and w.pending.layer.get("repaired"):  # lost in the damage, not a blank page
+    if _nothing_to_read(w) and w.pending.layer.get(
+        "repaired"
+    ):  # lost in the damage, not a blank page
         return damaged_record(w.number, w.router(), w.attempts, w.pending.layer)
     if _nothing_to_read(w):
         return no_text_record(w.number, w.router(), w.attempts, layer=w.pending.layer)

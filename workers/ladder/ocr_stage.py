@@ -63,7 +63,9 @@ def _cache(settings: Settings) -> str:
     return settings.storage.cache_dir
 
 
-def _prepare(job: JobSpec, storage: Storage, number: int, pdf: str, render_dir: Path, settings: Settings) -> PageWork:
+def _prepare(
+    job: JobSpec, storage: Storage, number: int, pdf: str, render_dir: Path, settings: Settings
+) -> PageWork:
     pending = ranges.pending_page(storage, job.job_id, number)  # its range's object (or its own)
     work = PageWork(pending=pending, gpu=pending.queue == "gpu")
     text_layer = pending.text_layer
@@ -79,19 +81,32 @@ def _prepare(job: JobSpec, storage: Storage, number: int, pdf: str, render_dir: 
             return work
     options = job.options or {}
     if options.get("ocr") == "off":
-        work.attempts.append(Attempt(engine="ocr", accepted=False, reasons=["ocr_disabled"], rung=Rung.OCR))
+        work.attempts.append(
+            Attempt(engine="ocr", accepted=False, reasons=["ocr_disabled"], rung=Rung.OCR)
+        )
         return work
-    png = render_dir / f"{number:05d}.pgm"  # uncompressed: written and read back at once (PNG cost ≈ 0.05–0.1 s)
+    png = (
+        render_dir / f"{number:05d}.pgm"
+    )  # uncompressed: written and read back at once (PNG cost ≈ 0.05–0.1 s)
     dpi = int(options.get("dpi", 300))
     try:
         info = render_page(pdf, number, dpi, str(png), settings)
         work.image = PageImage(path=str(png), page=number, dpi=int(info["dpi"]), pdf=pdf)
-        if pending.hint_script is None and not _reads_first(work, settings):  # the page may be a turned scan
+        if pending.hint_script is None and not _reads_first(
+            work, settings
+        ):  # the page may be a turned scan
             _turn_upright(work, settings)
     except SandboxError as exc:
         log.warning("job %s page %d: render failed: %s", job.job_id, number, exc.message)
-        work.attempts.append(Attempt(engine="render", accepted=False, reasons=["render_failed"], rung=Rung.OCR,
-                                     detail=exc.message))
+        work.attempts.append(
+            Attempt(
+                engine="render",
+                accepted=False,
+                reasons=["render_failed"],
+                rung=Rung.OCR,
+                detail=exc.message,
+            )
+        )
     return work
 
 
@@ -114,20 +129,42 @@ def _try_fallback(work: PageWork, pdf: str) -> None:
     try:
         text, seconds = fallback.extract_page(pdf, work.number)
     except EngineError as exc:
-        work.attempts.append(Attempt(engine=fallback.ENGINE, accepted=False, reasons=[exc.code],
-                                     rung=Rung.FALLBACK_TEXT, detail=exc.message))
+        work.attempts.append(
+            Attempt(
+                engine=fallback.ENGINE,
+                accepted=False,
+                reasons=[exc.code],
+                rung=Rung.FALLBACK_TEXT,
+                detail=exc.message,
+            )
+        )
         return
     coverage = {"image_coverage": work.pending.layer.get("image_coverage", 0.0)}
-    verdict = assess(GateInput(text=text, origin="fallback_text", glyphs=GlyphFacts.from_layer(coverage)))
-    router = RouterInfo(source="text_layer", script=work.pending.hint_script or "unknown", margin=work.pending.hint_margin)
-    consider_candidate(work, Candidate(fallback.ENGINE, Rung.FALLBACK_TEXT, text, verdict, seconds), "fallback_text", router)
+    verdict = assess(
+        GateInput(text=text, origin="fallback_text", glyphs=GlyphFacts.from_layer(coverage))
+    )
+    router = RouterInfo(
+        source="text_layer",
+        script=work.pending.hint_script or "unknown",
+        margin=work.pending.hint_margin,
+    )
+    consider_candidate(
+        work,
+        Candidate(fallback.ENGINE, Rung.FALLBACK_TEXT, text, verdict, seconds),
+        "fallback_text",
+        router,
+    )
 
 
 def _reads_first(w: PageWork, settings: Settings) -> bool:
     """A CPU page with no text-layer hint is routed by reading it (see `_read_first`)."""
     entry = settings.ocr.chains.cpu_default[0] if settings.ocr.chains.cpu_default else ""
-    return (settings.ocr.router.read_first and not w.gpu and w.pending.hint_script is None
-            and entry.split(":")[0] == "tesseract")
+    return (
+        settings.ocr.router.read_first
+        and not w.gpu
+        and w.pending.hint_script is None
+        and entry.split(":")[0] == "tesseract"
+    )
 
 
 def _read_first(works: list[PageWork], settings: Settings) -> list[PageWork]:
@@ -165,8 +202,11 @@ def _narrower(entry: str, read: str) -> bool:
     the line heb+ara+eng dropped)."""
     name, _, langs = entry.partition(":")
     read_name, _, read_langs = read.partition(":")
-    return (name == read_name == "tesseract" and bool(langs)
-            and set(langs.split("+")) <= set(read_langs.split("+")))
+    return (
+        name == read_name == "tesseract"
+        and bool(langs)
+        and set(langs.split("+")) <= set(read_langs.split("+"))
+    )
 
 
 def _route(works: list[PageWork], settings: Settings) -> None:
@@ -176,19 +216,33 @@ def _route(works: list[PageWork], settings: Settings) -> None:
         later = {w.number for w in _read_first(first, settings)}
         works = [w for w in works if w.decision is None or w.number in later]
     needs_votes = [w for w in works if w.image is not None and w.pending.hint_script is None]
-    votes = visual.visual_votes([w.image for w in needs_votes if w.image], gpu=any(w.gpu for w in needs_votes), settings=settings)
+    votes = visual.visual_votes(
+        [w.image for w in needs_votes if w.image],
+        gpu=any(w.gpu for w in needs_votes),
+        settings=settings,
+    )
     by_page = dict(zip((w.number for w in needs_votes), votes))
     for w in works:
         w.decision = routing_chains.decide(
-            w.pending.hint_script, w.pending.hint_margin, by_page.get(w.number, []), chains, gpu=w.gpu
+            w.pending.hint_script,
+            w.pending.hint_margin,
+            by_page.get(w.number, []),
+            chains,
+            gpu=w.gpu,
         )
 
 
-def failed_page(job: JobSpec, number: int, reasons: list[str], settings: Settings, detail: str = "") -> PageRecord:
+def failed_page(
+    job: JobSpec, number: int, reasons: list[str], settings: Settings, detail: str = ""
+) -> PageRecord:
     """The redelivery cap was hit (or the page killed its worker): finish it as failed."""
     storage = open_storage(job.storage, settings)
-    attempt = Attempt(engine="worker", accepted=False, reasons=reasons, rung=Rung.OCR, detail=detail or None)
-    record = failed_record(number, RouterInfo(source="default", script="unknown"), [attempt], reasons, layer={})
+    attempt = Attempt(
+        engine="worker", accepted=False, reasons=reasons, rung=Rung.OCR, detail=detail or None
+    )
+    record = failed_record(
+        number, RouterInfo(source="default", script="unknown"), [attempt], reasons, layer={}
+    )
     storage.put_json(keys.page(job.job_id, number), record.model_dump(mode="json"))
     return record
 

@@ -41,8 +41,14 @@ def markdown_page_blocks(raw: str, edits: list[dict[str, Any]], text: str) -> li
     for md in markdown_blocks(raw):
         start, end = _range(md, ranges, text)
         body = text[start:end]
-        block: dict[str, Any] = {"type": md.type, "text": body, "bbox": None, "direction": direction(body),
-                                 "start": start, "end": end}
+        block: dict[str, Any] = {
+            "type": md.type,
+            "text": body,
+            "bbox": None,
+            "direction": direction(body),
+            "start": start,
+            "end": end,
+        }
         if md.type == "heading":
             block["level"] = md.level
         elif md.type == "list_item":
@@ -83,9 +89,17 @@ def paragraph_blocks(text: str, paragraphs: list[dict[str, Any]]) -> list[dict[s
         if last < 0:
             return None
         end = last + len(p["last"])
-        body = text[starts[i]:end]
-        blocks.append({"type": "paragraph", "text": body, "bbox": p["bbox"], "direction": direction(body),
-                       "start": starts[i], "end": end})
+        body = text[starts[i] : end]
+        blocks.append(
+            {
+                "type": "paragraph",
+                "text": body,
+                "bbox": p["bbox"],
+                "direction": direction(body),
+                "start": starts[i],
+                "end": end,
+            }
+        )
     return blocks
 
 

@@ -21,7 +21,9 @@ from workers.errors import EngineCrashed, EngineTimeout
 from workers.pdf.sandbox import run_tool
 from workers.settings import get_settings
 
-RawTable = dict[str, Any]  # {"rows": [[cell, ...], ...] left to right as drawn, "bbox": [x0, y0, x1, y1]}
+RawTable = dict[
+    str, Any
+]  # {"rows": [[cell, ...], ...] left to right as drawn, "bbox": [x0, y0, x1, y1]}
 Recoverer = Callable[[str, int, float], list[RawTable]]
 _RECOVERERS: dict[str, Recoverer] = {}
 
@@ -52,7 +54,9 @@ def child_json(module: str, label: str, pdf: str, number: int, timeout_s: float)
     """`python -m MODULE PDF PAGE` in a sandboxed child; its JSON (``{"tables": [...], ...}``)."""
     argv = [sys.executable, "-m", module, pdf, str(number)]
     try:
-        proc = run_tool(argv, timeout_s=timeout_s, memory_mb=get_settings().limits.sandbox_memory_mb)
+        proc = run_tool(
+            argv, timeout_s=timeout_s, memory_mb=get_settings().limits.sandbox_memory_mb
+        )
     except subprocess.TimeoutExpired as exc:
         raise EngineTimeout(f"{label} timed out after {timeout_s:.0f}s") from exc
     if proc.returncode != 0:
@@ -68,7 +72,9 @@ def child_json(module: str, label: str, pdf: str, number: int, timeout_s: float)
 
 @register("pymupdf4llm")
 def pymupdf4llm_tables(pdf: str, number: int, timeout_s: float) -> list[RawTable]:
-    return child_json("workers.pdf.pymupdf4llm_child", "pymupdf4llm", pdf, number, timeout_s)["tables"]
+    return child_json("workers.pdf.pymupdf4llm_child", "pymupdf4llm", pdf, number, timeout_s)[
+        "tables"
+    ]
 
 
 @register("wse")

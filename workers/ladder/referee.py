@@ -55,13 +55,21 @@ def settle(page: dict[str, Any], pdf: str, timeout_s: float = 30.0) -> dict[str,
         if dropped and isinstance(page.get(name), list):
             settled[name] = [e for e in page[name] if not any(a <= e[0] < b for a, b in dropped)]
     if open_rows:
-        log.info("page %s: %d row(s) read both ways and Poppler did not settle them", page.get("number"), open_rows)
+        log.info(
+            "page %s: %d row(s) read both ways and Poppler did not settle them",
+            page.get("number"),
+            open_rows,
+        )
     return settled
 
 
 def _inside(words: Sequence[Any], box: Sequence[float]) -> list[str]:
     x0, y0, x1, y1 = box
-    return [w[4] for w in words if x0 - 2 <= (w[0] + w[2]) / 2 <= x1 + 2 and y0 - 2 <= (w[1] + w[3]) / 2 <= y1 + 2]
+    return [
+        w[4]
+        for w in words
+        if x0 - 2 <= (w[0] + w[2]) / 2 <= x1 + 2 and y0 - 2 <= (w[1] + w[3]) / 2 <= y1 + 2
+    ]
 
 
 def _closer(ours: str, other: str, reference: list[str]) -> str | None:

@@ -33,14 +33,26 @@ from typing import Any
 
 from workers.engines.base import EngineHealth
 from workers.engines.hf import (
-    LoadedModel, cached_load, load_kwargs, loading, missing_packages, pick_device, resolve, to_device, weights_present,
+    LoadedModel,
+    cached_load,
+    load_kwargs,
+    loading,
+    missing_packages,
+    pick_device,
+    resolve,
+    to_device,
+    weights_present,
 )
 from workers.errors import EngineCrashed, EngineUnavailable
 from workers.settings import get_settings
 
 log = logging.getLogger(__name__)
-THUMB_SIDE = 448  # twice the model's 224 px: a box reduce to here, then the processor's bicubic resize
-_DECODERS: dict[int, ThreadPoolExecutor] = {}  # per process: a pool made before a fork has no threads after it
+THUMB_SIDE = (
+    448  # twice the model's 224 px: a box reduce to here, then the processor's bicubic resize
+)
+_DECODERS: dict[
+    int, ThreadPoolExecutor
+] = {}  # per process: a pool made before a fork has no threads after it
 _DECODERS_LOCK = threading.Lock()
 
 
@@ -51,7 +63,9 @@ def _decoders() -> ThreadPoolExecutor:
             pool = _DECODERS.get(os.getpid())
             if pool is None:
                 _DECODERS.clear()
-                pool = _DECODERS[os.getpid()] = ThreadPoolExecutor(min(8, os.cpu_count() or 1), "siglip-decode")
+                pool = _DECODERS[os.getpid()] = ThreadPoolExecutor(
+                    min(8, os.cpu_count() or 1), "siglip-decode"
+                )
     return pool
 
 
@@ -68,8 +82,14 @@ class SiglipRouter:
     name = "siglip2"
 
     def __init__(
-        self, *, model: str | None = None, prompts: list[str] | None = None, labels: list[str] | None = None,
-        threshold: float | None = None, batch_size: int | None = None, device: str | None = None,
+        self,
+        *,
+        model: str | None = None,
+        prompts: list[str] | None = None,
+        labels: list[str] | None = None,
+        threshold: float | None = None,
+        batch_size: int | None = None,
+        device: str | None = None,
         local_files_only: bool | None = None,
     ) -> None:
         router = get_settings().ocr.router
@@ -77,7 +97,9 @@ class SiglipRouter:
         self.prompts = list(prompts or router.siglip_prompts)
         self.labels = list(labels or router.siglip_labels)
         if len(self.prompts) != len(self.labels) or len(self.labels) < 2:
-            raise ValueError(f"need one prompt per label and at least two labels: {self.prompts} / {self.labels}")
+            raise ValueError(
+                f"need one prompt per label and at least two labels: {self.prompts} / {self.labels}"
+            )
         self.threshold = router.siglip_threshold if threshold is None else float(threshold)
         self.batch_size = max(1, int(batch_size or router.siglip_batch_size))
         self.requested_device = device
@@ -92,7 +114,9 @@ class SiglipRouter:
             return EngineHealth(self.name, False, f"not installed: {', '.join(missing)}", "gpu")
         present, detail = weights_present(self.model_id)
         if not present and not self.local_files_only:
-            return EngineHealth(self.name, True, f"{detail}; will be downloaded on first use", "gpu")
+            return EngineHealth(
+                self.name, True, f"{detail}; will be downloaded on first use", "gpu"
+            )
         return EngineHealth(self.name, present, detail, "gpu")
 
     def load(self) -> LoadedModel:
@@ -110,11 +134,24 @@ class SiglipRouter:
         with loading(self.name, self.model_id, device):
             present, detail = weights_present(self.model_id)
             if not present and self.local_files_only:
-                raise EngineUnavailable(f"{self.name}: cannot load {self.model_id} on {device}: {detail}")
-            processor = transformers.AutoProcessor.from_pretrained(path, local_files_only=self.local_files_only)
-            model = transformers.AutoModel.from_pretrained(path, **load_kwargs(device, self.local_files_only))
+                raise EngineUnavailable(
+                    f"{self.name}: cannot load {self.model_id} on {device}: {detail}"
+                )
+            processor = transformers.AutoProcessor.from_pretrained(
+                path, local_files_only=self.local_files_only
+            )
+            model = transformers.AutoModel.from_pretrained(
+                path, **load_kwargs(device, self.local_files_only)
+            )
             model.eval()
-        return LoadedModel(model, processor, device, type(model).__name__, self.model_id, time.monotonic() - started)
+        return LoadedModel(
+            model,
+            processor,
+            device,
+            type(model).__name__,
+            self.model_id,
+            time.monotonic() - started,
+        )
 
     def classify(self, image_paths: list[str]) -> list[VisualVerdict]:
         """One verdict per path, same order; images are scored `batch_size` at a time."""
@@ -123,7 +160,9 @@ class SiglipRouter:
         loaded = self.load()
         verdicts: list[VisualVerdict] = []
         for start in range(0, len(image_paths), self.batch_size):
-            verdicts.extend(self._classify_batch(loaded, image_paths[start : start + self.batch_size]))
+            verdicts.extend(
+                self._classify_batch(loaded, image_paths[start : start + self.batch_size])
+            )
         return verdicts
 
     def _classify_batch(self, loaded: LoadedModel, paths: list[str]) -> list[VisualVerdict]:
@@ -147,11 +186,18 @@ class SiglipRouter:
         text_positions = getattr(loaded.model.config.text_config, "max_position_embeddings", 64)
         try:
             inputs = loaded.processor(
-                text=self.prompts, images=images, padding="max_length", max_length=text_positions,
-                truncation=True, return_tensors="pt",
+                text=self.prompts,
+                images=images,
+                padding="max_length",
+                max_length=text_positions,
+                truncation=True,
+                return_tensors="pt",
             )
             moved = to_device(dict(inputs), loaded.device)
-            with loaded.busy, torch.inference_mode():  # one batch at a time (a gpu worker's threads)
+            with (
+                loaded.busy,
+                torch.inference_mode(),
+            ):  # one batch at a time (a gpu worker's threads)
                 logits = loaded.model(**moved).logits_per_image
         except torch.cuda.OutOfMemoryError as e:
             raise EngineCrashed(f"{self.name}: CUDA out of memory at batch {len(images)}") from e

@@ -24,7 +24,12 @@ from routing.detectors import word_agreement
 from routing.evidence import Finding, GateThresholds, TableFacts
 from routing.quality import assess_tables
 from routing.structure.blocks import TableIn
-from routing.structure.tables import PopplerWord, cell_agreement, cell_box_agreement, poppler_tsv_words
+from routing.structure.tables import (
+    PopplerWord,
+    cell_agreement,
+    cell_box_agreement,
+    poppler_tsv_words,
+)
 from routing.structure.tables import layout_rows as layout_rows_of
 from workers.errors import PagefleetError
 from workers.ladder import fallback
@@ -45,7 +50,17 @@ def _pdftotext(pdf: str, page: int, args: tuple[str, ...], timeout_s: float) -> 
 
 def _crop(box: Sequence[float]) -> tuple[str, ...]:
     x0, y0, x1, y1 = (max(0.0, box[0] - PAD), max(0.0, box[1] - PAD), box[2] + PAD, box[3] + PAD)
-    return ("-layout", "-x", str(int(x0)), "-y", str(int(y0)), "-W", str(int(x1 - x0 + 1)), "-H", str(int(y1 - y0 + 1)))
+    return (
+        "-layout",
+        "-x",
+        str(int(x0)),
+        "-y",
+        str(int(y0)),
+        "-W",
+        str(int(x1 - x0 + 1)),
+        "-H",
+        str(int(y1 - y0 + 1)),
+    )
 
 
 WINDOW = 32  # pages read by one `pdftotext -tsv` call
@@ -73,8 +88,9 @@ def _window(page: int) -> tuple[int, int]:
 
 
 @lru_cache(maxsize=8)
-def _tsv_window(pdf: str, first: int, last: int, stamp: tuple[int, int],
-                timeout_s: float) -> dict[int, list[PopplerWord]] | None:
+def _tsv_window(
+    pdf: str, first: int, last: int, stamp: tuple[int, int], timeout_s: float
+) -> dict[int, list[PopplerWord]] | None:
     try:
         tsv, _ = fallback.extract_page(pdf, first, timeout_s=timeout_s, args=("-tsv",), last=last)
     except PagefleetError as exc:
@@ -94,14 +110,20 @@ def poppler_words(pdf: str, page: int, timeout_s: float = 30.0) -> list[PopplerW
     return None if words is None else words.get(page, [])
 
 
-def table_agreement(pdf: str, page: int, table: TableIn, timeout_s: float = 30.0) -> tuple[float, float]:
+def table_agreement(
+    pdf: str, page: int, table: TableIn, timeout_s: float = 30.0
+) -> tuple[float, float]:
     """Cell by cell against Poppler's words in each cell's box when the table has cell boxes (one
     cached pdftotext call for many pages); else, or when that disagrees, the words in a crop of
     the table's box."""
     if any(box for row in table.cells for box in row):
         words = poppler_words(pdf, page, timeout_s)
         if words:
-            cells = [(text, box) for texts, boxes in zip(table.rows, table.cells) for text, box in zip(texts, boxes)]
+            cells = [
+                (text, box)
+                for texts, boxes in zip(table.rows, table.cells)
+                for text, box in zip(texts, boxes)
+            ]
             by_cell = cell_box_agreement(cells, words)
             if min(by_cell) >= AGREEMENT:
                 return by_cell
@@ -117,8 +139,9 @@ def agreement(table: TableIn, reference: str) -> tuple[float, float]:
     return max(by_words, by_cells, key=lambda pr: min(pr))
 
 
-def table_facts(pdf: str, page: int, tables: Sequence[TableIn], aligned_rows: int,
-                *, timeout_s: float = 30.0) -> TableFacts:
+def table_facts(
+    pdf: str, page: int, tables: Sequence[TableIn], aligned_rows: int, *, timeout_s: float = 30.0
+) -> TableFacts:
     """How the page's tables agree with Poppler: the worst precision and recall over `tables`, and
     whether `pdftotext -layout` holds the column-aligned rows no table explains."""
     worst = (1.0, 1.0)
@@ -128,10 +151,13 @@ def table_facts(pdf: str, page: int, tables: Sequence[TableIn], aligned_rows: in
     layout_rows = 0
     if aligned_rows:
         layout_rows = layout_rows_of(_pdftotext(pdf, page, ("-layout",), timeout_s) or "")
-    return TableFacts(tables=len(tables), worst=worst, aligned_rows=aligned_rows, layout_rows=layout_rows)
+    return TableFacts(
+        tables=len(tables), worst=worst, aligned_rows=aligned_rows, layout_rows=layout_rows
+    )
 
 
-def check_tables(pdf: str, page: int, tables: Sequence[TableIn], aligned_rows: int,
-                 *, timeout_s: float = 30.0) -> Finding:
+def check_tables(
+    pdf: str, page: int, tables: Sequence[TableIn], aligned_rows: int, *, timeout_s: float = 30.0
+) -> Finding:
     """The gate's table verdict on the page (`routing.quality.assess_tables`)."""
     return assess_tables(table_facts(pdf, page, tables, aligned_rows, timeout_s=timeout_s))

@@ -56,7 +56,9 @@ def layer_summary(page: dict[str, Any]) -> dict[str, Any]:
 
 def gate_input(page: dict[str, Any]) -> GateInput:
     """What the gate reads of an extracted page: its text and the glyph evidence the sandbox child found."""
-    return GateInput(text=page.get("text", ""), origin="text_layer", glyphs=GlyphFacts.from_layer(page))
+    return GateInput(
+        text=page.get("text", ""), origin="text_layer", glyphs=GlyphFacts.from_layer(page)
+    )
 
 
 def decide_page(page: dict[str, Any], *, ocr: str, gpu: bool) -> PageRecord | PendingPage:
@@ -70,7 +72,9 @@ def decide_page(page: dict[str, Any], *, ocr: str, gpu: bool) -> PageRecord | Pe
         return _blank_page(number, layer)
     verdict = assess(gate_input(page))
     decision = classify_text_layer(text)
-    candidate = Candidate(LAYER_ENGINE, Rung.TEXT_LAYER, text, verdict, seconds=time.monotonic() - started)
+    candidate = Candidate(
+        LAYER_ENGINE, Rung.TEXT_LAYER, text, verdict, seconds=time.monotonic() - started
+    )
     if ocr != "force" and (verdict.ok or verdict.repairable):
         router = RouterInfo(source="text_layer", script=decision.observed(), margin=decision.margin)
         record = consider(candidate, [], PageContext(number, router, layer), route="text_layer")
@@ -80,9 +84,15 @@ def decide_page(page: dict[str, Any], *, ocr: str, gpu: bool) -> PageRecord | Pe
     return PendingPage(
         number=number,
         text_layer=text,
-        reasons=candidate.unrepaired or verdict.reasons or (["ocr_forced"] if ocr == "force" else []),
+        reasons=candidate.unrepaired
+        or verdict.reasons
+        or (["ocr_forced"] if ocr == "force" else []),
         warnings=verdict.warnings,
-        layer={**layer, "gate_metrics": verdict.metrics, "seconds": round(time.monotonic() - started, 4)},
+        layer={
+            **layer,
+            "gate_metrics": verdict.metrics,
+            "seconds": round(time.monotonic() - started, 4),
+        },
         hint_script=decision.script if trustworthy else None,
         hint_margin=decision.margin if trustworthy else None,
         queue="gpu" if gpu else "cpu",

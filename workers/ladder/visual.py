@@ -35,7 +35,9 @@ def siglip_votes(images: list[PageImage], settings: Settings) -> list[VisualVote
         router = _siglip(settings)
         health = router.health()
         if not health.available:
-            return [VisualVote("siglip2", None, None, f"unavailable: {health.detail}") for _ in images]
+            return [
+                VisualVote("siglip2", None, None, f"unavailable: {health.detail}") for _ in images
+            ]
         verdicts = router.classify([img.path for img in images])
     except (EngineError, ModuleNotFoundError) as exc:
         detail = getattr(exc, "code", type(exc).__name__)
@@ -45,7 +47,9 @@ def siglip_votes(images: list[PageImage], settings: Settings) -> list[VisualVote
         if v.script is None:  # the image could not be classified: undecided, never the first label
             votes.append(VisualVote("siglip2", None, None, "unclassified"))
         else:
-            votes.append(VisualVote("siglip2", v.script, round(v.margin, 5), f"threshold={router.threshold}"))
+            votes.append(
+                VisualVote("siglip2", v.script, round(v.margin, 5), f"threshold={router.threshold}")
+            )
     return votes
 
 
@@ -69,7 +73,10 @@ def orientation(image: PageImage, settings: Settings) -> int:
         result = _osd(image, settings)
     except EngineError:
         return 0
-    if result.rotate and result.orientation_confidence >= settings.ocr.router.min_orientation_confidence:
+    if (
+        result.rotate
+        and result.orientation_confidence >= settings.ocr.router.min_orientation_confidence
+    ):
         return result.rotate
     return 0
 
@@ -85,10 +92,18 @@ def osd_vote(image: PageImage, settings: Settings) -> VisualVote:
         result = _osd(image, settings)
     except EngineError as exc:
         return probe_vote(image, settings, f"osd failed: {exc.code}")
-    floor = settings.ocr.router.osd_min_confidence_latin if result.script == "latin" else settings.ocr.router.osd_min_confidence
+    floor = (
+        settings.ocr.router.osd_min_confidence_latin
+        if result.script == "latin"
+        else settings.ocr.router.osd_min_confidence
+    )
     if result.script is None or result.confidence < floor:
-        return probe_vote(image, settings, f"osd script={result.raw_script} conf={result.confidence:.2f}")
-    return VisualVote("osd", result.script, round(result.confidence, 3), f"script={result.raw_script}")
+        return probe_vote(
+            image, settings, f"osd script={result.raw_script} conf={result.confidence:.2f}"
+        )
+    return VisualVote(
+        "osd", result.script, round(result.confidence, 3), f"script={result.raw_script}"
+    )
 
 
 def probe_vote(image: PageImage, settings: Settings, why: str) -> VisualVote:
@@ -101,11 +116,15 @@ def probe_vote(image: PageImage, settings: Settings, why: str) -> VisualVote:
         if shrink:
             pix.shrink(1)
         pix.save(probe_png)
-        probe = TesseractEngine("+".join(PROBE_LANGS), deskew=False, coverage=False)  # a script probe: one pass
+        probe = TesseractEngine(
+            "+".join(PROBE_LANGS), deskew=False, coverage=False
+        )  # a script probe: one pass
         if not probe.health().available:
             return VisualVote("osd", None, None, f"{why}; probe unavailable")
         probe_dpi = image.dpi // 2 if shrink else image.dpi
-        text = probe.read([PageImage(probe_png, image.page, max(probe_dpi, 72))], script="default")[0].text
+        text = probe.read([PageImage(probe_png, image.page, max(probe_dpi, 72))], script="default")[
+            0
+        ].text
     except (EngineError, RuntimeError, ValueError) as exc:
         return VisualVote("osd", None, None, f"{why}; probe failed: {exc}")
     finally:
@@ -132,7 +151,9 @@ def _mixed_rtl(stats: ScriptStats) -> str | None:
     return None
 
 
-def visual_votes(images: list[PageImage], *, gpu: bool, settings: Settings) -> list[list[VisualVote]]:
+def visual_votes(
+    images: list[PageImage], *, gpu: bool, settings: Settings
+) -> list[list[VisualVote]]:
     """Votes per image, in the order routers are consulted: SigLIP2 (gpu fleets), then OSD."""
     votes: list[list[VisualVote]] = [[] for _ in images]
     if not images:
@@ -142,7 +163,10 @@ def visual_votes(images: list[PageImage], *, gpu: bool, settings: Settings) -> l
             votes[i].append(vote)
             if vote.script == "latin" and settings.ocr.router.confirm_latin:
                 check = osd_vote(images[i], settings)
-                if check.script in ("he", "ar"):  # the CPU router sees RTL: it decides, SigLIP2 is overruled
+                if check.script in (
+                    "he",
+                    "ar",
+                ):  # the CPU router sees RTL: it decides, SigLIP2 is overruled
                     votes[i].insert(0, check)
     for i, image in enumerate(images):
         if not any(v.script for v in votes[i]):

@@ -17,7 +17,11 @@ def _zero_width_partner(chars: list[dict[str, Any]], kinds: str, i: int) -> int 
     x = chars[i]["bbox"][0]
     best: tuple[float, int] | None = None
     for j in (i + 1, i - 1):  # the next one first: ties go to it
-        if 0 <= j < len(chars) and kinds[j] in "Ro" and chars[j]["bbox"][2] - chars[j]["bbox"][0] > _ZERO:
+        if (
+            0 <= j < len(chars)
+            and kinds[j] in "Ro"
+            and chars[j]["bbox"][2] - chars[j]["bbox"][0] > _ZERO
+        ):
             distance = abs(chars[j]["bbox"][2] - x)
             if distance < 1.0 and (best is None or distance < best[0]):
                 best = (distance, j)
@@ -33,7 +37,11 @@ def glyph_clusters(chars: list[dict[str, Any]], kinds: str) -> list[tuple[int, i
     # starting where the next one starts
     zero = {i for i, box in enumerate(boxes) if box[2] - box[0] <= _ZERO}
     starts = [box[0] for box in boxes]
-    alike = [i for i, (a, b) in enumerate(zip(starts, starts[1:])) if abs(a - b) <= _ZERO and i not in zero]
+    alike = [
+        i
+        for i, (a, b) in enumerate(zip(starts, starts[1:]))
+        if abs(a - b) <= _ZERO and i not in zero
+    ]
     if not zero and not alike:
         return []
     joined: set[int] = set()  # k: chars[k] and chars[k + 1] are one glyph
@@ -43,8 +51,11 @@ def glyph_clusters(chars: list[dict[str, Any]], kinds: str) -> list[tuple[int, i
             if partner is not None:
                 joined.add(min(i, partner))
     for i in alike:
-        if kinds[i] in "Ro" and kinds[i + 1] in "Ro" and all(
-                abs(a - b) <= _ZERO for a, b in zip(boxes[i], boxes[i + 1])):
+        if (
+            kinds[i] in "Ro"
+            and kinds[i + 1] in "Ro"
+            and all(abs(a - b) <= _ZERO for a, b in zip(boxes[i], boxes[i + 1]))
+        ):
             joined.add(i)
     found: list[tuple[int, int]] = []
     for i in sorted(joined):

@@ -60,9 +60,24 @@ def build(target: Path = LIBRARY) -> Path:
         raise FileNotFoundError(f"no libmupdf.so.* in {wheel}")
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         out = Path(tmp) / target.name
-        subprocess.run([os.environ.get("CC", "cc"), "-O2", "-ffp-contract=off", "-fPIC", "-shared", "-Wall",
-                        f"-I{wheel / 'mupdf-devel' / 'include'}", str(SOURCE), "-o", str(out),
-                        f"-L{wheel}", f"-l:{libs[0]}", f"-Wl,-rpath,{wheel.resolve()}"], check=True)
+        subprocess.run(
+            [
+                os.environ.get("CC", "cc"),
+                "-O2",
+                "-ffp-contract=off",
+                "-fPIC",
+                "-shared",
+                "-Wall",
+                f"-I{wheel / 'mupdf-devel' / 'include'}",
+                str(SOURCE),
+                "-o",
+                str(out),
+                f"-L{wheel}",
+                f"-l:{libs[0]}",
+                f"-Wl,-rpath,{wheel.resolve()}",
+            ],
+            check=True,
+        )
         os.replace(out, target)
     return target
 
@@ -80,12 +95,17 @@ def library() -> ctypes.CDLL | None:
         log.warning("native text walk not loaded (%s): the Python path is used", exc)
         return None
     lib.pf_version.restype = ctypes.c_char_p
-    if not hasattr(lib, "pf_abi") or lib.pf_abi() != ABI:  # an older stextwalk.c: `make native` builds it again
+    if (
+        not hasattr(lib, "pf_abi") or lib.pf_abi() != ABI
+    ):  # an older stextwalk.c: `make native` builds it again
         log.warning("native text walk out of date: the Python path is used")
         return None
     if lib.pf_version().decode() != pymupdf.mupdf_version:
-        log.warning("native text walk built for MuPDF %s, %s loaded: the Python path is used",
-                    lib.pf_version().decode(), pymupdf.mupdf_version)
+        log.warning(
+            "native text walk built for MuPDF %s, %s loaded: the Python path is used",
+            lib.pf_version().decode(),
+            pymupdf.mupdf_version,
+        )
         return None
     lib.pf_blocks.argtypes = [_P, _P, _I, _P]
     lib.pf_chars.argtypes = [_P, _P, _P, _P, _I, _I, _P, _P]
@@ -137,7 +157,9 @@ def blocks(textpage: pymupdf.TextPage) -> tuple[list[Box], int | None] | None:
         _BOXES = np.empty(4 * n, dtype=np.float32)
         n = lib.pf_blocks(_page(textpage), _BOXES.ctypes.data, n, ctypes.byref(lines))
     flat = _BOXES[: 4 * n].tolist()
-    return [tuple(flat[i : i + 4]) for i in range(0, 4 * n, 4)], (None if lines.value < 0 else lines.value)
+    return [tuple(flat[i : i + 4]) for i in range(0, 4 * n, 4)], (
+        None if lines.value < 0 else lines.value
+    )
 
 
 def text(textpage: pymupdf.TextPage) -> str | None:
@@ -180,8 +202,16 @@ def _chars(lib: ctypes.CDLL, textpage: pymupdf.TextPage) -> tuple[_Buffers, int,
     buf = _buffers()
     n_lines, need = _I(), (ctypes.c_int * 2)()
     for _ in range(2):
-        n = lib.pf_chars(_page(textpage), buf.cps.ctypes.data, buf.geo.ctypes.data, buf.line_len.ctypes.data,
-                         buf.chars, buf.lines, ctypes.byref(n_lines), need)
+        n = lib.pf_chars(
+            _page(textpage),
+            buf.cps.ctypes.data,
+            buf.geo.ctypes.data,
+            buf.line_len.ctypes.data,
+            buf.chars,
+            buf.lines,
+            ctypes.byref(n_lines),
+            need,
+        )
         if n != _SMALL:
             return None if n == _FALLBACK else (buf, n, n_lines.value)
         buf.grow(need[0], need[1])
@@ -225,33 +255,62 @@ def _evidence(lib: ctypes.CDLL, buf: _Buffers, n: int, n_lines: int) -> dict[str
     text = "\n".join(lines)
     kinds = glyph_kinds(text)
     n_clusters = _I()
-    shared = lib.pf_evidence(n_lines, buf.line_len.ctypes.data, buf.geo.ctypes.data, kinds.encode("ascii"),
-                             buf.geometry.ctypes.data, buf.clusters.ctypes.data, ctypes.byref(n_clusters),
-                             buf.scratch.ctypes.data)
+    shared = lib.pf_evidence(
+        n_lines,
+        buf.line_len.ctypes.data,
+        buf.geo.ctypes.data,
+        kinds.encode("ascii"),
+        buf.geometry.ctypes.data,
+        buf.clusters.ctypes.data,
+        ctypes.byref(n_clusters),
+        buf.scratch.ctypes.data,
+    )
     geometry = buf.geometry[: 2 * n_lines].tolist()
     pairs = buf.clusters[: 2 * n_clusters.value].tolist()
-    return {"text": text, "line_geometry": [geometry[i : i + 2] for i in range(0, 2 * n_lines, 2)],
-            "glyph_clusters": [pairs[i : i + 2] for i in range(0, len(pairs), 2)],
-            "run_orders": _run_orders(lib, buf, lines, starts, kinds, text),
-            "glyphs": len(kinds) - kinds.count(" "), "shared_position_runs": shared}
+    return {
+        "text": text,
+        "line_geometry": [geometry[i : i + 2] for i in range(0, 2 * n_lines, 2)],
+        "glyph_clusters": [pairs[i : i + 2] for i in range(0, len(pairs), 2)],
+        "run_orders": _run_orders(lib, buf, lines, starts, kinds, text),
+        "glyphs": len(kinds) - kinds.count(" "),
+        "shared_position_runs": shared,
+    }
 
 
-def _run_orders(lib: ctypes.CDLL, buf: _Buffers, lines: list[str], starts: list[int], kinds: str,
-                text: str) -> list[list[list[int]]]:
+def _run_orders(
+    lib: ctypes.CDLL, buf: _Buffers, lines: list[str], starts: list[int], kinds: str, text: str
+) -> list[list[list[int]]]:
     """`runs.run_order` of every line holding an RTL letter: the C walk finds and proves the order
     from the boxes it wrote; Python's text test says which lines may be reordered at all."""
-    offsets = [start + i for i, start in enumerate(starts)]  # where line i begins in `text`: one newline a line
-    candidates = [i for i in may_reorder_lines(lines, text) if "R" in kinds[offsets[i] : offsets[i] + len(lines[i])]]
+    offsets = [
+        start + i for i, start in enumerate(starts)
+    ]  # where line i begins in `text`: one newline a line
+    candidates = [
+        i
+        for i in may_reorder_lines(lines, text)
+        if "R" in kinds[offsets[i] : offsets[i] + len(lines[i])]
+    ]
     if not candidates:
         return []
     counts = np.zeros(len(lines), dtype=np.int32)
-    if lib.pf_reorders(len(lines), buf.line_len.ctypes.data, buf.geo.ctypes.data,
-                       unit_kinds(text).encode("ascii"), counts.ctypes.data, buf.spans.ctypes.data) < 0:
+    if (
+        lib.pf_reorders(
+            len(lines),
+            buf.line_len.ctypes.data,
+            buf.geo.ctypes.data,
+            unit_kinds(text).encode("ascii"),
+            counts.ctypes.data,
+            buf.spans.ctypes.data,
+        )
+        < 0
+    ):
         counts[:] = -1  # out of memory in C: Python decides every line
     pairs = np.maximum(counts, 0)
     # every pair moved to where its line begins in `text`, as [start, end] lists, in one numpy pass
-    moved = (buf.spans[: 2 * int(pairs.sum())].reshape(-1, 2)
-             + np.repeat(np.asarray(offsets[: len(lines)], dtype=np.int64), pairs)[:, None]).tolist()
+    moved = (
+        buf.spans[: 2 * int(pairs.sum())].reshape(-1, 2)
+        + np.repeat(np.asarray(offsets[: len(lines)], dtype=np.int64), pairs)[:, None]
+    ).tolist()
     at = np.cumsum([0] + pairs.tolist()).tolist()
     per_line = counts.tolist()
     found: list[list[list[int]]] = []
@@ -260,7 +319,9 @@ def _run_orders(lib: ctypes.CDLL, buf: _Buffers, lines: list[str], starts: list[
             found.append(moved[at[i] : at[i + 1]])
         elif per_line[i] < 0:  # a coordinate that is not a number: Python's own comparisons decide
             geo = buf.geo[6 * starts[i] : 6 * starts[i + 1]]
-            order = run_order_of(lines[i], geo[0::6].tolist(), geo[2::6].tolist(), geo[5::6].tolist())
+            order = run_order_of(
+                lines[i], geo[0::6].tolist(), geo[2::6].tolist(), geo[5::6].tolist()
+            )
             if order:
                 found.append([[offsets[i] + a, offsets[i] + b] for a, b in order])
     return found

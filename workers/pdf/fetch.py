@@ -52,7 +52,9 @@ def local_pdf(job: JobSpec, settings: Settings) -> str:
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         # the exact version the event named; else only while the object has the event's ETag
-        with store.open_object(key, version_id=job.version_id, etag=None if job.version_id else job.etag) as body:
+        with store.open_object(
+            key, version_id=job.version_id, etag=None if job.version_id else job.etag
+        ) as body:
             _save(body, tmp, limit, job.filename)
         tmp.replace(target)
     except ObjectChanged:
@@ -96,8 +98,10 @@ def _changed(job: JobSpec, store: S3Storage, key: str) -> SourceChangedError:
         now = (store.stat(key)[1] or "?")[:12]
     except (KeyError, StorageError):
         now = "?"
-    return SourceChangedError(f"{job.filename} was overwritten after its event (ETag {(job.etag or '')[:12]}…, now "
-                              f"{now}…); the newer upload is its own job")
+    return SourceChangedError(
+        f"{job.filename} was overwritten after its event (ETag {(job.etag or '')[:12]}…, now "
+        f"{now}…); the newer upload is its own job"
+    )
 
 
 def evict(job_id: str, settings: Settings) -> None:
@@ -105,7 +109,9 @@ def evict(job_id: str, settings: Settings) -> None:
     cached_path(job_id, settings).unlink(missing_ok=True)
 
 
-def prune(settings: Settings, max_idle_s: float = CACHE_MAX_IDLE_S, now: float | None = None) -> int:
+def prune(
+    settings: Settings, max_idle_s: float = CACHE_MAX_IDLE_S, now: float | None = None
+) -> int:
     """Remove cached sources (and stale partial downloads) unused for `max_idle_s`."""
     now = time.time() if now is None else now
     removed = 0

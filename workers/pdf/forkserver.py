@@ -60,7 +60,9 @@ class ForkServerClient:
         self._owner = 0
         self._lock = threading.Lock()
         self._folder: tuple[int, Path] | None = None  # (owner pid, scratch folder)
-        self._files: tuple[int, tuple[Path, Path]] | None = None  # (server pid, result and stderr files)
+        self._files: tuple[int, tuple[Path, Path]] | None = (
+            None  # (server pid, result and stderr files)
+        )
         self._base: Path | None = None  # where scratch folders go: None, as the settings say
 
     def _ensure(self) -> subprocess.Popen[bytes]:
@@ -68,8 +70,13 @@ class ForkServerClient:
             return self._proc
         self._proc = None
         env = dict(os.environ, OMP_THREAD_LIMIT="1", PYTHONDONTWRITEBYTECODE="1")
-        self._proc = subprocess.Popen([sys.executable, "-m", "workers.pdf.forkserver"], stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "workers.pdf.forkserver"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
         self._owner = os.getpid()
         return self._proc
 
@@ -155,15 +162,20 @@ class _Child:
         self.last = False  # it said it leaves after this command
         self.alive = True
         self.document = ""  # the PDF of its first command
-        self.share = ""  # the batch of documents its first command came from (`sandbox.shared_child`)
+        self.share = (
+            ""  # the batch of documents its first command came from (`sandbox.shared_child`)
+        )
 
     def takes(self, request: dict[str, Any]) -> bool:
         """Whether it may run `request` too: within `reuse` commands, another command on its own
         document (`same_document`: a document's range tasks share one child), or a command of the
         batch its first one came from (one submission's small documents, `share`)."""
         ours = bool(request.get("same_document")) and request["pdf"] == self.document
-        shared = bool(self.share) and request.get("share") == self.share \
+        shared = (
+            bool(self.share)
+            and request.get("share") == self.share
             and self.served < int(request.get("share_max", 256))
+        )
         return self._open_to(request, ours or shared)
 
     def may_take_more(self, request: dict[str, Any]) -> bool:
@@ -236,8 +248,13 @@ def _child_loop(req_r: int, rep_w: int) -> None:  # pragma: no cover - forked ch
                 os.dup2(err, 2)
                 os.close(err)
                 _limit(request)
-                run_command(request["command"], request["pdf"], request["params"], Path(request["out"]),
-                            in_place=bool(request.get("in_place")))
+                run_command(
+                    request["command"],
+                    request["pdf"],
+                    request["params"],
+                    Path(request["out"]),
+                    in_place=bool(request.get("in_place")),
+                )
                 code = 0
                 os.write(rep_w, b"last\n" if _over_memory(request) else b"ok\n")
     except BaseException:  # noqa: BLE001 - everything goes to the error file; the exit code tells
@@ -265,7 +282,9 @@ def _over_memory(request: dict[str, Any]) -> bool:  # pragma: no cover - forked 
     fresh one."""
     with contextlib.suppress(OSError, ValueError, IndexError):
         rss_pages = int(Path("/proc/self/statm").read_text().split()[1])
-        limit_mb = min(int(request["memory_mb"]) // 2, int(request.get("keep_mb") or request["memory_mb"]))
+        limit_mb = min(
+            int(request["memory_mb"]) // 2, int(request.get("keep_mb") or request["memory_mb"])
+        )
         return rss_pages * os.sysconf("SC_PAGE_SIZE") > limit_mb * 1024 * 1024
     return False
 
@@ -294,7 +313,9 @@ def serve() -> int:  # pragma: no cover - exercised through the client
             sys.stdout.write(json.dumps(reply) + "\n")
             sys.stdout.flush()
             if not child.may_take_more(request):
-                child = _retired(child)  # after the reply: the child's exit is off the caller's path
+                child = _retired(
+                    child
+                )  # after the reply: the child's exit is off the caller's path
             _reap()
     finally:
         _retired(child)
@@ -305,7 +326,9 @@ def serve() -> int:  # pragma: no cover - exercised through the client
 def _run(child: _Child, line: bytes, request: dict[str, Any]) -> tuple[_Child, dict[str, Any]]:
     try:
         return child, child.run(line, request)
-    except BrokenPipeError:  # it died between commands (killed from outside): a fresh one runs this one
+    except (
+        BrokenPipeError
+    ):  # it died between commands (killed from outside): a fresh one runs this one
         _retired(child)
         child = _Child()
         return child, child.run(line, request)

@@ -37,14 +37,31 @@ from typing import Any
 from routing.bidi_order import logical_order
 from workers.pdf.clusters import glyph_clusters
 from workers.pdf.fastwalk import GLYPH_KINDS
-from workers.pdf.glyphrows import PageLine, has_letters, join_rows, page_is_rtl, page_lines, tail_of_rtl
+from workers.pdf.glyphrows import (
+    PageLine,
+    has_letters,
+    join_rows,
+    page_is_rtl,
+    page_lines,
+    tail_of_rtl,
+)
 from workers.pdf.glyphunits import (
-    SPACE_GAP, TOUCH_GAP, ZERO, Unit, letters_order, mark_gaps, mirrored_number, placeholders, swapped_ligature,
+    SPACE_GAP,
+    TOUCH_GAP,
+    ZERO,
+    Unit,
+    letters_order,
+    mark_gaps,
+    mirrored_number,
+    placeholders,
+    swapped_ligature,
 )
 
 _BREAKS = frozenset("\n\r\u2028\u2029\x00")
 # what the bidi algorithm may move in an RTL line: digits, Latin letters, brackets and the like
-_NOT_PLAIN = re.compile(r"[0-9A-Za-z\u00c0-\u024f\u0660-\u0669\u06f0-\u06f9()\[\]{}<>\"'/\\+\-%$#@&*=_|~^\u20aa\u20ac\u00a3\u00ab\u00bb\u2039\u203a\u200c\u200d\u200e\u200f\u202a-\u202e\u2066-\u2069\ufffd]")
+_NOT_PLAIN = re.compile(
+    r"[0-9A-Za-z\u00c0-\u024f\u0660-\u0669\u06f0-\u06f9()\[\]{}<>\"'/\\+\-%$#@&*=_|~^\u20aa\u20ac\u00a3\u00ab\u00bb\u2039\u203a\u200c\u200d\u200e\u200f\u202a-\u202e\u2066-\u2069\ufffd]"
+)
 UNRESOLVED = "line_order_alternative"
 
 
@@ -71,7 +88,9 @@ def read_rows(raw: dict[str, Any]) -> GlyphReading:
         first = min(row, key=lambda ln: ln.order)
         if len(row) == 1 and _in_order(row[0]):
             line, edits = _as_is(row), []
-        elif any(ln.rtl for ln in row) or (page_rtl and (len(row) > 1 or tail_of_rtl(row) or not has_letters(row))):
+        elif any(ln.rtl for ln in row) or (
+            page_rtl and (len(row) > 1 or tail_of_rtl(row) or not has_letters(row))
+        ):
             line, edits = _read_row(row, page_rtl, _aligned(row, margins))
             rebuilt += 1
         else:
@@ -83,10 +102,16 @@ def read_rows(raw: dict[str, Any]) -> GlyphReading:
         if block.get("type", 0) != 0 or "lines" not in block:
             out_blocks.append(block)
         elif number in blocks:
-            out_blocks.append({**block, "lines": [ln for _, ln in sorted(blocks[number], key=lambda t: t[0])]})
+            out_blocks.append(
+                {**block, "lines": [ln for _, ln in sorted(blocks[number], key=lambda t: t[0])]}
+            )
     edits = _page_edits(out_blocks, gap_rows)
-    return GlyphReading({**raw, "blocks": out_blocks}, [e for e in edits if e[3] != UNRESOLVED], rebuilt,
-                        [[e[0], e[1], e[2], e[4]] for e in edits if e[3] == UNRESOLVED])
+    return GlyphReading(
+        {**raw, "blocks": out_blocks},
+        [e for e in edits if e[3] != UNRESOLVED],
+        rebuilt,
+        [[e[0], e[1], e[2], e[4]] for e in edits if e[3] == UNRESOLVED],
+    )
 
 
 def _in_order(line: PageLine) -> bool:
@@ -104,7 +129,9 @@ def _in_order(line: PageLine) -> bool:
         x0, x1 = c["bbox"][0], c["bbox"][2]
         if x1 - x0 <= ZERO:
             return False  # a ligature's or a mark's own box: leave it to the units
-        if prev_x0 is not None and (x1 > prev_x0 + TOUCH_GAP * size or prev_x0 - x1 > SPACE_GAP * size):
+        if prev_x0 is not None and (
+            x1 > prev_x0 + TOUCH_GAP * size or prev_x0 - x1 > SPACE_GAP * size
+        ):
             return False
         prev_x0 = x0
     return True
@@ -119,7 +146,11 @@ def _units(line: PageLine) -> list[Unit]:
     """A MuPDF line's units in stream order: ligature clusters, and glyphs with their marks."""
     chars, spans = line.chars, line.spans
     text = "".join([c["c"] for c in chars])
-    kinds = GLYPH_KINDS.apply(text) if len(text) == len(chars) else "".join(GLYPH_KINDS.apply(c["c"])[:1] or "o" for c in chars)
+    kinds = (
+        GLYPH_KINDS.apply(text)
+        if len(text) == len(chars)
+        else "".join(GLYPH_KINDS.apply(c["c"])[:1] or "o" for c in chars)
+    )
     starts = dict(glyph_clusters(chars, kinds)) if "R" in kinds else {}
     units: list[Unit] = []
     n, i = len(chars), 0
@@ -136,8 +167,15 @@ def _units(line: PageLine) -> list[Unit]:
         members = list(zip(chars[i:end], spans[i:end]))
         wide = [c for c, _ in members if c["bbox"][2] - c["bbox"][0] > ZERO] or [members[0][0]]
         base = next((text[k] for k in range(i, end) if kinds[k] != "M"), text[i])
-        units.append(Unit(members, min(c["bbox"][0] for c in wide), max(c["bbox"][2] for c in wide),
-                          kinds[i] == " ", base))
+        units.append(
+            Unit(
+                members,
+                min(c["bbox"][0] for c in wide),
+                max(c["bbox"][2] for c in wide),
+                kinds[i] == " ",
+                base,
+            )
+        )
         i = end
     return units
 
@@ -151,15 +189,21 @@ def _aligned(row: list[PageLine], margins: tuple[float, float]) -> bool | None:
     return None if left == right else right
 
 
-def _read_row(row: list[PageLine], page_rtl: bool, aligned: bool | None = None) -> tuple[dict[str, Any], list[list[Any]]]:
+def _read_row(
+    row: list[PageLine], page_rtl: bool, aligned: bool | None = None
+) -> tuple[dict[str, Any], list[list[Any]]]:
     """One row: units in visual order, placeholder spaces set aside, gap repairs marked, then the
     logical order for the row's direction."""
     units = [u for line in sorted(row, key=lambda ln: ln.order) for u in _units(line)]
     breaks = [u for u in units if u.key in _BREAKS]  # a line end MuPDF kept stays at the row's end
-    units = sorted((u for u in units if u.key not in _BREAKS), key=lambda u: u.centre)  # stable on ties
+    units = sorted(
+        (u for u in units if u.key not in _BREAKS), key=lambda u: u.centre
+    )  # stable on ties
     size = sorted(ln.size for ln in row)[len(row) // 2]
     letters = any(ln.rtl for ln in row)
-    set_aside = placeholders(units) if len(row) > 1 else []  # another text object's glyph: pieces only
+    set_aside = (
+        placeholders(units) if len(row) > 1 else []
+    )  # another text object's glyph: pieces only
     units = [u for u in units if u.under is None]
     visual = mark_gaps(units, size)
     alternative = None
@@ -182,15 +226,24 @@ def _read_row(row: list[PageLine], page_rtl: bool, aligned: bool | None = None) 
             edits.append([len(kept), len(kept) + len(members), "", "split_word_rejoined"])
         elif unit.under is not None:
             edits.append([len(kept), len(kept) + len(members), "", "space_under_glyph"])
-        elif len(members) == 2 and (swapped := swapped_ligature(members, kept[-1][0]["c"] if kept else "")):
+        elif len(members) == 2 and (
+            swapped := swapped_ligature(members, kept[-1][0]["c"] if kept else "")
+        ):
             edits.append([len(kept), len(kept) + 2, swapped, "ligature_order"])
         kept += members
     kept += [m for u in breaks for m in u.chars]
     line = {**_line_dict(kept), "rtl": rtl}  # the direction it was read in: a repair reads it again
     if alternative is not None:  # the row reads both ways: the other reading goes to a referee
-        other = "".join(c["c"] for index in alternative for u in [visual[index], *after.get(id(visual[index]), [])]
-                        for c, _ in u.chars) + "".join(c["c"] for u in breaks for c, _ in u.chars)
-        return line, [*_squeeze(edits), [0, len(kept), other, UNRESOLVED, [round(v, 2) for v in line["bbox"]]]]
+        other = "".join(
+            c["c"]
+            for index in alternative
+            for u in [visual[index], *after.get(id(visual[index]), [])]
+            for c, _ in u.chars
+        ) + "".join(c["c"] for u in breaks for c, _ in u.chars)
+        return line, [
+            *_squeeze(edits),
+            [0, len(kept), other, UNRESOLVED, [round(v, 2) for v in line["bbox"]]],
+        ]
     return line, _squeeze(edits)
 
 
@@ -200,7 +253,12 @@ def _squeeze(edits: list[list[Any]]) -> list[list[Any]]:
     for edit in sorted(edits, key=lambda e: (e[0], e[1])):
         if out and edit[0] < out[-1][1]:
             continue
-        if out and out[-1][3] != edit[3] and out[-1][1] == edit[0] == edit[1] and out[-1][0] != out[-1][1]:
+        if (
+            out
+            and out[-1][3] != edit[3]
+            and out[-1][1] == edit[0] == edit[1]
+            and out[-1][0] != out[-1][1]
+        ):
             out.pop()  # a space taken out and put back in the same place: nothing changes
             continue
         out.append(edit)
@@ -218,15 +276,30 @@ def _line_dict(members: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str
         spans[-1]["chars"].append(c)
     for span in spans:
         boxes = [c["bbox"] for c in span["chars"]]
-        span["bbox"] = (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes),
-                        max(b[3] for b in boxes))
+        span["bbox"] = (
+            min(b[0] for b in boxes),
+            min(b[1] for b in boxes),
+            max(b[2] for b in boxes),
+            max(b[3] for b in boxes),
+        )
     boxes = [s["bbox"] for s in spans] or [(0.0, 0.0, 0.0, 0.0)]
-    return {"spans": spans, "wmode": 0, "dir": (1.0, 0.0), "rebuilt": True,
-            "bbox": (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes),
-                     max(b[3] for b in boxes))}
+    return {
+        "spans": spans,
+        "wmode": 0,
+        "dir": (1.0, 0.0),
+        "rebuilt": True,
+        "bbox": (
+            min(b[0] for b in boxes),
+            min(b[1] for b in boxes),
+            max(b[2] for b in boxes),
+            max(b[3] for b in boxes),
+        ),
+    }
 
 
-def _page_edits(blocks: list[dict[str, Any]], rows: list[tuple[int, int, list[list[Any]]]]) -> list[list[Any]]:
+def _page_edits(
+    blocks: list[dict[str, Any]], rows: list[tuple[int, int, list[list[Any]]]]
+) -> list[list[Any]]:
     """The rows' edits moved to page offsets (the page text: every line's characters, lines
     joined by one newline, in block order)."""
     pending = {(b, o): e for b, o, e in rows if e}
@@ -240,7 +313,7 @@ def _page_edits(blocks: list[dict[str, Any]], rows: list[tuple[int, int, list[li
             lengths.append(sum(len(c["c"]) for s in line["spans"] for c in s["chars"]))
     out: list[list[Any]] = []
     offset = 0
-    for (key, length) in zip(layout, lengths):
+    for key, length in zip(layout, lengths):
         for start, end, *rest in pending.get(key, []):
             out.append([offset + start, offset + end, *rest])
         offset += length + 1

@@ -16,7 +16,9 @@ from routing.charclass import LazyTable
 from routing.scripts import is_latin, is_rtl_letter
 
 _SENTENCE_END = frozenset(".,:;!?\u060c\u061b\u061f")
-_MARKER = re.compile(r"[\u2022\u25e6\u25aa\u25cf\u2013\-]|\d{1,3}[.)]|[.)]|[\u05d0-\u05ea\u0621-\u064a][.)]")
+_MARKER = re.compile(
+    r"[\u2022\u25e6\u25aa\u25cf\u2013\-]|\d{1,3}[.)]|[.)]|[\u05d0-\u05ea\u0621-\u064a][.)]"
+)
 BASELINE_SHARE = 0.35  # of the font size: two lines whose baselines differ by less share a row
 JOIN_GAP = 0.6  # font sizes: pieces of one row are at most this far apart
 MARKER_GAP = 3.0  # font sizes: a list marker drawn alone stands at most this far from its item
@@ -50,13 +52,27 @@ def page_lines(raw: dict[str, Any]) -> list[PageLine]:
                     spans.append(span)
             if not chars:
                 continue
-            horizontal = tuple(round(v, 3) for v in line.get("dir", (1, 0))) == (1.0, 0.0) and not line.get("wmode")
+            horizontal = tuple(round(v, 3) for v in line.get("dir", (1, 0))) == (
+                1.0,
+                0.0,
+            ) and not line.get("wmode")
             sizes = sorted(s["size"] for s in spans)
             baselines = sorted(c["origin"][1] for c in chars)
-            found.append(PageLine(number, len(found), chars, spans, tuple(line["bbox"]),  # type: ignore[arg-type]
-                               baselines[len(baselines) // 2], sizes[len(sizes) // 2] or 1.0,
-                               horizontal and any(is_rtl_letter(c["c"]) for c in chars), horizontal, line,
-                               _MARKER.fullmatch("".join(c["c"] for c in chars).strip()) is not None))
+            found.append(
+                PageLine(
+                    number,
+                    len(found),
+                    chars,
+                    spans,
+                    tuple(line["bbox"]),  # type: ignore[arg-type]
+                    baselines[len(baselines) // 2],
+                    sizes[len(sizes) // 2] or 1.0,
+                    horizontal and any(is_rtl_letter(c["c"]) for c in chars),
+                    horizontal,
+                    line,
+                    _MARKER.fullmatch("".join(c["c"] for c in chars).strip()) is not None,
+                )
+            )
     return found
 
 
@@ -96,12 +112,17 @@ def join_rows(lines: list[PageLine], page_rtl: bool) -> list[list[PageLine]]:
     ordered = sorted(range(len(lines)), key=lambda i: lines[i].baseline)
     for k, i in enumerate(ordered):
         a = lines[i]
-        for j in ordered[k + 1:]:
+        for j in ordered[k + 1 :]:
             b = lines[j]
             size = min(a.size, b.size)
             if b.baseline - a.baseline > BASELINE_SHARE * max(a.size, b.size):
                 break
-            if a.block != b.block or not (a.rtl or b.rtl or page_rtl) or not (a.horizontal and b.horizontal) or abs(a.size - b.size) > 0.25 * max(a.size, b.size):
+            if (
+                a.block != b.block
+                or not (a.rtl or b.rtl or page_rtl)
+                or not (a.horizontal and b.horizontal)
+                or abs(a.size - b.size) > 0.25 * max(a.size, b.size)
+            ):
                 continue
             gap = max(a.bbox[0], b.bbox[0]) - min(a.bbox[2], b.bbox[2])
             room = MARKER_GAP if a.marker or b.marker else JOIN_GAP
@@ -117,7 +138,9 @@ def join_rows(lines: list[PageLine], page_rtl: bool) -> list[list[PageLine]]:
 
 def _overprint(a: PageLine, b: PageLine) -> bool:
     """The same characters drawn twice, a hair apart (a producer's simulated bold)."""
-    return abs(a.bbox[0] - b.bbox[0]) < 0.2 * a.size and [c["c"] for c in a.chars] == [c["c"] for c in b.chars]
+    return abs(a.bbox[0] - b.bbox[0]) < 0.2 * a.size and [c["c"] for c in a.chars] == [
+        c["c"] for c in b.chars
+    ]
 
 
 _SCRIPTS = LazyTable(lambda ch: "R" if is_rtl_letter(ch) else "L" if is_latin(ch) else None)

@@ -37,14 +37,18 @@ class Unit:
     key: str  # the code point the bidi algorithm sees
     synthetic: bool = False
     dropped: bool = False
-    under: "Unit | None" = None  # a space drawn under this unit's glyph: a placeholder, not a word gap
+    under: "Unit | None" = (
+        None  # a space drawn under this unit's glyph: a placeholder, not a word gap
+    )
 
     @property
     def centre(self) -> float:
         return (self.x0 + self.x1) / 2
 
 
-def swapped_ligature(members: list[tuple[dict[str, Any], dict[str, Any]]], before: str) -> str | None:
+def swapped_ligature(
+    members: list[tuple[dict[str, Any], dict[str, Any]]], before: str
+) -> str | None:
     """A ligature glyph ending in alef whose alef MuPDF gives first, with no width, right after
     another alef (`خا` + `اب` for the glyph of `با`): Arabic never writes two alefs in a row, so
     the alef is the glyph's second letter. Where nothing says which neighbour a zero-width code
@@ -55,7 +59,11 @@ def swapped_ligature(members: list[tuple[dict[str, Any], dict[str, Any]]], befor
     (first, _), (second, _) = members
     if first["c"] != ALEF or first["bbox"][2] - first["bbox"][0] > ZERO:
         return None
-    if second["bbox"][2] - second["bbox"][0] <= ZERO or not is_rtl_letter(second["c"]) or second["c"] in (ALEF, LAM):
+    if (
+        second["bbox"][2] - second["bbox"][0] <= ZERO
+        or not is_rtl_letter(second["c"])
+        or second["c"] in (ALEF, LAM)
+    ):
         return None
     return second["c"] + first["c"]
 
@@ -68,7 +76,11 @@ def _word_gap(left: str, right: str, share: float) -> bool:
     bullet or dot only a wide one is (punctuation has side bearings of its own)."""
     if left.isalnum() and right.isalnum():
         return True
-    return share > MARKER_SPACE and (left.isalnum() or left in _MARKS) and (right.isalnum() or right in _MARKS)
+    return (
+        share > MARKER_SPACE
+        and (left.isalnum() or left in _MARKS)
+        and (right.isalnum() or right in _MARKS)
+    )
 
 
 def placeholders(units: list[Unit]) -> list[Unit]:
@@ -80,7 +92,7 @@ def placeholders(units: list[Unit]) -> list[Unit]:
         width = unit.x1 - unit.x0
         if not unit.space or width <= ZERO:
             continue
-        for other in units[max(0, i - 3): i + 4]:
+        for other in units[max(0, i - 3) : i + 4]:
             if other is unit or other.under is not None or (other.space and other in found):
                 continue
             if min(unit.x1, other.x1) - max(unit.x0, other.x0) >= 0.6 * width:
@@ -133,8 +145,9 @@ def mirrored_number(units: list[Unit]) -> bool:
     return len(inked) > 1 and inked[0].isdigit() and not inked[-1].isdigit()
 
 
-def letters_order(units: list[Unit], page_rtl: bool,
-                   aligned: bool | None) -> tuple[list[int], list[int] | None, bool]:
+def letters_order(
+    units: list[Unit], page_rtl: bool, aligned: bool | None
+) -> tuple[list[int], list[int] | None, bool]:
     """The logical order of a row holding RTL letters, read in both directions: a reading that
     keeps punctuation with its words clearly better (`(English :באנגלית) אנגלית` is `אנגלית
     (באנגלית: English)`; brackets a producer mapped to their mirrored glyphs are balanced first, as
@@ -151,8 +164,18 @@ def letters_order(units: list[Unit], page_rtl: bool,
         if rtl is ends and not readings and attachment_faults(text) == 0:
             return order, None, rtl  # the end letters' direction, and nothing against it
         faults = attachment_faults(text)
-        readings.append([faults, rtl != ends if ends is not None else 0, faults,
-                         rtl != aligned if aligned is not None else 0, rtl != page_rtl, order, text.split(), rtl])
+        readings.append(
+            [
+                faults,
+                rtl != ends if ends is not None else 0,
+                faults,
+                rtl != aligned if aligned is not None else 0,
+                rtl != page_rtl,
+                order,
+                text.split(),
+                rtl,
+            ]
+        )
     if abs(readings[0][0] - readings[1][0]) < CLEAR_FAULTS:  # then the end letters first
         readings[0][0] = readings[1][0] = 0
     readings = [(tuple(r[:5]), r[5], r[6], r[7]) for r in readings]
@@ -166,7 +189,9 @@ def letters_order(units: list[Unit], page_rtl: bool,
 def unit_text(unit: Unit) -> str:
     if unit.synthetic:
         return " "
-    return unit.chars[0][0]["c"] if len(unit.chars) == 1 else "".join([c["c"] for c, _ in unit.chars])
+    return (
+        unit.chars[0][0]["c"] if len(unit.chars) == 1 else "".join([c["c"] for c, _ in unit.chars])
+    )
 
 
 def balanced_brackets(text: str) -> str:

@@ -26,7 +26,9 @@ from workers.pdf.page_tables import Char, ruled_tables, unruled_tables
 from workers.pdf.stext import Box
 
 _BOLD = 16
-Kept = dict[int, tuple[dict[str, Any], list[Box]]]  # page -> rung 1's rawdict and the boxes of the images it draws
+Kept = dict[
+    int, tuple[dict[str, Any], list[Box]]
+]  # page -> rung 1's rawdict and the boxes of the images it draws
 
 
 def _line_info(line: dict[str, Any]) -> dict[str, Any]:
@@ -39,13 +41,25 @@ def _line_info(line: dict[str, Any]) -> dict[str, Any]:
         if span["flags"] & _BOLD or "bold" in span.get("font", "").lower():
             bold += n
     size = sizes.most_common(1)[0][0] if sizes else 0.0
-    n = sum(len(c["c"]) for span in line["spans"] for c in span["chars"])  # the line's length in the text
-    return {"bbox": [round(v, 2) for v in line["bbox"]], "size": size, "bold": total > 0 and bold * 2 > total,
-            "chars": total, "n": n}
+    n = sum(
+        len(c["c"]) for span in line["spans"] for c in span["chars"]
+    )  # the line's length in the text
+    return {
+        "bbox": [round(v, 2) for v in line["bbox"]],
+        "size": size,
+        "bold": total > 0 and bold * 2 > total,
+        "chars": total,
+        "n": n,
+    }
 
 
-def gather(page: pymupdf.Page, flags: int, paths: list[dict[str, Any]] | None = None,
-           raw: dict[str, Any] | None = None, images: list[Box] | None = None) -> dict[str, Any]:
+def gather(
+    page: pymupdf.Page,
+    flags: int,
+    paths: list[dict[str, Any]] | None = None,
+    raw: dict[str, Any] | None = None,
+    images: list[Box] | None = None,
+) -> dict[str, Any]:
     """`paths`: the page's vector paths (`get_cdrawings()`) where ruled tables are looked for, None
     where they are not; `raw`: the page's `rawdict` with `flags` when rung 1 already made it;
     `images`: the visible boxes of the images the page draws when rung 1 already read them, None
@@ -71,11 +85,17 @@ def gather(page: pymupdf.Page, flags: int, paths: list[dict[str, Any]] | None = 
     if unruled:
         grids = 0  # the aligned rows read what the grid did not
     figures = _figures(page, stext.image_boxes(page, flags) if images is None else images)
-    return {"lines": lines, "tables": tables + unruled, "aligned_rows": max(suspect, grids), "figures": figures}
+    return {
+        "lines": lines,
+        "tables": tables + unruled,
+        "aligned_rows": max(suspect, grids),
+        "figures": figures,
+    }
 
 
-def _figures(page: pymupdf.Page, images: list[Box], max_share: float = 0.8,
-             min_side: float = 24.0) -> list[list[float]]:
+def _figures(
+    page: pymupdf.Page, images: list[Box], max_share: float = 0.8, min_side: float = 24.0
+) -> list[list[float]]:
     """Boxes of the images drawn on the page (`images`: their visible boxes), but a scan's
     full-page background or a tiny icon."""
     area = abs(page.rect) or 1.0
@@ -88,7 +108,9 @@ def _figures(page: pymupdf.Page, images: list[Box], max_share: float = 0.8,
     return out
 
 
-MAX_DRAWINGS = 5000  # the table finder on a map or a CAD page costs seconds: such a page gets no ruled tables
+MAX_DRAWINGS = (
+    5000  # the table finder on a map or a CAD page costs seconds: such a page gets no ruled tables
+)
 
 
 def vector_paths(page: pymupdf.Page) -> list[dict[str, Any]]:
@@ -100,8 +122,9 @@ def drawings(page: pymupdf.Page) -> int:
     return len(vector_paths(page))
 
 
-def add_layout(doc: pymupdf.Document, pages: list[dict[str, Any]], flags: int,
-               kept: Kept | None = None) -> None:
+def add_layout(
+    doc: pymupdf.Document, pages: list[dict[str, Any]], flags: int, kept: Kept | None = None
+) -> None:
     """Attach `layout` to pages extracted by `workers.pdf.mupdf` (same text flags, same lines).
     A page whose structure cannot be read gets none: its blocks are then plain paragraphs. The
     ruled-table finder runs only on pages with vector drawings, and not too many of them (a heavy
@@ -110,14 +133,22 @@ def add_layout(doc: pymupdf.Document, pages: list[dict[str, Any]], flags: int,
     for page in pages:
         try:
             loaded = doc.load_page(int(page["number"]) - 1)
-            counted = bool(page.get("drawings"))  # rung 1 counts vector paths only where it needs them
-            paths = None if counted else vector_paths(loaded)  # read once: the count and the grid finder
+            counted = bool(
+                page.get("drawings")
+            )  # rung 1 counts vector paths only where it needs them
+            paths = (
+                None if counted else vector_paths(loaded)
+            )  # read once: the count and the grid finder
             if not counted:
                 page["drawings"] = len(paths)
             ruled = 0 < int(page["drawings"]) <= MAX_DRAWINGS
             if ruled and paths is None:
                 paths = vector_paths(loaded)
-            raw, images = (kept or {}).get(int(page["number"]), (None, None))  # rung 1's, not read again
-            page["layout"] = gather(loaded, flags, paths=paths if ruled else None, raw=raw, images=images)
+            raw, images = (kept or {}).get(
+                int(page["number"]), (None, None)
+            )  # rung 1's, not read again
+            page["layout"] = gather(
+                loaded, flags, paths=paths if ruled else None, raw=raw, images=images
+            )
         except Exception as exc:  # noqa: BLE001 - structure is an extra: the page's text stands without it
             page["layout_error"] = f"{type(exc).__name__}: {exc}"[:200]

@@ -25,7 +25,9 @@ _TEXT_FLAGS = (
 )
 
 
-def probe(pdf: str, extract_upto: int = 0, max_pages: int = 0, structure: bool = False) -> dict[str, Any]:
+def probe(
+    pdf: str, extract_upto: int = 0, max_pages: int = 0, structure: bool = False
+) -> dict[str, Any]:
     """Page count, encryption, producer; with `extract_upto`, also rung 1 for every page of a
     document of at most `extract_upto` pages that passes the checks, in the same child (one process
     start per small document). A longer one is split into page ranges: the probe returns at once,
@@ -44,7 +46,9 @@ def probe(pdf: str, extract_upto: int = 0, max_pages: int = 0, structure: bool =
     count = info["page_count"]
     if extract_upto and 0 < count <= min(extract_upto, max_pages or count):
         info["pages"] = _read(doc, 1, count, structure)
-    info["repaired"] = bool(doc.is_repaired)  # after the reads: MuPDF may repair while it loads a page
+    info["repaired"] = bool(
+        doc.is_repaired
+    )  # after the reads: MuPDF may repair while it loads a page
     return info
 
 
@@ -59,7 +63,9 @@ def probe_many(pdf: str, docs: list[list[Any]]) -> dict[str, Any]:
             heads.append(probe(path, **params))
         except Exception as exc:  # noqa: BLE001 - reported, and the rest left to commands of their own
             why = f"{type(exc).__name__}: {exc}"[:300]
-            heads += [{"failed": why}] + [{"failed": "not read after a failure"}] * (len(docs) - len(heads) - 1)
+            heads += [{"failed": why}] + [{"failed": "not read after a failure"}] * (
+                len(docs) - len(heads) - 1
+            )
             break
     return {"heads": heads}
 
@@ -76,7 +82,9 @@ def _read(doc: pymupdf.Document, first: int, last: int, structure: bool) -> list
     pages = [_extract_page(doc, number, kept) for number in range(first, last + 1)]
     if structure:
         layout.add_layout(doc, pages, _TEXT_FLAGS, kept)
-    if doc.is_repaired:  # a broken file MuPDF rebuilt: a page it left empty may have lost its content
+    if (
+        doc.is_repaired
+    ):  # a broken file MuPDF rebuilt: a page it left empty may have lost its content
         for page in pages:
             page["repaired"] = True
     return pages
@@ -106,8 +114,9 @@ def forget() -> None:
     _OPEN.clear()
 
 
-def _extract_page(doc: pymupdf.Document, number: int,
-                  kept: layout.Kept | None = None) -> dict[str, Any]:
+def _extract_page(
+    doc: pymupdf.Document, number: int, kept: layout.Kept | None = None
+) -> dict[str, Any]:
     """One page's text layer and evidence; `kept`, when given, keeps the page's `rawdict` and the
     images it draws for the structure pass (one text page per page; a second one only where the
     characters of a page that draws an image are read)."""
@@ -121,7 +130,9 @@ def _extract_page(doc: pymupdf.Document, number: int,
         images, evidence = read
     else:
         images, evidence, raw = _read_page(page, textpage, kept, plain)
-    listed = listed_images(page)  # get_images' xrefs, from the resources: the images count and their bytes
+    listed = listed_images(
+        page
+    )  # get_images' xrefs, from the resources: the images count and their bytes
     if kept is not None:
         kept[number] = (raw, images)
     text = evidence.pop("text")
@@ -140,8 +151,12 @@ def _extract_page(doc: pymupdf.Document, number: int,
     }
 
 
-def _read_page(page: pymupdf.Page, textpage: pymupdf.TextPage, kept: layout.Kept | None,
-               plain: str | None = None) -> tuple[list[stext.Box], dict[str, Any], dict[str, Any]]:
+def _read_page(
+    page: pymupdf.Page,
+    textpage: pymupdf.TextPage,
+    kept: layout.Kept | None,
+    plain: str | None = None,
+) -> tuple[list[stext.Box], dict[str, Any], dict[str, Any]]:
     """(image boxes, text and evidence, the rawdict where it was read): a page without RTL letters
     from its plain text once `stext.walk` proves it exact; any other from its characters. `plain`:
     the page's extractText string where the C walk already gave it."""
@@ -170,7 +185,9 @@ def _plain_text(textpage: pymupdf.TextPage) -> str:
     return textpage.extractText() if found is None else found
 
 
-def _rtl_page(page: pymupdf.Page, textpage: pymupdf.TextPage) -> tuple[list[stext.Box], dict[str, Any]] | None:
+def _rtl_page(
+    page: pymupdf.Page, textpage: pymupdf.TextPage
+) -> tuple[list[stext.Box], dict[str, Any]] | None:
     """`_read_page`'s answer for a page the C walk found a Hebrew or Arabic character on
     (`fastwalk.text_unless_rtl`), read from its characters without its plain text first
     (`_read_page` would drop it for the characters: ~0.4 ms a page); None for a page without an RTL
@@ -194,8 +211,11 @@ def glyph_evidence(textpage: pymupdf.TextPage) -> tuple[dict[str, Any], dict[str
         evidence["run_orders"] = []  # every RTL row is in its reading order already
         evidence["glyph_rows"] = True
         # per line, the direction its row was read in (1 RTL, 0 LTR, -1 a line not rebuilt)
-        evidence["row_directions"] = [int(line["rtl"]) if line.get("rebuilt") else -1
-                                      for block in reading.raw.get("blocks", []) for line in block.get("lines", [])]
+        evidence["row_directions"] = [
+            int(line["rtl"]) if line.get("rebuilt") else -1
+            for block in reading.raw.get("blocks", [])
+            for line in block.get("lines", [])
+        ]
         evidence["gap_repairs"] = reading.gap_edits
         if reading.unresolved:
             evidence["unresolved_rows"] = reading.unresolved
@@ -208,9 +228,14 @@ def _plain_evidence(plain: str, kinds: str) -> dict[str, Any]:
     geometry, clusters or run orders, and the shared-origin test (one glyph mapped to a whole word)
     is not made."""
     text = plain[:-1]  # the final newline
-    return {"text": text, "line_geometry": [[0, 0]] * (text.count("\n") + 1) if text else [],
-            "glyph_clusters": [], "run_orders": [], "glyphs": len(kinds) - kinds.count(" "),
-            "shared_position_runs": 0}
+    return {
+        "text": text,
+        "line_geometry": [[0, 0]] * (text.count("\n") + 1) if text else [],
+        "glyph_clusters": [],
+        "run_orders": [],
+        "glyphs": len(kinds) - kinds.count(" "),
+        "shared_position_runs": 0,
+    }
 
 
 def _geometry_evidence(raw: dict[str, Any]) -> dict[str, Any]:
@@ -234,12 +259,20 @@ def _geometry_evidence(raw: dict[str, Any]) -> dict[str, Any]:
             shared_runs += _shared_position_runs(chars, kinds)
             if rtl:
                 clusters += [[offset + a, offset + b] for a, b in glyph_clusters(chars, kinds)]
-                order = None if line.get("rebuilt") else run_order(chars, lines[-1])  # a row is in order
+                order = (
+                    None if line.get("rebuilt") else run_order(chars, lines[-1])
+                )  # a row is in order
                 if order:
                     run_orders.append([[offset + a, offset + b] for a, b in order])
             offset += len(lines[-1]) + 1
-    return {"text": "\n".join(lines), "line_geometry": geometry, "glyph_clusters": clusters,
-            "run_orders": run_orders, "glyphs": glyphs, "shared_position_runs": shared_runs}
+    return {
+        "text": "\n".join(lines),
+        "line_geometry": geometry,
+        "glyph_clusters": clusters,
+        "run_orders": run_orders,
+        "glyphs": glyphs,
+        "shared_position_runs": shared_runs,
+    }
 
 
 def _image_bytes(doc: pymupdf.Document, listed: list[int]) -> int:
@@ -276,8 +309,11 @@ def _rtl_order(chars: list[dict[str, Any]], kinds: str | None = None) -> list[in
         kinds = glyph_kinds("".join([c["c"] for c in chars]))
     # marks left out; an RTL letter's centre, None for anything that ends a run: a pair of
     # neighbours that are both letters is a pair inside one run (one pass a line, not one a run)
-    centres = [(c["bbox"][0] + c["bbox"][2]) / 2 if kind == "R" else None
-               for c, kind in zip(chars, kinds) if kind != "M"]
+    centres = [
+        (c["bbox"][0] + c["bbox"][2]) / 2 if kind == "R" else None
+        for c, kind in zip(chars, kinds)
+        if kind != "M"
+    ]
     steps = [b - a for a, b in zip(centres, centres[1:]) if a is not None and b is not None]
     return [sum(1 for step in steps if step > 0.5), sum(1 for step in steps if step < -0.5)]
 
@@ -296,8 +332,13 @@ def _shared_position_runs(chars: list[dict[str, Any]], kinds: str) -> int:
         if kinds[i] in " M":
             continue
         x, y = c["origin"]
-        if (prev is not None and abs(x - prev[0]) < 0.11 and abs(y - prev[1]) < 0.11
-                and round(x, 1) == round(prev[0], 1) and round(y, 1) == round(prev[1], 1)):
+        if (
+            prev is not None
+            and abs(x - prev[0]) < 0.11
+            and abs(y - prev[1]) < 0.11
+            and round(x, 1) == round(prev[0], 1)
+            and round(y, 1) == round(prev[1], 1)
+        ):
             count += 1
             if count == 3:
                 runs += 1
@@ -318,7 +359,9 @@ def _scan_dpi(p: pymupdf.Page) -> float | None:
     return 72.0 * (infos[0]["width"] * infos[0]["height"] / abs(box)) ** 0.5
 
 
-def render(pdf: str, page: int, dpi: int, png: str, max_pixels: int = 0, rotate: int = 0) -> dict[str, Any]:
+def render(
+    pdf: str, page: int, dpi: int, png: str, max_pixels: int = 0, rotate: int = 0
+) -> dict[str, Any]:
     """Render one page to a grey image file (PNG or PGM, by `png`'s suffix), turned by `rotate` degrees (Tesseract OSD's "Rotate");
     lower the resolution if it would exceed max_pixels. A scanned page below `dpi` is rendered at
     its image's own resolution (pixel for pixel: interpolating up adds nothing a reader can use;
@@ -332,5 +375,11 @@ def render(pdf: str, page: int, dpi: int, png: str, max_pixels: int = 0, rotate:
     matrix = pymupdf.Matrix(zoom, zoom).prerotate(rotate)
     pix = p.get_pixmap(matrix=matrix, colorspace=pymupdf.csGRAY, alpha=False, annots=True)
     pix.save(png)
-    return {"png": png, "dpi": round(zoom * 72), "width": pix.width, "height": pix.height, "rotate": rotate,
-            "native_dpi": round(native) if native else None}
+    return {
+        "png": png,
+        "dpi": round(zoom * 72),
+        "width": pix.width,
+        "height": pix.height,
+        "rotate": rotate,
+        "native_dpi": round(native) if native else None,
+    }

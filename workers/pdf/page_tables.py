@@ -15,7 +15,9 @@ import pymupdf
 from routing.structure.grid import ruled_grids
 from routing.structure.tables import aligned_columns, is_numeric
 
-Char = tuple[float, float, float, float, str, int, int]  # x0, y0, x1, y1, c, line index, offset in the page text
+Char = tuple[
+    float, float, float, float, str, int, int
+]  # x0, y0, x1, y1, c, line index, offset in the page text
 
 
 def _inside(c: Char, box: tuple[float, float, float, float]) -> bool:
@@ -53,8 +55,10 @@ def _cell_text(chars: list[Char]) -> str:
     return " ".join(out.split())
 
 
-_DIGITS = frozenset("0123456789\u0660\u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668\u0669"
-                    "\u06f0\u06f1\u06f2\u06f3\u06f4\u06f5\u06f6\u06f7\u06f8\u06f9")
+_DIGITS = frozenset(
+    "0123456789\u0660\u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668\u0669"
+    "\u06f0\u06f1\u06f2\u06f3\u06f4\u06f5\u06f6\u06f7\u06f8\u06f9"
+)
 _INNER = frozenset(".,\u066b\u066c")  # decimal and thousands separators between digits
 
 
@@ -68,7 +72,10 @@ def _numbers_ltr(run: list[Char]) -> list[Char]:
             i += 1
             continue
         j = i + 1
-        while j < len(out) and (out[j][4] in _DIGITS or (out[j][4] in _INNER and j + 1 < len(out) and out[j + 1][4] in _DIGITS)):
+        while j < len(out) and (
+            out[j][4] in _DIGITS
+            or (out[j][4] in _INNER and j + 1 < len(out) and out[j + 1][4] in _DIGITS)
+        ):
             j += 1
         out[i:j] = sorted(out[i:j], key=lambda c: c[0])
         i = j
@@ -92,7 +99,9 @@ def _covered_lines(chars: list[Char], box: tuple[float, float, float, float]) ->
     return sorted(i for i in total if inside[i] * 2 > total[i])
 
 
-def ruled_tables(page: pymupdf.Page, paths: list[dict[str, Any]], chars: list[Char]) -> tuple[list[dict[str, Any]], int]:
+def ruled_tables(
+    page: pymupdf.Page, paths: list[dict[str, Any]], chars: list[Char]
+) -> tuple[list[dict[str, Any]], int]:
     """Ruled tables (routing.structure.grid on the page's vector paths), and the rows of grids
     that are not a table's (a suspicion)."""
     region = _grid_region(paths, page.rect)
@@ -106,11 +115,26 @@ def ruled_tables(page: pymupdf.Page, paths: list[dict[str, Any]], chars: list[Ch
         if not _plausible(grid):
             suspect = max(suspect, len(grid))  # not the table's grid: a suspicion for the checks
             continue
-        rows = [[{"raw": _cell_text(cell_chars), "spans": cell_spans(cell_chars),
-                  "bbox": [round(v, 2) for v in cell] if cell else None}
-                 for cell_chars, cell in zip(chars_row, row.cells)] for chars_row, row in zip(grid, tab.rows)]
-        tables.append({"kind": "ruled", "bbox": [round(v, 2) for v in tab.bbox], "rows": rows,
-                       "header_rows": 1, "lines": _covered_lines(chars, tab.bbox)})
+        rows = [
+            [
+                {
+                    "raw": _cell_text(cell_chars),
+                    "spans": cell_spans(cell_chars),
+                    "bbox": [round(v, 2) for v in cell] if cell else None,
+                }
+                for cell_chars, cell in zip(chars_row, row.cells)
+            ]
+            for chars_row, row in zip(grid, tab.rows)
+        ]
+        tables.append(
+            {
+                "kind": "ruled",
+                "bbox": [round(v, 2) for v in tab.bbox],
+                "rows": rows,
+                "header_rows": 1,
+                "lines": _covered_lines(chars, tab.bbox),
+            }
+        )
     return tables, suspect
 
 
@@ -131,12 +155,17 @@ def _edges(item: Any, min_len: float) -> tuple[int, int, tuple[float, float, flo
             box = (min(xs), min(ys), max(xs), max(ys))
         width, height = box[2] - box[0], box[3] - box[1]
         wide, tall = width >= min_len, height >= min_len
-        h, v = (2 if wide and tall else int(wide and height < 2)), (2 if wide and tall else int(tall and width < 2))
+        h, v = (
+            (2 if wide and tall else int(wide and height < 2)),
+            (2 if wide and tall else int(tall and width < 2)),
+        )
         return h, v, box if h or v else None
     return 0, 0, None
 
 
-def _grid_region(paths: list[dict[str, Any]], page_rect: pymupdf.Rect, min_len: float = 12.0) -> pymupdf.Rect | None:
+def _grid_region(
+    paths: list[dict[str, Any]], page_rect: pymupdf.Rect, min_len: float = 12.0
+) -> pymupdf.Rect | None:
     """The box around the page's straight rulings and frames, if there are enough of them for a
     grid (two each way); None: no ruled table can be there."""
     h = v = 0
@@ -149,8 +178,12 @@ def _grid_region(paths: list[dict[str, Any]], page_rect: pymupdf.Rect, min_len: 
                 boxes.append(box)
     if h < 2 or v < 2:
         return None
-    region = pymupdf.Rect(min(b[0] for b in boxes) - 3, min(b[1] for b in boxes) - 3,
-                          max(b[2] for b in boxes) + 3, max(b[3] for b in boxes) + 3)
+    region = pymupdf.Rect(
+        min(b[0] for b in boxes) - 3,
+        min(b[1] for b in boxes) - 3,
+        max(b[2] for b in boxes) + 3,
+        max(b[3] for b in boxes) + 3,
+    )
     return None if region.is_empty else region & page_rect
 
 
@@ -163,8 +196,13 @@ def _row_cells(row: Any, near: list[Char]) -> list[list[Char]]:
 
 def _row_count(cell: list[Char], digits_only: bool = False) -> int:
     """Visual rows inside one cell (only rows holding a digit, with `digits_only`)."""
-    centres = sorted({round((c[1] + c[3]) / 2) for c in cell
-                      if not c[4].isspace() and (c[4] in _DIGITS or not digits_only)})
+    centres = sorted(
+        {
+            round((c[1] + c[3]) / 2)
+            for c in cell
+            if not c[4].isspace() and (c[4] in _DIGITS or not digits_only)
+        }
+    )
     rows, last = 0, None
     for y in centres:
         if last is None or y - last > 3:
@@ -173,20 +211,29 @@ def _row_count(cell: list[Char], digits_only: bool = False) -> int:
     return rows
 
 
-def _plausible(grid: list[list[list[Char]]], max_numbered_rows: int = 3, max_rows: int = 6,
-               min_fill: float = 0.35) -> bool:
+def _plausible(
+    grid: list[list[list[Char]]],
+    max_numbered_rows: int = 3,
+    max_rows: int = 6,
+    min_fill: float = 0.35,
+) -> bool:
     """A cell holding numbers from several rows is a collapsed column, a cell of many lines is a
     framed text, a grid mostly empty is not the table's grid."""
     cells = [cell for row in grid for cell in row]
     filled = sum(1 for cell in cells if any(not c[4].isspace() for c in cell))
     if not cells or filled < min_fill * len(cells):
         return False
-    return all(_row_count(cell, True) <= max_numbered_rows and _row_count(cell) <= max_rows for cell in cells)
+    return all(
+        _row_count(cell, True) <= max_numbered_rows and _row_count(cell) <= max_rows
+        for cell in cells
+    )
 
 
 def _visual_rows(lines: list[dict[str, Any]], chars: list[Char]) -> list[list[Char]]:
     """Characters grouped into visual rows (lines whose vertical centres meet), top down."""
-    live = sorted({c[5] for c in chars}, key=lambda i: (lines[i]["bbox"][1] + lines[i]["bbox"][3]) / 2)
+    live = sorted(
+        {c[5] for c in chars}, key=lambda i: (lines[i]["bbox"][1] + lines[i]["bbox"][3]) / 2
+    )
     groups: list[list[int]] = []
     for i in live:
         y0, y1 = lines[i]["bbox"][1], lines[i]["bbox"][3]
@@ -220,13 +267,15 @@ def _segments(row: list[Char]) -> tuple[list[tuple[float, float, int]], bool]:
     return out, numeric
 
 
-def unruled_tables(lines: list[dict[str, Any]], chars: list[Char]) -> tuple[list[dict[str, Any]], int]:
+def unruled_tables(
+    lines: list[dict[str, Any]], chars: list[Char]
+) -> tuple[list[dict[str, Any]], int]:
     from routing.structure.tables import TableRules
 
     rows = _visual_rows(lines, chars)
     segs = [_segments(r) for r in rows]
     found = aligned_columns([s for s, _ in segs], [n for _, n in segs])
-    tables = [_unruled_table(rows[a:b + 1], gutters) for a, b, gutters in found]
+    tables = [_unruled_table(rows[a : b + 1], gutters) for a, b, gutters in found]
     used = {i for a, b, _ in found for i in range(a, b + 1)}
     loose = TableRules(max_cell_share=0.9, max_cell_words=6.0)
     rest = [s if i not in used else [] for i, (s, _) in enumerate(segs)]
@@ -244,11 +293,21 @@ def _unruled_table(rows: list[list[Char]], gutters: list[tuple[float, float]]) -
         cells = []
         for lo, hi in zip(edges, edges[1:]):
             mine = [c for c in ordered if lo <= (c[0] + c[2]) / 2 < hi]
-            box = [round(lo, 2), round(min(c[1] for c in row), 2), round(hi, 2), round(max(c[3] for c in row), 2)]
+            box = [
+                round(lo, 2),
+                round(min(c[1] for c in row), 2),
+                round(hi, 2),
+                round(max(c[3] for c in row), 2),
+            ]
             cells.append({"raw": _cell_text(mine), "spans": cell_spans(mine), "bbox": box})
         cells_rows.append(cells)
     y0 = min(c[1] for r in rows for c in r)
     y1 = max(c[3] for r in rows for c in r)
     line_ids = sorted({c[5] for r in rows for c in r})
-    return {"kind": "unruled", "bbox": [round(x0, 2), round(y0, 2), round(x1, 2), round(y1, 2)], "rows": cells_rows,
-            "header_rows": 1, "lines": line_ids}
+    return {
+        "kind": "unruled",
+        "bbox": [round(x0, 2), round(y0, 2), round(x1, 2), round(y1, 2)],
+        "rows": cells_rows,
+        "header_rows": 1,
+        "lines": line_ids,
+    }

@@ -34,8 +34,12 @@ def _box(rows: list[list[str]], words: list[tuple]) -> list[float] | None:
     hits = hits or [w for w in words if _fold(w[4]) in wanted]
     if not hits:
         return None
-    return [round(min(w[0] for w in hits), 2), round(min(w[1] for w in hits), 2),
-            round(max(w[2] for w in hits), 2), round(max(w[3] for w in hits), 2)]
+    return [
+        round(min(w[0] for w in hits), 2),
+        round(min(w[1] for w in hits), 2),
+        round(max(w[2] for w in hits), 2),
+        round(max(w[3] for w in hits), 2),
+    ]
 
 
 def recover(pdf: str, number: int) -> dict[str, Any]:
@@ -47,7 +51,9 @@ def recover(pdf: str, number: int) -> dict[str, Any]:
         with contextlib.redirect_stdout(io.StringIO()):  # engine chatter never reaches our JSON
             import pymupdf4llm
 
-            md = pymupdf4llm.to_markdown(doc, pages=[number - 1], use_ocr=False, show_progress=False)
+            md = pymupdf4llm.to_markdown(
+                doc, pages=[number - 1], use_ocr=False, show_progress=False
+            )
     finally:
         doc.close()
     tables = [{"rows": rows, "bbox": _box(rows, words)} for rows in markdown_tables(md)]

@@ -42,8 +42,9 @@ def _scan(resources: pymupdf.mupdf.PdfObj, found: list[int], tracer: list[int]) 
         xobjects = _mu.pdf_dict_get(resources, _mu.PDF_ENUM_NAME_XObject)
         entries = [_mu.pdf_dict_get_val(xobjects, i) for i in range(_mu.pdf_dict_len(xobjects))]
         for entry in entries:
-            if _mu.pdf_is_dict(entry) and _mu.pdf_name_eq(_mu.pdf_dict_get(entry, _mu.PDF_ENUM_NAME_Subtype),
-                                                          _mu.PDF_ENUM_NAME_Image):
+            if _mu.pdf_is_dict(entry) and _mu.pdf_name_eq(
+                _mu.pdf_dict_get(entry, _mu.PDF_ENUM_NAME_Subtype), _mu.PDF_ENUM_NAME_Image
+            ):
                 found.append(_mu.pdf_to_num(entry))
         for entry in entries:
             inner = _mu.pdf_dict_get(entry, _mu.PDF_ENUM_NAME_Resources)

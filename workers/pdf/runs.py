@@ -27,7 +27,15 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-from routing.charclass import ARABIC_ANY, F_HEBREW, HEBREW_RANGES, LazyTable, classes, features, ranges_pattern
+from routing.charclass import (
+    ARABIC_ANY,
+    F_HEBREW,
+    HEBREW_RANGES,
+    LazyTable,
+    classes,
+    features,
+    ranges_pattern,
+)
 from routing.scripts import is_arabic
 
 _TOLERANCE = 0.5  # points
@@ -71,22 +79,30 @@ _UNIT = re.compile("R[RM]*|L[LM]*|[NS]M*|M+")  # a mark belongs to the unit befo
 def _units(x0s: list[float], x1s: list[float], kinds: str) -> list[_Unit]:
     """Arabic words and LTR runs (with their marks), and each other character with its marks (a
     line's leading marks are one neutral unit); x extent from the boxes, in one C-level slice each."""
-    return [_Unit("N" if kinds[a] == "M" else kinds[a], a, b, min(x0s[a:b]), max(x1s[a:b]))
-            for a, b in (m.span() for m in _UNIT.finditer(kinds))]
+    return [
+        _Unit("N" if kinds[a] == "M" else kinds[a], a, b, min(x0s[a:b]), max(x1s[a:b]))
+        for a, b in (m.span() for m in _UNIT.finditer(kinds))
+    ]
 
 
 def _inside_agrees(x0s: list[float], x1s: list[float], kinds: str, unit: _Unit) -> bool:
     """x falls along an Arabic word and rises along an LTR run (zero-width code points skipped)."""
-    centres = [(a + b) / 2 for a, b, kind in zip(x0s[unit.start : unit.end], x1s[unit.start : unit.end],
-                                                 kinds[unit.start :])
-               if b - a > 0.01 and kind != "M"]
+    centres = [
+        (a + b) / 2
+        for a, b, kind in zip(
+            x0s[unit.start : unit.end], x1s[unit.start : unit.end], kinds[unit.start :]
+        )
+        if b - a > 0.01 and kind != "M"
+    ]
     sign = -1 if unit.kind == "R" else 1
     return all(sign * (b - a) >= -_TOLERANCE for a, b in zip(centres, centres[1:]))
 
 
 def _arabic_line(text: str) -> bool:
     """Arabic letters outnumber Latin ones and nothing is Hebrew (class codes: one C-level pass)."""
-    if ARABIC_ANY.search(text) is None or _HEBREW_ANY.search(text) is not None:  # most lines stop here
+    if (
+        ARABIC_ANY.search(text) is None or _HEBREW_ANY.search(text) is not None
+    ):  # most lines stop here
         return False
     return _arabic_majority(classes(text))
 
@@ -97,7 +113,9 @@ def _arabic_majority(codes: str) -> bool:
     return bool(arabic) and arabic > codes.count("a")
 
 
-def _proven(x0s: list[float], x1s: list[float], ys: list[float], kinds: str, units: list[_Unit]) -> bool:
+def _proven(
+    x0s: list[float], x1s: list[float], ys: list[float], kinds: str, units: list[_Unit]
+) -> bool:
     if max(ys) - min(ys) > _BASELINE:
         return False
     if not all(_inside_agrees(x0s, x1s, kinds, u) for u in units if u.kind in "RL"):
@@ -140,10 +158,17 @@ def run_order(chars: list[dict[str, Any]], text: str | None = None) -> list[list
     text = "".join([c["c"] for c in chars]) if text is None else text
     if not may_reorder(text):  # the text's own test first: most lines stop here
         return None
-    return _order(text, [c["bbox"][0] for c in chars], [c["bbox"][2] for c in chars], [c["origin"][1] for c in chars])
+    return _order(
+        text,
+        [c["bbox"][0] for c in chars],
+        [c["bbox"][2] for c in chars],
+        [c["origin"][1] for c in chars],
+    )
 
 
-def run_order_of(text: str, x0s: list[float], x1s: list[float], ys: list[float]) -> list[list[int]] | None:
+def run_order_of(
+    text: str, x0s: list[float], x1s: list[float], ys: list[float]
+) -> list[list[int]] | None:
     """`run_order` from the line's text and, per character, its box's left and right x and its
     baseline y (the C text walk's arrays instead of rawdict's dicts)."""
     return _order(text, x0s, x1s, ys) if may_reorder(text) else None
@@ -178,7 +203,9 @@ def unit_kinds(text: str) -> str:
     return _KINDS.apply(text)
 
 
-def _order(text: str, x0s: list[float], x1s: list[float], ys: list[float]) -> list[list[int]] | None:
+def _order(
+    text: str, x0s: list[float], x1s: list[float], ys: list[float]
+) -> list[list[int]] | None:
     kinds = text.translate(_KINDS)
     units = _units(x0s, x1s, kinds)
     if len(units) < 2:

@@ -96,18 +96,31 @@ def run_child(
     timeout_s = deadline.bounded(timeout_s, what) or timeout_s
     settings = get_settings()
     try:
-        return _run_child(command, pdf, params, timeout_s=timeout_s, memory_mb=memory_mb, settings=settings)
+        return _run_child(
+            command, pdf, params, timeout_s=timeout_s, memory_mb=memory_mb, settings=settings
+        )
     except SandboxError as exc:
         deadline.check(what)  # cut by the deadline: the file may be fine
         if _NO_SPACE not in exc.message:
             raise
-        if not (settings.advanced.sandbox_fork_server and _scratch_to_disk(command)):  # on the disk already: full
-            raise StorageError(f"no space left for {what}'s result ({exc.message}); the task retries") from exc
-    log.warning("%s found the sandbox's scratch folder full; this process's scratch moves to the temp dir", what)
-    return run_child(command, pdf, params, timeout_s=timeout_s, memory_mb=memory_mb)  # once more, on the disk
+        if not (
+            settings.advanced.sandbox_fork_server and _scratch_to_disk(command)
+        ):  # on the disk already: full
+            raise StorageError(
+                f"no space left for {what}'s result ({exc.message}); the task retries"
+            ) from exc
+    log.warning(
+        "%s found the sandbox's scratch folder full; this process's scratch moves to the temp dir",
+        what,
+    )
+    return run_child(
+        command, pdf, params, timeout_s=timeout_s, memory_mb=memory_mb
+    )  # once more, on the disk
 
 
-_NO_SPACE = "[Errno 28]"  # ENOSPC in the child's last line: where its result goes is full, not the file bad
+_NO_SPACE = (
+    "[Errno 28]"  # ENOSPC in the child's last line: where its result goes is full, not the file bad
+)
 
 
 def _scratch_to_disk(command: str) -> bool:
@@ -117,15 +130,38 @@ def _scratch_to_disk(command: str) -> bool:
         return CLIENT.scratch_to_disk()
 
 
-def _run_child(command: str, pdf: str, params: dict[str, Any], *, timeout_s: float, memory_mb: int,
-               settings: Any) -> dict[str, Any]:
+def _run_child(
+    command: str,
+    pdf: str,
+    params: dict[str, Any],
+    *,
+    timeout_s: float,
+    memory_mb: int,
+    settings: Any,
+) -> dict[str, Any]:
     if settings.advanced.sandbox_fork_server:
-        return _run_forked(command, pdf, params, timeout_s=timeout_s, memory_mb=memory_mb,
-                           reuse=settings.advanced.sandbox_reuse, same_document=settings.advanced.sandbox_reuse_document,
-                           keep_mb=KEEP_MB, share_max=SHARE_MAX)
+        return _run_forked(
+            command,
+            pdf,
+            params,
+            timeout_s=timeout_s,
+            memory_mb=memory_mb,
+            reuse=settings.advanced.sandbox_reuse,
+            same_document=settings.advanced.sandbox_reuse_document,
+            keep_mb=KEEP_MB,
+            share_max=SHARE_MAX,
+        )
     with tempfile.TemporaryDirectory(prefix="pagefleet-sbx-") as tmp:
         out = Path(tmp) / "result.json"
-        argv = [sys.executable, "-m", "workers.pdf.sandbox", command, pdf, str(out), json.dumps(params)]
+        argv = [
+            sys.executable,
+            "-m",
+            "workers.pdf.sandbox",
+            command,
+            pdf,
+            str(out),
+            json.dumps(params),
+        ]
         env = dict(os.environ, OMP_THREAD_LIMIT="1", PYTHONDONTWRITEBYTECODE="1")
         try:
             proc = subprocess.run(
@@ -147,9 +183,18 @@ def _run_child(command: str, pdf: str, params: dict[str, Any], *, timeout_s: flo
         return json.loads(out.read_text(encoding="utf-8"))
 
 
-def _run_forked(command: str, pdf: str, params: dict[str, Any], *, timeout_s: float, memory_mb: int,
-                share_max: int, reuse: int = 1, same_document: bool = False,
-                keep_mb: int = 0) -> dict[str, Any]:
+def _run_forked(
+    command: str,
+    pdf: str,
+    params: dict[str, Any],
+    *,
+    timeout_s: float,
+    memory_mb: int,
+    share_max: int,
+    reuse: int = 1,
+    same_document: bool = False,
+    keep_mb: int = 0,
+) -> dict[str, Any]:
     """The same command in a child forked from the worker's warm sandbox server (`forkserver`; a
     child runs at most `reuse` commands, and with `same_document` any number on its own document,
     until it holds more than `keep_mb`).
@@ -159,11 +204,25 @@ def _run_forked(command: str, pdf: str, params: dict[str, Any], *, timeout_s: fl
     from workers.pdf.forkserver import CLIENT
 
     with _turn(command):
-        timeout_s = deadline.bounded(timeout_s, f"the sandbox's {command}") or timeout_s  # less what the turn took
+        timeout_s = (
+            deadline.bounded(timeout_s, f"the sandbox's {command}") or timeout_s
+        )  # less what the turn took
         out, err = CLIENT.scratch_files()
-        request = {"command": command, "pdf": pdf, "params": params, "out": str(out), "err": str(err),
-                   "timeout_s": timeout_s, "memory_mb": memory_mb, "reuse": reuse, "same_document": same_document,
-                   "keep_mb": keep_mb, "share": _SHARE.get(), "share_max": share_max, "in_place": True}
+        request = {
+            "command": command,
+            "pdf": pdf,
+            "params": params,
+            "out": str(out),
+            "err": str(err),
+            "timeout_s": timeout_s,
+            "memory_mb": memory_mb,
+            "reuse": reuse,
+            "same_document": same_document,
+            "keep_mb": keep_mb,
+            "share": _SHARE.get(),
+            "share_max": share_max,
+            "in_place": True,
+        }
         reply = CLIENT.run(request, timeout_s)
         if reply.get("timed_out"):
             raise SandboxError(f"{command} timed out after {timeout_s:.0f}s")
@@ -176,15 +235,29 @@ def _run_forked(command: str, pdf: str, params: dict[str, Any], *, timeout_s: fl
     return json.loads(result.decode("utf-8"))
 
 
-def run_tool(argv: list[str], *, timeout_s: float, memory_mb: int, env: dict[str, str] | None = None,
-             cwd: str | None = None) -> subprocess.CompletedProcess[bytes]:
+def run_tool(
+    argv: list[str],
+    *,
+    timeout_s: float,
+    memory_mb: int,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+) -> subprocess.CompletedProcess[bytes]:
     """An external tool reading an untrusted PDF (pdftotext, a site's OCR command), under the same
     limits as a sandbox child: RLIMIT_AS/RLIMIT_CPU/no core, one OpenMP thread, a wall-clock timeout
     (`subprocess.TimeoutExpired` passes through for the caller to translate). `env` replaces the
     inherited environment (a plug-in command must not see the broker's or S3's secrets)."""
     env = dict(os.environ if env is None else env, OMP_THREAD_LIMIT="1")
-    return subprocess.run(argv, capture_output=True, timeout=timeout_s, env=env, check=False, cwd=cwd,
-                          stdin=subprocess.DEVNULL, preexec_fn=_limits(memory_mb, int(timeout_s) + 1))
+    return subprocess.run(
+        argv,
+        capture_output=True,
+        timeout=timeout_s,
+        env=env,
+        check=False,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=_limits(memory_mb, int(timeout_s) + 1),
+    )
 
 
 def _death_reason(returncode: int, stderr: str) -> str:

@@ -10,19 +10,24 @@ from typing import Any
 import pydantic_core
 
 
-def run_command(command: str, pdf: str, params: dict[str, Any], out: Path,
-                in_place: bool = False) -> None:  # pragma: no cover - child
+def run_command(
+    command: str, pdf: str, params: dict[str, Any], out: Path, in_place: bool = False
+) -> None:  # pragma: no cover - child
     """Run one sandbox command and write its JSON result to `out` (a temp file, then a rename):
     what every child does, forked (`forkserver`) or started as `python -m workers.pdf.sandbox`.
     `in_place`: into `out` itself (a forked child, whose answer on its pipe says the file is whole)."""
     from workers.pdf import mupdf
 
-    handlers = {"probe": mupdf.probe, "probe_many": mupdf.probe_many, "extract": mupdf.extract_range,
-                "render": mupdf.render}
+    handlers = {
+        "probe": mupdf.probe,
+        "probe_many": mupdf.probe_many,
+        "extract": mupdf.extract_range,
+        "render": mupdf.render,
+    }
     if command not in handlers:
         raise SystemExit(f"unknown sandbox command {command}")
     gc.disable()  # the command builds trees of plain objects (rawdict, layouts) that the cycle
-    try:          # collector would walk again and again as they grow: a third of a structure-on range
+    try:  # collector would walk again and again as they grow: a third of a structure-on range
         result = handlers[command](pdf, **params)
         tmp = out if in_place else out.with_suffix(".tmp")
         # pydantic-core's encoder: a page range in a sixth of json.dumps's time, NaN and infinities

@@ -39,7 +39,11 @@ def scratch_base(setting: str = "", *, shm_free_mb: int, shm: str = "/dev/shm") 
         tmpfs = _mount_type(shm) == "tmpfs"
     except OSError:
         return Path(tempfile.gettempdir())
-    if tmpfs and found.f_bavail * found.f_frsize >= shm_free_mb << 20 and os.access(shm, os.W_OK | os.X_OK):
+    if (
+        tmpfs
+        and found.f_bavail * found.f_frsize >= shm_free_mb << 20
+        and os.access(shm, os.W_OK | os.X_OK)
+    ):
         return Path(shm)
     return Path(tempfile.gettempdir())
 
@@ -69,7 +73,7 @@ def scratch_folder(base: Path | None = None) -> Path:
         settings = get_settings()
         base = scratch_base(settings.advanced.sandbox_scratch_dir, shm_free_mb=SCRATCH_SHM_MB)
     for old in base.glob(f"{_SCRATCH}*-*"):
-        pid = old.name[len(_SCRATCH):].split("-", 1)[0]
+        pid = old.name[len(_SCRATCH) :].split("-", 1)[0]
         if pid.isdigit() and not _alive(int(pid)):
             shutil.rmtree(old, ignore_errors=True)
     folder = Path(tempfile.mkdtemp(prefix=f"{_SCRATCH}{os.getpid()}-", dir=base))

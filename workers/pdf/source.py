@@ -82,7 +82,9 @@ def local_source(path: str, options: Options, *, hashed: bool = True) -> SourceF
         raise PdfTooLargeError(f"{p.name} is {size} bytes; the limit is {options.max_bytes}")
     if size == 0:
         raise EmptyInputError(f"{p.name} is empty (0 bytes)")
-    return SourceFile(path=str(p.resolve()), filename=p.name, bytes=size, sha256=sha256_file(p) if hashed else "")
+    return SourceFile(
+        path=str(p.resolve()), filename=p.name, bytes=size, sha256=sha256_file(p) if hashed else ""
+    )
 
 
 def cache_copy(path: str, sha256: str, cache_dir: str) -> str:
@@ -131,7 +133,9 @@ def _probe_alone(source: SourceFile, options: Options, settings: Settings) -> di
     return _checked(source, options, info)
 
 
-def inspect_many(items: list[tuple[SourceFile, Options]], settings: Settings) -> list[dict[str, Any] | InputError]:
+def inspect_many(
+    items: list[tuple[SourceFile, Options]], settings: Settings
+) -> list[dict[str, Any] | InputError]:
     """`inspect` of each (source, options), in order, an input error in place of a probe: the
     documents that pass the checks before MuPDF are probed in one sandbox command (`probe_many`:
     one round trip through the fork server and one result for all, ~0.3–0.5 ms of CPU a one-page
@@ -146,11 +150,19 @@ def inspect_many(items: list[tuple[SourceFile, Options]], settings: Settings) ->
         except InputError as exc:
             found[i] = exc
     if len(todo) > 1:
-        docs: list[list[Any]] = [[items[i][0].path, _probe_params(items[i][1], settings)] for i in todo]
+        docs: list[list[Any]] = [
+            [items[i][0].path, _probe_params(items[i][1], settings)] for i in todo
+        ]
         try:
-            heads = run_child("probe_many", docs[0][0], {"docs": docs}, **_limits(settings))["heads"]
+            heads = run_child("probe_many", docs[0][0], {"docs": docs}, **_limits(settings))[
+                "heads"
+            ]
         except SandboxError as exc:
-            log.info("the sandbox's probe of %d documents failed (%s): each is probed alone", len(todo), exc.message)
+            log.info(
+                "the sandbox's probe of %d documents failed (%s): each is probed alone",
+                len(todo),
+                exc.message,
+            )
             heads = [{"failed": exc.message}] * len(todo)
         for i, info in zip(todo, heads):
             if "failed" not in info:
@@ -167,17 +179,26 @@ def inspect_many(items: list[tuple[SourceFile, Options]], settings: Settings) ->
 def _precheck(source: SourceFile, options: Options) -> None:
     """The checks before MuPDF: size, then the first bytes."""
     if source.bytes > options.max_bytes:
-        raise PdfTooLargeError(f"{source.filename} is {source.bytes} bytes; the limit is {options.max_bytes}")
+        raise PdfTooLargeError(
+            f"{source.filename} is {source.bytes} bytes; the limit is {options.max_bytes}"
+        )
     sniff(source.path)
 
 
 def _limits(settings: Settings) -> dict[str, Any]:
     """A sandbox command's wall-clock and memory limits, as every command of this module passes them."""
-    return {"timeout_s": settings.limits.sandbox_timeout_s, "memory_mb": settings.limits.sandbox_memory_mb}
+    return {
+        "timeout_s": settings.limits.sandbox_timeout_s,
+        "memory_mb": settings.limits.sandbox_memory_mb,
+    }
 
 
 def _probe_params(options: Options, settings: Settings) -> dict[str, Any]:
-    return {"extract_upto": settings.advanced.split_range_pages, "max_pages": options.max_pages, "structure": options.structure}
+    return {
+        "extract_upto": settings.advanced.split_range_pages,
+        "max_pages": options.max_pages,
+        "structure": options.structure,
+    }
 
 
 def _checked(source: SourceFile, options: Options, info: dict[str, Any]) -> dict[str, Any]:
@@ -187,11 +208,15 @@ def _checked(source: SourceFile, options: Options, info: dict[str, Any]) -> dict
     if info["page_count"] == 0:
         raise ZeroPagesError(f"{source.filename} parsed but has no pages")
     if info["page_count"] > options.max_pages:
-        raise TooManyPagesError(f"{source.filename} has {info['page_count']} pages; the limit is {options.max_pages}")
+        raise TooManyPagesError(
+            f"{source.filename} has {info['page_count']} pages; the limit is {options.max_pages}"
+        )
     return info
 
 
-def _checked_or_error(source: SourceFile, options: Options, info: dict[str, Any]) -> dict[str, Any] | InputError:
+def _checked_or_error(
+    source: SourceFile, options: Options, info: dict[str, Any]
+) -> dict[str, Any] | InputError:
     try:
         return _checked(source, options, info)
     except InputError as exc:
@@ -199,8 +224,12 @@ def _checked_or_error(source: SourceFile, options: Options, info: dict[str, Any]
 
 
 def extract_pages(
-    source: SourceFile, page_count: int, settings: Settings, already: list[dict[str, Any]] | None = None,
-    structure: bool = False, start: int = 1,
+    source: SourceFile,
+    page_count: int,
+    settings: Settings,
+    already: list[dict[str, Any]] | None = None,
+    structure: bool = False,
+    start: int = 1,
 ) -> list[dict[str, Any]]:
     """Rung 1 for pages `start`..`page_count`, in batches (one sandbox child per batch, forked from
     the warm sandbox server); `already` holds the first pages when `inspect` extracted them.
@@ -217,18 +246,33 @@ def extract_pages(
                 **_limits(settings),
             )
         except SandboxError as exc:
-            log.warning("extract pages %d-%d of %s failed: %s", first, last, source.filename, exc.message)
+            log.warning(
+                "extract pages %d-%d of %s failed: %s", first, last, source.filename, exc.message
+            )
             result = {"pages": [_unreadable(n, exc.message) for n in range(first, last + 1)]}
         pages.extend(result["pages"])
     return pages
 
 
 def _unreadable(number: int, why: str) -> dict[str, Any]:
-    return {"number": number, "text": "", "line_geometry": [], "glyphs": 0, "shared_position_runs": 0,
-            "images": 0, "image_coverage": 0.0, "drawings": 0, "width": 0, "height": 0, "error": why[:300]}
+    return {
+        "number": number,
+        "text": "",
+        "line_geometry": [],
+        "glyphs": 0,
+        "shared_position_runs": 0,
+        "images": 0,
+        "image_coverage": 0.0,
+        "drawings": 0,
+        "width": 0,
+        "height": 0,
+        "error": why[:300],
+    }
 
 
-def render_page(pdf: str, page: int, dpi: int, png: str, settings: Settings, rotate: int = 0) -> dict[str, Any]:
+def render_page(
+    pdf: str, page: int, dpi: int, png: str, settings: Settings, rotate: int = 0
+) -> dict[str, Any]:
     """Render one page (grey PNG or PGM, by the file's suffix), capped at 100 megapixels against huge MediaBoxes."""
     return run_child(
         "render",

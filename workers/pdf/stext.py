@@ -23,7 +23,9 @@ def walk(textpage: pymupdf.TextPage, count_lines: bool) -> tuple[list[Box], int 
     after those, so that text is not the page's lines joined by newlines."""
     boxes: list[Box] = []
     lines: int | None = 0 if count_lines else None
-    block = textpage.this.m_internal.first_block  # MuPDF's structs, followed by their `next` pointers
+    block = (
+        textpage.this.m_internal.first_block
+    )  # MuPDF's structs, followed by their `next` pointers
     while block:
         if block.type == _IMAGE:
             r = block.bbox

@@ -7,7 +7,11 @@ from __future__ import annotations
 import tempfile
 from typing import Any
 
-WARM_COLOURS = ((0.2,), (0.1, 0.2, 0.3), (0.1, 0.2, 0.3, 0.4))  # text filled in DeviceGray, DeviceRGB, DeviceCMYK
+WARM_COLOURS = (
+    (0.2,),
+    (0.1, 0.2, 0.3),
+    (0.1, 0.2, 0.3, 0.4),
+)  # text filled in DeviceGray, DeviceRGB, DeviceCMYK
 
 
 def warm_up(mupdf: Any) -> None:  # pragma: no cover - server side
@@ -25,8 +29,11 @@ def warm_up(mupdf: Any) -> None:  # pragma: no cover - server side
     with tempfile.TemporaryDirectory(prefix="pagefleet-warm-") as tmp, pymupdf.open() as doc:
         page = doc.new_page()
         for i, colour in enumerate(WARM_COLOURS):
-            page.insert_text((72, 72 + 20 * i), "Warm up 0123 \u05e9\u05dc\u05d5\u05dd \u0645\u0631\u062d\u0628\u0627",
-                             color=colour)
+            page.insert_text(
+                (72, 72 + 20 * i),
+                "Warm up 0123 \u05e9\u05dc\u05d5\u05dd \u0645\u0631\u062d\u0628\u0627",
+                color=colour,
+            )
         doc.save(f"{tmp}/warm.pdf")
         mupdf.probe(f"{tmp}/warm.pdf", extract_upto=1, max_pages=1, structure=True)
         mupdf.extract_range(f"{tmp}/warm.pdf", 1, 1)

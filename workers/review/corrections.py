@@ -31,7 +31,14 @@ def _char_ops(a: str, b: str, a0: int, b0: int) -> list[Opcode]:
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     out: list[Opcode] = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if out and tag == "equal" and i2 - i1 <= GLUE and i2 < len(a) and j2 < len(b) and "\n" not in a[i1:i2]:
+        if (
+            out
+            and tag == "equal"
+            and i2 - i1 <= GLUE
+            and i2 < len(a)
+            and j2 < len(b)
+            and "\n" not in a[i1:i2]
+        ):
             tag = "replace"
         if out and tag != "equal" and out[-1][0] != "equal":
             _, pi1, _, pj1, _ = out.pop()
@@ -50,11 +57,15 @@ def opcodes(old: str, new: str) -> list[Opcode]:
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if tag == "equal":
             out.append((tag, a_at[i1], a_at[i2], b_at[j1], b_at[j2]))
-        elif tag == "replace" and i2 - i1 == j2 - j1:  # line for line: no change crosses a line break
+        elif (
+            tag == "replace" and i2 - i1 == j2 - j1
+        ):  # line for line: no change crosses a line break
             for i, j in zip(range(i1, i2), range(j1, j2)):
                 out.extend(_char_ops(a[i], b[j], a_at[i], b_at[j]))
         else:
-            out.extend(_char_ops(old[a_at[i1]:a_at[i2]], new[b_at[j1]:b_at[j2]], a_at[i1], b_at[j1]))
+            out.extend(
+                _char_ops(old[a_at[i1] : a_at[i2]], new[b_at[j1] : b_at[j2]], a_at[i1], b_at[j1])
+            )
     return out
 
 
@@ -72,7 +83,9 @@ def replacements(old: str, new: str) -> list[Replacement]:
     for k, (i1, i2, text) in enumerate(changes):
         next_start = changes[k + 1][0] if k + 1 < len(changes) else len(old)
         prev_end = out[-1].end if out else 0
-        if i1 == i2 and out and prev_end == i1:  # right after the previous one (which took its character)
+        if (
+            i1 == i2 and out and prev_end == i1
+        ):  # right after the previous one (which took its character)
             out[-1] = Replacement(out[-1].start, i1, out[-1].text + text, KIND)
         elif i1 == i2 and i1 < next_start:
             out.append(Replacement(i1, i1 + 1, text + old[i1], KIND))
@@ -83,12 +96,16 @@ def replacements(old: str, new: str) -> list[Replacement]:
     return out
 
 
-def corrected_edits(raw: str, edits: Sequence[Mapping[str, Any]], shown: str, corrected: str) -> list[dict[str, Any]]:
+def corrected_edits(
+    raw: str, edits: Sequence[Mapping[str, Any]], shown: str, corrected: str
+) -> list[dict[str, Any]]:
     """The page's edit map with the correction `shown` → `corrected` composed onto it: replaying it
     on `raw` gives `corrected`. `edits` must replay `raw` to `shown`."""
     own = [Edit.from_dict(e) for e in edits]
     if not verify_edits(raw, own, shown).ok:
-        raise ReviewError("the page's edit map does not replay to the text shown; it cannot be corrected here")
+        raise ReviewError(
+            "the page's edit map does not replay to the text shown; it cannot be corrected here"
+        )
     builder = EditMapBuilder(raw)
     builder.apply([Replacement(e.start, e.end, e.replacement, e.kind) for e in own])
     if builder.text != shown:  # pragma: no cover - composition of a valid map is the map
@@ -119,7 +136,9 @@ def _free(text: str, cell: str, lo: int, end: int, taken: list[tuple[int, int]])
     return at
 
 
-def cell_spans(text: str, start: int, end: int, rows: Sequence[Sequence[str]]) -> list[list[tuple[int, int] | None]]:
+def cell_spans(
+    text: str, start: int, end: int, rows: Sequence[Sequence[str]]
+) -> list[list[tuple[int, int] | None]]:
     """Where each cell's text stands in `text[start:end]`: the first free occurrence after the
     previous cell's, else anywhere free in the range (a layer's order need not be the table's);
     None: not found."""
@@ -152,14 +171,18 @@ def cells_to_text(text: str, block: Mapping[str, Any], new_rows: Sequence[Sequen
                 continue
             span = spans[r][c]
             if span is None:
-                raise ReviewError(f"cell {r + 1}:{c + 1} ({old!r}) is not in the page text: correct it in the text editor")
+                raise ReviewError(
+                    f"cell {r + 1}:{c + 1} ({old!r}) is not in the page text: correct it in the text editor"
+                )
             changes.append((span[0], span[1], " ".join(new.split())))
     for at, to, new in sorted(changes, reverse=True):
         text = text[:at] + new + text[to:]
     return text
 
 
-def moved_blocks(blocks: Sequence[Mapping[str, Any]], old: str, new: str, *, drop_empty: bool = True) -> list[dict[str, Any]]:
+def moved_blocks(
+    blocks: Sequence[Mapping[str, Any]], old: str, new: str, *, drop_empty: bool = True
+) -> list[dict[str, Any]]:
     """`blocks` of `old` carried onto `new`: offsets mapped through the correction, each block's
     text re-read from `new`, a table's cells re-read from where they stood (a block left empty is
     dropped unless `drop_empty` is False)."""
@@ -168,7 +191,7 @@ def moved_blocks(blocks: Sequence[Mapping[str, Any]], old: str, new: str, *, dro
     for block in blocks:
         start, end = int(block.get("start", 0)), int(block.get("end", 0))
         s, e = map_offset(ops, start, "start"), map_offset(ops, end, "end")
-        moved = {**block, "start": s, "end": max(s, e), "text": new[s:max(s, e)]}
+        moved = {**block, "start": s, "end": max(s, e), "text": new[s : max(s, e)]}
         table = block.get("table")
         if isinstance(table, Mapping) and table.get("rows"):
             moved["table"] = _moved_table(table, old, new, ops, start, end)
@@ -177,8 +200,9 @@ def moved_blocks(blocks: Sequence[Mapping[str, Any]], old: str, new: str, *, dro
     return out
 
 
-def _moved_table(table: Mapping[str, Any], old: str, new: str, ops: Sequence[Opcode], start: int,
-                 end: int) -> dict[str, Any]:
+def _moved_table(
+    table: Mapping[str, Any], old: str, new: str, ops: Sequence[Opcode], start: int, end: int
+) -> dict[str, Any]:
     from routing.structure.tables import gfm
 
     rows = [[str(c) for c in row] for row in table["rows"]]
@@ -191,6 +215,6 @@ def _moved_table(table: Mapping[str, Any], old: str, new: str, ops: Sequence[Opc
                 cells.append(cell)
                 continue
             s, e = map_offset(ops, span[0], "start"), map_offset(ops, span[1], "end")
-            cells.append(" ".join(new[s:max(s, e)].split()))
+            cells.append(" ".join(new[s : max(s, e)].split()))
         moved_rows.append(cells)
     return {**table, "rows": moved_rows, "markdown": gfm(moved_rows)}

@@ -47,7 +47,9 @@ def _decided_at(made: Decision) -> dt.datetime:
     return dt.datetime.fromisoformat(made.at)
 
 
-def series(made: Decision, queued_at: dt.datetime | None) -> tuple[dict[str, int], dict[str, float]]:
+def series(
+    made: Decision, queued_at: dt.datetime | None
+) -> tuple[dict[str, int], dict[str, float]]:
     """The counters and the float sums one decision adds."""
     counts = {field("review_decisions_total", decision=made.decision): 1}
     if made.corrected:
@@ -55,18 +57,27 @@ def series(made: Decision, queued_at: dt.datetime | None) -> tuple[dict[str, int
     sums: dict[str, float] = {}
     if queued_at is not None:
         counts[field("review_decision_seconds_count")] = 1
-        sums[field("review_decision_seconds_sum")] = max(0.0, (_decided_at(made) - queued_at).total_seconds())
+        sums[field("review_decision_seconds_sum")] = max(
+            0.0, (_decided_at(made) - queued_at).total_seconds()
+        )
     return counts, sums
 
 
-def record(url: str | None, made: Decision, queued_at: dt.datetime | None, job_id: str | None,
-           summary: dict[str, Any] | None) -> None:
+def record(
+    url: str | None,
+    made: Decision,
+    queued_at: dt.datetime | None,
+    job_id: str | None,
+    summary: dict[str, Any] | None,
+) -> None:
     """Count one decision and update the job's state (status, review counts) on the broker at `url`."""
     if not url:
         return
     counts, sums = series(made, queued_at)
     try:
-        client = redis.Redis.from_url(url, decode_responses=True, socket_timeout=5, socket_connect_timeout=2)
+        client = redis.Redis.from_url(
+            url, decode_responses=True, socket_timeout=5, socket_connect_timeout=2
+        )
         pipe = client.pipeline(transaction=False)
         for name, value in counts.items():
             pipe.hincrby(HASH, name, value)

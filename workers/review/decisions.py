@@ -131,28 +131,50 @@ def effective(page: dict[str, Any], review: ReviewFile) -> Decision | None:
     return None if made is None or is_stale(page, made) else made
 
 
-def record(review: ReviewFile, doc: dict[str, Any], made: Decision, expected_revision: int | None) -> ReviewFile:
+def record(
+    review: ReviewFile, doc: dict[str, Any], made: Decision, expected_revision: int | None
+) -> ReviewFile:
     """`review` with `made` recorded for its page (the latest decision per page wins, history keeps
     every one). `expected_revision`: the page's revision the reviewer saw (None: not checked); a
     different current revision is a ReviewConflict naming who decided meanwhile."""
     current = review.pages.get(str(made.page))
     revision = current.revision if current else 0
     if expected_revision is not None and expected_revision != revision:
-        who = f"{current.reviewer or 'another reviewer'} ({current.decision}, {current.at})" if current else "nobody"
-        raise ReviewConflict(f"page {made.page} was decided meanwhile by {who}: reload the page to see that "
-                             f"decision; yours ({made.decision}) was not saved")
+        who = (
+            f"{current.reviewer or 'another reviewer'} ({current.decision}, {current.at})"
+            if current
+            else "nobody"
+        )
+        raise ReviewConflict(
+            f"page {made.page} was decided meanwhile by {who}: reload the page to see that "
+            f"decision; yours ({made.decision}) was not saved"
+        )
     made = made.model_copy(update={"revision": revision + 1})
     source = doc.get("source") or {}
-    return review.model_copy(update={
-        "schema_version": 2,
-        "document": {"job_id": doc.get("job_id"), "sha256": source.get("sha256"), "filename": source.get("filename")},
-        "pages": {**review.pages, str(made.page): made},
-        "history": [*review.history, made],
-    })
+    return review.model_copy(
+        update={
+            "schema_version": 2,
+            "document": {
+                "job_id": doc.get("job_id"),
+                "sha256": source.get("sha256"),
+                "filename": source.get("filename"),
+            },
+            "pages": {**review.pages, str(made.page): made},
+            "history": [*review.history, made],
+        }
+    )
 
 
-def new_decision(page: dict[str, Any], verdict: str, *, reviewer: str, note: str = "", reason: str = "",
-                 edits: list[dict[str, Any]] | None = None, text_sha256: str | None = None) -> Decision:
+def new_decision(
+    page: dict[str, Any],
+    verdict: str,
+    *,
+    reviewer: str,
+    note: str = "",
+    reason: str = "",
+    edits: list[dict[str, Any]] | None = None,
+    text_sha256: str | None = None,
+) -> Decision:
     """A decision on `page`, made on the text whose hash the reviewer's form carried (`text_sha256`;
     None: the page's current text). A hash that is not the page's current one is a ReviewConflict."""
     if verdict not in VERDICTS:
@@ -161,9 +183,19 @@ def new_decision(page: dict[str, Any], verdict: str, *, reviewer: str, note: str
         raise ReviewError("a rejection needs a reason (a cover image, a blank form, unreadable …)")
     current = page_hash(page)
     if text_sha256 is not None and text_sha256 != current:
-        raise ReviewConflict(f"page {page['number']} was parsed again since it was shown: reload it and decide "
-                             "on its current text")
-    return Decision(page=int(page["number"]), decision=verdict, reviewer=reviewer.strip()[:200], at=now(),  # type: ignore[arg-type]
-                    note=note.strip(), reason=reason.strip() if verdict == "reject" else "", text_sha256=current,
-                    route=str(page.get("route", "")), reasons=list((page.get("quality") or {}).get("reasons", [])),
-                    edits=edits if verdict == "approve" else None)
+        raise ReviewConflict(
+            f"page {page['number']} was parsed again since it was shown: reload it and decide "
+            "on its current text"
+        )
+    return Decision(
+        page=int(page["number"]),
+        decision=verdict,
+        reviewer=reviewer.strip()[:200],
+        at=now(),  # type: ignore[arg-type]
+        note=note.strip(),
+        reason=reason.strip() if verdict == "reject" else "",
+        text_sha256=current,
+        route=str(page.get("route", "")),
+        reasons=list((page.get("quality") or {}).get("reasons", [])),
+        edits=edits if verdict == "approve" else None,
+    )

@@ -74,15 +74,25 @@ def _comment_safe(text: str) -> str:
 
 
 def review_info(page: dict[str, Any], made: Decision) -> dict[str, Any]:
-    return {"decision": made.decision, "reviewer": made.reviewer, "at": made.at, "note": made.note,
-            "reason": made.reason, "corrected": made.corrected, "text_sha256": made.text_sha256,
-            "revision": made.revision, "stale": is_stale(page, made)}
+    return {
+        "decision": made.decision,
+        "reviewer": made.reviewer,
+        "at": made.at,
+        "note": made.note,
+        "reason": made.reason,
+        "corrected": made.corrected,
+        "text_sha256": made.text_sha256,
+        "revision": made.revision,
+        "stale": is_stale(page, made),
+    }
 
 
 def _plain_markdown(text: str) -> str:
     """A page without blocks: its paragraphs, each line kept (a Markdown hard break)."""
     paragraphs = [p.strip("\n") for p in text.split("\n\n")]
-    return "\n\n".join("  \n".join(line.strip() for line in p.split("\n")) for p in paragraphs if p.strip())
+    return "\n\n".join(
+        "  \n".join(line.strip() for line in p.split("\n")) for p in paragraphs if p.strip()
+    )
 
 
 def approved_page(raw: dict[str, Any], made: Decision) -> PageRecord:
@@ -104,13 +114,28 @@ def approved_page(raw: dict[str, Any], made: Decision) -> PageRecord:
         markdown = markdown_of(blocks) if blocks else _plain_markdown(text)
     raw_text, edit_map = page.raw_text, EditMapInfo(target="text", complete=True)
     if not raw_text and text:
-        raw_text, edits, edit_map = text, [], EditMapInfo(target="text", complete=True, gap="typed_in_review")
-    return page.model_copy(update={
-        "route": "reviewed", "engine": page.engine or (own.engine if own else "review"), "text": text,
-        "markdown": markdown, "raw_text": raw_text, "edits": edits, "edit_map": edit_map,
-        "blocks": [Block.model_validate(b) for b in blocks], "needs_review": False, "review_preview": None,
-        "quality": Quality(ok=True, reasons=[], warnings=page.quality.warnings, metrics=page.quality.metrics),
-    })
+        raw_text, edits, edit_map = (
+            text,
+            [],
+            EditMapInfo(target="text", complete=True, gap="typed_in_review"),
+        )
+    return page.model_copy(
+        update={
+            "route": "reviewed",
+            "engine": page.engine or (own.engine if own else "review"),
+            "text": text,
+            "markdown": markdown,
+            "raw_text": raw_text,
+            "edits": edits,
+            "edit_map": edit_map,
+            "blocks": [Block.model_validate(b) for b in blocks],
+            "needs_review": False,
+            "review_preview": None,
+            "quality": Quality(
+                ok=True, reasons=[], warnings=page.quality.warnings, metrics=page.quality.metrics
+            ),
+        }
+    )
 
 
 def current_view(raw: dict[str, Any], review: ReviewFile) -> tuple[str, list[dict[str, Any]]]:
@@ -127,9 +152,19 @@ def current_view(raw: dict[str, Any], review: ReviewFile) -> tuple[str, list[dic
 
 def rejected_page(raw: dict[str, Any]) -> PageRecord:
     page = PageRecord.model_validate(raw)
-    return page.model_copy(update={"route": "rejected", "text": "", "markdown": "", "raw_text": "", "edits": [],
-                                   "blocks": [], "review_preview": None, "needs_review": False,
-                                   "edit_map": EditMapInfo(target="text", complete=True)})
+    return page.model_copy(
+        update={
+            "route": "rejected",
+            "text": "",
+            "markdown": "",
+            "raw_text": "",
+            "edits": [],
+            "blocks": [],
+            "review_preview": None,
+            "needs_review": False,
+            "edit_map": EditMapInfo(target="text", complete=True),
+        }
+    )
 
 
 def _markdown_parts(original: dict[str, Any], page: PageRecord, made: Decision | None) -> list[str]:
@@ -138,16 +173,22 @@ def _markdown_parts(original: dict[str, Any], page: PageRecord, made: Decision |
     number = page.number
     if made.decision == "reject":
         reason = _comment_safe(made.reason)
-        return [f"<!-- page {number} -->",
-                f"<!-- pagefleet review: page {number} rejected by a reviewer at {made.at}; reason={reason} -->"]
+        return [
+            f"<!-- page {number} -->",
+            f"<!-- pagefleet review: page {number} rejected by a reviewer at {made.at}; reason={reason} -->",
+        ]
     was = f"was {original.get('route')} (reasons={','.join(made.reasons) or 'none'}); "
     how = "corrected and approved" if made.corrected else "approved"
-    header = (f"<!-- pagefleet review: page {number} {was}{how} by a reviewer at {made.at} "
-              f"(reviewer {_comment_safe(made.reviewer)}); note={_comment_safe(made.note)} -->")
+    header = (
+        f"<!-- pagefleet review: page {number} {was}{how} by a reviewer at {made.at} "
+        f"(reviewer {_comment_safe(made.reviewer)}); note={_comment_safe(made.note)} -->"
+    )
     return [f"<!-- page {number} -->", header, artifacts.rtl_wrapped(page.markdown, page.direction)]
 
 
-def _pages(doc: dict[str, Any], review: ReviewFile) -> list[tuple[dict[str, Any], PageRecord, Decision | None]]:
+def _pages(
+    doc: dict[str, Any], review: ReviewFile
+) -> list[tuple[dict[str, Any], PageRecord, Decision | None]]:
     out: list[tuple[dict[str, Any], PageRecord, Decision | None]] = []
     for raw in doc.get("pages", []):
         made = effective(raw, review)
@@ -181,13 +222,26 @@ def summarize(doc: dict[str, Any], review: ReviewFile) -> dict[str, Any]:
             pending.append(number)
     decided = bool(approved or rejected)
     status = doc.get("status") if not decided else (FINAL_STATUS if not pending else "needs_review")
-    return {"status": status, "reviewed": len(approved), "corrected": len(corrected), "rejected": len(rejected),
-            "flagged": len(flagged), "pending": len(pending), "stale": len(stale), "approved_pages": approved,
-            "corrected_pages": corrected, "rejected_pages": rejected, "pending_pages": pending,
-            "stale_pages": stale, "decided_at": max((d.at for d in review.pages.values()), default=None)}
+    return {
+        "status": status,
+        "reviewed": len(approved),
+        "corrected": len(corrected),
+        "rejected": len(rejected),
+        "flagged": len(flagged),
+        "pending": len(pending),
+        "stale": len(stale),
+        "approved_pages": approved,
+        "corrected_pages": corrected,
+        "rejected_pages": rejected,
+        "pending_pages": pending,
+        "stale_pages": stale,
+        "decided_at": max((d.at for d in review.pages.values()), default=None),
+    }
 
 
-def _chunks(pages: list[PageRecord], head: DocumentRecord, reviewers: dict[int, str]) -> list[dict[str, Any]]:
+def _chunks(
+    pages: list[PageRecord], head: DocumentRecord, reviewers: dict[int, str]
+) -> list[dict[str, Any]]:
     out = []
     for chunk in chunks.replayed(iter(pages), head):
         by = sorted({reviewers[n] for n in chunk["pages"] if n in reviewers})
@@ -201,10 +255,14 @@ def build(doc: dict[str, Any], review: ReviewFile) -> Reviewed:
     """The reviewed artifacts of `doc` under `review` (nothing is read or written here)."""
     decided = _pages(doc, review)
     summary = summarize(doc, review)
-    head = DocumentRecord.model_validate({**doc, "pages": [], "status": summary["status"], "schema_version": 2})
+    head = DocumentRecord.model_validate(
+        {**doc, "pages": [], "status": summary["status"], "schema_version": 2}
+    )
     chunking = head  # the chunker's default size read from an instance (a compiled class's too)
     if "chunk_chars" not in head.options:
-        chunking = head.model_copy(update={"options": {**head.options, "chunk_chars": ChunkRules().max_chars}})
+        chunking = head.model_copy(
+            update={"options": {**head.options, "chunk_chars": ChunkRules().max_chars}}
+        )
     pages_json, md_parts, txt_parts = [], [], []
     for raw, page, made in decided:
         entry = page.model_dump(mode="json")
@@ -214,10 +272,19 @@ def build(doc: dict[str, Any], review: ReviewFile) -> Reviewed:
         pages_json.append(entry)
         md_parts.extend(_markdown_parts(raw, page, made))
         txt_parts.append("" if page.route == "rejected" else artifacts.page_text(page))
-    reviewers = {p.number: (m.reviewer or "reviewer") for _, p, m in decided if m is not None and p.route == "reviewed"}
+    reviewers = {
+        p.number: (m.reviewer or "reviewer")
+        for _, p, m in decided
+        if m is not None and p.route == "reviewed"
+    }
     document = {**head.model_dump(mode="json"), "pages": pages_json}
-    return Reviewed(document=document, markdown="\n\n".join(p for p in md_parts if p) + "\n", text="\f".join(txt_parts),
-                    chunks=_chunks([p for _, p, _ in decided], chunking, reviewers), summary=summary)
+    return Reviewed(
+        document=document,
+        markdown="\n\n".join(p for p in md_parts if p) + "\n",
+        text="\f".join(txt_parts),
+        chunks=_chunks([p for _, p, _ in decided], chunking, reviewers),
+        summary=summary,
+    )
 
 
 Writer = Callable[[str, bytes, str], None]
@@ -227,6 +294,7 @@ def apply(storage: Storage, prefix: str, write: Writer | None = None) -> dict[st
     """Write the reviewed artifacts of the document under `prefix` (report.json last); returns the
     review summary, or None when the document has no review.json. `write(name, data, type)`
     replaces the plain storage write (the studio's checks its keys)."""
+
     def key(name: str) -> str:
         return f"{prefix}/{name}" if prefix else name
 
@@ -241,13 +309,22 @@ def apply(storage: Storage, prefix: str, write: Writer | None = None) -> dict[st
         report = {}
     done = build(doc, parse(raw_review))
     put = write or (lambda name, data, kind: storage.put_bytes(key(name), data, kind))
-    put(REVIEWED_JSON, json.dumps(done.document, ensure_ascii=False, indent=1).encode("utf-8"), "application/json")
+    put(
+        REVIEWED_JSON,
+        json.dumps(done.document, ensure_ascii=False, indent=1).encode("utf-8"),
+        "application/json",
+    )
     put(REVIEWED_MD, done.markdown.encode("utf-8"), "text/markdown; charset=utf-8")
     put(REVIEWED_TXT, done.text.encode("utf-8"), "text/plain; charset=utf-8")
-    put(CHUNKS, "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in done.chunks).encode("utf-8"),
-        "application/x-ndjson; charset=utf-8")
+    put(
+        CHUNKS,
+        "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in done.chunks).encode("utf-8"),
+        "application/x-ndjson; charset=utf-8",
+    )
     report = {**report, "status": done.summary["status"], "review": done.summary}
-    put(REPORT, json.dumps(report, ensure_ascii=False, indent=1).encode("utf-8"), "application/json")
+    put(
+        REPORT, json.dumps(report, ensure_ascii=False, indent=1).encode("utf-8"), "application/json"
+    )
     return done.summary
 
 

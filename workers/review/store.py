@@ -39,7 +39,15 @@ def load(storage: Storage, prefix: str) -> ReviewFile:
 def update(storage: Storage, prefix: str, change: Callable[[ReviewFile], ReviewFile]) -> ReviewFile:
     """review.json changed by `change`, written only over the version `change` saw."""
     try:
-        return objects.update(storage, _key(prefix, REVIEW_FILE), lambda raw: change(parse(raw)), dump,
-                              lock_key=_key(prefix, LOCK_NAME), attempts=ATTEMPTS)
+        return objects.update(
+            storage,
+            _key(prefix, REVIEW_FILE),
+            lambda raw: change(parse(raw)),
+            dump,
+            lock_key=_key(prefix, LOCK_NAME),
+            attempts=ATTEMPTS,
+        )
     except objects.Contended as exc:
-        raise ReviewConflict("review.json kept changing under other reviewers' writes: try again") from exc
+        raise ReviewConflict(
+            "review.json kept changing under other reviewers' writes: try again"
+        ) from exc

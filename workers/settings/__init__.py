@@ -48,32 +48,72 @@ from workers.settings.services import EventSettings, Options, StudioSettings
 from workers.settings.spellings import TreeEnvSource
 
 __all__ = [
-    "PIPELINE_VERSION", "QUEUES", "AdvancedSettings", "BrokerSettings", "Chains", "EventSettings", "GpuSettings",
-    "HeartbeatSettings", "LimitsSettings", "ModelStoreSettings", "ObservabilitySettings", "OcrCommand",
-    "OcrSettings", "Options", "RouterSettings", "SentrySettings", "Settings", "StorageSettings", "StudioSettings",
-    "TesseractReadSettings", "VlmSettings", "get_settings",
+    "PIPELINE_VERSION",
+    "QUEUES",
+    "AdvancedSettings",
+    "BrokerSettings",
+    "Chains",
+    "EventSettings",
+    "GpuSettings",
+    "HeartbeatSettings",
+    "LimitsSettings",
+    "ModelStoreSettings",
+    "ObservabilitySettings",
+    "OcrCommand",
+    "OcrSettings",
+    "Options",
+    "RouterSettings",
+    "SentrySettings",
+    "Settings",
+    "StorageSettings",
+    "StudioSettings",
+    "TesseractReadSettings",
+    "VlmSettings",
+    "get_settings",
 ]
 
-PIPELINE_VERSION = "0.3.0"  # 0.3: RTL rows read from their glyphs; 0.2: structure (blocks, chunks.jsonl)
-QUEUES = ("split", "cpu", "gpu", "collect", "notify")  # the Celery queues, one Deployment/ScaledObject each
+PIPELINE_VERSION = (
+    "0.3.0"  # 0.3: RTL rows read from their glyphs; 0.2: structure (blocks, chunks.jsonl)
+)
+QUEUES = (
+    "split",
+    "cpu",
+    "gpu",
+    "collect",
+    "notify",
+)  # the Celery queues, one Deployment/ScaledObject each
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="PAGEFLEET_", env_nested_delimiter="__", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="PAGEFLEET_", env_nested_delimiter="__", extra="ignore"
+    )
 
     broker: BrokerSettings = Field(default_factory=BrokerSettings, description="the Redis broker")
-    storage: StorageSettings = Field(default_factory=StorageSettings, description="object storage and the "
-                                     "source cache")
-    ocr: OcrSettings = Field(default_factory=OcrSettings, description="which engines read a page, and how")
-    gpu: GpuSettings = Field(default_factory=GpuSettings, description="the GPU fleet and its VLM engines")
-    events: EventSettings = Field(default_factory=EventSettings, description="the bucket-event receiver")
+    storage: StorageSettings = Field(
+        default_factory=StorageSettings, description="object storage and the source cache"
+    )
+    ocr: OcrSettings = Field(
+        default_factory=OcrSettings, description="which engines read a page, and how"
+    )
+    gpu: GpuSettings = Field(
+        default_factory=GpuSettings, description="the GPU fleet and its VLM engines"
+    )
+    events: EventSettings = Field(
+        default_factory=EventSettings, description="the bucket-event receiver"
+    )
     studio: StudioSettings = Field(default_factory=StudioSettings, description="the review studio")
-    limits: LimitsSettings = Field(default_factory=LimitsSettings, description="time limits, deadlines, "
-                                   "retries, the PDF sandbox")
-    observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings,
-                                                 description="logs, container probes, error reporting")
-    advanced: AdvancedSettings = Field(default_factory=AdvancedSettings, description="tuning levers a site may "
-                                       "need; the defaults suit a fleet")
+    limits: LimitsSettings = Field(
+        default_factory=LimitsSettings,
+        description="time limits, deadlines, retries, the PDF sandbox",
+    )
+    observability: ObservabilitySettings = Field(
+        default_factory=ObservabilitySettings, description="logs, container probes, error reporting"
+    )
+    advanced: AdvancedSettings = Field(
+        default_factory=AdvancedSettings,
+        description="tuning levers a site may need; the defaults suit a fleet",
+    )
 
     @classmethod
     def settings_customise_sources(

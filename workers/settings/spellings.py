@@ -24,14 +24,38 @@ log = logging.getLogger("workers.settings")
 _P = "PAGEFLEET_"
 _GROUPS = {
     "BROKER": ("RESULT_BACKEND",),
-    "STORAGE": ("S3_ENDPOINT", "S3_ACCESS_KEY", "S3_SECRET_KEY", "S3_SECURE", "S3_REGION", "S3_TIMEOUT_S",
-                "S3_LOOKUP_TIMEOUT_S", "CACHE_DIR"),
+    "STORAGE": (
+        "S3_ENDPOINT",
+        "S3_ACCESS_KEY",
+        "S3_SECRET_KEY",
+        "S3_SECURE",
+        "S3_REGION",
+        "S3_TIMEOUT_S",
+        "S3_LOOKUP_TIMEOUT_S",
+        "CACHE_DIR",
+    ),
     "OCR": ("TESSERACT_CMD", "TESSERACT_TIMEOUT_S", "TESSERACT_INPROCESS", "OMP_THREAD_LIMIT"),
-    "LIMITS": ("SANDBOX_TIMEOUT_S", "SANDBOX_MEMORY_MB", "TASK_SOFT_TIME_LIMIT", "TASK_TIME_LIMIT",
-               "MAX_PAGE_ATTEMPTS", "JOB_DEADLINE_S"),
-    "ADVANCED": ("SANDBOX_FORK_SERVER", "SANDBOX_REUSE", "SANDBOX_REUSE_DOCUMENT", "SANDBOX_SCRATCH_DIR",
-                 "NATIVE_WALK", "SPLIT_RANGE_PAGES", "SPLIT_MAX_RANGES", "SPLIT_RANGE_QUEUE", "STREAM_COLLECT",
-                 "SPLIT_BATCH_DOCUMENTS", "SPLIT_BATCH_MAX_BYTES"),
+    "LIMITS": (
+        "SANDBOX_TIMEOUT_S",
+        "SANDBOX_MEMORY_MB",
+        "TASK_SOFT_TIME_LIMIT",
+        "TASK_TIME_LIMIT",
+        "MAX_PAGE_ATTEMPTS",
+        "JOB_DEADLINE_S",
+    ),
+    "ADVANCED": (
+        "SANDBOX_FORK_SERVER",
+        "SANDBOX_REUSE",
+        "SANDBOX_REUSE_DOCUMENT",
+        "SANDBOX_SCRATCH_DIR",
+        "NATIVE_WALK",
+        "SPLIT_RANGE_PAGES",
+        "SPLIT_MAX_RANGES",
+        "SPLIT_RANGE_QUEUE",
+        "STREAM_COLLECT",
+        "SPLIT_BATCH_DOCUMENTS",
+        "SPLIT_BATCH_MAX_BYTES",
+    ),
     "OBSERVABILITY": ("LOGLEVEL", "LOG_FORMAT"),
 }
 # the reliability section's fields, now in the broker and limits groups
@@ -84,12 +108,24 @@ PREFIXES: tuple[tuple[str, str], ...] = (
     (_P + "TESSERACT_READ__", _P + "OCR__TESSERACT_READ__"),
     (_P + "VLM__", _P + "GPU__VLM__"),
 )
-FOREIGN = {"SENTRY_DSN": _P + "OBSERVABILITY__SENTRY__DSN",
-           "SENTRY_ENVIRONMENT": _P + "OBSERVABILITY__SENTRY__ENVIRONMENT"}
+FOREIGN = {
+    "SENTRY_DSN": _P + "OBSERVABILITY__SENTRY__DSN",
+    "SENTRY_ENVIRONMENT": _P + "OBSERVABILITY__SENTRY__ENVIRONMENT",
+}
 # settings that became constants beside the code that uses them
-RETIRED = frozenset(_P + name for name in (
-    "SPLIT_BATCH_PAGES", "SPLIT_BATCH_SPREAD", "SPLIT_BATCH_MAX_DOCUMENTS", "SPLIT_RANGE_MIN_PAGES",
-    "SANDBOX_KEEP_MB", "SANDBOX_SHARE_MAX", "SANDBOX_PROBE_BATCH", "SANDBOX_SCRATCH_SHM_MB"))
+RETIRED = frozenset(
+    _P + name
+    for name in (
+        "SPLIT_BATCH_PAGES",
+        "SPLIT_BATCH_SPREAD",
+        "SPLIT_BATCH_MAX_DOCUMENTS",
+        "SPLIT_RANGE_MIN_PAGES",
+        "SANDBOX_KEEP_MB",
+        "SANDBOX_SHARE_MAX",
+        "SANDBOX_PROBE_BATCH",
+        "SANDBOX_SCRATCH_SHM_MB",
+    )
+)
 
 _warned: set[str] = set()
 
@@ -100,7 +136,7 @@ def new_name(old: str) -> str | None:
         return EXACT[old]
     for prefix, new in PREFIXES:
         if old.startswith(prefix) and len(old) > len(prefix) and old[len(prefix)] != "_":
-            return new + old[len(prefix):]
+            return new + old[len(prefix) :]
     return None
 
 
@@ -131,7 +167,9 @@ def rewritten(environ: Mapping[str, str], known: frozenset[str]) -> dict[str, st
         elif name in RETIRED:
             _warn_once(name, f"{name} is no longer read: pagefleet keeps that value as a constant")
         elif (new := new_name(name)) is not None and new in known:
-            _warn_once(name, f"{name} is deprecated and will stop working in pagefleet 0.5: set {new}")
+            _warn_once(
+                name, f"{name} is deprecated and will stop working in pagefleet 0.5: set {new}"
+            )
             out.setdefault(new, out.pop(name))
     return out
 
@@ -141,10 +179,14 @@ class TreeEnvSource(EnvSettingsSource):
 
     def _load_env_vars(self) -> Mapping[str, str | None]:
         known = frozenset(env_names(self.settings_cls))
-        return parse_env_vars(rewritten(os.environ, known), False, self.env_ignore_empty, self.env_parse_none_str)
+        return parse_env_vars(
+            rewritten(os.environ, known), False, self.env_ignore_empty, self.env_parse_none_str
+        )
+
 
 # variables read outside the tree, each with its reason (docs/reference/configuration.md shows them)
 PROCESS_SWITCHES = {
-    _P + "COMPILED": "`0` runs the gate's sources instead of its compiled build; read when the `workers` "
+    _P
+    + "COMPILED": "`0` runs the gate's sources instead of its compiled build; read when the `workers` "
     "package is imported, before any module the build replaces (and the settings) can be",
 }

@@ -31,7 +31,9 @@ PROBE_BATCH = 8
 
 log = logging.getLogger(__name__)
 
-SplitOne = Callable[[dict, Callable[[], Head]], dict]  # (spec, its head read ahead) -> the split's result
+SplitOne = Callable[
+    [dict, Callable[[], Head]], dict
+]  # (spec, its head read ahead) -> the split's result
 
 
 def split_batch(specs: list[dict], submission: str, split_one: SplitOne) -> list[dict]:
@@ -50,9 +52,15 @@ def split_batch(specs: list[dict], submission: str, split_one: SplitOne) -> list
         # chunk's documents while this process gates and stores this chunk's
         heads = Heads(specs, reader, PROBE_BATCH)
         for i, spec in enumerate(specs):
-            if i and time.monotonic() > budget:  # slow documents: the rest go on as a batch of their own
-                send("pagefleet.split_batch", [specs[i:], submission], queue="split",
-                     label=f"({len(specs) - i} jobs)")
+            if (
+                i and time.monotonic() > budget
+            ):  # slow documents: the rest go on as a batch of their own
+                send(
+                    "pagefleet.split_batch",
+                    [specs[i:], submission],
+                    queue="split",
+                    label=f"({len(specs) - i} jobs)",
+                )
                 heads.cancel()  # their documents go with the rest (a chunk already being read is waited for)
                 break
             ahead = heads.of(i)
@@ -60,7 +68,9 @@ def split_batch(specs: list[dict], submission: str, split_one: SplitOne) -> list
                 with logs.bound(job_id=spec.get("job_id")):
                     results.append(split_one(spec, ahead))
             except Exception as exc:  # noqa: BLE001 - re-raised below, after the batch's other documents
-                log.warning("job %s: split failed in a batch: %s", spec.get("job_id"), type(exc).__name__)
+                log.warning(
+                    "job %s: split failed in a batch: %s", spec.get("job_id"), type(exc).__name__
+                )
                 results.append({"job_id": spec.get("job_id"), "failed": type(exc).__name__})
                 failure = failure or exc
     if failure is not None:
@@ -86,7 +96,9 @@ class Heads:
     def _chunk(self, c: int) -> Future[list[Head | Exception]]:
         if c not in self.futures:  # read in this context: the sandbox child's token
             first, last = self.bounds[c]
-            self.futures[c] = self.reader.submit(contextvars.copy_context().run, heads_of, self.specs[first:last])
+            self.futures[c] = self.reader.submit(
+                contextvars.copy_context().run, heads_of, self.specs[first:last]
+            )
         return self.futures[c]
 
     def of(self, i: int) -> Callable[[], Head]:

@@ -39,15 +39,23 @@ class SplitOutcome:
     pending: dict[str, list[int]] = field(default_factory=dict)  # queue -> page numbers
     error: dict[str, str] | None = None
     seconds: float = 0.0
-    ranges: list[tuple[int, int]] = field(default_factory=list)  # left for range tasks (workers/split/ranges.py)
+    ranges: list[tuple[int, int]] = field(
+        default_factory=list
+    )  # left for range tasks (workers/split/ranges.py)
     # a one-task document with nothing left to climb: its manifest and records, kept in memory
     # for the split task to collect in place (no work state written, read back and removed)
     held: Held | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"job_id": self.job_id, "page_count": self.page_count, "accepted": self.accepted,
-                "pending": self.pending, "error": self.error, "seconds": round(self.seconds, 3),
-                "ranges": [list(r) for r in self.ranges]}
+        return {
+            "job_id": self.job_id,
+            "page_count": self.page_count,
+            "accepted": self.accepted,
+            "pending": self.pending,
+            "error": self.error,
+            "seconds": round(self.seconds, 3),
+            "ranges": [list(r) for r in self.ranges],
+        }
 
 
 def parse_options(raw: dict[str, Any]) -> Options:
@@ -63,7 +71,9 @@ def parse_options(raw: dict[str, Any]) -> Options:
 
 def _source(job: JobSpec, options: Options, settings: Settings) -> pdf.SourceFile:
     """The job's PDF on local disk, its size checked; not hashed yet (`SourceFile.hashed`)."""
-    return replace(pdf.local_source(local_pdf(job, settings), options, hashed=False), filename=job.filename)
+    return replace(
+        pdf.local_source(local_pdf(job, settings), options, hashed=False), filename=job.filename
+    )
 
 
 def resolve_prefix(template: str, sha256: str | None, job_id: str) -> str:
@@ -71,7 +81,9 @@ def resolve_prefix(template: str, sha256: str | None, job_id: str) -> str:
     return template.replace("{sha256}", sha256 or job_id)
 
 
-def write_error(job: JobSpec, storage: Storage, exc: BaseException, sha256: str | None = None) -> dict[str, str]:
+def write_error(
+    job: JobSpec, storage: Storage, exc: BaseException, sha256: str | None = None
+) -> dict[str, str]:
     record = error_record(exc)
     prefix = resolve_prefix(job.artifact_prefix, sha256 or (job.sha256 or None), job.job_id)
     storage.put_json(keys.artifact(prefix, "error.json"), record)
@@ -130,9 +142,12 @@ def read_heads(jobs: list[JobSpec], settings: Settings) -> list[Head | Exception
     return heads
 
 
-def split_document(job: JobSpec, settings: Settings,
-                   on_ranges: Callable[[list[tuple[int, int]]], None] | None = None,
-                   ahead: Callable[[], Head] | None = None) -> SplitOutcome:
+def split_document(
+    job: JobSpec,
+    settings: Settings,
+    on_ranges: Callable[[list[tuple[int, int]]], None] | None = None,
+    ahead: Callable[[], Head] | None = None,
+) -> SplitOutcome:
     """`on_ranges` gets the ranges left for range tasks as soon as the page count is known, before
     this task reads its own pages, so the range tasks start while it works. `ahead`, when given,
     returns the document's head read beforehand (`read_head`)."""
@@ -141,7 +156,9 @@ def split_document(job: JobSpec, settings: Settings,
     outcome = SplitOutcome(job.job_id)
     read = ahead() if ahead is not None else read_head(job, settings)
     if read.error is not None:
-        outcome.error = write_error(job, storage, read.error, read.source.hashed().sha256 if read.source else None)
+        outcome.error = write_error(
+            job, storage, read.error, read.source.hashed().sha256 if read.source else None
+        )
         evict(job.job_id, settings)
         return outcome
     assert read.options is not None and read.source is not None
@@ -150,14 +167,27 @@ def split_document(job: JobSpec, settings: Settings,
     plan = ranges.plan(outcome.page_count, settings)
     if on_ranges is not None and len(plan) > 1:
         on_ranges(plan[1:])
-    source = source.hashed()  # once the range tasks run: 82 MB take ~70 ms, which no core waited for
-    pages = pdf.extract_pages(source, plan[0][1], settings, already=info.pop("pages", None),
-                              structure=options.structure)
+    source = (
+        source.hashed()
+    )  # once the range tasks run: 82 MB take ~70 ms, which no core waited for
+    pages = pdf.extract_pages(
+        source, plan[0][1], settings, already=info.pop("pages", None), structure=options.structure
+    )
     # one range: blocks right away; several: once every range is in (structure_plan, a task per range)
     layout = structure.document_layout(pages) if options.structure and len(plan) == 1 else None
     manifest = _manifest(job, source, outcome.page_count, options, info, plan)
-    head, records = _decide_range(job, pages, plan[0], options, settings, storage, layout=layout, path=source.path,
-                                  deferred=options.structure and len(plan) > 1, hold=len(plan) == 1)
+    head, records = _decide_range(
+        job,
+        pages,
+        plan[0],
+        options,
+        settings,
+        storage,
+        layout=layout,
+        path=source.path,
+        deferred=options.structure and len(plan) > 1,
+        hold=len(plan) == 1,
+    )
     outcome.accepted, outcome.pending, outcome.ranges = head.accepted, head.pending, plan[1:]
     outcome.seconds = time.monotonic() - started
     manifest["split_seconds"] = round(outcome.seconds, 4)
@@ -168,12 +198,23 @@ def split_document(job: JobSpec, settings: Settings,
     return outcome
 
 
-def _manifest(job: JobSpec, source: pdf.SourceFile, page_count: int, options: Options, info: dict[str, Any],
-              plan: list[tuple[int, int]]) -> dict[str, Any]:
+def _manifest(
+    job: JobSpec,
+    source: pdf.SourceFile,
+    page_count: int,
+    options: Options,
+    info: dict[str, Any],
+    plan: list[tuple[int, int]],
+) -> dict[str, Any]:
     """The job's manifest: what the collection needs to know of the document and its split."""
     return {
         "job": job.model_dump(mode="json"),
-        "source": {"filename": job.filename, "bytes": source.bytes, "sha256": source.sha256, "uri": job.source},
+        "source": {
+            "filename": job.filename,
+            "bytes": source.bytes,
+            "sha256": source.sha256,
+            "uri": job.source,
+        },
         "page_count": page_count,
         "artifact_prefix": resolve_prefix(job.artifact_prefix, source.sha256, job.job_id),
         "options": options.model_dump(mode="json"),
@@ -184,7 +225,9 @@ def _manifest(job: JobSpec, source: pdf.SourceFile, page_count: int, options: Op
     }
 
 
-def head_outcome(job: JobSpec, first: int, last: int, settings: Settings) -> work.RangeOutcome | None:
+def head_outcome(
+    job: JobSpec, first: int, last: int, settings: Settings
+) -> work.RangeOutcome | None:
     """The split task's own range, once it finished: its range object and the manifest are stored."""
     storage = open_storage(job.storage, settings)
     if not storage.exists(keys.job_manifest(job.job_id)):
@@ -192,13 +235,24 @@ def head_outcome(job: JobSpec, first: int, last: int, settings: Settings) -> wor
     return work.stored_outcome(storage, job.job_id, first, last)
 
 
-def _decide_range(job: JobSpec, pages: list[dict[str, Any]], span: tuple[int, int], options: Options,
-                  settings: Settings, storage: Storage, *, layout: Any = None, path: str = "",
-                  deferred: bool = False, hold: bool = False) -> tuple[work.RangeOutcome, list[PageRecord] | None]:
+def _decide_range(
+    job: JobSpec,
+    pages: list[dict[str, Any]],
+    span: tuple[int, int],
+    options: Options,
+    settings: Settings,
+    storage: Storage,
+    *,
+    layout: Any = None,
+    path: str = "",
+    deferred: bool = False,
+    hold: bool = False,
+) -> tuple[work.RangeOutcome, list[PageRecord] | None]:
     """Rung 1 for the pages of one range, stored as one object (`workers/store/work.py`); `layout`:
     blocks now; `deferred`: the pages' layout evidence is kept for `structure_range`. With `hold`,
     a range none of whose pages climbs is not stored: its records come back for the caller to
     collect in place (else the records are None)."""
+
     def judge(page: dict[str, Any]) -> PageRecord | PendingPage:
         page.update(referee.settle(page, path))  # rows that read both ways, before the gate
         result = decide_page(page, ocr=options.ocr, gpu=settings.gpu.enabled)
@@ -207,7 +261,9 @@ def _decide_range(job: JobSpec, pages: list[dict[str, Any]], span: tuple[int, in
         return result
 
     with tablecheck.within(*span):
-        outcome, records, pending = ranges.decide(pages, *span, ocr=options.ocr, judge=judge, unread=_unread)
+        outcome, records, pending = ranges.decide(
+            pages, *span, ocr=options.ocr, judge=judge, unread=_unread
+        )
     if hold and not pending:
         return outcome, records
     work.store(storage, job.job_id, outcome, records, pending, pages if deferred else None)
@@ -221,11 +277,14 @@ def split_range(job: JobSpec, first: int, last: int, settings: Settings) -> work
     path = local_pdf(job, settings)
     source = pdf.SourceFile(path=path, filename=job.filename, bytes=0, sha256="")
     pages = pdf.extract_pages(source, last, settings, start=first, structure=options.structure)
-    return _decide_range(job, pages, (first, last), options, settings, storage, path=path,
-                         deferred=options.structure)[0]
+    return _decide_range(
+        job, pages, (first, last), options, settings, storage, path=path, deferred=options.structure
+    )[0]
 
 
-def structure_plan(job: JobSpec, settings: Settings) -> tuple[structure.DocumentLayout, list[tuple[int, int]]]:
+def structure_plan(
+    job: JobSpec, settings: Settings
+) -> tuple[structure.DocumentLayout, list[tuple[int, int]]]:
     """For a document split into ranges with structure on, once every range is in: font
     statistics and running furniture over every page's layout, and the ranges (first, last) still
     without blocks. Each of those is then structured by its own task (`structure_range`), so every
@@ -233,7 +292,9 @@ def structure_plan(job: JobSpec, settings: Settings) -> tuple[structure.Document
     storage = open_storage(job.storage, settings)
     manifest = storage.get_json(keys.job_manifest(job.job_id))
     found = dict(work.states(storage, job.job_id, manifest))
-    layout = structure.document_layout([p for state in found.values() for p in state.get("layouts", [])])
+    layout = structure.document_layout(
+        [p for state in found.values() for p in state.get("layouts", [])]
+    )
     todo = []
     for first, last in manifest.get("ranges") or []:
         state = found.get(work.key(job.job_id, first, last))
@@ -242,7 +303,9 @@ def structure_plan(job: JobSpec, settings: Settings) -> tuple[structure.Document
     return layout, todo
 
 
-def structure_range(job: JobSpec, first: int, last: int, layout: structure.DocumentLayout, settings: Settings) -> None:
+def structure_range(
+    job: JobSpec, first: int, last: int, layout: structure.DocumentLayout, settings: Settings
+) -> None:
     """Blocks and the table check for the text-layer pages of one range object; the object is
     rewritten once, marked "structured" (a redelivery finds it so and does nothing)."""
     storage = open_storage(job.storage, settings)
@@ -263,7 +326,9 @@ def structure_range(job: JobSpec, first: int, last: int, layout: structure.Docum
     storage.put_json(name, {**state, "records": records, "structured": True}, compact=True)
 
 
-def _with_blocks(record: PageRecord, page: dict[str, Any], layout: Any, path: str, options: Options) -> PageRecord:
+def _with_blocks(
+    record: PageRecord, page: dict[str, Any], layout: Any, path: str, options: Options
+) -> PageRecord:
     """A page rung 1 accepted from the text layer gets its blocks and its table check; any other
     record is left as it is (OCR pages get theirs at collection)."""
     if record.route not in artifacts.TEXT_LAYER_ROUTES:
@@ -273,9 +338,16 @@ def _with_blocks(record: PageRecord, page: dict[str, Any], layout: Any, path: st
 
 def _unread(pending: PendingPage) -> PageRecord:
     """OCR is off: a page that failed rung 1 is quarantined as it is."""
-    router = RouterInfo(source="text_layer", script=pending.hint_script or "unknown", margin=pending.hint_margin)
+    router = RouterInfo(
+        source="text_layer", script=pending.hint_script or "unknown", margin=pending.hint_margin
+    )
     layer = layer_candidate(pending)
-    attempts = [layer.attempt(False), Attempt(engine="ocr", accepted=False, reasons=["ocr_disabled"], rung=Rung.OCR)]
+    attempts = [
+        layer.attempt(False),
+        Attempt(engine="ocr", accepted=False, reasons=["ocr_disabled"], rung=Rung.OCR),
+    ]
     if pending.text_layer.strip():
         return review_record(pending.number, layer, router, attempts, layer=pending.layer)
-    return failed_record(pending.number, router, attempts, ["no_text", "ocr_disabled"], layer=pending.layer)
+    return failed_record(
+        pending.number, router, attempts, ["no_text", "ocr_disabled"], layer=pending.layer
+    )

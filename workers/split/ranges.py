@@ -24,7 +24,9 @@ from workers.store.work import RangeOutcome
 
 _PIECES = 8  # a document too short for this many ranges of split_range_pages gets shorter ones
 _TAPER = 2  # the pages of the last this many equal ranges are cut into ranges halving in size
-_TAPER_EXTRA = 2  # a tapered tail holds at most this many more ranges than the equal ones it replaces
+_TAPER_EXTRA = (
+    2  # a tapered tail holds at most this many more ranges than the equal ones it replaces
+)
 _FLOOR = 3  # pages: no range of the tail shorter (a range task has its fixed cost)
 # a document too short for about _PIECES ranges of `advanced.split_range_pages` gets ranges down to
 # this size: the last range runs alone while the other cores idle, so a shorter one wastes less
@@ -43,10 +45,15 @@ def plan(page_count: int, settings: Settings) -> list[tuple[int, int]]:
     ranges hold make the range tasks' ranges longer."""
     if page_count <= settings.advanced.split_range_pages:
         return [(1, page_count)]
-    head = min(settings.advanced.split_range_pages, max(RANGE_MIN_PAGES, math.ceil(page_count / _PIECES)))
+    head = min(
+        settings.advanced.split_range_pages, max(RANGE_MIN_PAGES, math.ceil(page_count / _PIECES))
+    )
     rest = page_count - head
     taper = settings.advanced.split_max_ranges > _TAPER + _TAPER_EXTRA
-    size = max(head, math.ceil(rest / (settings.advanced.split_max_ranges - (_TAPER_EXTRA if taper else 0))))
+    size = max(
+        head,
+        math.ceil(rest / (settings.advanced.split_max_ranges - (_TAPER_EXTRA if taper else 0))),
+    )
     sizes = tapered(even(rest, size)) if taper else even(rest, size)
     plan, first = [(1, head)], head + 1
     for n in sizes:
@@ -84,9 +91,15 @@ def _halving(pages: int) -> list[int]:
     return sizes
 
 
-def decide(pages: Iterable[dict[str, Any]], first: int, last: int, *, ocr: str,
-           judge: Callable[[dict[str, Any]], PageRecord | PendingPage],
-           unread: Callable[[PendingPage], PageRecord]) -> tuple[RangeOutcome, list[PageRecord], list[PendingPage]]:
+def decide(
+    pages: Iterable[dict[str, Any]],
+    first: int,
+    last: int,
+    *,
+    ocr: str,
+    judge: Callable[[dict[str, Any]], PageRecord | PendingPage],
+    unread: Callable[[PendingPage], PageRecord],
+) -> tuple[RangeOutcome, list[PageRecord], list[PendingPage]]:
     """Rung 1 for the pages of one range: records (accepted, or quarantined when OCR is off) and
     the pages that climb, by queue, the pages carrying the most image bytes first (a dense scan
     takes Tesseract longest: sent out last, it would run alone while the other cores idle)."""
@@ -105,7 +118,9 @@ def decide(pages: Iterable[dict[str, Any]], first: int, last: int, *, ocr: str,
             pending.append(result)
             outcome.pending.setdefault(result.queue, []).append(result.number)
             cost[result.number] = int(page.get("image_bytes") or 0)
-    for numbers in outcome.pending.values():  # heaviest first: the longest OCR pages do not start last
+    for (
+        numbers
+    ) in outcome.pending.values():  # heaviest first: the longest OCR pages do not start last
         numbers.sort(key=lambda n: -cost[n])
     return outcome, records, pending
 

@@ -43,27 +43,61 @@ def _spec(identity: str, options: Options, **fields: Any) -> JobSpec:
 
 
 def spec_for_path(
-    path: str, storage: str, artifact_prefix: str, options: Options, *, force: bool = False,
+    path: str,
+    storage: str,
+    artifact_prefix: str,
+    options: Options,
+    *,
+    force: bool = False,
     callback_url: str | None = None,
 ) -> JobSpec:
     p = Path(path).resolve()
     size = p.stat().st_size
     sha = sha256_file(p) if 0 < size <= options.max_bytes else None
     identity = sha or hashlib.sha256(f"{p}:{size}:{p.stat().st_mtime_ns}".encode()).hexdigest()
-    return _spec(identity, options, source=str(p), filename=p.name, bytes=size, storage=storage,
-                 sha256=sha if size else hashlib.sha256(b"").hexdigest(), artifact_prefix=artifact_prefix,
-                 force=force, callback_url=callback_url)
+    return _spec(
+        identity,
+        options,
+        source=str(p),
+        filename=p.name,
+        bytes=size,
+        storage=storage,
+        sha256=sha if size else hashlib.sha256(b"").hexdigest(),
+        artifact_prefix=artifact_prefix,
+        force=force,
+        callback_url=callback_url,
+    )
 
 
 def spec_for_object(
-    bucket: str, key: str, storage: str, options: Options, *, etag: str | None = None,
-    version_id: str | None = None, size: int | None = None, prefix_template: str = "artifacts/{sha256}",
-    force: bool = False, callback_url: str | None = None,
+    bucket: str,
+    key: str,
+    storage: str,
+    options: Options,
+    *,
+    etag: str | None = None,
+    version_id: str | None = None,
+    size: int | None = None,
+    prefix_template: str = "artifacts/{sha256}",
+    force: bool = False,
+    callback_url: str | None = None,
 ) -> JobSpec:
-    identity = hashlib.sha256(f"s3:{bucket}/{key}:{etag or ''}:{version_id or ''}".encode()).hexdigest()
-    return _spec(identity, options, source=s3_uri(bucket, key), filename=os.path.basename(key) or key,
-                 bytes=size, storage=storage, artifact_prefix=prefix_template, etag=etag, version_id=version_id,
-                 force=force, callback_url=callback_url)
+    identity = hashlib.sha256(
+        f"s3:{bucket}/{key}:{etag or ''}:{version_id or ''}".encode()
+    ).hexdigest()
+    return _spec(
+        identity,
+        options,
+        source=s3_uri(bucket, key),
+        filename=os.path.basename(key) or key,
+        bytes=size,
+        storage=storage,
+        artifact_prefix=prefix_template,
+        etag=etag,
+        version_id=version_id,
+        force=force,
+        callback_url=callback_url,
+    )
 
 
 def enqueue(spec: JobSpec) -> str:
@@ -103,8 +137,12 @@ class _Batches:
     lie at most `batch_size` apart and a batch starts empty after each, so none grows past it."""
 
     def __init__(self, small: int, settings: Settings, taper: bool = True) -> None:
-        self.cuts = list(itertools.accumulate(batch_plan(small, settings, taper)))  # one a batch, rising
-        self.submission = uuid.uuid4().hex  # its batches may share a sandbox child (`tasks.split.split_batch`)
+        self.cuts = list(
+            itertools.accumulate(batch_plan(small, settings, taper))
+        )  # one a batch, rising
+        self.submission = (
+            uuid.uuid4().hex
+        )  # its batches may share a sandbox child (`tasks.split.split_batch`)
         self.batch: list[dict[str, Any]] = []
         self.unsent: dict[str, None] = {}  # runs started here whose message has not gone out yet
         self.added = 0  # small documents added so far
@@ -126,13 +164,23 @@ class _Batches:
 
         batch = self.batch
         if len(batch) == 1:
-            send("pagefleet.split", batch, queue="split", task_id=f"{batch[0]['job_id']}-split",
-                 label=f"(job {batch[0]['job_id']})")
+            send(
+                "pagefleet.split",
+                batch,
+                queue="split",
+                task_id=f"{batch[0]['job_id']}-split",
+                label=f"(job {batch[0]['job_id']})",
+            )
         elif batch:
             ids = [p["job_id"] for p in batch]
             name = hashlib.sha256(":".join(ids).encode()).hexdigest()[:24]
-            send("pagefleet.split_batch", [batch[:], self.submission], queue="split", task_id=f"batch-{name}",
-                 label=f"(jobs {', '.join(ids)})")
+            send(
+                "pagefleet.split_batch",
+                [batch[:], self.submission],
+                queue="split",
+                task_id=f"batch-{name}",
+                label=f"(jobs {', '.join(ids)})",
+            )
         for payload in batch:
             self.unsent.pop(payload["job_id"], None)
         batch.clear()
@@ -147,27 +195,43 @@ def enqueue_many(specs: list[JobSpec], *, taper: bool = True) -> list[str]:
 
     settings = get_settings()
     size = batch_size(len(specs), settings)
-    small = [spec.bytes is not None and spec.bytes <= settings.advanced.split_batch_max_bytes for spec in specs]
+    small = [
+        spec.bytes is not None and spec.bytes <= settings.advanced.split_batch_max_bytes
+        for spec in specs
+    ]
     out = _Batches(sum(small), settings, taper)
     check_room(jobs.client())  # a job accepted at Redis's memory limit could not run: refuse it now
     try:
-        for first in range(0, len(specs), size):  # one round trip starts up to a batch's worth of runs
-            chunk = specs[first:first + size]
+        for first in range(
+            0, len(specs), size
+        ):  # one round trip starts up to a batch's worth of runs
+            chunk = specs[first : first + size]
             payloads = [(spec.model_dump(mode="json"), spec.force) for spec in chunk]
             # a finished job is not redone unless forced; a run under way is shared, not doubled
             started = job_runs.start_runs(payloads, stale_after_s=get_settings().limits.deadline_s)
-            fresh = [(payload, is_small) for (payload, _), how, is_small
-                     in zip(payloads, started, small[first:first + size], strict=True) if how == "started"]
+            fresh = [
+                (payload, is_small)
+                for (payload, _), how, is_small in zip(
+                    payloads, started, small[first : first + size], strict=True
+                )
+                if how == "started"
+            ]
             out.unsent.update((payload["job_id"], None) for payload, _ in fresh)
             for payload, is_small in fresh:
                 out.add(payload, is_small)
         out.flush()
     except redis.exceptions.OutOfMemoryError as exc:
         job_runs.abandon_runs(list(out.unsent))
-        raise BrokerFull(f"cannot enqueue {len(specs)} job(s): the broker is full (Redis at maxmemory)") from exc
+        raise BrokerFull(
+            f"cannot enqueue {len(specs)} job(s): the broker is full (Redis at maxmemory)"
+        ) from exc
     except (OperationalError, OSError) as exc:
-        job_runs.abandon_runs(list(out.unsent))  # started, never sent: the producer's retry starts and sends them
-        raise BrokerUnavailable(f"cannot enqueue {len(specs)} job(s): broker unavailable ({exc})") from exc
+        job_runs.abandon_runs(
+            list(out.unsent)
+        )  # started, never sent: the producer's retry starts and sends them
+        raise BrokerUnavailable(
+            f"cannot enqueue {len(specs)} job(s): broker unavailable ({exc})"
+        ) from exc
     except Exception:
         job_runs.abandon_runs(list(out.unsent))
         raise

@@ -18,34 +18,55 @@ from typing import Any
 from routing.edits import Edit, verify_edits
 from workers.model import DocumentRecord, EditMapInfo, PageRecord, Quality
 
-TEXT_LAYER_ROUTES = ("text_layer", "text_layer_repaired", "fallback_text")  # the text came from the PDF's layer
+TEXT_LAYER_ROUTES = (
+    "text_layer",
+    "text_layer_repaired",
+    "fallback_text",
+)  # the text came from the PDF's layer
 # reviewed: approved in review (workers.review); no_text: a picture or blank page, accepted empty
 ACCEPTED_ROUTES = (*TEXT_LAYER_ROUTES, "ocr", "no_text", "reviewed")
-RUNG_OF = {"text_layer": "1_text_layer", "fallback_text": "2_fallback_text", "ocr": "3_cpu_ocr", "gpu_ocr": "4_gpu_ocr"}
+RUNG_OF = {
+    "text_layer": "1_text_layer",
+    "fallback_text": "2_fallback_text",
+    "ocr": "3_cpu_ocr",
+    "gpu_ocr": "4_gpu_ocr",
+}
 
 
 def verified(record: PageRecord) -> PageRecord:
     """Replay the page's edit map against its display target; a failure is a failed page."""
-    target = record.text if record.route in ACCEPTED_ROUTES else (record.review_preview.text if record.review_preview else "")
+    target = (
+        record.text
+        if record.route in ACCEPTED_ROUTES
+        else (record.review_preview.text if record.review_preview else "")
+    )
     if record.route == "failed" or (not record.raw_text and not record.edits):
         return record
     check = verify_edits(record.raw_text, [Edit.from_dict(e) for e in record.edits], target)
     if check.ok:
         return record
-    return record.model_copy(update={
-        "route": "failed",
-        "text": "",
-        "markdown": "",
-        "needs_review": True,
-        "edit_map": EditMapInfo(target="text", complete=False, gap="replay_failed"),
-        "quality": Quality(ok=False, reasons=["edit_map_replay_failed"], warnings=record.quality.warnings,
-                           metrics={"first_mismatch_at": float(check.first_mismatch_at or -1)}),
-    })
+    return record.model_copy(
+        update={
+            "route": "failed",
+            "text": "",
+            "markdown": "",
+            "needs_review": True,
+            "edit_map": EditMapInfo(target="text", complete=False, gap="replay_failed"),
+            "quality": Quality(
+                ok=False,
+                reasons=["edit_map_replay_failed"],
+                warnings=record.quality.warnings,
+                metrics={"first_mismatch_at": float(check.first_mismatch_at or -1)},
+            ),
+        }
+    )
 
 
 def review_marker(record: PageRecord) -> str:
     reasons = ",".join(record.quality.reasons) or "unknown"
-    return f"<!-- pagefleet: page {record.number} {record.route}; reasons={reasons}; text withheld -->"
+    return (
+        f"<!-- pagefleet: page {record.number} {record.route}; reasons={reasons}; text withheld -->"
+    )
 
 
 def rtl_wrapped(body: str, direction: str) -> str:
@@ -56,7 +77,11 @@ def rtl_wrapped(body: str, direction: str) -> str:
 def markdown_parts(page: PageRecord) -> list[str]:
     """A page's parts of document.md (joined by blank lines): its marker, then its Markdown, or a
     refused page's review marker."""
-    body = rtl_wrapped(page.markdown, page.direction) if page.route in ACCEPTED_ROUTES else review_marker(page)
+    body = (
+        rtl_wrapped(page.markdown, page.direction)
+        if page.route in ACCEPTED_ROUTES
+        else review_marker(page)
+    )
     return [part for part in (f"<!-- page {page.number} -->", body) if part]
 
 
@@ -127,7 +152,9 @@ class Tally:
         rung = RUNG_OF.get(a.rung, a.rung)
         self.rung_pages[rung] += 1
         self.rung_seconds[rung] += a.seconds
-        entry = self.health.setdefault(a.engine, {"tried": 0, "accepted": 0, "unavailable": 0, "errors": 0, "detail": None})
+        entry = self.health.setdefault(
+            a.engine, {"tried": 0, "accepted": 0, "unavailable": 0, "errors": 0, "detail": None}
+        )
         entry["tried"] += 1
         entry["accepted"] += int(a.accepted)
         if "engine_unavailable" in a.reasons:
@@ -150,7 +177,9 @@ class Tally:
         """report.json of `document` (its pages are not read: they were added)."""
         n = max(sum(self.routes.values()), 1)
         rung_seconds = defaultdict(float, self.rung_seconds)
-        rung_seconds["1_text_layer"] = max(rung_seconds["1_text_layer"], float(manifest.get("split_seconds", 0.0)))
+        rung_seconds["1_text_layer"] = max(
+            rung_seconds["1_text_layer"], float(manifest.get("split_seconds", 0.0))
+        )
         return {
             "job_id": document.job_id,
             "pipeline_version": document.pipeline_version,
@@ -164,12 +193,18 @@ class Tally:
                 "engine": {k: round(v / n, 4) for k, v in self.engines.items()},
                 "rung": {k: round(v / n, 4) for k, v in sorted(self.final.items())},
             },
-            "rungs": {k: {"attempts": self.rung_pages[k], "seconds": round(rung_seconds[k], 3)}
-                      for k in sorted(set(self.rung_pages) | set(rung_seconds))},
+            "rungs": {
+                k: {"attempts": self.rung_pages[k], "seconds": round(rung_seconds[k], 3)}
+                for k in sorted(set(self.rung_pages) | set(rung_seconds))
+            },
             "engine_health": self.health,
             "needs_review": [int(k) for k in self.review_reasons],
             "review_reasons": self.review_reasons,
             "warnings": dict(self.warnings),
-            "structure": {"blocks": dict(self.blocks), "pages_with_tables": self.tables,
-                          "table_unrecovered": self.unrecovered, "table_suspected": self.suspected},
+            "structure": {
+                "blocks": dict(self.blocks),
+                "pages_with_tables": self.tables,
+                "table_unrecovered": self.unrecovered,
+                "table_suspected": self.suspected,
+            },
         }

@@ -31,8 +31,16 @@ class Contended(StorageError):
     """Every read of the object was overtaken by another writer's write, `attempts` times in a row."""
 
 
-def update(storage: Storage, key: str, change: Callable[[Any], T], dump: Callable[[T], bytes], *,
-           lock_key: str, attempts: int = 8, content_type: str = "application/json") -> T:
+def update(
+    storage: Storage,
+    key: str,
+    change: Callable[[Any], T],
+    dump: Callable[[T], bytes],
+    *,
+    lock_key: str,
+    attempts: int = 8,
+    content_type: str = "application/json",
+) -> T:
     """The object at `key` (its JSON, None when there is none) given to `change`, and what
     `change` returns written back (`dump`) only over the version it saw. `lock_key`: the lock
     file of a local store. Raises `Contended` where S3 writers overtook every attempt."""
@@ -91,13 +99,17 @@ def _read_s3(storage: S3Storage, key: str) -> tuple[Any, str | None]:
             return None, None
         raise StorageError(f"get {key} failed: {exc.code}") from exc
     try:
-        return json.loads(response.read().decode("utf-8")), (response.headers.get("ETag") or "").strip('"')
+        return json.loads(response.read().decode("utf-8")), (
+            response.headers.get("ETag") or ""
+        ).strip('"')
     finally:
         response.close()
         response.release_conn()
 
 
-def _put_s3_if(storage: S3Storage, key: str, data: bytes, etag: str | None, content_type: str) -> bool:
+def _put_s3_if(
+    storage: S3Storage, key: str, data: bytes, etag: str | None, content_type: str
+) -> bool:
     """PUT only if the object still has `etag` (None: only if there is none); False if it changed."""
     from minio.error import S3Error
 

@@ -18,7 +18,13 @@ def s3_credentials(settings: Settings) -> Any:
     AWS_SESSION_TOKEN), MINIO_ACCESS_KEY/MINIO_SECRET_KEY, then IAM: a web identity token
     (AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN: EKS IRSA, pod identity), the ECS task role or the
     EC2 instance profile. Temporary credentials are refreshed before they expire."""
-    from minio.credentials import ChainedProvider, EnvAWSProvider, EnvMinioProvider, IamAwsProvider, StaticProvider
+    from minio.credentials import (
+        ChainedProvider,
+        EnvAWSProvider,
+        EnvMinioProvider,
+        IamAwsProvider,
+        StaticProvider,
+    )
 
     providers: list[Any] = []
     s3 = settings.storage
@@ -29,8 +35,16 @@ def s3_credentials(settings: Settings) -> Any:
 
 
 # what a client is made from besides the settings: the provider chain's and the TLS trust's variables
-_CLIENT_ENVIRONMENT = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "MINIO_ACCESS_KEY",
-                       "MINIO_SECRET_KEY", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "SSL_CERT_FILE")
+_CLIENT_ENVIRONMENT = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "MINIO_ACCESS_KEY",
+    "MINIO_SECRET_KEY",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_ROLE_ARN",
+    "SSL_CERT_FILE",
+)
 _clients: dict[tuple[Any, ...], Any] = {}
 
 
@@ -41,8 +55,16 @@ def s3_client(settings: Settings) -> Any:
     (a forked child makes its own: pooled sockets are not shared across a fork), every setting and
     environment variable the client is made from; minio's client is safe to share between threads."""
     s3 = settings.storage
-    key = (os.getpid(), s3.s3_endpoint, s3.s3_secure, s3.s3_region, s3.s3_timeout_s,
-           s3.s3_access_key, s3.s3_secret_key, *(os.environ.get(name) for name in _CLIENT_ENVIRONMENT))
+    key = (
+        os.getpid(),
+        s3.s3_endpoint,
+        s3.s3_secure,
+        s3.s3_region,
+        s3.s3_timeout_s,
+        s3.s3_access_key,
+        s3.s3_secret_key,
+        *(os.environ.get(name) for name in _CLIENT_ENVIRONMENT),
+    )
     client = _clients.get(key)
     if client is None:  # two threads racing here make two clients; the second is dropped unused
         if len(_clients) >= 64:  # settings made per test or per call: keep the cache bounded
@@ -51,7 +73,9 @@ def s3_client(settings: Settings) -> Any:
     return client
 
 
-def new_s3_client(settings: Settings, *, timeout_s: float | None = None, retries: Any = None) -> Any:
+def new_s3_client(
+    settings: Settings, *, timeout_s: float | None = None, retries: Any = None
+) -> Any:
     """A minio client whose requests give up on a stalled connection after `s3_timeout_s` (minio's
     own waits 5 minutes, past any task's time limit): a refused or reset connection is retried up
     to 5 times with backoff, a read that times out once, a 5xx answer up to 5 times (minio's policy).
@@ -66,12 +90,25 @@ def new_s3_client(settings: Settings, *, timeout_s: float | None = None, retries
     timeout = timeout_s or settings.storage.s3_timeout_s
     tls = None
     if settings.storage.s3_secure:
-        tls = create_urllib3_context()  # what urllib3 makes per connection: TLS 1.2 or later, certificates required
+        tls = (
+            create_urllib3_context()
+        )  # what urllib3 makes per connection: TLS 1.2 or later, certificates required
         tls.load_verify_locations(cafile=os.environ.get("SSL_CERT_FILE") or certifi.where())
-    http = urllib3.PoolManager(timeout=urllib3.Timeout(connect=timeout, read=timeout), maxsize=10,
-                               cert_reqs="CERT_REQUIRED", ssl_context=tls,
-                               retries=retries or urllib3.Retry(total=5, read=1, backoff_factor=0.2,
-                                                                status_forcelist=[500, 502, 503, 504]))
+    http = urllib3.PoolManager(
+        timeout=urllib3.Timeout(connect=timeout, read=timeout),
+        maxsize=10,
+        cert_reqs="CERT_REQUIRED",
+        ssl_context=tls,
+        retries=retries
+        or urllib3.Retry(
+            total=5, read=1, backoff_factor=0.2, status_forcelist=[500, 502, 503, 504]
+        ),
+    )
     endpoint = settings.storage.s3_endpoint.removeprefix("http://").removeprefix("https://")
-    return Minio(endpoint, credentials=s3_credentials(settings), secure=settings.storage.s3_secure, region=settings.storage.s3_region,
-                 http_client=http)
+    return Minio(
+        endpoint,
+        credentials=s3_credentials(settings),
+        secure=settings.storage.s3_secure,
+        region=settings.storage.s3_region,
+        http_client=http,
+    )

@@ -53,7 +53,9 @@ class Storage(abc.ABC):
     local_root: Path | None = None  # the directory of a local store (its objects are files there)
 
     @abc.abstractmethod
-    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None: ...
+    def put_bytes(
+        self, key: str, data: bytes, content_type: str = "application/octet-stream"
+    ) -> None: ...
 
     @abc.abstractmethod
     def get_bytes(self, key: str) -> bytes: ...
@@ -80,13 +82,17 @@ class Storage(abc.ABC):
     def get_json(self, key: str) -> Any:
         return json.loads(self.get_bytes(key).decode("utf-8"))
 
-    def put_stream(self, key: str, stream: BinaryIO, content_type: str = "application/octet-stream") -> None:
+    def put_stream(
+        self, key: str, stream: BinaryIO, content_type: str = "application/octet-stream"
+    ) -> None:
         """All of a seekable binary stream (from its start) as the object `key`; a store that can
         copies it across in pieces, never all in memory."""
         stream.seek(0)
         self.put_bytes(key, stream.read(), content_type)
 
-    def put_text(self, key: str, text: str, content_type: str = "text/plain; charset=utf-8") -> None:
+    def put_text(
+        self, key: str, text: str, content_type: str = "text/plain; charset=utf-8"
+    ) -> None:
         self.put_bytes(key, text.encode("utf-8"), content_type)
 
     def put_streams(self, items: list[tuple[str, BinaryIO, str]]) -> None:
@@ -129,13 +135,17 @@ class LocalStorage(Storage):
             os.makedirs(folder, exist_ok=True)
             return target, tmp, open(tmp, "wb")
 
-    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+    def put_bytes(
+        self, key: str, data: bytes, content_type: str = "application/octet-stream"
+    ) -> None:
         target, tmp, out = self._staged(key)
         with out:
             out.write(data)
         os.replace(tmp, target)
 
-    def put_stream(self, key: str, stream: BinaryIO, content_type: str = "application/octet-stream") -> None:
+    def put_stream(
+        self, key: str, stream: BinaryIO, content_type: str = "application/octet-stream"
+    ) -> None:
         target, tmp, out = self._staged(key)
         stream.seek(0)
         with out:
@@ -167,7 +177,9 @@ class LocalStorage(Storage):
 
 
 class S3Storage(Storage):
-    def __init__(self, bucket: str, prefix: str = "", settings: Settings | None = None, client: Any = None) -> None:
+    def __init__(
+        self, bucket: str, prefix: str = "", settings: Settings | None = None, client: Any = None
+    ) -> None:
         self.bucket = bucket
         self.prefix = prefix.strip("/")
         self.url = f"s3://{bucket}/{self.prefix}".rstrip("/")
@@ -178,7 +190,9 @@ class S3Storage(Storage):
         return f"{self.prefix}/{key}" if self.prefix else key
 
     @contextlib.contextmanager
-    def _translate(self, op: str, key: str, missing: tuple[str, ...] = MISSING_CODES[:2]) -> Iterator[None]:
+    def _translate(
+        self, op: str, key: str, missing: tuple[str, ...] = MISSING_CODES[:2]
+    ) -> Iterator[None]:
         """minio/urllib3/network errors → KeyError (no such object) or StorageError (retryable).
 
         An unreachable endpoint surfaces from minio as urllib3's `MaxRetryError`/`ProtocolError`
@@ -198,15 +212,25 @@ class S3Storage(Storage):
         except MinioException as exc:
             raise StorageError(f"{op} {where} failed: {exc}"[:500]) from exc
 
-    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+    def put_bytes(
+        self, key: str, data: bytes, content_type: str = "application/octet-stream"
+    ) -> None:
         with self._translate("put", key):
-            self.client.put_object(self.bucket, self._key(key), io.BytesIO(data), len(data), content_type=content_type)
+            self.client.put_object(
+                self.bucket, self._key(key), io.BytesIO(data), len(data), content_type=content_type
+            )
 
-    def put_stream(self, key: str, stream: BinaryIO, content_type: str = "application/octet-stream") -> None:
+    def put_stream(
+        self, key: str, stream: BinaryIO, content_type: str = "application/octet-stream"
+    ) -> None:
         length = stream.seek(0, io.SEEK_END)
         stream.seek(0)
-        with self._translate("put", key):  # minio reads it in parts (a multipart upload when it is big)
-            self.client.put_object(self.bucket, self._key(key), stream, length, content_type=content_type)
+        with self._translate(
+            "put", key
+        ):  # minio reads it in parts (a multipart upload when it is big)
+            self.client.put_object(
+                self.bucket, self._key(key), stream, length, content_type=content_type
+            )
 
     def put_streams(self, items: list[tuple[str, BinaryIO, str]]) -> None:
         """The objects' PUTs at once, on the client's pool of connections: a document's artifacts
@@ -216,7 +240,10 @@ class S3Storage(Storage):
             super().put_streams(items)
             return
         pool = _put_pool()
-        futures = [pool.submit(self.put_stream, key, stream, content_type) for key, stream, content_type in items]
+        futures = [
+            pool.submit(self.put_stream, key, stream, content_type)
+            for key, stream, content_type in items
+        ]
         try:
             concurrent.futures.wait(futures)
         finally:
@@ -231,7 +258,9 @@ class S3Storage(Storage):
             return response.read()
 
     @contextlib.contextmanager
-    def open_object(self, key: str, *, version_id: str | None = None, etag: str | None = None) -> Iterator[Any]:
+    def open_object(
+        self, key: str, *, version_id: str | None = None, etag: str | None = None
+    ) -> Iterator[Any]:
         """One GET, its body not yet read: the response's headers (size, ETag) decide before a byte
         of it is. Exactly `version_id` when given; with `etag`, only while the object still has it
         (If-Match: `ObjectChanged` when it does not). Closing without reading drops the connection."""
@@ -240,8 +269,9 @@ class S3Storage(Storage):
         headers = {"If-Match": f'"{etag}"'} if etag else None
         with self._translate("get", key, MISSING_CODES):
             try:
-                response = self.client.get_object(self.bucket, self._key(key), version_id=version_id,
-                                                  request_headers=headers)
+                response = self.client.get_object(
+                    self.bucket, self._key(key), version_id=version_id, request_headers=headers
+                )
             except S3Error as exc:
                 if exc.code == "PreconditionFailed":
                     raise ObjectChanged(key) from exc
@@ -277,27 +307,39 @@ class S3Storage(Storage):
 
         with self._translate("delete", prefix):
             names = self.client.list_objects(self.bucket, self._key(prefix) + "/", recursive=True)
-            for error in self.client.remove_objects(self.bucket, [DeleteObject(o.object_name) for o in names]):
+            for error in self.client.remove_objects(
+                self.bucket, [DeleteObject(o.object_name) for o in names]
+            ):
                 raise StorageError(f"delete {error.name} failed: {error.code}")
 
     def list_keys(self, prefix: str) -> list[str]:
         base = self._key(prefix).strip("/")  # an empty prefix lists everything under the root
         with self._translate("list", prefix):
-            names = [o.object_name for o in self.client.list_objects(self.bucket, f"{base}/" if base else None,
-                                                                     recursive=True)]
+            names = [
+                o.object_name
+                for o in self.client.list_objects(
+                    self.bucket, f"{base}/" if base else None, recursive=True
+                )
+            ]
         strip = len(self.prefix) + 1 if self.prefix else 0
         return sorted(n[strip:] for n in names)
 
 
-_PUT_THREADS = 4  # a document's artifacts but its report (stored after them: it marks the job complete)
+_PUT_THREADS = (
+    4  # a document's artifacts but its report (stored after them: it marks the job complete)
+)
 _pools: dict[int, concurrent.futures.ThreadPoolExecutor] = {}
 
 
 def _put_pool() -> concurrent.futures.ThreadPoolExecutor:
     """This process's pool for concurrent PUTs (a forked child makes its own: threads do not fork)."""
     pool = _pools.get(os.getpid())
-    if pool is None:  # two threads racing here make two pools; threads start on first use, so one is never paid
-        pool = _pools.setdefault(os.getpid(), concurrent.futures.ThreadPoolExecutor(_PUT_THREADS, "pagefleet-put"))
+    if (
+        pool is None
+    ):  # two threads racing here make two pools; threads start on first use, so one is never paid
+        pool = _pools.setdefault(
+            os.getpid(), concurrent.futures.ThreadPoolExecutor(_PUT_THREADS, "pagefleet-put")
+        )
     return pool
 
 
@@ -307,9 +349,10 @@ def _retire(pool: concurrent.futures.ThreadPoolExecutor) -> None:
     PUTs among it too: those are not cancelled), and the next call makes a fresh pool."""
     if _pools.get(os.getpid()) is pool:
         del _pools[os.getpid()]
-        log.warning("S3 PUTs left running (the task stopped waiting for them): this process's PUT pool is retired")
+        log.warning(
+            "S3 PUTs left running (the task stopped waiting for them): this process's PUT pool is retired"
+        )
     pool.shutdown(wait=False)
-
 
 
 def open_storage(url: str, settings: Settings | None = None) -> Storage:
@@ -317,7 +360,7 @@ def open_storage(url: str, settings: Settings | None = None) -> Storage:
     if parsed.scheme == "file":
         return _local(urllib.parse.unquote(parsed.path))
     if parsed.scheme == "s3":
-        bucket, _, prefix = url[len("s3://"):].partition("/")
+        bucket, _, prefix = url[len("s3://") :].partition("/")
         return S3Storage(bucket, prefix, settings)
     if not parsed.scheme:
         return _local(url)
@@ -329,4 +372,3 @@ def _local(root: str) -> LocalStorage:
     """A local store by its root, made once a worker process (resolving the root's path costs
     ~0.2 ms, paid by every document of a batch; a LocalStorage holds nothing but its root)."""
     return LocalStorage(root)
-

@@ -36,7 +36,7 @@ def s3_uri(bucket: str, key: str) -> str:
 
 def s3_prefix(uri: str) -> tuple[str, str]:
     """`s3://bucket/some/prefix` → ("bucket", "some/prefix"); the prefix may be empty."""
-    bucket, _, prefix = uri[len(S3):].partition("/")
+    bucket, _, prefix = uri[len(S3) :].partition("/")
     return bucket, prefix
 
 
@@ -53,4 +53,4 @@ def split_s3_uri(uri: str) -> tuple[str, str]:
 
 def file_path(url: str) -> Path:
     """`file:///abs/dir` → Path("/abs/dir")."""
-    return Path(url[len(FILE):])
+    return Path(url[len(FILE) :])

@@ -33,27 +33,50 @@ class RangeOutcome:
     pending: dict[str, list[int]] = field(default_factory=dict)  # queue -> page numbers
 
     def as_dict(self) -> dict[str, Any]:
-        return {"first": self.first, "last": self.last, "accepted": self.accepted, "pending": self.pending}
+        return {
+            "first": self.first,
+            "last": self.last,
+            "accepted": self.accepted,
+            "pending": self.pending,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RangeOutcome":
-        return cls(int(data["first"]), int(data["last"]), int(data["accepted"]),
-                   {q: list(map(int, ns)) for q, ns in data["pending"].items()})
+        return cls(
+            int(data["first"]),
+            int(data["last"]),
+            int(data["accepted"]),
+            {q: list(map(int, ns)) for q, ns in data["pending"].items()},
+        )
 
 
 def key(job_id: str, first: int, last: int) -> str:
     return keys.work(job_id, "ranges", f"{first:05d}-{last:05d}.json")
 
 
-_LAYOUT_FIELDS = ("number", "text", "height", "layout")  # what the document-wide structure pass reads
+_LAYOUT_FIELDS = (
+    "number",
+    "text",
+    "height",
+    "layout",
+)  # what the document-wide structure pass reads
 
 
-def store(storage: Storage, job_id: str, outcome: RangeOutcome, records: Sequence[PageRecord],
-          pending: Sequence[PendingPage], pages: Sequence[dict[str, Any]] | None = None) -> None:
+def store(
+    storage: Storage,
+    job_id: str,
+    outcome: RangeOutcome,
+    records: Sequence[PageRecord],
+    pending: Sequence[PendingPage],
+    pages: Sequence[dict[str, Any]] | None = None,
+) -> None:
     """`pages`: the range's extracted pages when their blocks wait for the document-wide structure
     pass (`layouts`: each page's number, raw text, height and layout evidence)."""
-    state: dict[str, Any] = {"outcome": outcome.as_dict(), "records": [r.model_dump(mode="json") for r in records],
-                             "pending": [p.model_dump(mode="json") for p in pending]}
+    state: dict[str, Any] = {
+        "outcome": outcome.as_dict(),
+        "records": [r.model_dump(mode="json") for r in records],
+        "pending": [p.model_dump(mode="json") for p in pending],
+    }
     if pages is not None:
         state["layouts"] = [{k: page[k] for k in _LAYOUT_FIELDS if k in page} for page in pages]
     storage.put_json(key(job_id, outcome.first, outcome.last), state, compact=True)
@@ -67,7 +90,9 @@ def _stored(storage: Storage, name: str) -> bytes | None:
         return None
 
 
-def states(storage: Storage, job_id: str, manifest: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+def states(
+    storage: Storage, job_id: str, manifest: dict[str, Any]
+) -> list[tuple[str, dict[str, Any]]]:
     """(storage key, range object) for every range written so far, in page order."""
     found = []
     for first, last in manifest.get("ranges") or []:
@@ -96,8 +121,12 @@ class _RangeRecords(BaseModel):
     pending: list[_Numbered]
 
 
-def iter_records(storage: Storage, job_id: str, manifest: dict[str, Any],
-                 ready: Callable[[int], None] | None = None) -> Iterator[tuple[int, PageRecord | None]]:
+def iter_records(
+    storage: Storage,
+    job_id: str,
+    manifest: dict[str, Any],
+    ready: Callable[[int], None] | None = None,
+) -> Iterator[tuple[int, PageRecord | None]]:
     """(number, record) for every page of the job in page order, one range object at a time (the
     range's records, then its pages the OCR stage finished, one object each): the collector never
     holds more than one range. None for a page not recorded yet (its range object, or its OCR

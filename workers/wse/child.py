@@ -36,8 +36,12 @@ def table_box(rows: list[list[str]], words: list[PageWord]) -> list[float] | Non
             hits += best
     if not hits:
         return None
-    return [round(min(w.bbox[0] for w in hits), 2), round(min(w.bbox[1] for w in hits), 2),
-            round(max(w.bbox[2] for w in hits), 2), round(max(w.bbox[3] for w in hits), 2)]
+    return [
+        round(min(w.bbox[0] for w in hits), 2),
+        round(min(w.bbox[1] for w in hits), 2),
+        round(max(w.bbox[2] for w in hits), 2),
+        round(max(w.bbox[3] for w in hits), 2),
+    ]
 
 
 def recover(pdf: str, number: int) -> dict[str, Any]:
@@ -48,7 +52,10 @@ def recover(pdf: str, number: int) -> dict[str, Any]:
     with open_pdf(pdf) as doc:
         words = page_words(doc[number - 1])
     run = run_wse(pdf, number, "pymupdf4llm-inprocess")
-    tables = [{"rows": [row[::-1] for row in table], "bbox": table_box(table, words)} for table in run.tables]
+    tables = [
+        {"rows": [row[::-1] for row in table], "bbox": table_box(table, words)}
+        for table in run.tables
+    ]
     return {"tables": tables, "text": run.text}
 
 

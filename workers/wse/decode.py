@@ -82,8 +82,9 @@ class Decoder:
             return " ".join(self._whole(p) or p for p in parts)
         if not self.tokens or not run.islower():
             return None
-        best = process.extractOne(run, self.tokens, scorer=Levenshtein.distance,
-                                  score_cutoff=token_tolerance(run))
+        best = process.extractOne(
+            run, self.tokens, scorer=Levenshtein.distance, score_cutoff=token_tolerance(run)
+        )
         return self.mapping.word_for(best[0]) if best else None
 
     def _segment(self, run: str) -> list[str] | None:
@@ -107,14 +108,21 @@ class Decoder:
         """Every line of `text` decoded (HTML tags of Markdown output dropped, ``<br>`` a space),
         pieces joined by single spaces."""
         text = strip_tags(text)
-        return "\n".join(" ".join(self.piece(p) for p in line.split()) for line in text.splitlines())
+        return "\n".join(
+            " ".join(self.piece(p) for p in line.split()) for line in text.splitlines()
+        )
 
     def tables(self, tables: Iterable[Table]) -> list[Table]:
-        return [[[self.text(cell).replace("\n", " ") for cell in row] for row in table] for table in tables]
+        return [
+            [[self.text(cell).replace("\n", " ") for cell in row] for row in table]
+            for table in tables
+        ]
 
 
 _BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
-_TAG = re.compile(r"</?(?:u|b|i|s|em|strong|mark|sup|sub|span|code|del|ins)(?:\s[^>]*)?>", re.IGNORECASE)
+_TAG = re.compile(
+    r"</?(?:u|b|i|s|em|strong|mark|sup|sub|span|code|del|ins)(?:\s[^>]*)?>", re.IGNORECASE
+)
 
 
 def strip_tags(text: str) -> str:
@@ -127,7 +135,10 @@ def words_of(text: str) -> list[str]:
     parser that glues ``(`` or ``-`` to a neighbour (spacing is layout, not content) loses
     nothing, and Markdown emphasis, pipes and ``<br>`` drop out."""
     text = strip_tags(text)
-    chars = [" " if ch.isspace() or unicodedata.category(ch).startswith("P") or ch in "*|`#" else ch for ch in text]
+    chars = [
+        " " if ch.isspace() or unicodedata.category(ch).startswith("P") or ch in "*|`#" else ch
+        for ch in text
+    ]
     return "".join(chars).split()
 
 

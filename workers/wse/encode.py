@@ -42,7 +42,9 @@ def open_pdf(path: str) -> pymupdf.Document:
     return doc
 
 
-def _prepare(src: pymupdf.Document, pages: Sequence[int]) -> tuple[pymupdf.Document, list[list[PageWord]]]:
+def _prepare(
+    src: pymupdf.Document, pages: Sequence[int]
+) -> tuple[pymupdf.Document, list[list[PageWord]]]:
     """A working copy holding the selected pages, upright, with their words read and text removed."""
     work = pymupdf.open()
     for number in pages:
@@ -56,7 +58,9 @@ def _prepare(src: pymupdf.Document, pages: Sequence[int]) -> tuple[pymupdf.Docum
     return work, words
 
 
-def encode_document(src: pymupdf.Document, pages: Sequence[int], source: str = "") -> tuple[pymupdf.Document, Mapping]:
+def encode_document(
+    src: pymupdf.Document, pages: Sequence[int], source: str = ""
+) -> tuple[pymupdf.Document, Mapping]:
     """The encoded document (one page per selected page) and its mapping, in memory."""
     mapping = Mapping(source=source, pages=list(pages))
     work, words = _prepare(src, pages)

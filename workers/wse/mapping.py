@@ -53,8 +53,13 @@ class Mapping:
 
     @classmethod
     def from_json(cls, data: dict) -> Mapping:
-        m = cls(data.get("source", ""), list(data.get("pages", [])), dict(data["tokens"]),
-                set(data.get("passthrough", [])), int(data.get("collisions", 0)))
+        m = cls(
+            data.get("source", ""),
+            list(data.get("pages", [])),
+            dict(data["tokens"]),
+            set(data.get("passthrough", [])),
+            int(data.get("collisions", 0)),
+        )
         m._by_word = {entry["word"]: token for token, entry in m.tokens.items()}
         return m
 
@@ -98,11 +103,15 @@ def _draw(mapping: Mapping, page_number: int, w: PageWord, reserved: set[str]) -
     token = mapping.token_for(w.text)
     if token is None:
         taken = reserved | mapping.tokens.keys()
-        token = shape_index(style_key(w.bold, w.italic)).nearest(shape_of(w), taken, slack=WIDTH_SLACK)
+        token = shape_index(style_key(w.bold, w.italic)).nearest(
+            shape_of(w), taken, slack=WIDTH_SLACK
+        )
         if token in taken:
             mapping.collisions += 1  # drawn, but it decodes to the word that owns it
             return token
         mapping.tokens[token] = {"word": w.text, "occurrences": []}
         mapping._by_word[w.text] = token
-    mapping.tokens[token]["occurrences"].append({"page": page_number, "bbox": [round(v, 2) for v in w.bbox]})
+    mapping.tokens[token]["occurrences"].append(
+        {"page": page_number, "bbox": [round(v, 2) for v in w.bbox]}
+    )
     return token

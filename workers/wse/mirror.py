@@ -1,11 +1,11 @@
 """The mirrored page: the source page without its text, flipped left to right, plus words drawn anew.
 
-    source page ─► copy, rotation removed ─► redact all text (images and vector graphics kept)
-                ─► `show_pdf_page` into a new page of the same size, its content wrapped in
-                   ``q -1 0 0 1 W 0 cm … Q`` (x' = W − x: images and graphics mirrored)
-                ─► each word drawn at its mirrored position in base-14 Helvetica (Arial metrics),
-                   its size, weight, slant and colour kept, reading left to right along the
-                   mirrored line direction.
+source page ─► copy, rotation removed ─► redact all text (images and vector graphics kept)
+            ─► `show_pdf_page` into a new page of the same size, its content wrapped in
+               ``q -1 0 0 1 W 0 cm … Q`` (x' = W − x: images and graphics mirrored)
+            ─► each word drawn at its mirrored position in base-14 Helvetica (Arial metrics),
+               its size, weight, slant and colour kept, reading left to right along the
+               mirrored line direction.
 """
 
 from __future__ import annotations
@@ -65,7 +65,9 @@ def _morph(w: PageWord, text: str, font: pymupdf.Font) -> pymupdf.Matrix | None:
     cos, sin = w.direction
     if abs(sin) < 1e-3 and cos > 0 and abs(sx - 1.0) < 0.01:
         return None
-    return pymupdf.Matrix(sx, 0, 0, 1, 0, 0) * pymupdf.Matrix(cos, sin, -sin, cos, 0, 0)  # morph (a, b) → (a, -b)
+    return pymupdf.Matrix(sx, 0, 0, 1, 0, 0) * pymupdf.Matrix(
+        cos, sin, -sin, cos, 0, 0
+    )  # morph (a, b) → (a, -b)
 
 
 def _color(value: int) -> tuple[float, float, float]:

@@ -62,7 +62,9 @@ class PyMuPDFTables:
                 tables = [[[_cell(c) for c in row] for row in t.extract()] for t in found.tables]
                 text = page.get_text()
         except (RuntimeError, ValueError, IndexError) as exc:
-            raise EngineCrashed(f"pymupdf table finder failed on {pdf_path} p{page_number}: {exc}") from exc
+            raise EngineCrashed(
+                f"pymupdf table finder failed on {pdf_path} p{page_number}: {exc}"
+            ) from exc
         return ParseResult(self.name, tables, text, time.perf_counter() - started)
 
 
@@ -83,7 +85,13 @@ class PyMuPDF4LLM:
         else:
             from workers.ladder.recovery import child_json
 
-            data = child_json("workers.pdf.pymupdf4llm_child", "pymupdf4llm", pdf_path, page_number, self.timeout_s)
+            data = child_json(
+                "workers.pdf.pymupdf4llm_child",
+                "pymupdf4llm",
+                pdf_path,
+                page_number,
+                self.timeout_s,
+            )
             md, tables = data.get("markdown", ""), [t["rows"] for t in data["tables"]]
         return ParseResult(self.name, tables, md, time.perf_counter() - started)
 
@@ -99,8 +107,13 @@ def _pymupdf4llm_markdown(pdf_path: str, page_number: int) -> str:
     except ImportError as exc:  # missing, or built for another PyMuPDF version
         raise EngineUnavailable(f"pymupdf4llm is not usable: {exc}") from exc
     try:
-        with pymupdf.open(pdf_path) as doc, contextlib.redirect_stdout(io.StringIO()):  # its chatter
-            return pymupdf4llm.to_markdown(doc, pages=[page_number - 1], use_ocr=False, show_progress=False)
+        with (
+            pymupdf.open(pdf_path) as doc,
+            contextlib.redirect_stdout(io.StringIO()),
+        ):  # its chatter
+            return pymupdf4llm.to_markdown(
+                doc, pages=[page_number - 1], use_ocr=False, show_progress=False
+            )
     except (RuntimeError, ValueError, IndexError) as exc:
         raise EngineCrashed(f"pymupdf4llm failed on {pdf_path} p{page_number}: {exc}") from exc
 
@@ -109,8 +122,11 @@ def _cell(value: str | None) -> str:
     return " ".join((value or "").split())
 
 
-PARSERS: dict[str, type] = {"pymupdf": PyMuPDFTables, "pymupdf4llm": PyMuPDF4LLM,
-                             "pymupdf4llm-inprocess": PyMuPDF4LLMInProcess}
+PARSERS: dict[str, type] = {
+    "pymupdf": PyMuPDFTables,
+    "pymupdf4llm": PyMuPDF4LLM,
+    "pymupdf4llm-inprocess": PyMuPDF4LLMInProcess,
+}
 DEFAULT_PARSERS = ("pymupdf", "pymupdf4llm")
 
 
@@ -119,4 +135,6 @@ def get_parser(name: str) -> Parser:
     try:
         return PARSERS[name]()
     except KeyError:
-        raise EngineUnavailable(f"no WSE parser {name!r}; known: {', '.join(sorted(PARSERS))}") from None
+        raise EngineUnavailable(
+            f"no WSE parser {name!r}; known: {', '.join(sorted(PARSERS))}"
+        ) from None

@@ -1,12 +1,12 @@
 """Tables of an RTL page through Word Shape Encoding, or through the same parser directly.
 
-    recover_tables_wse(pdf, page)      the route the structure work calls
-                                       (`--structured-recovery wse`): encode the one page,
-                                       run the LTR parser on it, decode → tables in logical RTL
-                                       order (``row[0]`` = the rightmost cell)
-    run_wse(pdf, page, parser)         the same, with the decoded text, word recovery and time
-    run_direct(pdf, page, parser)      the parser on the original page, rows turned to logical
-                                       order (`routing.structure.tables.logical_rows`): the comparison
+recover_tables_wse(pdf, page)      the route the structure work calls
+                                   (`--structured-recovery wse`): encode the one page,
+                                   run the LTR parser on it, decode → tables in logical RTL
+                                   order (``row[0]`` = the rightmost cell)
+run_wse(pdf, page, parser)         the same, with the decoded text, word recovery and time
+run_direct(pdf, page, parser)      the parser on the original page, rows turned to logical
+                                   order (`routing.structure.tables.logical_rows`): the comparison
 """
 
 from __future__ import annotations
@@ -59,7 +59,10 @@ def run_direct(pdf_path: str, page_number: int, parser: str = DEFAULT_PARSER) ->
     with the parser at its best."""
     originals = original_words(pdf_path, page_number)
     result = get_parser(parser).parse(pdf_path, page_number)
-    tables = [logical_rows([[_repaired(c) for c in row] for row in table], rtl=True) for table in result.tables]
+    tables = [
+        logical_rows([[_repaired(c) for c in row] for row in table], rtl=True)
+        for table in result.tables
+    ]
     text = _repaired(result.text)
     found, total = word_recovery(originals, text)
     return PageRun("direct", parser, tables, text, found, total, 0, result.seconds)
@@ -87,10 +90,14 @@ def run_wse(pdf_path: str, page_number: int, parser: str = DEFAULT_PARSER) -> Pa
     tables = decoder.tables(result.tables)
     text = decoder.text(result.text)
     found, total = word_recovery(originals, text)
-    return PageRun("wse", parser, tables, text, found, total, decoder.altered, time.perf_counter() - started)
+    return PageRun(
+        "wse", parser, tables, text, found, total, decoder.altered, time.perf_counter() - started
+    )
 
 
-def recover_tables_wse(pdf_path: str, page_number: int, parser: str = DEFAULT_PARSER) -> list[Table]:
+def recover_tables_wse(
+    pdf_path: str, page_number: int, parser: str = DEFAULT_PARSER
+) -> list[Table]:
     """The page's tables recovered through Word Shape Encoding: rows of cell strings in logical
     RTL order (``row[0]`` is the rightmost cell of the page), cells holding the original words."""
     return run_wse(pdf_path, page_number, parser).tables

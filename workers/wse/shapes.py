@@ -40,7 +40,9 @@ def word_list(size: int = DEFAULT_WORDS) -> tuple[str, ...]:
     stray letter must not decode to a word."""
     from english_words import get_english_words_set
 
-    words = sorted(w for w in get_english_words_set(["web2"], alpha=True, lower=True) if 2 <= len(w) <= 14)
+    words = sorted(
+        w for w in get_english_words_set(["web2"], alpha=True, lower=True) if 2 <= len(w) <= 14
+    )
     by_length: dict[int, list[str]] = {}
     for w in words:
         by_length.setdefault(len(w), []).append(w)
@@ -95,10 +97,17 @@ class ShapeIndex:
     @classmethod
     def build(cls, words: Iterable[str], fontname: str = "helv") -> ShapeIndex:
         words = tuple(dict.fromkeys(words))
-        shapes = np.array([[s.width, s.height] for s in (measure(w, fontname) for w in words)], dtype=float)
+        shapes = np.array(
+            [[s.width, s.height] for s in (measure(w, fontname) for w in words)], dtype=float
+        )
         return cls(fontname, words, shapes, cKDTree(shapes * [1.0, HEIGHT_WEIGHT]))
 
-    def nearest(self, shape: Shape, taken: set[str] | frozenset[str] = frozenset(), slack: float | None = None) -> str:
+    def nearest(
+        self,
+        shape: Shape,
+        taken: set[str] | frozenset[str] = frozenset(),
+        slack: float | None = None,
+    ) -> str:
         """The word whose box is closest to `shape` and not in `taken`; with `slack`, preferably
         one no wider than ``shape.width + slack`` (a wider token could touch its neighbour and be
         read as one word with it). The closest of all when every word is taken (the caller

@@ -45,7 +45,9 @@ def _matches(p: list[list[str]], t: list[list[str]]) -> list[tuple[int, int, int
     row with the most cells equal at the same column."""
     out, start = [], 0
     for i, row in enumerate(t):
-        scores = [(sum(a == b for a, b in zip(row, cand)), j) for j, cand in enumerate(p) if j >= start]
+        scores = [
+            (sum(a == b for a, b in zip(row, cand)), j) for j, cand in enumerate(p) if j >= start
+        ]
         if not scores:
             break
         best, j = max(scores, key=lambda s: (s[0], -s[1]))
@@ -68,7 +70,7 @@ def crop_to_truth(pred: Table, truth: Table) -> list[list[str]]:
     truth that holds a table's body only, so the header a parser also found is not counted."""
     p = normalized(pred)
     found = _matches(p, normalized(truth))
-    return p[found[0][1]:found[-1][1] + 1] if found else []
+    return p[found[0][1] : found[-1][1] + 1] if found else []
 
 
 @dataclass
@@ -79,7 +81,9 @@ class _Node:
 
 
 def _tree(table: list[list[str]]) -> _Node:
-    return _Node("table", children=[_Node("tr", children=[_Node("td", c) for c in row]) for row in table])
+    return _Node(
+        "table", children=[_Node("tr", children=[_Node("td", c) for c in row]) for row in table]
+    )
 
 
 def _size(node: _Node) -> int:

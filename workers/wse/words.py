@@ -55,7 +55,9 @@ class PageWord:
 def _style(span: dict[str, Any]) -> tuple[bool, bool]:
     font = span.get("font", "")
     bold = bool(span["flags"] & pymupdf.TEXT_FONT_BOLD) or "bold" in font.lower()
-    italic = bool(span["flags"] & pymupdf.TEXT_FONT_ITALIC) or any(k in font.lower() for k in ("italic", "oblique"))
+    italic = bool(span["flags"] & pymupdf.TEXT_FONT_ITALIC) or any(
+        k in font.lower() for k in ("italic", "oblique")
+    )
     return bold, italic
 
 
@@ -66,7 +68,9 @@ def _advance(line_dir: tuple[float, float], span: dict[str, Any], char: dict[str
     return math.dist(quad.ul, quad.ur)
 
 
-def _word(chars: list[tuple[dict, dict]], line_dir: tuple[float, float], line_no: int, visual: bool) -> PageWord:
+def _word(
+    chars: list[tuple[dict, dict]], line_dir: tuple[float, float], line_no: int, visual: bool
+) -> PageWord:
     raw = "".join(c["c"] for c, _ in chars)
     cos, sin = line_dir
     proj = [c["origin"][0] * cos + c["origin"][1] * sin for c, _ in chars]
@@ -82,8 +86,16 @@ def _word(chars: list[tuple[dict, dict]], line_dir: tuple[float, float], line_no
     bold, italic = _style(span)
     text = normalize(raw, line_visual=[visual]).text
     return PageWord(
-        text=text, raw=raw, bbox=(x0, y0, x1, y1), start=tuple(first["origin"]), end=end,
-        direction=(cos, sin), size=max(s["size"] for _, s in chars), bold=bold, italic=italic, line=line_no,
+        text=text,
+        raw=raw,
+        bbox=(x0, y0, x1, y1),
+        start=tuple(first["origin"]),
+        end=end,
+        direction=(cos, sin),
+        size=max(s["size"] for _, s in chars),
+        bold=bold,
+        italic=italic,
+        line=line_no,
         color=int(span.get("color", 0)),
     )
 
@@ -98,12 +110,16 @@ def _lines(raw: dict[str, Any]) -> list[tuple[tuple[float, float], list[tuple[di
     return out
 
 
-def _interval(line_dir: tuple[float, float], span: dict[str, Any], char: dict[str, Any]) -> tuple[float, float]:
+def _interval(
+    line_dir: tuple[float, float], span: dict[str, Any], char: dict[str, Any]
+) -> tuple[float, float]:
     lo = char["origin"][0] * line_dir[0] + char["origin"][1] * line_dir[1]
     return lo, lo + _advance(line_dir, span, char)
 
 
-def _split(line_dir: tuple[float, float], chars: list[tuple[dict, dict]]) -> list[list[tuple[dict, dict]]]:
+def _split(
+    line_dir: tuple[float, float], chars: list[tuple[dict, dict]]
+) -> list[list[tuple[dict, dict]]]:
     """Words of one line: split at whitespace and at gaps wider than half the font size (cells
     that a producer drew without a space between them). A gap is measured from the word so far,
     not from the last glyph: a lam-alef ligature's zero-width alef sits at the far end of its lam."""
@@ -136,8 +152,13 @@ def merge_ltr_runs(words: list[PageWord]) -> list[PageWord]:
     out: list[PageWord] = []
     for w in words:
         prev = out[-1] if out else None
-        if prev and prev.line == w.line and not needs_token(prev.text) and not needs_token(w.text) \
-                and _gap(prev, w) <= GAP * max(prev.size, w.size):
+        if (
+            prev
+            and prev.line == w.line
+            and not needs_token(prev.text)
+            and not needs_token(w.text)
+            and _gap(prev, w) <= GAP * max(prev.size, w.size)
+        ):
             out[-1] = _joined(prev, w)
         else:
             out.append(w)
@@ -154,9 +175,20 @@ def _gap(a: PageWord, b: PageWord) -> float:
 def _joined(a: PageWord, b: PageWord) -> PageWord:
     cos, sin = a.direction
     first, second = sorted((a, b), key=lambda w: w.start[0] * cos + w.start[1] * sin)
-    bbox = (min(a.bbox[0], b.bbox[0]), min(a.bbox[1], b.bbox[1]), max(a.bbox[2], b.bbox[2]), max(a.bbox[3], b.bbox[3]))
-    return replace(first, text=f"{first.text} {second.text}", raw=f"{first.raw} {second.raw}", bbox=bbox,
-                   end=second.end, size=max(a.size, b.size))
+    bbox = (
+        min(a.bbox[0], b.bbox[0]),
+        min(a.bbox[1], b.bbox[1]),
+        max(a.bbox[2], b.bbox[2]),
+        max(a.bbox[3], b.bbox[3]),
+    )
+    return replace(
+        first,
+        text=f"{first.text} {second.text}",
+        raw=f"{first.raw} {second.raw}",
+        bbox=bbox,
+        end=second.end,
+        size=max(a.size, b.size),
+    )
 
 
 def page_words(page: pymupdf.Page) -> list[PageWord]:

@@ -34,4 +34,5 @@ def check_bind(host: str, token: str | None) -> None:
     if not is_loopback(host) and not token:
         raise StudioConfigError(
             f"refusing to serve on {host} without a token: pass --token (or PAGEFLEET_STUDIO__TOKEN), "
-            "or bind 127.0.0.1")
+            "or bind 127.0.0.1"
+        )

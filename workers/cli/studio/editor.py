@@ -22,9 +22,16 @@ def tables(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for index, block in enumerate(blocks):
         table = block.get("table") if block.get("type") == "table" else None
         if isinstance(table, dict) and table.get("rows"):
-            out.append({"index": index, "rows": [[str(c) for c in row] for row in table["rows"]],
-                        "header_rows": int(table.get("header_rows") or 0),
-                        "direction": block.get("direction") if block.get("direction") in ("rtl", "ltr") else "auto"})
+            out.append(
+                {
+                    "index": index,
+                    "rows": [[str(c) for c in row] for row in table["rows"]],
+                    "header_rows": int(table.get("header_rows") or 0),
+                    "direction": block.get("direction")
+                    if block.get("direction") in ("rtl", "ltr")
+                    else "auto",
+                }
+            )
     return out
 
 
@@ -34,21 +41,39 @@ def spans(blocks: list[dict[str, Any]]) -> str:
     parts = []
     for block in blocks:
         box = block.get("bbox")
-        if isinstance(box, list) and len(box) == 4 and all(isinstance(v, (int, float)) for v in box):
-            parts.append(",".join([str(int(block.get("start", 0))), str(int(block.get("end", 0))),
-                                   *(f"{float(v):.1f}" for v in box)]))
+        if (
+            isinstance(box, list)
+            and len(box) == 4
+            and all(isinstance(v, (int, float)) for v in box)
+        ):
+            parts.append(
+                ",".join(
+                    [
+                        str(int(block.get("start", 0))),
+                        str(int(block.get("end", 0))),
+                        *(f"{float(v):.1f}" for v in box),
+                    ]
+                )
+            )
     return ";".join(parts)
 
 
 def context(page: dict[str, Any], review: ReviewFile) -> dict[str, Any]:
     made = review.pages.get(str(page["number"]))
     text, blocks = current_view(page, review)
-    return {"shown_text": text, "text_sha256": decisions.page_hash(page),
-            "revision": made.revision if made else 0, "stale": decisions.is_stale(page, made),
-            "tables": tables(blocks), "spans": spans(blocks)}
+    return {
+        "shown_text": text,
+        "text_sha256": decisions.page_hash(page),
+        "revision": made.revision if made else 0,
+        "stale": decisions.is_stale(page, made),
+        "tables": tables(blocks),
+        "spans": spans(blocks),
+    }
 
 
-def cells_from_form(page: dict[str, Any], review: ReviewFile, form: dict[str, str]) -> dict[int, list[list[str]]]:
+def cells_from_form(
+    page: dict[str, Any], review: ReviewFile, form: dict[str, str]
+) -> dict[int, list[list[str]]]:
     """The grids' rows as posted (against the view the editor started from), for the tables in
     which some cell changed."""
     grids = {t["index"]: t["rows"] for t in tables(current_view(page, review)[1])}

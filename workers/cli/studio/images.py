@@ -71,7 +71,9 @@ class SourceImages:
         try:
             path = self._download(uri, sha) if is_s3(uri) else uri
             if not os.path.isabs(path) or not os.path.isfile(path):
-                raise SourceUnavailable(f"the source {source.get('filename')} is no longer at {uri}")
+                raise SourceUnavailable(
+                    f"the source {source.get('filename')} is no longer at {uri}"
+                )
             if self._hash(path) != sha:
                 raise SourceUnavailable(f"the file at {uri} changed since the run (sha256 differs)")
         except (StorageError, KeyError, OSError) as exc:
@@ -99,8 +101,12 @@ class SourceImages:
                 try:
                     render_page(pdf, number, self.dpi, str(tmp), self.settings, rotate=rotate)
                 except SandboxError as exc:
-                    raise SourceUnavailable(f"page {number} could not be rendered: {exc.message}") from exc
+                    raise SourceUnavailable(
+                        f"page {number} could not be rendered: {exc.message}"
+                    ) from exc
                 if not tmp.is_file():
-                    raise SourceUnavailable(f"page {number} could not be rendered: no image written")
+                    raise SourceUnavailable(
+                        f"page {number} could not be rendered: no image written"
+                    )
                 tmp.replace(target)
         return target

@@ -22,8 +22,14 @@ from workers.store.uri import is_s3
 
 ROOT_ID = "~"
 MARKERS = ("document.json", "error.json")
-WRITABLE = ("review.json", "document.reviewed.json", "document.reviewed.md", "text.reviewed.txt", "chunks.jsonl",
-            "report.json")  # review.json, and what workers.review.reviewed.apply writes from it
+WRITABLE = (
+    "review.json",
+    "document.reviewed.json",
+    "document.reviewed.md",
+    "text.reviewed.txt",
+    "chunks.jsonl",
+    "report.json",
+)  # review.json, and what workers.review.reviewed.apply writes from it
 MAX_DEPTH = 6
 
 
@@ -63,7 +69,9 @@ def _local_documents(root: Path) -> list[str]:
     found: list[str] = []
     for here, dirs, files in os.walk(root):  # never follows symlinked folders
         rel = Path(here).relative_to(root)
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if len(rel.parts) < MAX_DEPTH else []
+        dirs[:] = (
+            sorted(d for d in dirs if not d.startswith(".")) if len(rel.parts) < MAX_DEPTH else []
+        )
         if any(m in files for m in MARKERS):
             found.append(rel.as_posix() if rel.parts else "")
     return found
@@ -106,7 +114,9 @@ class Library:
         with self._lock:
             if fresh or time.monotonic() - self._listed_at > self.refresh_s:
                 root = self.local_root
-                prefixes = _local_documents(root) if root else _key_documents(self.storage.list_keys(""))
+                prefixes = (
+                    _local_documents(root) if root else _key_documents(self.storage.list_keys(""))
+                )
                 self._listed = {(p or ROOT_ID): DocRef(p or ROOT_ID, p) for p in prefixes}
                 self._listed_at = time.monotonic()
             return sorted(self._listed.values(), key=lambda r: r.id)

@@ -17,8 +17,10 @@ from markupsafe import Markup, escape
 
 _LATIN = r"A-Za-z0-9\u00C0-\u024F"
 _INDIC = r"\u0660-\u0669\u06F0-\u06F9"  # Arabic-Indic and Extended Arabic-Indic digits
-LTR_RUN = re.compile(rf"(?:(?<![^\s(\[])[-+\u2212](?=[0-9]))?[{_LATIN}](?:[{_LATIN} .,:;/%@&'’_+#=\-]*[{_LATIN}%])?"
-                     rf"|[{_INDIC}](?:[{_INDIC}.,\u066B\u066C]*[{_INDIC}])?%?")
+LTR_RUN = re.compile(
+    rf"(?:(?<![^\s(\[])[-+\u2212](?=[0-9]))?[{_LATIN}](?:[{_LATIN} .,:;/%@&'’_+#=\-]*[{_LATIN}%])?"
+    rf"|[{_INDIC}](?:[{_INDIC}.,\u066B\u066C]*[{_INDIC}])?%?"
+)
 DIRECTIONS = ("rtl", "ltr")
 BLOCK_CLASSES = {"figure", "caption", "footnote", "header", "footer", "paragraph"}
 
@@ -34,7 +36,7 @@ def isolated(text: str, rtl: bool) -> Markup:
     out: list[str] = []
     last = 0
     for match in LTR_RUN.finditer(text):
-        out.append(str(escape(text[last:match.start()])))
+        out.append(str(escape(text[last : match.start()])))
         out.append(f"<bdi>{escape(match.group())}</bdi>")
         last = match.end()
     out.append(str(escape(text[last:])))
@@ -65,7 +67,10 @@ def table_html(table: dict[str, Any], direction: str, extra: str = "") -> Markup
         if i == header_rows:
             parts.append("<tbody>")
         tag = "th" if i < header_rows else "td"
-        cells = "".join(f"<{tag}>{isolated(_cell_text(c), rtl)}</{tag}>" for c in (row if isinstance(row, list) else []))
+        cells = "".join(
+            f"<{tag}>{isolated(_cell_text(c), rtl)}</{tag}>"
+            for c in (row if isinstance(row, list) else [])
+        )
         parts.append(f"<tr>{cells}</tr>")
         if i == header_rows - 1:
             parts.append("</thead>")
@@ -101,13 +106,19 @@ def block_html(block: dict[str, Any], text: str, page_direction: str) -> Markup:
     if kind == "table" and isinstance(block.get("table"), dict):
         return table_html(block["table"], direction, bbox_attr(block))
     if kind == "heading":
-        level = min(max(int(block.get("level") or 1), 1), 4) + 2  # h3..h6 under the page's own headings
+        level = (
+            min(max(int(block.get("level") or 1), 1), 4) + 2
+        )  # h3..h6 under the page's own headings
         return Markup(f'<h{level} class="blk-heading" {attr}>{body}</h{level}>')
     if kind == "list_item":
         marker = str(block.get("marker") or "")
-        if not marker or _block_text(block, text).lstrip().startswith(marker):  # the text holds its marker
+        if not marker or _block_text(block, text).lstrip().startswith(
+            marker
+        ):  # the text holds its marker
             return Markup(f'<p class="blk-list_item" {attr}>{body}</p>')
-        return Markup(f'<p class="blk-list_item" {attr}><span class="marker">{escape(marker)}</span> {body}</p>')
+        return Markup(
+            f'<p class="blk-list_item" {attr}><span class="marker">{escape(marker)}</span> {body}</p>'
+        )
     css = kind if kind in BLOCK_CLASSES else "paragraph"
     return Markup(f'<p class="blk-{css}" {attr}>{body}</p>')
 
@@ -118,7 +129,9 @@ def page_body(page: dict[str, Any], text: str | None = None) -> Markup:
     direction = str(page.get("direction", "unknown"))
     blocks = page.get("blocks")
     if isinstance(blocks, list) and blocks:
-        return Markup("\n".join(block_html(b, text, direction) for b in blocks if isinstance(b, dict)))
+        return Markup(
+            "\n".join(block_html(b, text, direction) for b in blocks if isinstance(b, dict))
+        )
     return lines_html(text, direction)
 
 
@@ -127,7 +140,9 @@ def _valid_edits(raw: str, edits: list[dict[str, Any]]) -> list[dict[str, Any]] 
     last = 0
     for e in ordered:
         start, end = e.get("start"), e.get("end")
-        if not (isinstance(start, int) and isinstance(end, int) and last <= start <= end <= len(raw)):
+        if not (
+            isinstance(start, int) and isinstance(end, int) and last <= start <= end <= len(raw)
+        ):
             return None
         last = end
     return ordered
@@ -137,17 +152,21 @@ def edit_map(raw: str, edits: list[dict[str, Any]], direction: str) -> Markup:
     """raw_text with each edit as <del>raw</del><ins>replacement</ins>, titled by its kind."""
     ordered = _valid_edits(raw, edits)
     if ordered is None:
-        return Markup('<p class="warn">The edit map does not fit raw_text; raw text only:</p>') + escape(raw)
+        return Markup(
+            '<p class="warn">The edit map does not fit raw_text; raw text only:</p>'
+        ) + escape(raw)
     rtl = direction == "rtl"
     out: list[str] = []
     last = 0
     for i, e in enumerate(ordered):
-        out.append(str(isolated(raw[last:e["start"]], rtl)))
+        out.append(str(isolated(raw[last : e["start"]], rtl)))
         kind = escape(str(e.get("kind", "edit")))
-        removed = escape(raw[e["start"]:e["end"]])
+        removed = escape(raw[e["start"] : e["end"]])
         added = escape(str(e.get("replacement", "")))
-        out.append(f'<span class="edit" data-kind="{kind}" title="edit {i + 1}: {kind}">'
-                   f"<del>{removed}</del><ins>{added}</ins></span>")
+        out.append(
+            f'<span class="edit" data-kind="{kind}" title="edit {i + 1}: {kind}">'
+            f"<del>{removed}</del><ins>{added}</ins></span>"
+        )
         last = e["end"]
     out.append(str(isolated(raw[last:], rtl)))
     return Markup("".join(out))

@@ -15,7 +15,15 @@ from workers.cli.studio.library import DocRef, Library
 from workers.review import decisions, store
 from workers.review import decision_metrics
 from workers.review.corrections import cells_to_text, corrected_edits, moved_blocks
-from workers.review.decisions import Decision, Released, ReviewConflict, ReviewError, ReviewFile, base_edits, base_text
+from workers.review.decisions import (
+    Decision,
+    Released,
+    ReviewConflict,
+    ReviewError,
+    ReviewFile,
+    base_edits,
+    base_text,
+)
 from workers.review.reviewed import REVIEWED_MD, apply, current_view
 
 __all__ = [
@@ -45,8 +53,12 @@ def _page(doc: dict[str, Any], number: int) -> dict[str, Any]:
     return page
 
 
-def correction(page: dict[str, Any], review: ReviewFile, text: str | None,
-               cells: dict[int, list[list[str]]] | None) -> list[dict[str, Any]] | None:
+def correction(
+    page: dict[str, Any],
+    review: ReviewFile,
+    text: str | None,
+    cells: dict[int, list[list[str]]] | None,
+) -> list[dict[str, Any]] | None:
     """The page's edit map with the reviewer's text and table cells (both against the view the
     editor started from: `current_view`), or None when the result is the page's own text."""
     shown = base_text(page)
@@ -54,8 +66,12 @@ def correction(page: dict[str, Any], review: ReviewFile, text: str | None,
     corrected = start if text is None else text.replace("\r\n", "\n")
     if cells and corrected != start:
         blocks = moved_blocks(blocks, start, corrected, drop_empty=False)
-    tables = [(blocks[i] if 0 <= i < len(blocks) else {}, rows) for i, rows in (cells or {}).items()]
-    for block, rows in sorted(tables, key=lambda t: -int(t[0].get("start", 0))):  # later tables first
+    tables = [
+        (blocks[i] if 0 <= i < len(blocks) else {}, rows) for i, rows in (cells or {}).items()
+    ]
+    for block, rows in sorted(
+        tables, key=lambda t: -int(t[0].get("start", 0))
+    ):  # later tables first
         if block.get("type") != "table":
             raise ReviewError(f"a grid of page {page['number']} is not one of its tables")
         corrected = cells_to_text(corrected, block, rows)
@@ -77,16 +93,32 @@ def regenerate(library: Library, ref: DocRef) -> dict[str, Any] | None:
     with _document_lock(ref):
         for _ in range(3):
             before = library.read_bytes(ref, decisions.REVIEW_FILE)
-            summary = apply(library.storage, ref.prefix, lambda name, data, kind: library.write(ref, name, data, kind))
+            summary = apply(
+                library.storage,
+                ref.prefix,
+                lambda name, data, kind: library.write(ref, name, data, kind),
+            )
             if library.read_bytes(ref, decisions.REVIEW_FILE) == before:
                 break
     return summary
 
 
-def decide(library: Library, ref: DocRef, doc: dict[str, Any], number: int, verdict: str, note: str = "", *,
-           reviewer: str = "", reason: str = "", text: str | None = None,
-           cells: dict[int, list[list[str]]] | None = None, revision: int | None = None,
-           text_sha256: str | None = None, broker: str | None = None) -> Decision:
+def decide(
+    library: Library,
+    ref: DocRef,
+    doc: dict[str, Any],
+    number: int,
+    verdict: str,
+    note: str = "",
+    *,
+    reviewer: str = "",
+    reason: str = "",
+    text: str | None = None,
+    cells: dict[int, list[list[str]]] | None = None,
+    revision: int | None = None,
+    text_sha256: str | None = None,
+    broker: str | None = None,
+) -> Decision:
     """Record a decision on one page (approve, possibly corrected; reject with a reason; flag),
     regenerate the reviewed artifacts, and count it on the fleet's broker (`workers.review.decision_metrics`).
     `revision`/`text_sha256`: what the reviewer's view showed."""
@@ -94,14 +126,25 @@ def decide(library: Library, ref: DocRef, doc: dict[str, Any], number: int, verd
     edits = correction(page, load(library, ref), text, cells) if verdict == "approve" else None
     if verdict == "approve" and edits is None and not base_text(page).strip():
         raise ReviewError(f"page {number} has no text to approve: type its text, or reject it")
-    made = decisions.new_decision(page, verdict, reviewer=reviewer, note=note, reason=reason, edits=edits,
-                                  text_sha256=text_sha256)
+    made = decisions.new_decision(
+        page,
+        verdict,
+        reviewer=reviewer,
+        note=note,
+        reason=reason,
+        edits=edits,
+        text_sha256=text_sha256,
+    )
     library.check_writable(ref, decisions.REVIEW_FILE)
-    saved = store.update(library.storage, ref.prefix, lambda review: decisions.record(review, doc, made, revision))
+    saved = store.update(
+        library.storage, ref.prefix, lambda review: decisions.record(review, doc, made, revision)
+    )
     summary = regenerate(library, ref)
     made = saved.pages[str(number)]
     queued = decision_metrics.written_at(library.storage, ref.key("document.json"))
-    decision_metrics.record(decision_metrics.broker_url(broker), made, queued, doc.get("job_id"), summary)
+    decision_metrics.record(
+        decision_metrics.broker_url(broker), made, queued, doc.get("job_id"), summary
+    )
     return made
 
 
@@ -110,16 +153,32 @@ def export(ref: DocRef, doc: dict[str, Any], review: ReviewFile) -> dict[str, An
     pages = []
     for page in doc.get("pages", []):
         made = review.pages.get(str(page["number"]))
-        pages.append({"page": page["number"], "route": page.get("route"), "refused": decisions.is_refused(page),
-                      "reasons": (page.get("quality") or {}).get("reasons", []),
-                      "warnings": (page.get("quality") or {}).get("warnings", []),
-                      "decision": made.decision if made else None, "note": made.note if made else "",
-                      "reviewer": made.reviewer if made else None, "reason": made.reason if made else "",
-                      "corrected": made.corrected if made else False,
-                      "stale": decisions.is_stale(page, made), "decided_at": made.at if made else None})
-    return {"schema_version": 2, "document": ref.id, "source": doc.get("source"), "job_id": doc.get("job_id"),
-            "status": doc.get("status"), "page_count": doc.get("page_count"), "pages": pages,
-            "released": review.released.model_dump(mode="json") if review.released else None}
+        pages.append(
+            {
+                "page": page["number"],
+                "route": page.get("route"),
+                "refused": decisions.is_refused(page),
+                "reasons": (page.get("quality") or {}).get("reasons", []),
+                "warnings": (page.get("quality") or {}).get("warnings", []),
+                "decision": made.decision if made else None,
+                "note": made.note if made else "",
+                "reviewer": made.reviewer if made else None,
+                "reason": made.reason if made else "",
+                "corrected": made.corrected if made else False,
+                "stale": decisions.is_stale(page, made),
+                "decided_at": made.at if made else None,
+            }
+        )
+    return {
+        "schema_version": 2,
+        "document": ref.id,
+        "source": doc.get("source"),
+        "job_id": doc.get("job_id"),
+        "status": doc.get("status"),
+        "page_count": doc.get("page_count"),
+        "pages": pages,
+        "released": review.released.model_dump(mode="json") if review.released else None,
+    }
 
 
 def release(library: Library, ref: DocRef, doc: dict[str, Any]) -> Released:

@@ -56,9 +56,13 @@ def next_flagged(pages: list[dict[str, Any]], current: int | None, step: int = 1
     return flagged[0] if step > 0 else flagged[-1]
 
 
-def page_stats(pages: list[dict[str, Any]], decisions: dict[str, Any], low_confidence: float) -> dict[str, Any]:
+def page_stats(
+    pages: list[dict[str, Any]], decisions: dict[str, Any], low_confidence: float
+) -> dict[str, Any]:
     ranks = Counter(RANK_NAMES[rank(p, low_confidence)] for p in pages)
-    verdicts = Counter(str(d["decision"] if isinstance(d, dict) else d.decision) for d in decisions.values())
+    verdicts = Counter(
+        str(d["decision"] if isinstance(d, dict) else d.decision) for d in decisions.values()
+    )
     confidences = [float(p["ocr_confidence"]) for p in pages if p.get("ocr_confidence") is not None]
     return {
         "pages": len(pages),
@@ -69,5 +73,7 @@ def page_stats(pages: list[dict[str, Any]], decisions: dict[str, Any], low_confi
         "flagged": verdicts.get("flag", 0),
         "rejected": verdicts.get("reject", 0),
         "unresolved": sum(unresolved(p, decisions, low_confidence) for p in pages),
-        "mean_ocr_confidence": round(sum(confidences) / len(confidences), 1) if confidences else None,
+        "mean_ocr_confidence": round(sum(confidences) / len(confidences), 1)
+        if confidences
+        else None,
     }

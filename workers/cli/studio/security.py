@@ -26,11 +26,17 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from workers.cli.studio.config import is_loopback
 
 COOKIE = "pagefleet_studio"
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
-HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
-           (b"referrer-policy", b"same-origin"), (b"x-frame-options", b"DENY"),
-           (b"cache-control", b"no-store")]
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+    (b"x-frame-options", b"DENY"),
+    (b"cache-control", b"no-store"),
+]
 
 
 def same(a: str, b: str) -> bool:
@@ -65,12 +71,16 @@ class Guard:
         async def send_secured(message: Message) -> None:
             if message["type"] == "http.response.start":
                 present = {name.lower() for name, _ in message.get("headers", [])}
-                message["headers"] = list(message.get("headers", [])) + [h for h in HEADERS if h[0] not in present]
+                message["headers"] = list(message.get("headers", [])) + [
+                    h for h in HEADERS if h[0] not in present
+                ]
             await send(message)
 
         await self.app(scope, receive, send_secured)
 
-    async def _secured(self, response: Response, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _secured(
+        self, response: Response, scope: Scope, receive: Receive, send: Send
+    ) -> None:
         response.raw_headers.extend(HEADERS)
         await response(scope, receive, send)
 
@@ -93,7 +103,7 @@ class Guard:
     def _token_refusal(self, scope: Scope, headers: Headers) -> Response | None:
         assert self.token is not None
         auth = headers.get("authorization", "")
-        if auth.startswith("Bearer ") and same(auth[len("Bearer "):], self.token):
+        if auth.startswith("Bearer ") and same(auth[len("Bearer ") :], self.token):
             return None
         cookie: SimpleCookie = SimpleCookie(headers.get("cookie", ""))
         if COOKIE in cookie and same(cookie[COOKIE].value, self.token):
@@ -102,11 +112,16 @@ class Guard:
         given = params.get("token")
         if scope["method"] == "GET" and given is not None and same(given, self.token):
             rest = urllib.parse.urlencode([(k, v) for k, v in params.multi_items() if k != "token"])
-            response = RedirectResponse(urllib.parse.quote(scope["path"]) + (f"?{rest}" if rest else ""), 303)
+            response = RedirectResponse(
+                urllib.parse.quote(scope["path"]) + (f"?{rest}" if rest else ""), 303
+            )
             response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict", path="/")
             return response
-        return PlainTextResponse("unauthorized: open the address the studio printed (it carries ?token=…)", 401,
-                                 headers={"www-authenticate": 'Bearer realm="pagefleet review"'})
+        return PlainTextResponse(
+            "unauthorized: open the address the studio printed (it carries ?token=…)",
+            401,
+            headers={"www-authenticate": 'Bearer realm="pagefleet review"'},
+        )
 
 
 def check_csrf(expected: str, form: dict[str, Any], headers: Headers) -> bool:

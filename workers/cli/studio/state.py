@@ -33,10 +33,16 @@ class Studio:
         self.settings = settings
         self.csrf = new_csrf()
         self.reviewer = settings.reviewer or getpass.getuser()
-        self.images = SourceImages(Path(get_settings().storage.cache_dir) / "studio", settings.image_dpi, get_settings())
+        self.images = SourceImages(
+            Path(get_settings().storage.cache_dir) / "studio", settings.image_dpi, get_settings()
+        )
         self.uploads = Uploads(library, settings, broker)
-        self.env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
-        self.env.globals.update(doc_url=doc_url, csrf=self.csrf, served=library.label, rank_names=risk.RANK_NAMES)
+        self.env = Environment(
+            loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"])
+        )
+        self.env.globals.update(
+            doc_url=doc_url, csrf=self.csrf, served=library.label, rank_names=risk.RANK_NAMES
+        )
 
     def page(self, name: str, status: int = 200, **context: Any) -> HTMLResponse:
         return HTMLResponse(self.env.get_template(name).render(**context), status_code=status)

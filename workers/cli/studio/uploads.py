@@ -1,11 +1,11 @@
 """Uploads from the studio: size-capped, validated like every other input, submitted to the fleet.
 
-    bytes (streamed, capped: pdf_too_large) → a private temp file → `local_source` + `inspect`
-    (empty_input, unsupported_type, invalid_pdf, encrypted_pdf, zero_pages, too_many_pages in the
-    sandbox) → kept beside the artifacts (`OUT/.pagefleet/uploads/<sha256>/<name>`, or
-    `<prefix>/.pagefleet/uploads/…` on S3, so the page images can be rendered later) → a job spec
-    → enqueued on `--broker`, or on the embedded default fleet (started on the first upload,
-    stopped with the studio). Progress comes from the job's state in Redis.
+bytes (streamed, capped: pdf_too_large) → a private temp file → `local_source` + `inspect`
+(empty_input, unsupported_type, invalid_pdf, encrypted_pdf, zero_pages, too_many_pages in the
+sandbox) → kept beside the artifacts (`OUT/.pagefleet/uploads/<sha256>/<name>`, or
+`<prefix>/.pagefleet/uploads/…` on S3, so the page images can be rendered later) → a job spec
+→ enqueued on `--broker`, or on the embedded default fleet (started on the first upload,
+stopped with the studio). Progress comes from the job's state in Redis.
 """
 
 from __future__ import annotations
@@ -111,8 +111,13 @@ class Uploads:
             return spec_for_path(str(kept), storage.url, stem, self._options())
         key = f"{UPLOADS}/{sha}/{filename}"
         storage.put_bytes(key, path.read_bytes(), "application/pdf")
-        return spec_for_object(*split_s3_uri(f"{storage.url}/{key}"), storage.url, self._options(),
-                               size=path.stat().st_size, prefix_template="artifacts/{sha256}")
+        return spec_for_object(
+            *split_s3_uri(f"{storage.url}/{key}"),
+            storage.url,
+            self._options(),
+            size=path.stat().st_size,
+            prefix_template="artifacts/{sha256}",
+        )
 
     def _connect(self) -> None:
         from workers.app import use_broker
@@ -123,7 +128,11 @@ class Uploads:
             elif self.fleet is None:
                 from workers.cli.embedded import EmbeddedFleet
 
-                logdir = (self.library.local_root or Path(get_settings().storage.cache_dir)) / ".pagefleet" / "logs"
+                logdir = (
+                    (self.library.local_root or Path(get_settings().storage.cache_dir))
+                    / ".pagefleet"
+                    / "logs"
+                )
                 fleet = EmbeddedFleet(broker_url=None, cpu_workers=1, gpu=False, logdir=logdir)
                 fleet.__enter__()
                 self.fleet = fleet
@@ -151,15 +160,27 @@ class Uploads:
             return None
         info = jobs.get(job_id)
         state = info.get("state", "queued")
-        dead = self.fleet.dead_worker() if self.fleet is not None and state not in jobs.TERMINAL else None
+        dead = (
+            self.fleet.dead_worker()
+            if self.fleet is not None and state not in jobs.TERMINAL
+            else None
+        )
         if dead is not None:  # the embedded fleet lost a worker: say so instead of waiting forever
             state, info = "error", {**info, "error_code": "worker_died"}
         if state in jobs.TERMINAL:
             self.library.documents(fresh=True)
-        return {"job_id": job_id, "filename": upload.filename, "doc": upload.doc, "state": state,
-                "pages": int(info.get("pages") or 0), "pages_done": int(info.get("pages_done") or 0),
-                "status": info.get("status", ""), "error_code": info.get("error_code", ""),
-                "done": state in jobs.TERMINAL, "seconds": round(time.time() - upload.started, 1)}
+        return {
+            "job_id": job_id,
+            "filename": upload.filename,
+            "doc": upload.doc,
+            "state": state,
+            "pages": int(info.get("pages") or 0),
+            "pages_done": int(info.get("pages_done") or 0),
+            "status": info.get("status", ""),
+            "error_code": info.get("error_code", ""),
+            "done": state in jobs.TERMINAL,
+            "seconds": round(time.time() - upload.started, 1),
+        }
 
     def close(self) -> None:
         with self._lock:

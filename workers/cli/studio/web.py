@@ -1,16 +1,16 @@
 """The studio's Starlette application: routes, views, and where errors become status codes.
 
-    GET  /                                  documents (status, page counts, decisions) + upload
-    GET  /doc/<id>[?filter=unresolved]      statistics, engine health, pages by risk
-    GET  /doc/<id>/page/<n>                 source image beside the result (rendered/raw/edits)
-    GET  /doc/<id>/page/<n>/image.png       the source page, rendered in the sandbox, cached
-    POST /doc/<id>/page/<n>/decision        approve (as is or corrected) | reject + reason | flag → review.json
-                                            and the reviewed artifacts (workers.review.reviewed)
-    GET  /doc/<id>/next-flagged?from=<n>    → the next refused page
-    GET  /doc/<id>/export.json              one JSON for the document's review
-    POST /doc/<id>/release                  the reviewed artifacts written again
-    POST /upload?name=<file.pdf>            the PDF as the request body → {job_id, doc}
-    GET  /uploads/<job_id>                  the upload's progress
+GET  /                                  documents (status, page counts, decisions) + upload
+GET  /doc/<id>[?filter=unresolved]      statistics, engine health, pages by risk
+GET  /doc/<id>/page/<n>                 source image beside the result (rendered/raw/edits)
+GET  /doc/<id>/page/<n>/image.png       the source page, rendered in the sandbox, cached
+POST /doc/<id>/page/<n>/decision        approve (as is or corrected) | reject + reason | flag → review.json
+                                        and the reviewed artifacts (workers.review.reviewed)
+GET  /doc/<id>/next-flagged?from=<n>    → the next refused page
+GET  /doc/<id>/export.json              one JSON for the document's review
+POST /doc/<id>/release                  the reviewed artifacts written again
+POST /upload?name=<file.pdf>            the PDF as the request body → {job_id, doc}
+GET  /uploads/<job_id>                  the upload's progress
 """
 
 from __future__ import annotations
@@ -26,7 +26,13 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import (
+    FileResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -37,7 +43,13 @@ from workers.cli.studio.library import DocRef, Library, NotFound
 from workers.cli.studio.security import Guard, check_csrf
 from workers.cli.studio.state import HERE, Studio, doc_url, page_of, studio_of
 from workers.cli.studio.uploads import receive, scratch
-from workers.errors import BrokerUnavailable, InputError, PagefleetError, PdfTooLargeError, error_record
+from workers.errors import (
+    BrokerUnavailable,
+    InputError,
+    PagefleetError,
+    PdfTooLargeError,
+    error_record,
+)
 from workers.review import decisions
 from workers.settings import get_settings
 
@@ -51,15 +63,23 @@ def _summary(studio: Studio, ref: DocRef) -> dict[str, Any]:
     review = reviews.load(studio.library, ref) if report else reviews.ReviewFile()
     refused = report.get("needs_review") or []
     decided = sum(1 for n in refused if str(n) in review.pages)
-    return {"id": ref.id, "filename": (report.get("source") or {}).get("filename", ref.id),
-            "status": report.get("status") or ("error" if error else "processing"),
-            "pages": report.get("page_count", 0), "refused": len(refused), "decided": decided,
-            "error": error, "released": review.released is not None}
+    return {
+        "id": ref.id,
+        "filename": (report.get("source") or {}).get("filename", ref.id),
+        "status": report.get("status") or ("error" if error else "processing"),
+        "pages": report.get("page_count", 0),
+        "refused": len(refused),
+        "decided": decided,
+        "error": error,
+        "released": review.released is not None,
+    }
 
 
 async def index(request: Request) -> Response:
     studio = studio_of(request)
-    docs = await run_in_threadpool(lambda: [_summary(studio, r) for r in studio.library.documents(fresh=True)])
+    docs = await run_in_threadpool(
+        lambda: [_summary(studio, r) for r in studio.library.documents(fresh=True)]
+    )
     return studio.page("index.html", docs=docs, max_upload=studio.settings.max_upload_bytes)
 
 
@@ -70,22 +90,40 @@ def _document_context(studio: Studio, doc_id: str, only_unresolved: bool) -> dic
     low = studio.settings.low_confidence
     pages = doc.get("pages", [])
     live = {str(p["number"]): d for p in pages if (d := decisions.effective(p, review)) is not None}
-    rows = [{"page": p, "rank": risk.rank(p, low), "decision": review.pages.get(str(p["number"])),
-             "stale": decisions.is_stale(p, review.pages.get(str(p["number"]))),
-             "unresolved": risk.unresolved(p, live, low)} for p in risk.risk_order(pages, low)]
+    rows = [
+        {
+            "page": p,
+            "rank": risk.rank(p, low),
+            "decision": review.pages.get(str(p["number"])),
+            "stale": decisions.is_stale(p, review.pages.get(str(p["number"]))),
+            "unresolved": risk.unresolved(p, live, low),
+        }
+        for p in risk.risk_order(pages, low)
+    ]
     if only_unresolved:
         rows = [r for r in rows if r["unresolved"]]
-    return {"ref": ref, "doc": doc, "report": report, "review": review, "rows": rows,
-            "stats": risk.page_stats(pages, live, low), "summary": report.get("review") or {}, "only_unresolved": only_unresolved,
-            "first_flagged": risk.next_flagged(pages, None), "health": report.get("engine_health") or {},
-            "stale": review.document.get("job_id") not in (None, doc.get("job_id"))}
+    return {
+        "ref": ref,
+        "doc": doc,
+        "report": report,
+        "review": review,
+        "rows": rows,
+        "stats": risk.page_stats(pages, live, low),
+        "summary": report.get("review") or {},
+        "only_unresolved": only_unresolved,
+        "first_flagged": risk.next_flagged(pages, None),
+        "health": report.get("engine_health") or {},
+        "stale": review.document.get("job_id") not in (None, doc.get("job_id")),
+    }
 
 
 async def document(request: Request) -> Response:
     studio = studio_of(request)
     only = request.query_params.get("filter") == "unresolved"
     context = await run_in_threadpool(_document_context, studio, request.path_params["doc"], only)
-    released = [n for n in request.query_params.get("released", "").split(",") if n.isdigit()]  # no free text
+    released = [
+        n for n in request.query_params.get("released", "").split(",") if n.isdigit()
+    ]  # no free text
     message = f"released pages {', '.join(released)} into {reviews.REVIEWED_MD}" if released else ""
     return studio.page("document.html", **context, message=message)
 
@@ -98,16 +136,26 @@ def _page_context(studio: Studio, doc_id: str, number: int) -> dict[str, Any]:
     direction = str(page.get("direction", "unknown"))
     preview = page.get("review_preview") if risk.is_refused(page) else None
     return {
-        "ref": ref, "doc": doc, "page": page, "number": number, "count": len(pages),
-        "direction": markup.direction_attr(direction), "refused": risk.is_refused(page),
+        "ref": ref,
+        "doc": doc,
+        "page": page,
+        "number": number,
+        "count": len(pages),
+        "direction": markup.direction_attr(direction),
+        "refused": risk.is_refused(page),
         "rank": risk.rank(page, studio.settings.low_confidence),
-        "rendered": markup.page_body(page), "has_blocks": bool(page.get("blocks")),
+        "rendered": markup.page_body(page),
+        "has_blocks": bool(page.get("blocks")),
         "edit_view": markup.edit_map(page.get("raw_text", ""), page.get("edits") or [], direction),
-        "preview": preview, "preview_html": markup.page_body({**preview, "direction": direction}) if preview else None,
-        "decision": review.pages.get(str(number)), **editor.context(page, review),
+        "preview": preview,
+        "preview_html": markup.page_body({**preview, "direction": direction}) if preview else None,
+        "decision": review.pages.get(str(number)),
+        **editor.context(page, review),
         "reviewer": studio.reviewer,
-        "next_flagged": risk.next_flagged(pages, number), "prev_flagged": risk.next_flagged(pages, number, -1),
-        "image_problem": studio.images.availability(doc), "dpi": studio.images.dpi,
+        "next_flagged": risk.next_flagged(pages, number),
+        "prev_flagged": risk.next_flagged(pages, number, -1),
+        "image_problem": studio.images.availability(doc),
+        "dpi": studio.images.dpi,
     }
 
 
@@ -125,7 +173,9 @@ async def page_image(request: Request) -> Response:
     page = page_of(doc, number)
     rotate = int((page.get("layer") or {}).get("rotated") or 0)
     path = await run_in_threadpool(studio.images.png, doc, number, rotate)
-    return FileResponse(path, media_type="image/png", headers={"cache-control": "private, max-age=3600"})
+    return FileResponse(
+        path, media_type="image/png", headers={"cache-control": "private, max-age=3600"}
+    )
 
 
 async def _form(request: Request) -> dict[str, str]:
@@ -151,14 +201,26 @@ async def _write_request(request: Request) -> tuple[Studio, dict[str, str], DocR
     return studio, form, ref, doc
 
 
-def _decide(studio: Studio, ref: DocRef, doc: dict[str, Any], number: int, form: dict[str, str]) -> reviews.Decision:
+def _decide(
+    studio: Studio, ref: DocRef, doc: dict[str, Any], number: int, form: dict[str, str]
+) -> reviews.Decision:
     page = page_of(doc, number)
     revision = form.get("revision", "")
-    return reviews.decide(studio.library, ref, doc, number, form.get("decision", ""), form.get("note", ""),
-                          reviewer=form.get("reviewer", ""), reason=form.get("reason", ""), text=form.get("text"),
-                          cells=editor.cells_from_form(page, reviews.load(studio.library, ref), form),
-                          revision=int(revision) if revision.isdigit() else None,
-                          text_sha256=form.get("text_sha256") or None, broker=studio.uploads.broker)
+    return reviews.decide(
+        studio.library,
+        ref,
+        doc,
+        number,
+        form.get("decision", ""),
+        form.get("note", ""),
+        reviewer=form.get("reviewer", ""),
+        reason=form.get("reason", ""),
+        text=form.get("text"),
+        cells=editor.cells_from_form(page, reviews.load(studio.library, ref), form),
+        revision=int(revision) if revision.isdigit() else None,
+        text_sha256=form.get("text_sha256") or None,
+        broker=studio.uploads.broker,
+    )
 
 
 async def decision(request: Request) -> Response:
@@ -167,7 +229,9 @@ async def decision(request: Request) -> Response:
     made = await run_in_threadpool(_decide, studio, ref, doc, number, form)
     if "application/json" in request.headers.get("accept", ""):
         return JSONResponse(made.model_dump(mode="json"))
-    target = risk.next_flagged(doc.get("pages", []), number) if form.get("then") == "next" else number
+    target = (
+        risk.next_flagged(doc.get("pages", []), number) if form.get("then") == "next" else number
+    )
     return RedirectResponse(doc_url(ref.id, "page", target or number), 303)
 
 
@@ -185,8 +249,13 @@ async def export(request: Request) -> Response:
     review = await run_in_threadpool(reviews.load, studio.library, ref)
     name = (ref.id if ref.id != "~" else "document").replace("/", "_")
     body = json.dumps(reviews.export(ref, doc, review), ensure_ascii=False, indent=1)
-    return Response(body, media_type="application/json",
-                    headers={"content-disposition": f"attachment; filename*=UTF-8''{urllib.parse.quote(name)}.review.json"})
+    return Response(
+        body,
+        media_type="application/json",
+        headers={
+            "content-disposition": f"attachment; filename*=UTF-8''{urllib.parse.quote(name)}.review.json"
+        },
+    )
 
 
 async def release(request: Request) -> Response:
@@ -206,13 +275,26 @@ async def upload(request: Request) -> Response:
             raise PdfTooLargeError(f"the upload is {length} bytes; the studio's limit is {cap}")
         with scratch() as tmp:
             path = await receive(request.stream(), cap, Path(tmp))
-            made = await run_in_threadpool(studio.uploads.submit, path, request.query_params.get("name", ""))
+            made = await run_in_threadpool(
+                studio.uploads.submit, path, request.query_params.get("name", "")
+            )
     except InputError as exc:
-        return JSONResponse(error_record(exc), status_code=413 if exc.code == "pdf_too_large" else 400)
+        return JSONResponse(
+            error_record(exc), status_code=413 if exc.code == "pdf_too_large" else 400
+        )
     except BrokerUnavailable as exc:  # full (maxmemory) or away: nothing was enqueued; retry later
-        return JSONResponse(error_record(exc), status_code=503, headers={"Retry-After": str(RETRY_AFTER_S)})
-    return JSONResponse({"job_id": made.job_id, "doc": made.doc, "filename": made.filename,
-                         "progress": f"/uploads/{made.job_id}"}, status_code=202)
+        return JSONResponse(
+            error_record(exc), status_code=503, headers={"Retry-After": str(RETRY_AFTER_S)}
+        )
+    return JSONResponse(
+        {
+            "job_id": made.job_id,
+            "doc": made.doc,
+            "filename": made.filename,
+            "progress": f"/uploads/{made.job_id}",
+        },
+        status_code=202,
+    )
 
 
 async def upload_progress(request: Request) -> Response:
@@ -230,8 +312,12 @@ async def healthz(request: Request) -> Response:
 
 def _error_page(status: int, title: str, message: str):
     async def handler(request: Request, exc: Exception) -> Response:
-        if request.url.path.startswith(("/uploads", "/upload")) or request.url.path.endswith(".json"):
-            return JSONResponse({"code": getattr(exc, "code", title), "message": message or str(exc)}, status)
+        if request.url.path.startswith(("/uploads", "/upload")) or request.url.path.endswith(
+            ".json"
+        ):
+            return JSONResponse(
+                {"code": getattr(exc, "code", title), "message": message or str(exc)}, status
+            )
         studio = studio_of(request)
         detail = message or getattr(exc, "message", str(exc))
         return studio.page("error.html", status=status, title=title, message=detail)
@@ -255,8 +341,13 @@ ROUTES = [
 ]
 
 
-def create_app(where: str, settings: StudioSettings | None = None, *, broker: str | None = None,
-               host: str = "127.0.0.1") -> Starlette:
+def create_app(
+    where: str,
+    settings: StudioSettings | None = None,
+    *,
+    broker: str | None = None,
+    host: str = "127.0.0.1",
+) -> Starlette:
     """The studio over a folder of artifacts or an `s3://bucket/prefix`."""
     settings = settings or get_settings().studio
     studio = Studio(Library.open(where), settings, broker)
@@ -266,12 +357,19 @@ def create_app(where: str, settings: StudioSettings | None = None, *, broker: st
         yield
         await asyncio.to_thread(studio.uploads.close)
 
-    handlers = {NotFound: _error_page(404, "not found", "nothing here"), Forbidden: _error_page(403, "forbidden", ""),
-                SourceUnavailable: _error_page(404, "source not available", ""),
-                reviews.ReviewError: _error_page(409, "cannot do that", ""),
-                PagefleetError: _error_page(502, "storage or broker problem", "")}
-    app = Starlette(routes=ROUTES, exception_handlers=handlers, lifespan=lifespan,  # type: ignore[arg-type]
-                    max_body_size=settings.max_upload_bytes + MAX_FORM_BYTES)
+    handlers = {
+        NotFound: _error_page(404, "not found", "nothing here"),
+        Forbidden: _error_page(403, "forbidden", ""),
+        SourceUnavailable: _error_page(404, "source not available", ""),
+        reviews.ReviewError: _error_page(409, "cannot do that", ""),
+        PagefleetError: _error_page(502, "storage or broker problem", ""),
+    }
+    app = Starlette(
+        routes=ROUTES,
+        exception_handlers=handlers,
+        lifespan=lifespan,  # type: ignore[arg-type]
+        max_body_size=settings.max_upload_bytes + MAX_FORM_BYTES,
+    )
     app.state.studio = studio
     token = settings.token.get_secret_value() if settings.token else None
     app.add_middleware(Guard, token=token, loopback_only=is_loopback(host))
