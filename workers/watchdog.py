@@ -228,7 +228,9 @@ def _collected(job: JobSpec, info: dict[str, str], settings: Settings) -> bool:
 
 
 def _abandon(job: JobSpec, info: dict[str, str], settings: Settings) -> None:
-    """A job that never got through its split: `aborted` error.json, a dead letter, state error."""
+    """A job that never got through its split: `aborted` error.json, a dead letter, then settled
+    as every document that ends in its error.json is (`workers.split.job.settle_error`)."""
+    from workers.split.job import settle_error
     from workers.split.pages import write_error
 
     record = write_error(
@@ -245,17 +247,7 @@ def _abandon(job: JobSpec, info: dict[str, str], settings: Settings) -> None:
             "spec": job.model_dump(mode="json"),
         }
     )
-    jobs.update(
-        job.job_id,
-        state=JobState.ERROR,
-        status="error",
-        error_code=record["code"],
-        error_message=record["message"],
-        progress=False,
-    )
-    jobs.announce(
-        {"job_id": job.job_id, "status": "error", "error": record, "storage": job.storage}
-    )
+    settle_error(job, record, progress=False)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
