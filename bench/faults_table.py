@@ -25,56 +25,28 @@ COLUMNS = (
 )
 
 
+# the tallies each drill counts, in the table's column order after the drill's name
+COUNTS = (
+    "documents_in",
+    "pages_in",
+    "artifacts",
+    "errors",
+    "dead_lettered",
+    "pages_out",
+    "lost",
+    "orphans",
+)
+
+
 def row(t: dict) -> list[str]:
     took = t.get("settled_s", t.get("stopped_s", ""))
-    return [
-        t["drill"],
-        str(t["documents_in"]),
-        str(t["pages_in"]),
-        str(t["artifacts"]),
-        str(t["errors"]),
-        str(t["dead_lettered"]),
-        str(t["pages_out"]),
-        str(t["lost"]),
-        str(t["orphans"]),
-        str(took),
-    ]
+    return [t["drill"], *(str(t[k]) for k in COUNTS), str(took)]
 
 
 def table(lines: list[dict]) -> str:
     rows = [row(t) for t in lines]
-    total = {
-        k: sum(t[k] for t in lines)
-        for k in (
-            "documents_in",
-            "pages_in",
-            "artifacts",
-            "errors",
-            "dead_lettered",
-            "pages_out",
-            "lost",
-            "orphans",
-        )
-    }
-    rows.append(
-        [
-            f"**{len(lines)} drills**",
-            *(
-                str(total[k])
-                for k in (
-                    "documents_in",
-                    "pages_in",
-                    "artifacts",
-                    "errors",
-                    "dead_lettered",
-                    "pages_out",
-                    "lost",
-                    "orphans",
-                )
-            ),
-            "",
-        ]
-    )
+    total = {k: sum(t[k] for t in lines) for k in COUNTS}
+    rows.append([f"**{len(lines)} drills**", *(str(total[k]) for k in COUNTS), ""])
     out = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     return "\n".join([*out, *("| " + " | ".join(r) + " |" for r in rows)])
 
