@@ -99,8 +99,12 @@ def main(argv: list[str] | None = None) -> int:
         env={**os.environ, "COLUMNS": "160"},
     ) as proc:
         assert proc.stdout is not None
+        # the command's last line waits until this script has said what it wrote: a closing line
+        # (`heading_f1=…`, `cer_fleet=…`) stays the last line a make target prints
+        held = ""
         for line in proc.stdout:
-            sys.stdout.write(line)
+            sys.stdout.write(held)
+            held = line
             lines.append(ANSI.sub("", line.rstrip("\n")))
     output = "\n".join(lines).strip()
     # a benchmark that ran but whose checks failed (`pagefleet eval` exits 2) is a result worth keeping;
@@ -114,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             f"bench.page: the command exited {proc.returncode}; {page} is left as it was",
             file=sys.stderr,
         )
+        sys.stdout.write(held)
         return proc.returncode or 1
     shown = " ".join(shlex.quote(a) for a in command)
     write(
@@ -122,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         shown + (f"   # exit status {proc.returncode}" if proc.returncode else ""),
     )
     print(f"wrote {page}")
+    sys.stdout.write(held)
     return proc.returncode
 
 
