@@ -73,14 +73,14 @@ TASK_ROUTES = {
 
 
 class ResultBackend(RedisBackend):
-    """Celery's Redis result backend, whose count of a chord's finished header tasks waits for a
-    full Redis in a worker (`workers.fleet.broker`): a count refused at maxmemory would leave the
-    chord one short for ever, and the document to the watchdog's deadline. Redis refuses the
-    counting script before it runs, so sending it again counts the task once."""
+    """Celery's Redis result backend, whose commands wait for a full Redis in a worker
+    (`workers.fleet.broker`), as the job records' do: a split's chord size refused at maxmemory
+    would fail the split with an error no retry covers, and a count refused would leave the chord
+    one short for ever — either way the document waits for the watchdog's deadline. Redis refuses
+    a command (and the chord's counting script) before it runs, so sending it again does it once."""
 
-    def on_chord_part_return(self, request: Any, state: Any, result: Any, **kwargs: Any) -> None:
-        count = super().on_chord_part_return
-        broker.wait_out_full(lambda: count(request, state, result, **kwargs))
+    def _create_client(self, **params: Any) -> Any:
+        return super()._create_client(**{**params, **broker.client_options()})
 
 
 def make_app() -> Celery:

@@ -107,6 +107,7 @@ def settle(job_ids: list[str], timeout_s: float) -> float:
         if all(s in ("done", "error") for s in states):
             return time.monotonic() - started
         time.sleep(0.5)
+    print("not settled:", dict(zip(job_ids, states, strict=False)))  # shown with a failing drill
     return time.monotonic() - started
 
 
@@ -120,12 +121,12 @@ def finish(d: Any, name: str, extra: dict[str, Any] | None = None) -> dict[str, 
     tally.update(drill=name, orphans=len(orphans), **(extra or {}))
     with RESULTS.open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(tally, ensure_ascii=False) + "\n")
-    assert tally["problems"] == [], f"{tally['problems']}\n{_log_tails(fleet.tmp)}"
+    assert tally["problems"] == [], f"{tally['problems']}\n{log_tails(fleet.tmp)}"
     assert tally["lost"] == 0 and orphans == []
     return tally
 
 
-def _log_tails(folder: Path, lines: int = 25) -> str:
+def log_tails(folder: Path, lines: int = 25) -> str:
     """The last warnings and errors of each process the drill started (its logs go with tmp_path,
     and a CI run keeps only what the assertion prints)."""
     out = []

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from tests.faults.conftest import finish, settle, submit
+from tests.faults.conftest import finish, log_tails, settle, submit
 from tests.support.drills import SLOW_ENGINE_ENV, busy_child
 from workers.cli.exitcodes import ExitCode
 
@@ -75,7 +75,7 @@ def test_redis_at_maxmemory_with_documents_in_ocr(drill, tmp_path: Path) -> None
         assert [w.name for w in fleet.workers if not w.alive()] == [], (
             "a worker exited after memory was freed"
         )
-    assert took < 90, f"documents took {took:.1f}s after memory was freed"
+    assert took < 90, f"documents took {took:.1f}s after memory was freed\n{log_tails(fleet.tmp)}"
     finish(
         drill,
         "Redis at maxmemory mid-OCR",

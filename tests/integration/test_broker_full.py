@@ -131,3 +131,22 @@ def test_studio_upload_answers_503_when_the_broker_is_full(
         )
     assert status == 503 and headers.get("retry-after"), (status, answer)
     assert json.loads(answer)["code"] == "broker_full"
+
+
+def test_a_workers_chord_writes_wait_for_memory(
+    private_redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A split applies its OCR chord (the chord's size in the result backend) and an OCR task counts
+    itself into it: at maxmemory both wait for memory. A refused chord size would fail the split
+    with an error no retry covers, and the document would wait for the watchdog's deadline."""
+    from workers.app import ResultBackend, app
+
+    url, client = private_redis
+    monkeypatch.setitem(broker._WAIT, "on", True)
+    backend = ResultBackend(app=app, url=url)
+    _fill(client)
+    threading.Timer(1.5, lambda: client.config_set("maxmemory", 0)).start()
+    started = time.monotonic()
+    backend.set_chord_size("drill-group", 3)
+    assert 1.0 < time.monotonic() - started < 10
+    assert client.get(backend.get_key_for_group("drill-group", ".s")) == b"3"
