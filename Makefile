@@ -32,27 +32,27 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e ".[dev,gpu]"
 	touch $@
 
-# rung 1's text walk in C (workers/pdf/stextwalk.c), against the MuPDF headers and library
+# rung 1's text walk in C (pagefleet/workers/pdf/stextwalk.c), against the MuPDF headers and library
 # of the installed PyMuPDF wheel; without a C compiler the Python path is used (nothing fails)
-NATIVE = workers/pdf/_stextwalk.so
+NATIVE = pagefleet/workers/pdf/_stextwalk.so
 native: $(NATIVE)
 
-$(NATIVE): workers/pdf/stextwalk.c $(VENV)/.installed
+$(NATIVE): pagefleet/workers/pdf/stextwalk.c $(VENV)/.installed
 	@command -v $${CC:-cc} >/dev/null || { echo "no C compiler: the text walk stays in Python"; exit 0; }; \
-	$(BIN)/python -m workers.pdf.fastwalk build
+	$(BIN)/python -m pagefleet.workers.pdf.fastwalk build
 
-# the gate, repairs, run order and chunking compiled with mypyc (routing/compiled.py) into
-# routing/_build/: less gate CPU, the same decisions. The fleet's start-up (workers/__init__.py)
+# the gate, repairs, run order and chunking compiled with mypyc (pagefleet/routing/compiled.py) into
+# pagefleet/routing/_build/: less gate CPU, the same decisions. The fleet's start-up (pagefleet/workers/__init__.py)
 # runs the build while it matches its sources. Without a C compiler, or if the build fails, the
 # sources run (nothing fails; the build removes what it left). PAGEFLEET_COMPILED=0 runs the sources anyway
-COMPILED = routing/_compiled.json
-COMPILED_SRC = $(wildcard routing/*.py routing/structure/*.py) workers/pdf/runs.py workers/ladder/accept.py \
-               workers/ladder/textlayer.py
+COMPILED = pagefleet/routing/_compiled.json
+COMPILED_SRC = $(wildcard pagefleet/routing/*.py pagefleet/routing/structure/*.py) pagefleet/workers/pdf/runs.py pagefleet/workers/ladder/accept.py \
+               pagefleet/workers/ladder/textlayer.py
 compiled: $(COMPILED)
 
 $(COMPILED): $(COMPILED_SRC) $(VENV)/.installed
 	@command -v $${CC:-cc} >/dev/null || { echo "no C compiler: the gate stays in Python"; exit 0; }; \
-	$(BIN)/python -c "from routing.compiled import build; print('mypyc build recorded in', build())" \
+	$(BIN)/python -c "from pagefleet.routing.compiled import build; print('mypyc build recorded in', build())" \
 	  || echo "mypyc build failed: the gate runs from its sources"
 
 fixtures: venv
@@ -126,4 +126,4 @@ docs: venv
 
 clean:
 	rm -rf $(OUT) $(NATIVE) fixtures/*.pdf fixtures/bad fixtures/structure fixtures/wse .pytest_cache
-	rm -rf $(COMPILED) routing/_build *__mypyc*.so && find routing workers -name '*.cpython-*.so' -delete
+	rm -rf $(COMPILED) pagefleet/routing/_build *__mypyc*.so && find pagefleet -name '*.cpython-*.so' -delete

@@ -1,6 +1,6 @@
 """The fleet's own ceiling: rung 1 alone, with nothing of the fleet around it.
 
-    rung1_alone(jobs, procs=2)   every page's text layer and evidence (`workers.pdf.mupdf`, as the
+    rung1_alone(jobs, procs=2)   every page's text layer and evidence (`pagefleet.workers.pdf.mupdf`, as the
                                  sandbox child reads it) and the quality gate (`decide_page`), in
                                  `procs` processes over the same cores, with no queue, storage,
                                  sandbox fork, JSON hand-over or collector
@@ -33,7 +33,7 @@ def _cpu() -> float:
 def child_read(pdf: str, first: int, last: int) -> dict[str, Any]:
     """`mupdf.extract_range` as the sandbox child runs it (`command.run_command`: the cycle collector
     off), in this process; the document is closed after."""
-    from workers.pdf import mupdf
+    from pagefleet.workers.pdf import mupdf
 
     gc.disable()
     try:
@@ -45,7 +45,7 @@ def child_read(pdf: str, first: int, last: int) -> dict[str, Any]:
 
 def _rung1(jobs: list[Job]) -> tuple[int, float]:
     """(pages decided, CPU seconds) for these jobs, one after the other in this process."""
-    from workers.ladder.textlayer import decide_page
+    from pagefleet.workers.ladder.textlayer import decide_page
 
     before, pages = _cpu(), 0
     for pdf, first, last in jobs:
@@ -57,8 +57,8 @@ def _rung1(jobs: list[Job]) -> tuple[int, float]:
 
 
 def _warm(_: int) -> None:
-    from workers.ladder.textlayer import decide_page  # noqa: F401 - imported before the clock, as in a warm fleet
-    from workers.pdf import mupdf  # noqa: F401
+    from pagefleet.workers.ladder.textlayer import decide_page  # noqa: F401 - imported before the clock, as in a warm fleet
+    from pagefleet.workers.pdf import mupdf  # noqa: F401
 
 
 def document_jobs(pdf: Path, pages: int, procs: int) -> list[list[Job]]:

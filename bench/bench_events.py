@@ -10,7 +10,7 @@ to every job done, results to S3:
     webhook          a POST enqueues its job: a task and a fresh sandbox child a document
     webhook, inbox   `--inbox-list`: a POST is queued on a Redis list; the receiver's bridge
                      gathers a burst's events while split tasks wait on the broker and sends them
-                     as batches (`workers.intake.bridge`)
+                     as batches (`pagefleet.workers.intake.bridge`)
 
 beside the same M objects submitted at once (`submit.enqueue_many`: batches) and one M-page
 document of the same pages, both from S3: the fleet's best case for many documents and its pace
@@ -54,8 +54,8 @@ WORK = {
 
 def upload(files: list[Path], bucket: str) -> list[dict[str, Any]]:
     """Put the files into `bucket`; MinIO-shaped webhook bodies announcing each, in order."""
-    from workers.settings import get_settings
-    from workers.store.s3_clients import s3_client
+    from pagefleet.workers.settings import get_settings
+    from pagefleet.workers.store.s3_clients import s3_client
 
     client = s3_client(get_settings())
     if not client.bucket_exists(bucket):
@@ -84,10 +84,10 @@ def upload(files: list[Path], bucket: str) -> list[dict[str, Any]]:
 
 def specs(bodies: list[dict[str, Any]], output: str) -> list[Any]:
     """The job each body's upload becomes, as the receiver makes it (same settings, same id)."""
-    from workers.fleet import jobs
-    from workers.intake.events import build_intake
-    from workers.intake.parse import parse_event_payload
-    from workers.settings import EventSettings, Options
+    from pagefleet.workers.fleet import jobs
+    from pagefleet.workers.intake.events import build_intake
+    from pagefleet.workers.intake.parse import parse_event_payload
+    from pagefleet.workers.settings import EventSettings, Options
 
     settings = EventSettings(output=output, head_objects=False, options=Options(structure=False))
     intake = build_intake(settings, jobs.client())
@@ -97,14 +97,14 @@ def specs(bodies: list[dict[str, Any]], output: str) -> list[Any]:
 @contextlib.contextmanager
 def receiver(workdir: Path, output: str, inbox: str | None) -> Iterator[str]:
     """`pagefleet events` in a subprocess on a free port (with `--inbox-list` when `inbox`); its URL."""
-    from workers.fleet.launcher import free_port
-    from workers.settings import get_settings
+    from pagefleet.workers.fleet.launcher import free_port
+    from pagefleet.workers.settings import get_settings
 
     port = free_port()
     argv = [
         sys.executable,
         "-m",
-        "workers.cli.main",
+        "pagefleet.workers.cli.main",
         "events",
         "--host",
         "127.0.0.1",
@@ -177,7 +177,7 @@ def runs(
     """Each way in turn, `repeats` rounds: the uploads announced by webhook, with and without the
     inbox; the same objects submitted at once; one m-page document; all from S3, results to a
     local folder (`s3_out`: to S3 — five PUTs a document, on moto slower than the fleet's work)."""
-    from workers.split.submit import enqueue_many
+    from pagefleet.workers.split.submit import enqueue_many
 
     bucket = f"bench-in-{uuid.uuid4().hex[:6]}"
     out = (

@@ -138,7 +138,7 @@ def ceiling_row(work: str, jobs: list[list[bench_ceiling.Job]], times: int) -> R
 def structure_rows(fleet: WarmFleet, tmp: Path, corpus: Path, n: int, storage: str) -> list[Row]:
     pdf = bench_docs.digital_pdf(corpus, n, tmp / f"structure-{n}.pdf")
     rows = []
-    from workers.settings import Options
+    from pagefleet.workers.settings import Options
 
     if "structure" in Options.model_fields:
         rows.append(
@@ -211,8 +211,8 @@ def small_rows(
 
 
 def _batch_plan(documents: int) -> list[int]:
-    from workers.settings import get_settings
-    from workers.split.submit import batch_plan
+    from pagefleet.workers.settings import get_settings
+    from pagefleet.workers.split.submit import batch_plan
 
     return batch_plan(documents, get_settings())
 
@@ -222,7 +222,7 @@ def _setting(name: str, value: str) -> Iterator[None]:
     """A setting of this process (the producer's, and the workers' it starts) for the block."""
     import os
 
-    from workers.settings import get_settings
+    from pagefleet.workers.settings import get_settings
 
     before = os.environ.get(name)
     os.environ[name] = value
@@ -509,7 +509,7 @@ def main(argv: list[str]) -> int:
             + "\n",
             "python " + " ".join(sys.argv),
         )
-    from routing import compiled
+    from pagefleet.routing import compiled
 
     print(
         f"quality gate: {'compiled with mypyc (make compiled)' if compiled.active() else 'from its sources'}"

@@ -35,10 +35,10 @@ sys.path.insert(0, str(ROOT))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from routing.visual_order import page_order  # noqa: E402
-from routing.quality import canonical_violations  # noqa: E402
-from workers.store.artifacts import ACCEPTED_ROUTES  # noqa: E402
-from workers.cli.evaluate import plain_tesseract  # noqa: E402
+from pagefleet.routing.visual_order import page_order  # noqa: E402
+from pagefleet.routing.quality import canonical_violations  # noqa: E402
+from pagefleet.workers.store.artifacts import ACCEPTED_ROUTES  # noqa: E402
+from pagefleet.workers.cli.evaluate import plain_tesseract  # noqa: E402
 
 Pages = dict[str, list[str | None]]  # file -> page texts (None: not emitted / refused)
 

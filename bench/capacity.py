@@ -2,7 +2,7 @@
 
     python bench/capacity.py CORPUS [--quick] [--markdown docs/capacity.md]
 
-A real fleet on this machine (workers.fleet.launcher.Fleet: its own redis-server, one split/collect
+A real fleet on this machine (pagefleet.workers.fleet.launcher.Fleet: its own redis-server, one split/collect
 worker and one cpu worker of concurrency 2) stores to moto's S3 server on loopback, which counts
 every request it serves (tests/support/s3_server.py, `count`). Sources are uploaded to an input
 bucket first and submitted as `s3://` objects, as the bucket trigger submits them; the upload
@@ -146,8 +146,8 @@ class CapacityFleet:
     def __enter__(self) -> "CapacityFleet":
         import redis
 
-        from workers.app import use_broker
-        from workers.fleet.launcher import Fleet
+        from pagefleet.workers.app import use_broker
+        from pagefleet.workers.fleet.launcher import Fleet
 
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.moto.start()
@@ -172,8 +172,8 @@ class CapacityFleet:
 
     @staticmethod
     def _client() -> Any:
-        from workers.settings import get_settings
-        from workers.store.s3_clients import s3_client
+        from pagefleet.workers.settings import get_settings
+        from pagefleet.workers.store.s3_clients import s3_client
 
         return s3_client(get_settings())
 
@@ -193,8 +193,8 @@ class CapacityFleet:
 
     def upload(self, files: list[Path]) -> list[Any]:
         """Each file as an object of the input bucket, and the job spec the bucket trigger would send."""
-        from workers.settings import Options
-        from workers.split.submit import spec_for_object
+        from pagefleet.workers.settings import Options
+        from pagefleet.workers.split.submit import spec_for_object
 
         opts = Options.model_validate({"max_pages": 100_000, "max_bytes": 4 * 1024**3})
         client, specs = self._client(), []
@@ -216,8 +216,8 @@ class CapacityFleet:
         return specs
 
     def run(self, name: str, files: list[Path]) -> Row:
-        from workers.fleet import jobs
-        from workers.split.submit import enqueue_many
+        from pagefleet.workers.fleet import jobs
+        from pagefleet.workers.split.submit import enqueue_many
 
         specs = self.upload(files)
         time.sleep(0.5)  # the workers' traffic after the uploads settles into the idle rate

@@ -11,7 +11,7 @@ ara+eng, eng), a page per scan.
 
 Metrics per kind of page, DPI and degradation: CER and WER after Unicode and whitespace folding
 (and without format characters such as LRM/RLM, which plain Tesseract writes around Latin runs in
-RTL lines), and the order-free word-bag error (`workers.cli.evaluate`). Pages/s is wall time with N processes
+RTL lines), and the order-free word-bag error (`pagefleet.workers.cli.evaluate`). Pages/s is wall time with N processes
 for every system. Then the fleet's confidence against its CER (the gate's `low_confidence` floor).
 The last line is `cer_fleet=X cer_tesseract=Y fleet_pages_per_s=P tesseract_pages_per_s=Q`.
 
@@ -39,7 +39,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.ocr_truth import VARIANTS, TruthPage, generate
-from workers.cli.error_rates import bag_error, cer, wer
+from pagefleet.workers.cli.error_rates import bag_error, cer, wer
 
 SYSTEMS = ("fleet", "tesseract", "ocrmypdf")
 CER_GOAL = 0.15  # the gate should refuse pages whose CER would exceed this
@@ -104,8 +104,8 @@ def documents(
 
 
 def run_fleet(docs: list[tuple[str, Path, list[TruthPage]]], work: Path, workers: int) -> SystemRun:
-    from workers.cli.run import run
-    from workers.settings import Options
+    from pagefleet.workers.cli.run import run
+    from pagefleet.workers.settings import Options
 
     out = work / "fleet_out"
     console = Console(stderr=True, quiet=True)

@@ -38,8 +38,8 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.structure_score import Prediction, f1, heading_counts, order_pairs, table_cells
-from routing.structure.mdparse import markdown_blocks
-from workers.store.artifacts import ACCEPTED_ROUTES
+from pagefleet.routing.structure.mdparse import markdown_blocks
+from pagefleet.workers.store.artifacts import ACCEPTED_ROUTES
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS_TABLES = (
@@ -51,11 +51,11 @@ BODY = ("heading", "paragraph", "list_item")
 
 
 def pagefleet_pages(pdf: Path) -> list[Any]:
-    """Rung 1 + structure for every page, as `workers.split.pages.split_document` runs it."""
-    from workers.ladder import structure
-    from workers.ladder.textlayer import decide_page
-    from workers.pdf import source
-    from workers.settings import Options, get_settings
+    """Rung 1 + structure for every page, as `pagefleet.workers.split.pages.split_document` runs it."""
+    from pagefleet.workers.ladder import structure
+    from pagefleet.workers.ladder.textlayer import decide_page
+    from pagefleet.workers.pdf import source
+    from pagefleet.workers.settings import Options, get_settings
 
     options, settings = Options(ocr="off"), get_settings()
     src = source.local_source(str(pdf), options)
@@ -238,7 +238,7 @@ def _poppler_page(pdf: Path, number: int) -> str:
 
 
 def run_corpus(corpus: Path, fleet: Results, peer: Results) -> tuple[list[list[str]], int]:
-    from routing.structure.tables import cell_agreement
+    from pagefleet.routing.structure.tables import cell_agreement
 
     rows, pages = [], 0
     for name in CORPUS_TABLES:

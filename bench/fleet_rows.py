@@ -49,7 +49,7 @@ def fleet_row(work: str, result: RunResult, note: str = "") -> Row:
 
 
 def options(structure: bool, **extra: object) -> dict[str, object]:
-    from workers.settings import Options
+    from pagefleet.workers.settings import Options
 
     opts: dict[str, object] = {"max_pages": 100_000, "max_bytes": 4 * 1024**3, **extra}
     if "structure" in Options.model_fields:

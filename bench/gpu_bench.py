@@ -35,8 +35,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.support import tiny_models
-from workers.engines import hf  # noqa: E402
-from workers.engines.base import PageImage, create  # noqa: E402
+from pagefleet.workers.engines import hf  # noqa: E402
+from pagefleet.workers.engines.base import PageImage, create  # noqa: E402
 
 ROUTER_BATCHES = (1, 2, 4, 8, 16, 32, 64)
 ROUTER_E2E_BATCHES = (1, 8, 16, 32, 64)
@@ -177,7 +177,7 @@ def bench_router_e2e(
     """The router as the fleet runs it: a checkpoint on disk, SiglipRouter.load() and classify(paths)."""
     from transformers import SiglipProcessor
 
-    from workers.ladder.siglip import SiglipRouter
+    from pagefleet.workers.ladder.siglip import SiglipRouter
 
     model, tokenizer, images = built
     path = root / "siglip-checkpoint"
@@ -261,7 +261,7 @@ def vlm_row(
 def bench_vlm(device: str, quick: bool, pages: list[PageImage], root: Path) -> dict[str, Any]:
     import torch
 
-    from workers.errors import EngineCrashed
+    from pagefleet.workers.errors import EngineCrashed
 
     path, params = vlm_checkpoint(device, quick, root)
     max_new = 16 if quick else 256

@@ -58,7 +58,7 @@ TARGET = 0.8  # issue 15's digital_ratio
 def best(passes: int, run: Callable[..., Any], setup: Callable[[], Any] | None = None) -> float:
     """The least CPU seconds of `passes` calls of `run` (given `setup()`'s value, made off the clock).
     Each call starts with this process's heap collected and frozen, as a worker's start-up heap is
-    (`workers.app`): the cycle collector walks what the stage makes, not what earlier stages left
+    (`pagefleet.workers.app`): the cycle collector walks what the stage makes, not what earlier stages left
     (unfrozen, the hand-over read 0.125 ms a page instead of 0.073, the collection 0.355 for 0.322)."""
     least = float("inf")
     for _ in range(passes):
@@ -77,7 +77,7 @@ def best(passes: int, run: Callable[..., Any], setup: Callable[[], Any] | None =
 def _textpages(pdf: Path) -> None:
     import pymupdf
 
-    from workers.pdf import mupdf
+    from pagefleet.workers.pdf import mupdf
 
     with pymupdf.open(pdf) as doc:
         for page in doc:
@@ -85,7 +85,7 @@ def _textpages(pdf: Path) -> None:
 
 
 def _script(page: dict[str, Any]) -> str:
-    from routing.scripts import classify_text_layer
+    from pagefleet.routing.scripts import classify_text_layer
 
     found = classify_text_layer(page.get("text", "")).script
     return {"ar": "Arabic", "he": "Hebrew"}.get(found or "", "other")
@@ -101,13 +101,13 @@ def measure(pdf: Path, pages: int, passes: int) -> tuple[float, dict[str, float]
 
     from bench.bench_ceiling import child_read
     from bench.bench_peers import get_text_cpu
-    from routing.quality import assess
-    from workers.ladder.textlayer import decide_page, gate_input
-    from workers.model import PageRecord
-    from workers.split.ranges import plan
-    from workers.store.work import RangeOutcome, store
-    from workers.settings import Settings
-    from workers.store.storage import LocalStorage
+    from pagefleet.routing.quality import assess
+    from pagefleet.workers.ladder.textlayer import decide_page, gate_input
+    from pagefleet.workers.model import PageRecord
+    from pagefleet.workers.split.ranges import plan
+    from pagefleet.workers.store.work import RangeOutcome, store
+    from pagefleet.workers.settings import Settings
+    from pagefleet.workers.store.storage import LocalStorage
 
     limit = best(
         passes, lambda: get_text_cpu((str(pdf), 0, None))
@@ -173,14 +173,14 @@ def _collections(pdf: Path, tmp: Path) -> tuple[Callable[[], Any], Callable[[], 
     (`collect_document` without what follows the assembly, the metrics' Redis round trip and the
     work state's removal, so each pass finds the range objects again; None for one range). The
     held records of a document of several ranges are its range objects' records, read back."""
-    from workers.store import keys
-    from workers.split import pages as split
-    from workers.store.keys import job_id_for
-    from workers.model import JobSpec
-    from workers.store.work import iter_records
-    from workers.collect import document as collect
-    from workers.settings import Settings
-    from workers.store.storage import LocalStorage
+    from pagefleet.workers.store import keys
+    from pagefleet.workers.split import pages as split
+    from pagefleet.workers.store.keys import job_id_for
+    from pagefleet.workers.model import JobSpec
+    from pagefleet.workers.store.work import iter_records
+    from pagefleet.workers.collect import document as collect
+    from pagefleet.workers.settings import Settings
+    from pagefleet.workers.store.storage import LocalStorage
 
     settings = Settings(storage={"cache_dir": str(tmp / "cache")})
     job = JobSpec(
@@ -251,9 +251,9 @@ def main(argv: list[str]) -> int:
         "--repeats", type=int, default=3, help="passes a stage; its least CPU is reported"
     )
     args = ap.parse_args(argv)
-    import workers  # noqa: F401 - the fleet's start-up: the gate's compiled build, where current
+    import pagefleet.workers  # noqa: F401 - the fleet's start-up: the gate's compiled build, where current
     from bench.bench_docs import digital_pdf
-    from routing import compiled
+    from pagefleet.routing import compiled
 
     with tempfile.TemporaryDirectory(prefix="pagefleet-budget-doc-") as tmp:
         pdf = digital_pdf(args.corpus, args.pages, Path(tmp) / "doc.pdf")

@@ -5,7 +5,7 @@ cell says; only the grid is given here, by hand, per page: a clip (the table's b
 edges (or "rules": the page's vertical rules inside the clip) and the row edges ("rules": the
 horizontal rules and the edges of filled row bands; "lines": one row per baseline). A word belongs
 to the cell holding its centre; a cell's words are read line by line, right to left (each number
-or Latin run is one word: `workers.wse.words.merge_ltr_runs`). Rows are logical (rightmost first).
+or Latin run is one word: `pagefleet.workers.wse.words.merge_ltr_runs`). Rows are logical (rightmost first).
 
 Tunisia page 1 keeps its body rows only (its header has cells spanning columns that a flat grid
 cannot hold); the rotated pdfcpu table has no flat grid at all and is scored on words only.
@@ -18,7 +18,7 @@ from typing import Any
 
 import pymupdf
 
-from workers.wse.words import PageWord, page_words
+from pagefleet.workers.wse.words import PageWord, page_words
 
 TUNISIA_BODY = [5, 52, 779, 520]
 SPECS: list[dict[str, Any]] = [

@@ -11,9 +11,9 @@ the page's own text layer on a hand-given grid) — and per parser, both routes:
     direct   the parser on the original page, its text and cells given pagefleet's repair
     pagefleet  pagefleet's own text-layer tables (rung 1 + structure, `bench/eval_structure.py`)
 
-Columns: TEDS and cell accuracy of the predicted table closest to the truth (`workers.wse.table_scores`;
+Columns: TEDS and cell accuracy of the predicted table closest to the truth (`pagefleet.workers.wse.table_scores`;
 corpus tables: body rows only, the prediction cut to the rows that match them), word recovery
-(the page's words found in the decoded output, `workers.wse.decode.word_recovery`), seconds per
+(the page's words found in the decoded output, `pagefleet.workers.wse.decode.word_recovery`), seconds per
 page (wse: encode + parse + decode; pymupdf4llm runs in a child process on both routes). The last
 line is the summary. Times are wall-clock on a shared machine: noisy.
 """
@@ -34,8 +34,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "fixtures")]
 
 from wse_corpus import SPECS, WORDS_ONLY, truth_table  # noqa: E402
 
-from workers.wse.table_scores import best_match, cell_accuracy, crop_to_truth, teds  # noqa: E402
-from workers.wse.recover import PageRun, run_direct, run_wse  # noqa: E402
+from pagefleet.workers.wse.table_scores import best_match, cell_accuracy, crop_to_truth, teds  # noqa: E402
+from pagefleet.workers.wse.recover import PageRun, run_direct, run_wse  # noqa: E402
 
 ROUTES = {"wse": run_wse, "direct": run_direct}
 _FLEET: dict[str, tuple[list[Any], float]] = {}
@@ -44,8 +44,8 @@ _FLEET: dict[str, tuple[list[Any], float]] = {}
 def run_pagefleet(pdf: str, page: int) -> PageRun:
     """pagefleet's own text-layer tables (rung 1 + structure, as `make eval-structure` runs it)."""
     from bench.eval_structure import pagefleet_pages, pagefleet_prediction
-    from workers.wse.decode import word_recovery
-    from workers.wse.recover import original_words
+    from pagefleet.workers.wse.decode import word_recovery
+    from pagefleet.workers.wse.recover import original_words
 
     if pdf not in _FLEET:
         started = time.perf_counter()

@@ -1,8 +1,8 @@
 """Write the docs site's generated reference pages from the code they describe.
 
-    docs/reference/cli.md             from the argument parser (`workers.cli.main.parser`)
-    docs/reference/configuration.md   from the settings model (`workers.settings.Settings`)
-    docs/reference/exit-codes.md      from the exit statuses (`workers.cli.exitcodes.ExitCode`)
+    docs/reference/cli.md             from the argument parser (`pagefleet.workers.cli.main.parser`)
+    docs/reference/configuration.md   from the settings model (`pagefleet.workers.settings.Settings`)
+    docs/reference/exit-codes.md      from the exit statuses (`pagefleet.workers.cli.exitcodes.ExitCode`)
 
     python scripts/gen_docs.py           write both pages
     python scripts/gen_docs.py --check   exit 1 if either page differs from what the code gives
@@ -107,7 +107,7 @@ def _section(title: str, helptext: str, cmd: argparse.ArgumentParser) -> list[st
 
 
 def cli_page() -> str:
-    from workers.cli.main import parser
+    from pagefleet.workers.cli.main import parser
 
     root = parser()
     lines = [
@@ -165,7 +165,7 @@ def _model_of(annotation: Any) -> type | None:
 
 
 def _env_name(path: list[str]) -> str:
-    from workers.settings.spellings import FOREIGN
+    from pagefleet.workers.settings.spellings import FOREIGN
 
     name = "PAGEFLEET_" + "__".join(path).upper()
     also = [old for old, new in FOREIGN.items() if new == name]
@@ -223,7 +223,7 @@ def _sentence(text: str) -> str:
 
 def config_tables() -> tuple[str, list[str]]:
     """The tables of every section, and the dotted names of fields without a description."""
-    from workers.settings import Options, Settings
+    from pagefleet.workers.settings import Options, Settings
 
     missing: list[str] = []
     out: list[str] = []
@@ -274,7 +274,7 @@ ADVANCED = (
 
 
 def _process_switches() -> list[str]:
-    from workers.settings.spellings import PROCESS_SWITCHES
+    from pagefleet.workers.settings.spellings import PROCESS_SWITCHES
 
     rows = [(f"`{name}`", reason) for name, reason in PROCESS_SWITCHES.items()]
     return [
@@ -287,7 +287,7 @@ def _process_switches() -> list[str]:
 
 
 def _old_spellings() -> list[str]:
-    from workers.settings.spellings import EXACT, PREFIXES, RETIRED
+    from pagefleet.workers.settings.spellings import EXACT, PREFIXES, RETIRED
 
     rows = [(f"`{old}`", f"`{new}`") for old, new in EXACT.items()]
     rows += [(f"`{old}…`", f"`{new}…`") for old, new in PREFIXES]
@@ -309,7 +309,7 @@ def config_page() -> str:
         "",
         "# Configuration reference",
         "",
-        "Every setting of the one settings tree (`workers/settings/`, `get_settings()`), read from "
+        "Every setting of the one settings tree (`pagefleet/workers/settings/`, `get_settings()`), read from "
         "the environment as `PAGEFLEET_` and the setting's path, nested names joined by `__` "
         "(`PAGEFLEET_GPU__VLM__BATCH_SIZE=16`); lists, dicts and models are JSON "
         '(`PAGEFLEET_OCR__CHAINS__HE=\'["dots", "tesseract:heb+eng"]\'`). The settings are grouped '
@@ -321,7 +321,7 @@ def config_page() -> str:
 
 
 def exit_codes_page() -> str:
-    from workers.cli.exitcodes import MEANING, SEVERITY
+    from pagefleet.workers.cli.exitcodes import MEANING, SEVERITY
 
     rows = [
         (f"{int(code)}", f"`{code.name}`", kind, meaning)
@@ -334,7 +334,7 @@ def exit_codes_page() -> str:
             "",
             "# Exit codes",
             "",
-            "`pagefleet` exits with one status a script can act on (`workers/cli/exitcodes.py`, `ExitCode`). Input "
+            "`pagefleet` exits with one status a script can act on (`pagefleet/workers/cli/exitcodes.py`, `ExitCode`). Input "
             "errors, fleet failures and internal errors each have their own, so a batch script can retry a fleet "
             "failure and set a bad input aside.",
             "",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-import workers  # noqa: F401 - the fleet's start-up first: the gate's compiled build, where current, for every test
+import pagefleet.workers  # noqa: F401 - the fleet's start-up first: the gate's compiled build, where current, for every test
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -55,14 +55,14 @@ def torch_one_thread() -> Iterator[None]:
 
 
 def free_port() -> int:
-    from workers.fleet.launcher import free_port as launcher_free_port
+    from pagefleet.workers.fleet.launcher import free_port as launcher_free_port
 
     return launcher_free_port()
 
 
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from workers.fleet.launcher import RedisServer
+    from pagefleet.workers.fleet.launcher import RedisServer
 
     server = RedisServer(tmp_path_factory.mktemp("redis"))
     url = server.start()
@@ -88,8 +88,8 @@ def s3_server() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def service_env(redis_server: str, s3_server: str) -> Iterator[dict[str, str]]:
     """Point this process and the workers it starts at the test Redis and S3 server."""
-    from workers.app import use_broker
-    from workers.settings import get_settings
+    from pagefleet.workers.app import use_broker
+    from pagefleet.workers.settings import get_settings
 
     env = {
         "PAGEFLEET_BROKER__URL": redis_server,
@@ -117,7 +117,7 @@ def service_env(redis_server: str, s3_server: str) -> Iterator[dict[str, str]]:
 def fleet(service_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[list]:
     """Real Celery workers: split+collect and cpu queues, prefork, and notify (callbacks, threads),
     against the test Redis."""
-    from workers.fleet.launcher import Fleet
+    from pagefleet.workers.fleet.launcher import Fleet
 
     logdir = tmp_path_factory.mktemp("worker-logs")
     started = Fleet(
@@ -131,7 +131,7 @@ def fleet(service_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory)
 
 
 def wait_for_job(job_id: str, timeout_s: float = 240.0) -> dict[str, str]:
-    from workers.fleet import jobs
+    from pagefleet.workers.fleet import jobs
 
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -147,8 +147,8 @@ def s3_bucket(service_env: dict[str, str]):
     """A fresh bucket on the test S3 server; returns (name, minio client)."""
     import uuid
 
-    from workers.settings import get_settings
-    from workers.store.s3_clients import s3_client
+    from pagefleet.workers.settings import get_settings
+    from pagefleet.workers.store.s3_clients import s3_client
 
     client = s3_client(get_settings())
     name = f"t-{uuid.uuid4().hex[:12]}"
@@ -158,12 +158,12 @@ def s3_bucket(service_env: dict[str, str]):
 
 class PrivateFleet:
     """A fleet of its own for tests that change settings or kill things: Redis + workers
-    (`workers.fleet.launcher.Fleet`), started at once; inside `with`, this process's broker too."""
+    (`pagefleet.workers.fleet.launcher.Fleet`), started at once; inside `with`, this process's broker too."""
 
     def __init__(
         self, tmp: Path, env_extra: dict[str, str], queues: tuple[tuple[str, int], ...]
     ) -> None:
-        from workers.fleet.launcher import Fleet
+        from pagefleet.workers.fleet.launcher import Fleet
 
         self.fleet = Fleet(
             tmp, queues, env={"PAGEFLEET_STORAGE__CACHE_DIR": str(tmp / "cache"), **env_extra}
@@ -176,15 +176,15 @@ class PrivateFleet:
         )
 
     def __enter__(self) -> "PrivateFleet":
-        from workers.app import use_broker
+        from pagefleet.workers.app import use_broker
 
         self.previous = os.environ.get("PAGEFLEET_BROKER__URL")
         use_broker(self.url)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        from workers.app import use_broker
-        from workers.settings import get_settings
+        from pagefleet.workers.app import use_broker
+        from pagefleet.workers.settings import get_settings
 
         self.fleet.stop()
         if self.previous:

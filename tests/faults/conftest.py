@@ -58,8 +58,8 @@ def submit(
 ) -> list[str]:
     """One job a path, each enqueued alone, or with `together` as one submission (`enqueue_many`:
     small documents in batches). `options`: the jobs' options (default: the drills' OCR on every page)."""
-    from workers.settings import Options
-    from workers.split.submit import enqueue, enqueue_many, spec_for_object, spec_for_path
+    from pagefleet.workers.settings import Options
+    from pagefleet.workers.split.submit import enqueue, enqueue_many, spec_for_object, spec_for_path
 
     opts = Options(**(OPTIONS if options is None else options))
     ids, specs = [], []
@@ -96,7 +96,7 @@ def submit(
 
 def settle(job_ids: list[str], timeout_s: float) -> float:
     """Wait until every job is final (or dead-lettered without a record); the seconds it took."""
-    from workers.fleet import jobs
+    from pagefleet.workers.fleet import jobs
 
     started = time.monotonic()
     while time.monotonic() - started < timeout_s:

@@ -15,7 +15,7 @@ import redis
 
 from tests.faults.conftest import finish, log_tails, settle, submit
 from tests.support.drills import SLOW_ENGINE_ENV, busy_child
-from workers.cli.exitcodes import ExitCode
+from pagefleet.workers.cli.exitcodes import ExitCode
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration]
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -50,7 +50,7 @@ def test_redis_at_maxmemory_with_documents_in_ocr(drill, tmp_path: Path) -> None
             [
                 sys.executable,
                 "-m",
-                "workers.cli.main",
+                "pagefleet.workers.cli.main",
                 "submit",
                 str(extra),
                 "--storage",

@@ -55,7 +55,7 @@ class Endpoint:
 
 
 def test_callback_endpoint_fails_or_is_slow(drill) -> None:
-    from workers.fleet import jobs
+    from pagefleet.workers.fleet import jobs
 
     endpoint = Endpoint()
     with drill():
@@ -97,7 +97,7 @@ def test_a_sleeping_endpoint_delays_only_its_own_notices(drill) -> None:
     """Eight jobs call back an endpoint that answers after 30 s; documents submitted after them
     (no callback) finish as fast as on an idle fleet: the POSTs wait on the notify worker's
     threads, never on the collect worker."""
-    from workers.fleet import jobs
+    from pagefleet.workers.fleet import jobs
 
     endpoint = Endpoint()
     with drill():

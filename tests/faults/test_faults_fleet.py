@@ -99,7 +99,7 @@ def test_worker_main_process_sigkilled(drill) -> None:
 def _kill_split(fleet, ids: list[str], ready) -> float:
     """SIGKILL the pool process running the split once `ready(job record)`; the seconds until every
     job is final, from the kill."""
-    from workers.fleet import jobs
+    from pagefleet.workers.fleet import jobs
 
     _until(lambda: ready(jobs.get(ids[0])), 60, 0.01)
     for child in children(fleet.workers[0].proc.pid):  # the pool child running the split
@@ -134,7 +134,7 @@ def test_sigkill_during_a_big_documents_split(drill) -> None:
 
 
 def test_same_document_four_times_one_after_another(drill) -> None:
-    from workers.fleet import jobs
+    from pagefleet.workers.fleet import jobs
 
     with drill():
         doc = drill.docs(1, 2)
@@ -152,8 +152,8 @@ def test_same_document_four_times_one_after_another(drill) -> None:
 
 
 def test_same_document_twice_at_once(drill) -> None:
-    from workers.fleet import jobs
-    from workers.app import send
+    from pagefleet.workers.fleet import jobs
+    from pagefleet.workers.app import send
 
     with drill(queues=(("split,collect", 2), ("cpu", 2))):
         doc = drill.docs(1, 3)

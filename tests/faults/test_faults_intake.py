@@ -22,11 +22,11 @@ pytestmark = [pytest.mark.faults, pytest.mark.integration]
 
 
 def _receiver(drill, output: str):
-    from workers.fleet import jobs
-    from workers.fleet.asgi import AsgiServer
-    from workers.intake.events import build_intake
-    from workers.intake.receiver import BearerAuth, Receiver
-    from workers.settings import EventSettings, Options
+    from pagefleet.workers.fleet import jobs
+    from pagefleet.workers.fleet.asgi import AsgiServer
+    from pagefleet.workers.intake.events import build_intake
+    from pagefleet.workers.intake.receiver import BearerAuth, Receiver
+    from pagefleet.workers.settings import EventSettings, Options
 
     settings = EventSettings(output=output, options=Options(ocr="force", dpi=72))
     app = Receiver(build_intake(settings, jobs.client()), BearerAuth(TOKEN)).app()
@@ -45,8 +45,8 @@ def test_events_for_missing_objects(drill) -> None:
     """Two uploads that run, one event for an object never written, one for an object deleted
     before its event arrived, and one submission (no event) whose object is deleted before its
     split: the receiver answers each at once, and nothing is lost or retried for ever."""
-    from workers.settings import Options
-    from workers.split.submit import enqueue, spec_for_object
+    from pagefleet.workers.settings import Options
+    from pagefleet.workers.split.submit import enqueue, spec_for_object
 
     with drill():
         bucket, client = drill.bucket, drill.ledger.client

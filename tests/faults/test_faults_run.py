@@ -22,7 +22,7 @@ from tests.support.drills import (
     make_docs,
     process_group_alive,
 )
-from workers.cli.exitcodes import ExitCode
+from pagefleet.workers.cli.exitcodes import ExitCode
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration]
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -40,7 +40,7 @@ def _run(paths: list[Path], out: Path, log: Path, slow: bool = True) -> subproce
     argv = [
         sys.executable,
         "-m",
-        "workers.cli.main",
+        "pagefleet.workers.cli.main",
         "run",
         *map(str, paths),
         "--out",

@@ -16,7 +16,7 @@ OUTAGE_S = float(os.environ.get("PAGEFLEET_DRILL_OUTAGE_S", "12"))
 
 
 def _wait_state(job_ids: list[str], states: tuple[str, ...], timeout_s: float = 60) -> None:
-    from workers.fleet import jobs
+    from pagefleet.workers.fleet import jobs
 
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -73,7 +73,7 @@ def test_s3_stalls_during_collect(drill) -> None:
 def test_s3_unreachable_during_a_batch_of_small_documents(drill) -> None:
     """One submission's one-page documents go as batches (`pagefleet.split_batch`): S3 goes away
     while the first batch splits; a failed document retries its batch, which skips what is done."""
-    from workers.fleet import jobs
+    from pagefleet.workers.fleet import jobs
 
     with drill():
         ids = submit(drill, drill.docs(16, 1), pages=1, together=True)

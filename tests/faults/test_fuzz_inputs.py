@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.fuzz_inputs import MUTATIONS, mutants, run_fleet, verdicts
-from workers.cli.exitcodes import ExitCode
+from pagefleet.workers.cli.exitcodes import ExitCode
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration]
 

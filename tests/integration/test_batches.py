@@ -1,5 +1,5 @@
 """Small documents of one submission go to the split queue in batches (`submit.enqueue_many`,
-`tasks.split.split_batch`, `workers.split.batch`): every document is still its own job, with its own artifacts or typed
+`pagefleet.tasks.split.split_batch`, `pagefleet.workers.split.batch`): every document is still its own job, with its own artifacts or typed
 error, through a real Redis and real worker processes."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import pymupdf
 import pytest
 
 from tests.conftest import wait_for_job
-from workers.cli.exitcodes import ExitCode
-from workers.settings import Options, get_settings
-from workers.store.storage import LocalStorage
-from workers.split.submit import enqueue_many, spec_for_path
+from pagefleet.workers.cli.exitcodes import ExitCode
+from pagefleet.workers.settings import Options, get_settings
+from pagefleet.workers.store.storage import LocalStorage
+from pagefleet.workers.split.submit import enqueue_many, spec_for_path
 
 pytestmark = pytest.mark.integration
 
@@ -41,7 +41,7 @@ def batch_of_three(monkeypatch: pytest.MonkeyPatch):
 def test_one_submissions_small_documents_split_in_batches(
     fleet, tmp_path: Path, batch_of_three, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from workers import app
+    from pagefleet.workers import app
 
     files = [
         one_page(tmp_path / f"doc{i}.pdf", f"batch document {i} hello world") for i in range(6)
@@ -107,7 +107,7 @@ def test_a_big_document_between_small_ones_moves_no_batch_cut(
     """The batches end where the plan of the submission's small documents says (8 small → 3, 3, 2),
     counted in small documents: a big one sent alone between them flushes the batch so far but
     moves no later cut, so the submission still ends on the plan's last batch, not a lone document."""
-    from workers import app
+    from pagefleet.workers import app
 
     files = [one_page(tmp_path / f"doc{i}.pdf", f"cut document {i}") for i in range(9)]
     with pymupdf.open() as doc:
@@ -135,7 +135,7 @@ def test_a_big_document_between_small_ones_moves_no_batch_cut(
 
 def test_a_redelivered_batch_skips_what_is_done(fleet, tmp_path: Path, batch_of_three) -> None:
     """A batch delivered again (a worker lost after some of its documents) redoes none of them."""
-    from tasks.split import split_batch
+    from pagefleet.tasks.split import split_batch
 
     files = [one_page(tmp_path / f"doc{i}.pdf", f"again {i}") for i in range(3)]
     specs = [
@@ -154,8 +154,8 @@ def test_a_submissions_batches_share_one_sandbox_child(fleet, tmp_path: Path) ->
     child. Each document is still its own job and artifacts."""
     import psutil
 
-    from tasks.split import split_batch
-    from workers.pdf.forkserver import CLIENT
+    from pagefleet.tasks.split import split_batch
+    from pagefleet.workers.pdf.forkserver import CLIENT
 
     files = [one_page(tmp_path / f"doc{i}.pdf", f"shared child {i}") for i in range(6)]
     out = LocalStorage(tmp_path / "out")
@@ -192,9 +192,9 @@ def test_a_batch_reads_its_documents_heads_a_chunk_at_a_time_in_its_reader_threa
     are probed alone, it gets its typed error and the others are split as usual."""
     import threading
 
-    from tasks import split
-    from workers.pdf import source
-    from workers.split import batch, job
+    from pagefleet.tasks import split
+    from pagefleet.workers.pdf import source
+    from pagefleet.workers.split import batch, job
 
     monkeypatch.setattr(batch, "PROBE_BATCH", 4)
     get_settings.cache_clear()
@@ -289,13 +289,13 @@ def test_a_burst_of_bucket_events_is_enqueued_in_batches(
 
     from tests.integration.test_redis_bridge import access_element
     from tests.unit.test_event_parser import minio_record
-    from workers import app
-    from workers.fleet import jobs
-    from workers.intake.bridge import RedisBridge, bridge_client
-    from workers.intake.events import build_intake
-    from workers.intake.parse import parse_event_payload
-    from workers.settings import EventSettings
-    from workers.store.storage import S3Storage
+    from pagefleet.workers import app
+    from pagefleet.workers.fleet import jobs
+    from pagefleet.workers.intake.bridge import RedisBridge, bridge_client
+    from pagefleet.workers.intake.events import build_intake
+    from pagefleet.workers.intake.parse import parse_event_payload
+    from pagefleet.workers.settings import EventSettings
+    from pagefleet.workers.store.storage import S3Storage
 
     bucket, client = s3_bucket
     client.make_bucket(bucket + "-out")
@@ -345,9 +345,9 @@ def test_a_submission_whose_send_failed_is_sent_by_its_retry(
     "running" with nothing on the queue."""
     from kombu.exceptions import OperationalError
 
-    from workers import app
-    from workers.fleet import jobs
-    from workers.errors import BrokerUnavailable
+    from pagefleet.workers import app
+    from pagefleet.workers.fleet import jobs
+    from pagefleet.workers.errors import BrokerUnavailable
 
     files = [one_page(tmp_path / f"retry{i}.pdf", f"retried document {i}") for i in range(3)]
     specs = [
@@ -373,10 +373,10 @@ def test_a_document_decided_whole_is_collected_from_memory_and_redone_whole_afte
     memory — no work state is written — and the job stays `splitting` until done, so a split that
     fails while collecting (here the artifact folder's place is taken by a file) is simply done
     again, under a lock the failure released."""
-    from tasks import chords
-    from workers.split.job import split_one as split_job
+    from pagefleet.tasks import chords
+    from pagefleet.workers.split.job import split_one as split_job
 
-    from workers.fleet import job_runs, jobs
+    from pagefleet.workers.fleet import job_runs, jobs
 
     def split_one(payload: dict) -> dict:
         return split_job(payload, chords)
@@ -418,8 +418,8 @@ def test_pagefleet_submit_of_a_folder_and_an_object_is_one_batched_submission(
 ) -> None:
     """`pagefleet submit DIR s3://b/k --storage …`: the folder's PDFs (name order) and the object go
     as one `split_batch`; a job id a line in the sources' order; each job runs to its artifacts."""
-    from workers import app
-    from workers.cli.main import EX_USAGE, main
+    from pagefleet.workers import app
+    from pagefleet.workers.cli.main import EX_USAGE, main
 
     bucket, client = s3_bucket
     folder = tmp_path / "in"

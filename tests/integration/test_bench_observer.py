@@ -15,7 +15,7 @@ import pytest
 
 from tests.support import warm_fleet as bench_warm
 from tests.support.warm_fleet import WarmFleet
-from workers.fleet import jobs
+from pagefleet.workers.fleet import jobs
 
 pytestmark = pytest.mark.integration
 

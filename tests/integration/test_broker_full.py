@@ -1,5 +1,5 @@
 """Redis at its `maxmemory` (noeviction), on a real redis-server: the broker transport still
-acknowledges and a worker's writes wait for memory (`workers.fleet.broker`); producers — the
+acknowledges and a worker's writes wait for memory (`pagefleet.workers.fleet.broker`); producers — the
 transport outside a worker, `check_room`, the studio's upload — refuse with `broker_full`."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import redis
 from kombu import Queue
 
 from tests.integration.test_review_studio import StudioProcess, _request
-from workers.errors import BrokerFull
-from workers.fleet import broker
-from workers.fleet.launcher import RedisServer
+from pagefleet.workers.errors import BrokerFull
+from pagefleet.workers.fleet import broker
+from pagefleet.workers.fleet.launcher import RedisServer
 
 pytestmark = pytest.mark.integration
 
@@ -51,7 +51,7 @@ def _fill(client: redis.Redis) -> None:
 def test_ack_at_maxmemory_and_a_producer_is_refused(
     private_redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from workers.app import app
+    from pagefleet.workers.app import app
 
     url, client = private_redis
     monkeypatch.setitem(broker._WAIT, "on", False)
@@ -81,7 +81,7 @@ def test_ack_at_maxmemory_and_a_producer_is_refused(
 
 
 def test_a_worker_waits_for_memory(private_redis, monkeypatch: pytest.MonkeyPatch) -> None:
-    from workers.app import app
+    from pagefleet.workers.app import app
 
     url, client = private_redis
     monkeypatch.setitem(broker._WAIT, "on", True)
@@ -139,7 +139,7 @@ def test_a_workers_chord_writes_wait_for_memory(
     """A split applies its OCR chord (the chord's size in the result backend) and an OCR task counts
     itself into it: at maxmemory both wait for memory. A refused chord size would fail the split
     with an error no retry covers, and the document would wait for the watchdog's deadline."""
-    from workers.app import ResultBackend, app
+    from pagefleet.workers.app import ResultBackend, app
 
     url, client = private_redis
     monkeypatch.setitem(broker._WAIT, "on", True)

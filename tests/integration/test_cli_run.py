@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from workers.cli.exitcodes import ExitCode
+from pagefleet.workers.cli.exitcodes import ExitCode
 
 pytestmark = pytest.mark.integration
 PAGEFLEET = str(Path(sys.executable).parent / "pagefleet")

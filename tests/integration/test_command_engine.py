@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PrivateFleet, wait_for_job
-from workers.settings import Options
-from workers.store.storage import LocalStorage
-from workers.split.submit import enqueue, spec_for_path
+from pagefleet.workers.settings import Options
+from pagefleet.workers.store.storage import LocalStorage
+from pagefleet.workers.split.submit import enqueue, spec_for_path
 
 pytestmark = pytest.mark.integration
 PROGRAM = """#!{python}

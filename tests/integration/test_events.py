@@ -31,12 +31,12 @@ import redis
 
 from tests.conftest import ROOT, free_port, wait_for_job
 from tests.unit.test_event_parser import aws_record, minio_record, minio_webhook_body
-from workers.errors import BrokerUnavailable
-from workers.intake.events import EventDedup, Outcome, build_intake
-from workers.fleet.asgi import AsgiServer
-from workers.intake.receiver import BearerAuth, Limits, Receiver, redis_ready
-from workers.settings import EventSettings
-from workers.store.storage import S3Storage
+from pagefleet.workers.errors import BrokerUnavailable
+from pagefleet.workers.intake.events import EventDedup, Outcome, build_intake
+from pagefleet.workers.fleet.asgi import AsgiServer
+from pagefleet.workers.intake.receiver import BearerAuth, Limits, Receiver, redis_ready
+from pagefleet.workers.settings import EventSettings
+from pagefleet.workers.store.storage import S3Storage
 
 pytestmark = pytest.mark.integration
 TOKEN = "test-token-" + uuid.uuid4().hex[:8]
@@ -71,7 +71,7 @@ def http(
 @pytest.fixture
 def receiver(service_env: dict[str, str]) -> Iterator[Any]:
     """Start an in-process receiver (uvicorn on loopback, real HTTP) against the session Redis."""
-    from workers.fleet import jobs
+    from pagefleet.workers.fleet import jobs
 
     servers: list[AsgiServer] = []
 
@@ -95,8 +95,8 @@ class TaskEvents:
     """Counts `task-received` events per task id, from the workers' real event stream."""
 
     def __init__(self) -> None:
-        from workers.app import app
-        from workers.fleet import jobs
+        from pagefleet.workers.app import app
+        from pagefleet.workers.fleet import jobs
 
         self.counts: Counter[str] = Counter()
         self._redis = jobs.client()
@@ -169,7 +169,7 @@ def sha256_of(path: Path) -> str:
 
 
 def test_minio_event_runs_once_end_to_end(fleet, fixtures_dir: Path, s3_bucket, receiver) -> None:
-    from workers.fleet import jobs
+    from pagefleet.workers.fleet import jobs
 
     bucket, client = s3_bucket
     client.make_bucket(bucket + "-out")
@@ -312,7 +312,7 @@ def test_auth_and_bad_requests(service_env, receiver) -> None:
 
 
 def test_dedup_protocol(service_env) -> None:
-    from workers.fleet import jobs
+    from pagefleet.workers.fleet import jobs
 
     dedup = EventDedup(jobs.client(), claim_ttl_s=30, dedup_ttl_s=60)
     job_id = "dedup-" + uuid.uuid4().hex
@@ -389,7 +389,7 @@ def events_process(
         [
             sys.executable,
             "-m",
-            "workers.cli.main",
+            "pagefleet.workers.cli.main",
             "events",
             "--host",
             "127.0.0.1",

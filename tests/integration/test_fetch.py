@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-from workers.errors import PdfTooLargeError
-from workers.model import JobSpec
-from workers.pdf.fetch import _save, cached_path, evict, local_pdf, prune
-from workers.settings import get_settings
+from pagefleet.workers.errors import PdfTooLargeError
+from pagefleet.workers.model import JobSpec
+from pagefleet.workers.pdf.fetch import _save, cached_path, evict, local_pdf, prune
+from pagefleet.workers.settings import get_settings
 
 pytestmark = pytest.mark.integration
 
@@ -80,8 +80,8 @@ def test_a_body_past_the_limit_is_refused_as_it_streams_when_no_length_says_so(t
 def test_put_streams_stores_every_object_at_once_and_raises_a_failed_one(s3_bucket) -> None:
     """A document's artifacts go to S3 together (`S3Storage.put_streams`); every one is there when
     it returns, and a PUT that fails is raised (the job retries), not lost in its thread."""
-    from workers.errors import StorageError
-    from workers.store.storage import S3Storage
+    from pagefleet.workers.errors import StorageError
+    from pagefleet.workers.store.storage import S3Storage
 
     bucket, _ = s3_bucket
     store = S3Storage(bucket, "docs")

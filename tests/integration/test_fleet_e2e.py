@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import wait_for_job
-from workers.settings import Options
-from workers.store.storage import LocalStorage, S3Storage
-from workers.split.submit import enqueue, spec_for_object, spec_for_path
+from pagefleet.workers.settings import Options
+from pagefleet.workers.store.storage import LocalStorage, S3Storage
+from pagefleet.workers.split.submit import enqueue, spec_for_object, spec_for_path
 
 pytestmark = pytest.mark.integration
 

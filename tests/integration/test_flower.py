@@ -41,7 +41,7 @@ def test_flower_requires_auth_but_serves_metrics(service_env, tmp_path: Path) ->
             "-m",
             "celery",
             "-A",
-            "workers.app",
+            "pagefleet.workers.app",
             "flower",
             f"--port={port}",
             "--address=127.0.0.1",

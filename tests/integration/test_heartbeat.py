@@ -25,7 +25,7 @@ SECRET_FILE = "חוזה לקוח 17.pdf"
 
 def probe(kind: str, env: dict[str, str]) -> int:
     return subprocess.run(
-        [sys.executable, "-m", "workers.fleet.heartbeat", kind],
+        [sys.executable, "-m", "pagefleet.workers.fleet.heartbeat", kind],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -36,7 +36,7 @@ def probe(kind: str, env: dict[str, str]) -> int:
 @pytest.fixture(scope="module")
 def ops_worker(service_env, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """One worker on a private queue, with heartbeat files and a Sentry DSN pointing at a sink."""
-    from workers.fleet.launcher import WorkerProcess
+    from pagefleet.workers.fleet.launcher import WorkerProcess
 
     tmp = tmp_path_factory.mktemp("ops-worker")
     sink = EnvelopeSink()
@@ -64,7 +64,8 @@ def ops_worker(service_env, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 
 
 def test_failing_task_reaches_sentry_scrubbed(ops_worker: dict[str, Any]) -> None:
-    from workers.app import send  # a fresh connection to the broker configured now, result ignored
+    # a fresh connection to the broker configured now, result ignored
+    from pagefleet.workers.app import send
 
     spec = {
         "job_id": "sentry-probe",

@@ -18,11 +18,11 @@ from tests.integration.test_batches import one_page
 from tests.integration.test_events import TOKEN, http
 from tests.integration.test_redis_bridge import access_element
 from tests.unit.test_event_parser import minio_record, minio_webhook_body
-from workers import metrics
-from workers.intake.bridge import RedisBridge, bridge_client, split_backlog
-from workers.intake.events import EventDedup, Intake
-from workers.intake.parse import EventFilter
-from workers.settings import Options
+from pagefleet.workers import metrics
+from pagefleet.workers.intake.bridge import RedisBridge, bridge_client, split_backlog
+from pagefleet.workers.intake.events import EventDedup, Intake
+from pagefleet.workers.intake.parse import EventFilter
+from pagefleet.workers.settings import Options
 
 pytestmark = pytest.mark.integration
 
@@ -144,7 +144,7 @@ def test_a_burst_is_held_while_split_tasks_wait_and_sent_at_once_when_idle(
 def test_a_bridge_stopped_while_it_holds_a_burst_sends_it_first(redis_server: str) -> None:
     """SIGTERM (a receiver scaled down) mid-gather: the held events go out before the thread ends,
     not left in the processing list for a restart that may never come."""
-    from workers.intake.bridge import start_bridge, stop_bridges
+    from pagefleet.workers.intake.bridge import start_bridge, stop_bridges
 
     client = bridge_client(redis_server, block_s=0.2)
     tag = uuid.uuid4().hex[:8]
@@ -185,8 +185,8 @@ def test_a_bridge_stopped_while_it_holds_a_burst_sends_it_first(redis_server: st
 def test_a_gathered_submission_goes_as_whole_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     """16 documents of a burst go as one `split_batch` of 16 (8 + 4 + 4 when tapered, the end
     of a submission an idle fleet spreads over its processes)."""
-    from workers.settings import get_settings
-    from workers.split.submit import batch_plan
+    from pagefleet.workers.settings import get_settings
+    from pagefleet.workers.split.submit import batch_plan
 
     settings = get_settings()
     assert batch_plan(16, settings, taper=False) == [16]
@@ -197,13 +197,13 @@ def test_a_gathered_submission_goes_as_whole_batches(monkeypatch: pytest.MonkeyP
 @pytest.fixture
 def inbox_receiver(service_env: dict[str, str]):
     """An in-process receiver with an inbox and the bridges `pagefleet events` starts beside it."""
-    from workers.fleet import jobs
-    from workers.fleet.asgi import AsgiServer
-    from workers.cli.event_receiver import start_bridges
-    from workers.intake.bridge import stop_bridges
-    from workers.intake.events import build_intake
-    from workers.intake.receiver import BearerAuth, Inbox, Receiver, redis_ready
-    from workers.settings import EventSettings, get_settings
+    from pagefleet.workers.fleet import jobs
+    from pagefleet.workers.fleet.asgi import AsgiServer
+    from pagefleet.workers.cli.event_receiver import start_bridges
+    from pagefleet.workers.intake.bridge import stop_bridges
+    from pagefleet.workers.intake.events import build_intake
+    from pagefleet.workers.intake.receiver import BearerAuth, Inbox, Receiver, redis_ready
+    from pagefleet.workers.settings import EventSettings, get_settings
 
     started: list[tuple[AsgiServer, list[RedisBridge]]] = []
 
@@ -237,9 +237,9 @@ def inbox_receiver(service_env: dict[str, str]):
 def test_inbox_queues_each_post_and_its_bridge_runs_the_jobs_once(
     fleet, tmp_path: Path, s3_bucket, inbox_receiver
 ) -> None:
-    from workers.fleet import jobs
-    from workers.intake.parse import parse_event_payload
-    from workers.store.storage import S3Storage
+    from pagefleet.workers.fleet import jobs
+    from pagefleet.workers.intake.parse import parse_event_payload
+    from pagefleet.workers.store.storage import S3Storage
 
     bucket, client = s3_bucket
     client.make_bucket(bucket + "-out")
@@ -299,8 +299,8 @@ def test_inbox_answers_503_when_redis_refuses(service_env: dict[str, str]) -> No
     """A 2xx promises the event is on the list: where the push fails the sender must retry."""
     import redis
 
-    from workers.errors import BrokerUnavailable
-    from workers.intake.receiver import Inbox
+    from pagefleet.workers.errors import BrokerUnavailable
+    from pagefleet.workers.intake.receiver import Inbox
 
     dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5)
     body = json.dumps(minio_webhook_body(minio_record())).encode()

@@ -18,7 +18,7 @@ from tests.integration.test_events import TOKEN, http, put_pdf
 from tests.support.drills import make_docs
 from tests.support.tcp_proxy import TcpProxy
 from tests.unit.test_event_parser import minio_record, minio_webhook_body
-from workers.store.storage import S3Storage
+from pagefleet.workers.store.storage import S3Storage
 
 pytestmark = pytest.mark.integration
 
@@ -26,11 +26,11 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def receiver(service_env: dict[str, str]) -> Iterator[Any]:
     """An in-process receiver (real HTTP) on the session Redis and S3, HEADing every object."""
-    from workers.fleet import jobs
-    from workers.fleet.asgi import AsgiServer
-    from workers.intake.events import build_intake
-    from workers.intake.receiver import BearerAuth, Receiver
-    from workers.settings import EventSettings
+    from pagefleet.workers.fleet import jobs
+    from pagefleet.workers.fleet.asgi import AsgiServer
+    from pagefleet.workers.intake.events import build_intake
+    from pagefleet.workers.intake.receiver import BearerAuth, Receiver
+    from pagefleet.workers.settings import EventSettings
 
     servers = []
 
@@ -47,8 +47,8 @@ def receiver(service_env: dict[str, str]) -> Iterator[Any]:
 
 
 def _errors_counted() -> int:
-    from workers.fleet import jobs
-    from workers.metrics import HASH, field
+    from pagefleet.workers.fleet import jobs
+    from pagefleet.workers.metrics import HASH, field
 
     return int(jobs.client().hget(HASH, field("documents_total", status="error")) or 0)
 
@@ -56,7 +56,7 @@ def _errors_counted() -> int:
 def test_an_event_for_a_missing_object_is_answered_and_ends_in_source_missing(
     receiver, s3_bucket
 ) -> None:
-    from workers.fleet import jobs
+    from pagefleet.workers.fleet import jobs
 
     bucket, client = s3_bucket
     client.make_bucket(bucket + "-out")
@@ -114,9 +114,9 @@ def test_an_event_whose_object_was_overwritten_is_source_changed(
 
 
 def test_a_split_whose_source_is_gone_writes_source_missing(service_env, s3_bucket) -> None:
-    from workers.settings import Options, get_settings
-    from workers.split.pages import split_document
-    from workers.split.submit import spec_for_object
+    from pagefleet.workers.settings import Options, get_settings
+    from pagefleet.workers.split.pages import split_document
+    from pagefleet.workers.split.submit import spec_for_object
 
     bucket, _ = s3_bucket
     for version in (None, "3HL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY"):
@@ -137,8 +137,8 @@ def test_a_split_whose_source_is_gone_writes_source_missing(service_env, s3_buck
 def test_submit_looks_up_many_sources_at_once_with_a_short_timeout(
     service_env, s3_bucket, tmp_path: Path, monkeypatch
 ) -> None:
-    from workers.settings import get_settings
-    from workers.store import lookup
+    from pagefleet.workers.settings import get_settings
+    from pagefleet.workers.store import lookup
 
     bucket, client = s3_bucket
     path = make_docs(tmp_path, 1, 1)[0]

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from tests.integration.test_reliability_state import private_redis, redis_url  # noqa: F401 - fixtures
-from workers.fleet import job_runs, jobs, liveness
+from pagefleet.workers.fleet import job_runs, jobs, liveness
 
 pytestmark = pytest.mark.integration
 
@@ -113,8 +113,8 @@ def test_a_lock_left_by_an_earlier_delivery_of_the_same_message_is_taken_over(
 
 
 def test_a_second_chain_of_a_done_job_sends_nothing(redis_url: str) -> None:
-    from tasks import chords
-    from workers.split.pages import SplitOutcome
+    from pagefleet.tasks import chords
+    from pagefleet.workers.split.pages import SplitOutcome
 
     jobs.update("job-e", state=jobs.JobState.DONE)
     outcome = SplitOutcome("job-e", page_count=3, pending={"cpu": [1, 2, 3]})
@@ -130,9 +130,9 @@ def test_the_watchdog_marks_a_collected_job_done_instead_of_redoing_it(
 ) -> None:
     """Past its split, its manifest gone (its collect removed it), report.json stored: done, not
     every page re-sent."""
-    from workers import watchdog
-    from workers.settings import get_settings
-    from workers.store.storage import open_storage
+    from pagefleet.workers import watchdog
+    from pagefleet.workers.settings import get_settings
+    from pagefleet.workers.store.storage import open_storage
 
     spec = {
         "job_id": "job-c",

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PrivateFleet, wait_for_job
-from workers.settings import Options
-from workers.store.storage import LocalStorage
-from workers.split.submit import enqueue, spec_for_path
+from pagefleet.workers.settings import Options
+from pagefleet.workers.store.storage import LocalStorage
+from pagefleet.workers.split.submit import enqueue, spec_for_path
 
 pytestmark = pytest.mark.integration
 SECRET = "confidential-report-4711"
@@ -40,8 +40,13 @@ def test_json_logs_carry_job_and_page_and_never_the_file_name(
     records = [json.loads(line) for line in lines]  # every line is JSON
     assert records and all({"ts", "level", "logger", "message"} <= set(r) for r in records)
     ours = [r for r in records if r.get("job_id") == spec.job_id]
-    assert any(r.get("page") == 1 and r["logger"].startswith("tasks.ocr") for r in ours), ours[:5]
-    assert {r["logger"] for r in ours} >= {"workers.split.job", "workers.collect.finish"}
+    assert any(
+        r.get("page") == 1 and r["logger"].startswith("pagefleet.tasks.ocr") for r in ours
+    ), ours[:5]
+    assert {r["logger"] for r in ours} >= {
+        "pagefleet.workers.split.job",
+        "pagefleet.workers.collect.finish",
+    }
     assert not [r for r in records if SECRET in json.dumps(r, ensure_ascii=False)], (
         "a file name was logged"
     )

@@ -14,11 +14,11 @@ import redis
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import PrivateFleet, wait_for_job
-from workers.fleet.asgi import AsgiServer
-from workers.metrics import exporter_app
-from workers.settings import QUEUES, Options
-from workers.store.storage import LocalStorage
-from workers.split.submit import enqueue, spec_for_path
+from pagefleet.workers.fleet.asgi import AsgiServer
+from pagefleet.workers.metrics import exporter_app
+from pagefleet.workers.settings import QUEUES, Options
+from pagefleet.workers.store.storage import LocalStorage
+from pagefleet.workers.split.submit import enqueue, spec_for_path
 
 pytestmark = pytest.mark.integration
 DOCS = ("born_digital_hebrew.pdf", "image_only_hebrew_scan.pdf")
@@ -94,7 +94,7 @@ def test_metrics_after_a_run_show_that_runs_counts(fixtures_dir: Path, tmp_path:
 def test_a_gpu_workers_calls_reach_the_exporter(redis_server: str) -> None:
     """`pagefleet_generate_*`: what `Recorder.generate_call` buffers (a gpu worker, per VLM call)
     is flushed to the broker's hash and exported as counters by engine."""
-    from workers.metrics import HASH, Recorder, field
+    from pagefleet.workers.metrics import HASH, Recorder, field
 
     client = redis.Redis.from_url(redis_server)
     names = [field(f"generate_{n}_total", engine="lightonocr") for n in ("calls", "pages", "tasks")]

@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.support.gpu_fleet import gpu_env, read_scan_on_gpu
-from workers.engines.models_store import MANIFEST, PULLED_MARK, build_manifest
+from pagefleet.workers.engines.models_store import MANIFEST, PULLED_MARK, build_manifest
 
 pytestmark = pytest.mark.integration
 tiny = pytest.importorskip("tests.support.tiny_models")
@@ -35,7 +35,7 @@ def pull(source: str, target: Path) -> subprocess.CompletedProcess[str]:
         [
             sys.executable,
             "-m",
-            "workers.cli.main",
+            "pagefleet.workers.cli.main",
             "models",
             "pull",
             "--from",

@@ -13,9 +13,9 @@ import redis
 
 from tests.conftest import PrivateFleet, wait_for_job
 from tests.support.pdfs import joined
-from workers.settings import Options
-from workers.store.storage import LocalStorage
-from workers.split.submit import enqueue, spec_for_path
+from pagefleet.workers.settings import Options
+from pagefleet.workers.store.storage import LocalStorage
+from pagefleet.workers.split.submit import enqueue, spec_for_path
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 PAGES = (
@@ -142,7 +142,7 @@ def _artifacts(out: Path) -> dict[str, object]:
 
 def test_collected_as_ranges_come_in_reads_the_same(fixtures_dir: Path, tmp_path: Path) -> None:
     """A document of several ranges, nothing climbing: its split task collects it as the range tasks
-    store their ranges (`workers.collect.stream`), and `split_done` finds it done; every artifact is the one
+    store their ranges (`pagefleet.workers.collect.stream`), and `split_done` finds it done; every artifact is the one
     the collection after the last range writes, and no lease or list is left in Redis."""
     with pymupdf.open() as doc:
         for name in DIGITAL * 4:

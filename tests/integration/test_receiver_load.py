@@ -25,11 +25,11 @@ import redis
 
 from tests.conftest import PrivateFleet
 from tests.unit.test_event_parser import minio_record
-from workers.fleet.asgi import AsgiServer
-from workers.intake.events import build_intake
-from workers.intake.receiver import BearerAuth, Limits, Receiver, redis_ready
-from workers.metrics import Recorder
-from workers.settings import EventSettings
+from pagefleet.workers.fleet.asgi import AsgiServer
+from pagefleet.workers.intake.events import build_intake
+from pagefleet.workers.intake.receiver import BearerAuth, Limits, Receiver, redis_ready
+from pagefleet.workers.metrics import Recorder
+from pagefleet.workers.settings import EventSettings
 
 pytestmark = pytest.mark.integration
 TOKEN = "load-" + uuid.uuid4().hex[:8]

@@ -15,11 +15,11 @@ import pytest
 
 from tests.conftest import wait_for_job
 from tests.unit.test_event_parser import minio_record
-from workers.intake.events import build_intake
-from workers.intake.parse import parse_event_payload
-from workers.intake.bridge import RedisBridge, bridge_client, start_bridge
-from workers.settings import EventSettings
-from workers.store.storage import S3Storage
+from pagefleet.workers.intake.events import build_intake
+from pagefleet.workers.intake.parse import parse_event_payload
+from pagefleet.workers.intake.bridge import RedisBridge, bridge_client, start_bridge
+from pagefleet.workers.settings import EventSettings
+from pagefleet.workers.store.storage import S3Storage
 
 pytestmark = pytest.mark.integration
 
@@ -32,8 +32,8 @@ def access_element(record: dict) -> bytes:
 def test_bridge_replays_dedups_and_dead_letters(
     fleet, fixtures_dir: Path, s3_bucket, service_env
 ) -> None:
-    from workers.fleet import jobs
-    from workers.settings import get_settings
+    from pagefleet.workers.fleet import jobs
+    from pagefleet.workers.settings import get_settings
 
     bucket, client = s3_bucket
     client.make_bucket(bucket + "-out")

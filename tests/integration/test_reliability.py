@@ -13,11 +13,11 @@ import pytest
 
 from tests.conftest import PrivateFleet, wait_for_job
 from tests.support.drills import busy_child
-from workers.fleet import jobs
-from workers.store import keys
-from workers.settings import Options
-from workers.store.storage import LocalStorage
-from workers.split.submit import enqueue, spec_for_path
+from pagefleet.workers.fleet import jobs
+from pagefleet.workers.store import keys
+from pagefleet.workers.settings import Options
+from pagefleet.workers.store.storage import LocalStorage
+from pagefleet.workers.split.submit import enqueue, spec_for_path
 
 pytestmark = pytest.mark.integration
 
@@ -102,7 +102,7 @@ def test_sigkill_pool_child_mid_page_requeues_once(fixtures_dir: Path, tmp_path:
 def test_watchdog_finishes_a_job_whose_chord_never_fires(
     fixtures_dir: Path, tmp_path: Path
 ) -> None:
-    from workers.watchdog import sweep
+    from pagefleet.workers.watchdog import sweep
 
     # no cpu worker: the OCR pages wait forever, as if their messages were lost
     with PrivateFleet(tmp_path, {}, (("split,collect", 1),)):
@@ -128,14 +128,14 @@ def test_a_task_on_a_thread_keeps_its_soft_time_limit(
     fixtures_dir: Path, tmp_path: Path, service_env: dict[str, str]
 ) -> None:
     """A gpu worker's tasks run on threads, where Celery's soft limit cannot reach them: the task
-    keeps its own (workers.fleet.deadline) and its pages end as a prefork task's do at the limit."""
+    keeps its own (pagefleet.workers.fleet.deadline) and its pages end as a prefork task's do at the limit."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from tasks.ocr import _run
-    from workers.settings import get_settings
+    from pagefleet.tasks.ocr import _run
+    from pagefleet.workers.settings import get_settings
 
-    from workers.model import JobSpec
-    from workers.split.pages import split_document
+    from pagefleet.workers.model import JobSpec
+    from pagefleet.workers.split.pages import split_document
 
     def split(out: Path) -> dict:  # rung 1's work state stored; no OCR task is sent
         spec = spec_for_path(

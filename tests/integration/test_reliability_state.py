@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from workers.fleet import job_runs, jobs
-from workers.cli.main import main
+from pagefleet.workers.fleet import job_runs, jobs
+from pagefleet.workers.cli.main import main
 
 pytestmark = pytest.mark.integration
 
@@ -19,8 +19,8 @@ def private_redis(tmp_path_factory: pytest.TempPathFactory):
     """A Redis of its own: these tests flush it, and a replayed job must reach no worker."""
     import os
 
-    from workers.app import use_broker
-    from workers.fleet.launcher import RedisServer
+    from pagefleet.workers.app import use_broker
+    from pagefleet.workers.fleet.launcher import RedisServer
 
     server = RedisServer(tmp_path_factory.mktemp("redis-state"))
     previous = os.environ.get("PAGEFLEET_BROKER__URL")
@@ -29,7 +29,7 @@ def private_redis(tmp_path_factory: pytest.TempPathFactory):
     if previous:
         use_broker(previous)
     else:
-        from workers.settings import get_settings
+        from pagefleet.workers.settings import get_settings
 
         for key in ("PAGEFLEET_BROKER__URL", "PAGEFLEET_BROKER__RESULT_BACKEND"):
             os.environ.pop(key, None)
@@ -38,7 +38,7 @@ def private_redis(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture
 def redis_url(private_redis: str) -> str:
-    from workers.app import use_broker
+    from pagefleet.workers.app import use_broker
 
     use_broker(private_redis)
     jobs.client().flushdb()
@@ -84,7 +84,7 @@ def test_deliveries_not_retries_are_counted_per_run(redis_url: str) -> None:
 
 
 def test_finished_jobs_expire_and_the_index_is_trimmed(redis_url: str, monkeypatch) -> None:
-    from workers.settings import get_settings
+    from pagefleet.workers.settings import get_settings
 
     monkeypatch.setenv("PAGEFLEET_BROKER__JOBS_INDEX_MAX", "100")
     get_settings.cache_clear()
@@ -126,7 +126,7 @@ def test_deadletter_list_replay_clear(redis_url: str, capsys, tmp_path) -> None:
 def test_a_backlog_is_not_a_loss(redis_url: str) -> None:
     import time
 
-    from workers.watchdog import backlogged
+    from pagefleet.workers.watchdog import backlogged
 
     r = jobs.client()
     r.set(jobs.PROGRESS, time.time())
@@ -145,9 +145,9 @@ def test_a_one_task_document_is_collected_in_place_on_the_record_its_split_read(
     collect and the notice."""
     import pymupdf
 
-    from tasks.split import split
-    from workers.settings import Options
-    from workers.split.submit import spec_for_path
+    from pagefleet.tasks.split import split
+    from pagefleet.workers.settings import Options
+    from pagefleet.workers.split.submit import spec_for_path
 
     pdf = tmp_path / "one.pdf"
     with pymupdf.open() as doc:
@@ -267,8 +267,8 @@ def test_done_finishes_counts_once_and_releases_only_its_own_lock_in_one_script(
     lock — one command; a lock another owner holds by then is left alone."""
     from collections import Counter
 
-    from workers import metrics
-    from workers.settings import get_settings
+    from pagefleet.workers import metrics
+    from pagefleet.workers.settings import get_settings
 
     r = jobs.client()
     for job_id in ("job-d", "job-e"):

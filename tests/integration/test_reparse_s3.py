@@ -34,10 +34,10 @@ def _document(version: str, uri: str) -> bytes:
 def test_reparse_resubmits_only_older_documents(
     service_env: dict[str, str], fixtures_dir: Path
 ) -> None:
-    from workers.fleet import jobs
-    from workers.cli.main import main
-    from workers.settings import PIPELINE_VERSION, get_settings
-    from workers.store.s3_clients import s3_client
+    from pagefleet.workers.fleet import jobs
+    from pagefleet.workers.cli.main import main
+    from pagefleet.workers.settings import PIPELINE_VERSION, get_settings
+    from pagefleet.workers.store.s3_clients import s3_client
 
     client = s3_client(get_settings())
     for bucket in ("reparse-in", "reparse-out"):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from routing.edits import Edit, apply_edits
+from pagefleet.routing.edits import Edit, apply_edits
 from tests.conftest import CORPUS
 from tests.integration.test_review_studio import PAGEFLEET, StudioProcess, _request, browser  # noqa: F401
 
@@ -376,7 +376,7 @@ def _scrape(redis_url: str) -> dict[str, float]:
     import redis
     from prometheus_client import CollectorRegistry, generate_latest
 
-    from workers.metrics import FleetCollector
+    from pagefleet.workers.metrics import FleetCollector
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(FleetCollector(redis.Redis.from_url(redis_url)))

@@ -7,9 +7,9 @@ import uuid
 
 import pytest
 
-from workers.settings import Settings
-from workers.store.s3_clients import s3_client
-from workers.store.storage import S3Storage
+from pagefleet.workers.settings import Settings
+from pagefleet.workers.store.s3_clients import s3_client
+from pagefleet.workers.store.storage import S3Storage
 
 pytestmark = pytest.mark.integration
 

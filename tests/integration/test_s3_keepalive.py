@@ -1,4 +1,4 @@
-"""One minio client per process and settings (`workers.store.s3_clients.s3_client`): the documents a worker
+"""One minio client per process and settings (`pagefleet.workers.store.s3_clients.s3_client`): the documents a worker
 stores one after another reuse its pooled connections instead of connecting (and, without a
 configured region, asking the bucket's location) once a document. Real moto S3 application
 served with HTTP/1.1 keep-alive (`tests/support/s3_server.py`: the session's server, and one over HTTPS,
@@ -14,10 +14,10 @@ import pytest
 from tests.support.s3_server import MotoServer
 from tests.support.artifact_streams import artifact_streams
 from tests.support.tcp_proxy import TcpProxy
-from workers.errors import StorageError
-from workers.settings import Settings
-from workers.store.s3_clients import s3_client
-from workers.store.storage import open_storage
+from pagefleet.workers.errors import StorageError
+from pagefleet.workers.settings import Settings
+from pagefleet.workers.store.s3_clients import s3_client
+from pagefleet.workers.store.storage import open_storage
 
 pytestmark = pytest.mark.integration
 

@@ -14,10 +14,10 @@ import pytest
 
 from tests.support.artifact_streams import artifact_streams
 from tests.support.tcp_proxy import TcpProxy
-from workers.store import storage as storage_module
-from workers.errors import StorageError
-from workers.settings import Settings
-from workers.store.storage import S3Storage
+from pagefleet.workers.store import storage as storage_module
+from pagefleet.workers.errors import StorageError
+from pagefleet.workers.settings import Settings
+from pagefleet.workers.store.storage import S3Storage
 
 pytestmark = pytest.mark.integration
 

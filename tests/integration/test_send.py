@@ -1,4 +1,4 @@
-"""`workers.app.send` keeps one broker connection per process and broker (issue 15: a connection
+"""`pagefleet.workers.app.send` keeps one broker connection per process and broker (issue 15: a connection
 per message cost a producer ~20 ms of CPU per document): messages land on the queue, the
 connection is reused, a restarted Redis is reconnected to, another broker or a forked child
 gets its own connection, and a broker that is down still fails as a broker error."""
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import redis
 
-from workers.fleet.launcher import RedisServer
-from workers import app as appmod
-from workers.app import send, use_broker
+from pagefleet.workers.fleet.launcher import RedisServer
+from pagefleet.workers import app as appmod
+from pagefleet.workers.app import send, use_broker
 
 pytestmark = pytest.mark.integration
 

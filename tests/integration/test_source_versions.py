@@ -12,10 +12,10 @@ import pytest
 from minio.commonconfig import ENABLED
 from minio.versioningconfig import VersioningConfig
 
-from workers.errors import PdfTooLargeError, SourceChangedError
-from workers.pdf.fetch import local_pdf
-from workers.settings import Options, get_settings
-from workers.split.submit import spec_for_object
+from pagefleet.workers.errors import PdfTooLargeError, SourceChangedError
+from pagefleet.workers.pdf.fetch import local_pdf
+from pagefleet.workers.settings import Options, get_settings
+from pagefleet.workers.split.submit import spec_for_object
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""The split task's wait for its document's ranges (`workers.collect.stream.Waiter`), on a real Redis: it
+"""The split task's wait for its document's ranges (`pagefleet.workers.collect.stream.Waiter`), on a real Redis: it
 returns as soon as a range task says its range is stored, and gives up — so `split_done` collects —
 when its lease is taken away, when other documents wait on the split queue, or when no range comes."""
 
@@ -10,8 +10,8 @@ import uuid
 
 import pytest
 
-from workers.fleet import jobs
-from workers.collect import stream
+from pagefleet.workers.fleet import jobs
+from pagefleet.workers.collect import stream
 
 pytestmark = pytest.mark.integration
 
@@ -73,7 +73,7 @@ def test_a_range_counted_without_redis_is_a_typed_error() -> None:
     import redis
 
     from tests.conftest import free_port
-    from workers.errors import BrokerUnavailable
+    from pagefleet.workers.errors import BrokerUnavailable
 
     unreachable = redis.Redis(port=free_port(), socket_connect_timeout=1)
     with pytest.raises(BrokerUnavailable):

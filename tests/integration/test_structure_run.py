@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from routing.structure.offsets import citation_replays
+from pagefleet.routing.structure.offsets import citation_replays
 
 pytestmark = pytest.mark.integration
 PAGEFLEET = str(Path(sys.executable).parent / "pagefleet")

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.tcp_proxy import TcpProxy
-from workers.fleet.launcher import Fleet, RedisServer, die_with_parent
+from pagefleet.workers.fleet.launcher import Fleet, RedisServer, die_with_parent
 
 FAST_ENV = {
     "PAGEFLEET_LIMITS__TASK_SOFT_TIME_LIMIT": "25",
@@ -113,7 +113,7 @@ class Ledger:
         """The invariant, for every document submitted; returns the tallies for the drills' table.
         `snapshot`: the job records and dead letters of a fleet already stopped (`DrillFleet.snapshot`):
         its Redis is gone, and the default one is not the fleet's."""
-        from workers.fleet import jobs
+        from pagefleet.workers.fleet import jobs
 
         records = snapshot["jobs"] if snapshot is not None else None
         letters = snapshot["dead"] if snapshot is not None else jobs.dead_letters()
@@ -214,8 +214,8 @@ class DrillFleet:
         self.snapshot: dict[str, Any] | None = None  # job records and dead letters, once stopped
 
     def __enter__(self) -> "DrillFleet":
-        from workers.app import use_broker
-        from workers.settings import get_settings
+        from pagefleet.workers.app import use_broker
+        from pagefleet.workers.settings import get_settings
 
         self.redis.start()
         self.proxy.start()
@@ -265,7 +265,7 @@ class DrillFleet:
             "-m",
             "celery",
             "-A",
-            "workers.app",
+            "pagefleet.workers.app",
             "beat",
             "-s",
             str(self.tmp / "beat-schedule"),
@@ -298,7 +298,7 @@ class DrillFleet:
         )
 
     def __exit__(self, *exc: object) -> None:
-        from workers.settings import get_settings
+        from pagefleet.workers.settings import get_settings
 
         self.fleet.stop(timeout_s=10)
         if self.beat is not None and self.beat.poll() is None:
@@ -312,7 +312,7 @@ class DrillFleet:
         self.proxy.cut()
         if self.redis_proxy is not None:
             self.redis_proxy.cut()
-        from workers.app import app
+        from pagefleet.workers.app import app
 
         for key, value in self.saved_env.items():
             if value is None:

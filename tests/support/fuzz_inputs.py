@@ -166,7 +166,7 @@ def run_fleet_measured(
     argv = [
         sys.executable,
         "-m",
-        "workers.cli.main",
+        "pagefleet.workers.cli.main",
         "run",
         str(inputs[0].parent),
         "--out",
@@ -212,7 +212,7 @@ def _peak_rss(pid: int) -> int:
 
 def verdicts(inputs: list[tuple[Path, str]], out: Path) -> Counter[str]:
     """What each input ended in: `artifacts`, `error:<code>`, or `neither`/`both` (failures)."""
-    from workers.errors import INPUT_ERROR_CODES
+    from pagefleet.workers.errors import INPUT_ERROR_CODES
 
     tally: Counter[str] = Counter()
     for path, _ in inputs:

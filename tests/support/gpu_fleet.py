@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import PrivateFleet, wait_for_job
-from workers.settings import Options
-from workers.store.storage import LocalStorage
-from workers.split.submit import enqueue, spec_for_path
+from pagefleet.workers.settings import Options
+from pagefleet.workers.store.storage import LocalStorage
+from pagefleet.workers.split.submit import enqueue, spec_for_path
 
 
 def gpu_env(qwen: str, siglip: str, **extra: str) -> dict[str, str]:

@@ -2,7 +2,7 @@
 (HTTPS, HTTP/1.1 connections kept alive), optionally behind `tests/support/latency_proxy.py`.
 
 `moto_server` itself runs Werkzeug's development server, which closes the connection after every
-answer and speaks plain HTTP: a client that keeps its connections (`workers.store.s3_clients.s3_client`)
+answer and speaks plain HTTP: a client that keeps its connections (`pagefleet.workers.store.s3_clients.s3_client`)
 would look no better there than one that connects for every object, and no TLS handshake would
 be paid at all. Here uvicorn serves the same WSGI application; with `tls` (the default) over a
 self-signed RSA-2048 certificate made for 127.0.0.1. The clients trust it through `SSL_CERT_FILE`
@@ -30,7 +30,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from workers.fleet.launcher import free_port
+from pagefleet.workers.fleet.launcher import free_port
 
 _SERVE = """
 import os, sys

@@ -107,9 +107,9 @@ class WarmFleet:
         self._sampled = 0.0
 
     def __enter__(self) -> "WarmFleet":
-        from workers.app import use_broker
-        from workers.fleet.launcher import Fleet
-        from workers.settings import get_settings
+        from pagefleet.workers.app import use_broker
+        from pagefleet.workers.fleet.launcher import Fleet
+        from pagefleet.workers.settings import get_settings
 
         self.fleet = Fleet(
             self.workdir,
@@ -132,8 +132,8 @@ class WarmFleet:
         return next((w for w in self.workers if not w.alive()), None)
 
     def make_bucket(self, name: str) -> str:
-        from workers.settings import get_settings
-        from workers.store.s3_clients import s3_client
+        from pagefleet.workers.settings import get_settings
+        from pagefleet.workers.store.s3_clients import s3_client
 
         client = s3_client(get_settings())
         if not client.bucket_exists(name):
@@ -274,8 +274,8 @@ class WarmFleet:
         )
 
     def run(self, files: list[Path], storage: str, options: dict[str, Any], tag: str) -> RunResult:
-        from workers.settings import Options
-        from workers.split.submit import enqueue_many, spec_for_path
+        from pagefleet.workers.settings import Options
+        from pagefleet.workers.split.submit import enqueue_many, spec_for_path
 
         opts = Options.model_validate(options)
         specs = [spec_for_path(str(f), storage, f"{tag}/{f.stem}", opts, force=True) for f in files]
@@ -284,8 +284,8 @@ class WarmFleet:
 
     def measure(self, submit: Callable[[], object], ids: list[str], tag: str) -> RunResult:
         """`submit()` (sends the jobs `ids` however it likes) timed until every one of them is done."""
-        from workers.fleet import jobs
-        from workers.pdf.forkserver import IDLE_S
+        from pagefleet.workers.fleet import jobs
+        from pagefleet.workers.pdf.forkserver import IDLE_S
 
         r = jobs.client()
         fs_ms, _ = fs_quiet.wait_quiet(
@@ -349,7 +349,7 @@ class WarmFleet:
         memory at most every `_REDIS_SAMPLE_S`: woken by every notice, with an INFO call each and
         the jobs' states read every second, it spent ~0.22 s of CPU over 500 one-page documents
         (2.5 s), ~0.01 s over one 500-page document."""
-        from workers.fleet import jobs
+        from pagefleet.workers.fleet import jobs
 
         deadline = time.monotonic() + timeout_s
         redis_peak = 0.0
@@ -385,7 +385,7 @@ class WarmFleet:
 
     @staticmethod
     def _unfinished(r: Any, ids: set[str]) -> set[str]:
-        from workers.fleet import jobs
+        from pagefleet.workers.fleet import jobs
 
         order = sorted(ids)
         pipe = r.pipeline(transaction=False)

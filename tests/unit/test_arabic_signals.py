@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from routing.arabic import (
+from pagefleet.routing.arabic import (
     ArabicSignals,
     arabic_signals,
     elongation_repairs,
@@ -118,7 +118,7 @@ def _reference_word_counts(text: str) -> tuple[int, int, int, int, int]:
     import re
     import unicodedata
 
-    from routing.arabic import _is_foreign, is_arabic, is_arabic_letter
+    from pagefleet.routing.arabic import _is_foreign, is_arabic, is_arabic_letter
 
     words = runs = run_letters = foreign = controls = streak = 0
     tokens = re.split(r"[ \t\n\r\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]+", text) + [""]
@@ -148,7 +148,7 @@ def _reference_word_counts(text: str) -> tuple[int, int, int, int, int]:
     )
 )
 def test_word_counts_equal_their_per_character_definition(text: str) -> None:
-    from routing.arabic import _word_counts
+    from pagefleet.routing.arabic import _word_counts
 
     assert _word_counts(text) == (
         _reference_word_counts(text)

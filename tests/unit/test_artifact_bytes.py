@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from workers.model import DocumentRecord, PageRecord, Quality, RouterInfo, SourceInfo
+from pagefleet.workers.model import DocumentRecord, PageRecord, Quality, RouterInfo, SourceInfo
 
 TEXTS = [
     "שלום עולם",

@@ -1,4 +1,4 @@
-"""The collector's page-by-page assembly (workers/collect/assembly.py) writes the bytes the document built
+"""The collector's page-by-page assembly (pagefleet/workers/collect/assembly.py) writes the bytes the document built
 whole would: document.json as pydantic serializes the whole DocumentRecord, document.md, text.txt
 and chunks.jsonl as the whole-document functions make them; and it holds only the pages a chunk
 still open may cite, never the document."""
@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from routing.structure.chunking import ChunkRules, chunk_document
-from workers.store import artifacts
-from workers.collect import assembly, chunks
-from workers.collect.assembly import Assembly
-from workers.collect.chunks import _page_in, replays
-from workers.model import (
+from pagefleet.routing.structure.chunking import ChunkRules, chunk_document
+from pagefleet.workers.store import artifacts
+from pagefleet.workers.collect import assembly, chunks
+from pagefleet.workers.collect.assembly import Assembly
+from pagefleet.workers.collect.chunks import _page_in, replays
+from pagefleet.workers.model import (
     Attempt,
     Block,
     DocumentRecord,
@@ -28,7 +28,7 @@ from workers.model import (
     SourceInfo,
     TableData,
 )
-from workers.store.storage import LocalStorage
+from pagefleet.workers.store.storage import LocalStorage
 
 HEB = "פסקה ארוכה על חוזה השכירות והתנאים שלו " * 6
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from workers.settings import Settings
-from workers.split import submit
-from workers.split.submit import batch_size
+from pagefleet.workers.settings import Settings
+from pagefleet.workers.split import submit
+from pagefleet.workers.split.submit import batch_size
 
 
 @pytest.mark.parametrize(
@@ -56,7 +56,7 @@ def test_a_submission_s_batches_cover_it_once_and_taper_at_its_end(documents: in
     """`batch_plan`: every document in one batch, no batch above `batch_size`, sizes never growing,
     the last batches halving (none under 3 documents where the tail was cut) — the last batch a
     split worker process takes is short."""
-    from workers.split.submit import batch_plan
+    from pagefleet.workers.split.submit import batch_plan
 
     settings = Settings()
     plan = batch_plan(documents, settings)

@@ -1,4 +1,4 @@
-"""workers/engines/batching.py: concurrent reads under one key share calls of at most `size` items,
+"""pagefleet/workers/engines/batching.py: concurrent reads under one key share calls of at most `size` items,
 each caller gets its own rows in order, a failure reaches every caller of its batch (and only
 those), and a lone caller reads at once."""
 
@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from workers.engines.batching import Batcher
+from pagefleet.workers.engines.batching import Batcher
 
 
 class Gate:
@@ -127,8 +127,8 @@ def test_a_wrong_row_count_is_an_error_for_the_batch() -> None:
 def test_a_gpu_worker_runs_its_tasks_on_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     """Only a worker of the gpu queue alone: every other one keeps the prefork pool (time limits,
     recycling); `PAGEFLEET_GPU__POOL=prefork` turns it back."""
-    from workers.fleet.launcher import pool_for
-    from workers.settings import get_settings
+    from pagefleet.workers.fleet.launcher import pool_for
+    from pagefleet.workers.settings import get_settings
 
     get_settings.cache_clear()
     assert pool_for("gpu") == ["-P", "threads"]
@@ -147,8 +147,8 @@ def test_pagefleet_worker_gives_a_gpu_worker_vlm_batch_size_threads(
 ) -> None:
     """`pagefleet worker --queues gpu` (compose, Kubernetes): the threads pool with as many task
     threads as a generate call takes pages, unless --concurrency says otherwise; others prefork."""
-    from workers.cli import main
-    from workers.settings import get_settings
+    from pagefleet.workers.cli import main
+    from pagefleet.workers.settings import get_settings
 
     started: list[list[str]] = []
     monkeypatch.setattr(main.os, "execv", lambda exe, argv: started.append(argv))
@@ -183,7 +183,7 @@ def test_pagefleet_worker_gives_a_gpu_worker_vlm_batch_size_threads(
 
 
 def test_every_call_is_observed_with_its_pages_and_tasks() -> None:
-    """The hook a gpu worker sets (workers.app → metrics: pagefleet_generate_*)."""
+    """The hook a gpu worker sets (pagefleet.workers.app → metrics: pagefleet_generate_*)."""
     seen: list[tuple[object, int, int]] = []
     batcher, gate = (
         Batcher(lambda key, items, requests: seen.append((key, items, requests))),

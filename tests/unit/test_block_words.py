@@ -11,10 +11,10 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from workers.ladder.structure import document_layout, structure_page
-from workers.ladder.textlayer import decide_page
-from workers.model import PageRecord
-from workers.pdf.mupdf import extract_range
+from pagefleet.workers.ladder.structure import document_layout, structure_page
+from pagefleet.workers.ladder.textlayer import decide_page
+from pagefleet.workers.model import PageRecord
+from pagefleet.workers.pdf.mupdf import extract_range
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 _WORD = re.compile(r"[^\W_]+")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from routing.chains import VisualVote, decide, reads_script
-from workers.engines.base import scripts_by_entry
-from workers.settings import Chains
+from pagefleet.routing.chains import VisualVote, decide, reads_script
+from pagefleet.workers.engines.base import scripts_by_entry
+from pagefleet.workers.settings import Chains
 
 CHAINS = Chains().model_dump()
 

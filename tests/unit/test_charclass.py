@@ -12,11 +12,11 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from routing.arabic import arabic_signals
-from routing.normalize import SYMBOL_PUA_MAP
-from routing.detectors import mixed_script_words
-from routing.quality import GateInput, assess, canonical_violations
-from routing.scripts import script_stats
+from pagefleet.routing.arabic import arabic_signals
+from pagefleet.routing.normalize import SYMBOL_PUA_MAP
+from pagefleet.routing.detectors import mixed_script_words
+from pagefleet.routing.quality import GateInput, assess, canonical_violations
+from pagefleet.routing.scripts import script_stats
 
 HE = ((0x0590, 0x05FF), (0xFB1D, 0xFB4F))
 AR = ((0x0600, 0x06FF), (0x0750, 0x077F), (0x08A0, 0x08FF), (0xFB50, 0xFDFF), (0xFE70, 0xFEFF))
@@ -193,7 +193,11 @@ def test_canonical_lam_alef_check_matches_the_arabic_signal() -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.lists(ALPHABET, max_size=80).map("".join))
 def test_arabic_counts_match_their_per_character_definitions(text: str) -> None:
-    from routing.arabic import fold_presentation_forms, is_arabic_letter, is_presentation_form
+    from pagefleet.routing.arabic import (
+        fold_presentation_forms,
+        is_arabic_letter,
+        is_presentation_form,
+    )
 
     sig = arabic_signals(text)
     assert sig.letters == sum(1 for c in text if is_arabic_letter(c))
@@ -209,9 +213,9 @@ def test_long_texts_are_translated_alike_in_numpy() -> None:
     included), and a table with a value of several characters falls back to str.translate."""
     import random
 
-    from routing import arabic, lam
-    from routing.charclass import CLASS_TABLE, FAMILY_TABLE, LazyTable
-    from workers.pdf import fastwalk
+    from pagefleet.routing import arabic, lam
+    from pagefleet.routing.charclass import CLASS_TABLE, FAMILY_TABLE, LazyTable
+    from pagefleet.workers.pdf import fastwalk
 
     pool = [
         chr(c)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from workers.cli.exitcodes import ExitCode
+from pagefleet.workers.cli.exitcodes import ExitCode
 
 BIN = Path(sys.executable).parent
 

@@ -10,12 +10,12 @@ import sys
 import pytest
 
 from tests.conftest import ROOT
-from workers.cli.main import EX_USAGE, main, parser, version
+from pagefleet.workers.cli.main import EX_USAGE, main, parser, version
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "workers.cli.main", *args],
+        [sys.executable, "-m", "pagefleet.workers.cli.main", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

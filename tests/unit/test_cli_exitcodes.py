@@ -1,4 +1,4 @@
-"""Exit statuses a script can use (workers/cli/exitcodes.py): every class of outcome has its own
+"""Exit statuses a script can use (pagefleet/workers/cli/exitcodes.py): every class of outcome has its own
 status, a batch exits with its most severe outcome and prints the count of each. The boundary in
 `main` maps each error; `pagefleet run` maps each document and what ended the run early.
 tests/integration/test_cli_run.py (an encrypted input in a batch, a page that needs review) and
@@ -13,10 +13,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from workers.cli import main as cli_main
-from workers.cli import run as cli_run
-from workers.cli.embedded import Terminated
-from workers.cli.exitcodes import (
+from pagefleet.workers.cli import main as cli_main
+from pagefleet.workers.cli import run as cli_run
+from pagefleet.workers.cli.embedded import Terminated
+from pagefleet.workers.cli.exitcodes import (
     MEANING,
     SEVERITY,
     ExitCode,
@@ -25,7 +25,7 @@ from workers.cli.exitcodes import (
     most_severe,
     summary,
 )
-from workers.errors import (
+from pagefleet.workers.errors import (
     INPUT_ERROR_CODES,
     BrokerUnavailable,
     EncryptedPdfError,
@@ -36,7 +36,7 @@ from workers.errors import (
     TaskDeadline,
     TooManyPagesError,
 )
-from workers.model import JobSpec
+from pagefleet.workers.model import JobSpec
 
 INPUT = {ExitCode.INPUT_ERROR, ExitCode.ENCRYPTED_PDF, ExitCode.INPUT_TOO_LARGE}
 FLEET = {ExitCode.WORKER_DIED, ExitCode.BROKER_LOST, ExitCode.DEADLINE, ExitCode.STORAGE_FAILED}
@@ -194,7 +194,7 @@ def test_the_boundary_maps_every_error(
 def test_input_errors_from_the_command_line(tmp_path: Path) -> None:
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "workers.cli.main", *args],
+            [sys.executable, "-m", "pagefleet.workers.cli.main", *args],
             capture_output=True,
             text=True,
             timeout=120,

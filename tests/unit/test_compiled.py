@@ -1,4 +1,4 @@
-"""The mypyc build of the gate (routing/compiled.py): importing routing loads the sources, `enable()`
+"""The mypyc build of the gate (pagefleet/routing/compiled.py): importing routing loads the sources, `enable()`
 lets only a build that matches its sources run, and the build decides every page of the project's
 fixtures exactly as the sources do."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from routing import compiled
+from pagefleet.routing import compiled
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,7 +53,7 @@ def test_enable_runs_no_build_that_is_missing_or_older_than_its_sources(tmp_path
 
 def test_importing_routing_reads_nothing_and_runs_the_sources() -> None:
     code = (
-        "import sys, os; import routing.quality as q; from routing import compiled; "
+        "import sys, os; import pagefleet.routing.quality as q; from pagefleet.routing import compiled; "
         "print(q.__file__.endswith('.py'), compiled.active(), 'PAGEFLEET_COMPILED' in os.environ)"
     )
     done = subprocess.run(
@@ -67,7 +67,7 @@ def test_importing_routing_reads_nothing_and_runs_the_sources() -> None:
     )
     assert done.stdout.split() == ["True", "False", "True"]
     routing_sources = "".join(
-        p.read_text(encoding="utf-8") for p in (ROOT / "routing").rglob("*.py")
+        p.read_text(encoding="utf-8") for p in (ROOT / "pagefleet" / "routing").rglob("*.py")
     )
     assert "os.environ" not in routing_sources and "getenv" not in routing_sources
 
@@ -75,14 +75,14 @@ def test_importing_routing_reads_nothing_and_runs_the_sources() -> None:
 _DECIDE = """
 import json, sys
 from pathlib import Path
-import workers  # the fleet's start-up: the compiled build, unless PAGEFLEET_COMPILED=0
-from routing import compiled
-from routing.structure.chunking import ChunkRules, iter_chunks
-from workers.store.artifacts import ACCEPTED_ROUTES
-from workers.collect.chunks import _page_in
-from workers.ladder.textlayer import decide_page
-from workers.model import PageRecord
-from workers.pdf.mupdf import extract_range
+import pagefleet.workers  # the fleet's start-up: the compiled build, unless PAGEFLEET_COMPILED=0
+from pagefleet.routing import compiled
+from pagefleet.routing.structure.chunking import ChunkRules, iter_chunks
+from pagefleet.workers.store.artifacts import ACCEPTED_ROUTES
+from pagefleet.workers.collect.chunks import _page_in
+from pagefleet.workers.ladder.textlayer import decide_page
+from pagefleet.workers.model import PageRecord
+from pagefleet.workers.pdf.mupdf import extract_range
 
 out = {"compiled": compiled.active(), "documents": {}}
 for path in sorted(Path(p) for folder in sys.argv[1:] for p in Path(folder).glob("*.pdf")):
@@ -164,7 +164,7 @@ def test_a_build_runs_where_enabled_from_any_directory(tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     code = (
-        "import sys; from pathlib import Path; from routing import compiled; import pfx_tiny.calc as c; "
+        "import sys; from pathlib import Path; from pagefleet.routing import compiled; import pfx_tiny.calc as c; "
         "print(c.__file__.endswith('.py')); del sys.modules['pfx_tiny.calc']; "
         f"print(compiled.enable({modules!r}, Path({str(root)!r}), 'pfx_tiny._gate')); "
         "import pfx_tiny.calc as c; print(c.__file__.endswith('.so'), c.twice(21))"

@@ -13,9 +13,9 @@ import jsonschema
 import pytest
 
 from tests.unit.test_manifests import compose
-from workers.app import app
-from workers.pdf.scratch import SCRATCH_SHM_MB
-from workers.settings import QUEUES
+from pagefleet.workers.app import app
+from pagefleet.workers.pdf.scratch import SCRATCH_SHM_MB
+from pagefleet.workers.settings import QUEUES
 
 
 def test_compose_matches_the_compose_specification() -> None:
@@ -78,7 +78,7 @@ def test_compose_wiring() -> None:
             assert service["healthcheck"]["test"][1:4] == [
                 "python",
                 "-m",
-                "workers.fleet.heartbeat",
+                "pagefleet.workers.fleet.heartbeat",
             ]
 
 

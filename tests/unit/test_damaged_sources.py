@@ -9,11 +9,11 @@ import json
 from pathlib import Path
 
 from tests.support.drills import make_docs
-from workers.collect.document import collect_held
-from workers.model import JobSpec
-from workers.settings import get_settings
-from workers.split.pages import split_document
-from workers.store.storage import LocalStorage
+from pagefleet.workers.collect.document import collect_held
+from pagefleet.workers.model import JobSpec
+from pagefleet.workers.settings import get_settings
+from pagefleet.workers.split.pages import split_document
+from pagefleet.workers.store.storage import LocalStorage
 
 
 def truncated(folder: Path, before_object: int, pages: int = 3) -> Path:

@@ -1,4 +1,4 @@
-"""workers/fleet/deadline.py: a task on a thread keeps its own soft time limit. The batcher lets a read
+"""pagefleet/workers/fleet/deadline.py: a task on a thread keeps its own soft time limit. The batcher lets a read
 still queued at its deadline go, a shared call runs under the earliest deadline of its requests,
 the VLM's generate stops there, and the page chain stops between engines."""
 
@@ -10,9 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from workers.fleet import deadline
-from workers.engines.batching import Batcher
-from workers.errors import TaskDeadline
+from pagefleet.workers.fleet import deadline
+from pagefleet.workers.engines.batching import Batcher
+from pagefleet.workers.errors import TaskDeadline
 
 
 def test_until_check_and_remaining() -> None:
@@ -97,7 +97,7 @@ def test_a_shared_call_runs_under_its_earliest_deadline() -> None:
 
 
 def test_the_page_chain_stops_at_the_deadline() -> None:
-    from workers.ladder import ocr_chain
+    from pagefleet.workers.ladder import ocr_chain
 
     ocr_chain.run_chains([])  # nothing to read, no deadline
     with deadline.until(time.monotonic() - 0.5), pytest.raises(TaskDeadline):
@@ -109,7 +109,7 @@ def test_a_tesseract_pass_ends_by_the_deadline(fixtures_dir, tmp_path) -> None: 
     run (its own timeout otherwise), and a pass cut there is the task's time limit."""
     import pymupdf
 
-    from workers.engines import tesseract
+    from pagefleet.workers.engines import tesseract
 
     png = tmp_path / "page.png"
     with pymupdf.open(fixtures_dir / "image_only_hebrew_scan.pdf") as doc:
@@ -132,7 +132,7 @@ def test_a_sandbox_command_ends_by_the_deadline(tmp_path) -> None:  # type: igno
     than the task may (the sandbox's own timeout, 120 s, otherwise), and one cut there, or one that
     would start after it, is the task's time limit — not a broken file."""
     from tests.unit.test_forkserver import extract_past_timeout, many_pages
-    from workers.pdf import sandbox
+    from pagefleet.workers.pdf import sandbox
 
     path = many_pages(tmp_path)
     limits = {"timeout_s": 120.0, "memory_mb": 3072}
@@ -156,9 +156,9 @@ def test_a_sandbox_command_ends_by_the_deadline(tmp_path) -> None:  # type: igno
 def test_a_command_after_a_wait_for_its_turn_gets_only_the_time_left(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The wait for the fork server counts against the deadline: a command that got its turn 0.5 s
     into a 2 s deadline is sent with the 1.5 s left, not the 2 s it had when it asked."""
-    from workers.errors import SandboxError
-    from workers.pdf import sandbox
-    from workers.pdf.forkserver import CLIENT
+    from pagefleet.workers.errors import SandboxError
+    from pagefleet.workers.pdf import sandbox
+    from pagefleet.workers.pdf.forkserver import CLIENT
 
     sent: list[float] = []
 
@@ -188,7 +188,7 @@ def test_a_command_after_a_wait_for_its_turn_gets_only_the_time_left(monkeypatch
 def test_a_thread_waiting_for_the_sandbox_leaves_at_its_deadline() -> None:
     """One command of a process at a time (`sandbox._ONE_AT_A_TIME`): a task thread behind another's
     long command waits no longer than its deadline."""
-    from workers.pdf import sandbox
+    from pagefleet.workers.pdf import sandbox
 
     with sandbox._ONE_AT_A_TIME:  # another thread's command under way
         with (

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from routing.arabic import arabic_signals
-from routing.detectors import DETECTORS, tables
-from routing.evidence import Evidence, GateInput, GateThresholds, GlyphFacts, TableFacts
-from routing.visual_order import page_order
-from routing.quality import assess_tables
-from routing.scripts import script_stats
+from pagefleet.routing.arabic import arabic_signals
+from pagefleet.routing.detectors import DETECTORS, tables
+from pagefleet.routing.evidence import Evidence, GateInput, GateThresholds, GlyphFacts, TableFacts
+from pagefleet.routing.visual_order import page_order
+from pagefleet.routing.quality import assess_tables
+from pagefleet.routing.scripts import script_stats
 
 SAMPLES = [
     GateInput("רוב ההרפתקאות שתועדו בספר זה באמת התרחשו", "text_layer"),
@@ -57,9 +57,9 @@ def test_detectors_give_only_the_codes_they_declare() -> None:
 
 
 def test_every_reason_is_in_the_gates_table() -> None:
-    table = (Path(__file__).resolve().parents[2] / "routing" / "quality.py").read_text(
-        encoding="utf-8"
-    )
+    table = (
+        Path(__file__).resolve().parents[2] / "pagefleet" / "routing" / "quality.py"
+    ).read_text(encoding="utf-8")
     reasons = {
         "too_little_text",
         "broken_tounicode",

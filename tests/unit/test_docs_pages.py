@@ -38,9 +38,7 @@ def test_no_page_or_comment_in_the_repository_mentions_a_numbered_round() -> Non
         "tests",
         "docker",
         "k8s",
-        "workers",
-        "routing",
-        "tasks",
+        "pagefleet",
         "fixtures",
     ):
         files += [

@@ -37,7 +37,7 @@ def test_configuration_page_names_every_variable_of_the_tree() -> None:
     import os
     from unittest import mock
 
-    from workers.settings import Settings
+    from pagefleet.workers.settings import Settings
 
     page = _gen().config_page()
     cases = {

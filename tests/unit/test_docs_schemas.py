@@ -13,10 +13,10 @@ import jsonschema
 import pytest
 
 from tests.unit.test_assembly import _page
-from workers.collect import chunks
-from workers.collect.assembly import Assembly
-from workers.model import BlockType, DocumentRecord, Route, RouterSource, Rung, SourceInfo
-from workers.store.storage import LocalStorage
+from pagefleet.workers.collect import chunks
+from pagefleet.workers.collect.assembly import Assembly
+from pagefleet.workers.model import BlockType, DocumentRecord, Route, RouterSource, Rung, SourceInfo
+from pagefleet.workers.store.storage import LocalStorage
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schemas"
 

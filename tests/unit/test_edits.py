@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from routing import compiled
-from routing.edit_builder import EditMapBuilder, Replacement, combine_kinds
-from routing.edits import (
+from pagefleet.routing import compiled
+from pagefleet.routing.edit_builder import EditMapBuilder, Replacement, combine_kinds
+from pagefleet.routing.edits import (
     EDIT_KINDS,
     Edit,
     EditCheck,
@@ -131,7 +131,7 @@ def test_verify_edits_never_raises(raw: object, edits: object) -> None:  # delib
     if callable(edits):
         try:
             edits = edits()
-        except TypeError:  # only the mypyc build (routing/compiled.py) checks an Edit's field types when it is made
+        except TypeError:  # only the mypyc build (pagefleet/routing/compiled.py) checks an Edit's field types when it is made
             assert compiled.active()
             return
     check = verify_edits(raw, edits, "ab c")

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from routing.quality import GateInput, assess
-from workers.engines import base
-from workers.engines.base import Engine, EngineHealth, PageImage, create
-from workers.errors import EngineCrashed, EngineTimeout, EngineUnavailable
+from pagefleet.routing.quality import GateInput, assess
+from pagefleet.workers.engines import base
+from pagefleet.workers.engines.base import Engine, EngineHealth, PageImage, create
+from pagefleet.workers.errors import EngineCrashed, EngineTimeout, EngineUnavailable
 
 SCRIPT = """#!{python}
 import json, os, sys
@@ -97,7 +97,7 @@ def test_timeout_and_failure_are_typed(tmp_path: Path) -> None:
 @pytest.fixture
 def fresh_settings(monkeypatch: pytest.MonkeyPatch):
     """Settings read from this test's environment, forgotten afterwards."""
-    from workers.settings import get_settings
+    from pagefleet.workers.settings import get_settings
 
     get_settings.cache_clear()
     yield monkeypatch

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from workers.engines import engine_modules, import_failures, load_builtin
-from workers.engines.base import ALL_SCRIPTS, gives_structure, registered, scripts_read
+from pagefleet.workers.engines import engine_modules, import_failures, load_builtin
+from pagefleet.workers.engines.base import ALL_SCRIPTS, gives_structure, registered, scripts_read
 
 
 def test_every_module_of_the_package_is_loaded_and_registers_its_engines() -> None:
     load_builtin()
     assert (
-        "workers.engines.tesseract" in engine_modules()
-        and "workers.engines.vlm" in engine_modules()
+        "pagefleet.workers.engines.tesseract" in engine_modules()
+        and "pagefleet.workers.engines.vlm" in engine_modules()
     )
     assert {"tesseract", "paddle", "lightonocr", "dots", "qwen", "http", "command", "null"} <= set(
         registered()
     )
-    assert "workers.engines.tesseract" not in import_failures()
+    assert "pagefleet.workers.engines.tesseract" not in import_failures()
 
 
 def test_every_engine_reads_only_routed_scripts() -> None:
@@ -32,7 +32,7 @@ def test_plain_text_engines_and_markdown_engines() -> None:
 
 
 def test_tesseract_reads_the_scripts_of_its_language_packs() -> None:
-    from workers.engines.tesseract import TesseractEngine
+    from pagefleet.workers.engines.tesseract import TesseractEngine
 
     assert TesseractEngine.languages("heb+eng") == {"heb", "eng"}
     assert TesseractEngine.reads("ara+eng") == {"latin", "ar"}

@@ -16,10 +16,10 @@ import pytest
 pytest.importorskip("PIL")
 from PIL import Image, ImageDraw  # noqa: E402
 
-from workers.engines.base import PageImage, create  # noqa: E402
-from workers.engines.http import png_data_url  # noqa: E402
-from workers.engines.vlm import DotsOcrEngine  # noqa: E402
-from workers.errors import EngineCrashed, EngineTimeout, EngineUnavailable  # noqa: E402
+from pagefleet.workers.engines.base import PageImage, create  # noqa: E402
+from pagefleet.workers.engines.http import png_data_url  # noqa: E402
+from pagefleet.workers.engines.vlm import DotsOcrEngine  # noqa: E402
+from pagefleet.workers.errors import EngineCrashed, EngineTimeout, EngineUnavailable  # noqa: E402
 
 
 class FakeVllm(ThreadingHTTPServer):
@@ -245,10 +245,10 @@ def test_unreadable_page_is_a_crash(server: FakeVllm, tmp_path: Path) -> None:
 def test_a_task_deadline_bounds_the_wait_for_the_server(
     server: FakeVllm, pages: list[PageImage]
 ) -> None:
-    """A task on a thread (workers.fleet.deadline): a request waits no longer than the task may run, and
+    """A task on a thread (pagefleet.workers.fleet.deadline): a request waits no longer than the task may run, and
     running out of that time is the task's time limit, not the engine's timeout."""
-    from workers.fleet import deadline
-    from workers.errors import TaskDeadline
+    from pagefleet.workers.fleet import deadline
+    from pagefleet.workers.errors import TaskDeadline
 
     server.mode = "slow"
     engine = create("http:dots", base_url=server.url, timeout_s=30)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from workers.engines import paddle
-from workers.engines.base import PageImage, create
-from workers.errors import EngineCrashed, EngineUnavailable
+from pagefleet.workers.engines import paddle
+from pagefleet.workers.engines.base import PageImage, create
+from pagefleet.workers.errors import EngineCrashed, EngineUnavailable
 
 BOX_H = 20.0
 

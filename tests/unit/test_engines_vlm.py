@@ -22,11 +22,11 @@ pytest.importorskip("transformers")
 from PIL import Image, ImageDraw, ImageFont  # noqa: E402
 
 from tests.support import tiny_models  # noqa: E402
-from workers.fleet import deadline  # noqa: E402
-from workers.engines import batching, hf, repetition, vlm, vlm_load, vlm_request  # noqa: E402
-from workers.engines.base import PageImage, create  # noqa: E402
-from workers.errors import EngineTimeout, EngineUnavailable, TaskDeadline  # noqa: E402
-from workers.settings import get_settings  # noqa: E402
+from pagefleet.workers.fleet import deadline  # noqa: E402
+from pagefleet.workers.engines import batching, hf, repetition, vlm, vlm_load, vlm_request  # noqa: E402
+from pagefleet.workers.engines.base import PageImage, create  # noqa: E402
+from pagefleet.workers.errors import EngineTimeout, EngineUnavailable, TaskDeadline  # noqa: E402
+from pagefleet.workers.settings import get_settings  # noqa: E402
 
 BUILDERS = {
     "qwen": tiny_models.save_tiny_qwen2_5_vl,
@@ -196,7 +196,7 @@ def test_concurrent_reads_share_one_generate_call(
     models: ModelDirs, pages: list[PageImage]
 ) -> None:
     """A gpu worker's task threads: reads waiting while a generate call runs go together into the
-    next one (`workers.engines.batching`), each thread gets its own page's reading back."""
+    next one (`pagefleet.workers.engines.batching`), each thread gets its own page's reading back."""
     model = models[("qwen", False)]
     single = create("qwen", model=model, max_new_tokens=6, batch_size=1).read(pages, script="latin")
     engine = create("qwen", model=model, max_new_tokens=6, batch_size=4)
@@ -343,7 +343,7 @@ def test_generation_past_its_time_budget_times_out(
 
 
 def test_generation_stops_at_the_task_deadline(models: ModelDirs, pages: list[PageImage]) -> None:
-    """A task on a thread (workers.fleet.deadline): generate gets max_time up to the deadline, and a page
+    """A task on a thread (pagefleet.workers.fleet.deadline): generate gets max_time up to the deadline, and a page
     cut there is the task's time limit, not the engine's timeout."""
     engine = create("qwen", model=models[("qwen", True)], max_new_tokens=2000, min_span=10_000)
     with deadline.until(time.monotonic() + 0.3), pytest.raises(TaskDeadline, match="time limit"):
@@ -358,8 +358,8 @@ def test_generation_stops_at_the_task_deadline(models: ModelDirs, pages: list[Pa
 
 def test_static_cache_is_opt_in_and_cuda_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """`static_cache` (compiled decoding, measured on an H200, docs/benchmarks/gpu.md) reaches `generate` only on CUDA."""
-    from workers.engines.base import create
-    from workers.settings import get_settings
+    from pagefleet.workers.engines.base import create
+    from pagefleet.workers.settings import get_settings
 
     assert get_settings().gpu.vlm.static_cache is False
     plain = create("lightonocr", model="unused", timeout_s=30)

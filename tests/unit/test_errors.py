@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workers import errors
+from pagefleet.workers import errors
 
 
 def test_every_input_code_has_a_class() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from workers.cli.error_rates import bag_error, cer
-from workers.cli.evaluate import judge_page, mirror_line
+from pagefleet.workers.cli.error_rates import bag_error, cer
+from pagefleet.workers.cli.evaluate import judge_page, mirror_line
 
 
 def test_cer_folds_whitespace_and_nfkc() -> None:

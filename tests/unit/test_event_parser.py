@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workers.intake.parse import (
+from pagefleet.workers.intake.parse import (
     EventFilter,
     EventParseError,
     ObjectCreated,
@@ -20,7 +20,7 @@ from workers.intake.parse import (
     parse_event_body,
     parse_event_payload,
 )
-from workers.intake.receiver import BearerAuth
+from pagefleet.workers.intake.receiver import BearerAuth
 
 
 def minio_record(
@@ -371,10 +371,10 @@ def test_bearer_auth() -> None:
 
 
 def test_cli_settings_and_their_errors(monkeypatch: pytest.MonkeyPatch) -> None:
-    from workers.cli.main import parser
-    from workers.intake.events import EventConfigError
-    from workers.cli.event_receiver import event_settings, resolve_token
-    from workers.settings import get_settings
+    from pagefleet.workers.cli.main import parser
+    from pagefleet.workers.intake.events import EventConfigError
+    from pagefleet.workers.cli.event_receiver import event_settings, resolve_token
+    from pagefleet.workers.settings import get_settings
 
     for name in ("PAGEFLEET_EVENTS__OUTPUT", "PAGEFLEET_EVENTS__TOKEN"):
         monkeypatch.delenv(name, raising=False)

@@ -1,4 +1,4 @@
-"""The C text walk (workers/pdf/stextwalk.c, loaded by workers/pdf/fastwalk.py) gives rung 1 exactly
+"""The C text walk (pagefleet/workers/pdf/stextwalk.c, loaded by pagefleet/workers/pdf/fastwalk.py) gives rung 1 exactly
 the Python path's answer (rawdict + `mupdf._geometry_evidence`, `stext.walk`, `runs.run_order`):
 page by page on the generated fixtures and the corpus, and line by line on random geometry built
 to hit every branch (shared origins, zero-width code points, one box for two code points, Arabic
@@ -21,8 +21,8 @@ from tests.conftest import CORPUS
 from tests.unit.test_glyph_evidence import random_line
 from tests.unit.test_lam_runs import _chars as laid_out
 from tests.unit.test_lam_runs import _scramble
-from workers.pdf import fastwalk, mupdf, stext
-from workers.settings import get_settings
+from pagefleet.workers.pdf import fastwalk, mupdf, stext
+from pagefleet.workers.settings import get_settings
 
 DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
 pytestmark = pytest.mark.skipif(

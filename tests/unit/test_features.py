@@ -13,7 +13,7 @@ import unicodedata
 
 import pytest
 
-from routing import (
+from pagefleet.routing import (
     arabic,
     brackets,
     charclass,
@@ -24,7 +24,7 @@ from routing import (
     quality,
     visual_order,
 )
-from routing.charclass import FEATURE_RANGES, features
+from pagefleet.routing.charclass import FEATURE_RANGES, features
 
 ALL = "".join(chr(cp) for cp in range(0x110000))  # every code point, surrogates included
 
@@ -230,7 +230,7 @@ def test_lone_al_finder_matches_its_definition() -> None:
 @pytest.fixture(scope="module")
 def page_texts(fixtures_dir, structure_dir) -> list[str]:
     """Text layers of the generated fixtures (Hebrew, Arabic, mixed, visual order, shaped forms)."""
-    from workers.pdf import mupdf
+    from pagefleet.workers.pdf import mupdf
 
     texts = []
     for pdf in sorted(fixtures_dir.glob("*.pdf")) + sorted(structure_dir.glob("*.pdf")):
@@ -341,7 +341,7 @@ def test_reorder_candidates_of_a_page_are_the_lines_may_reorder_lets_through(
 ) -> None:
     """The C walk's run-order candidates come from one class translation of the page: the same
     lines `may_reorder` accepts one at a time (fixture pages, random Arabic/Hebrew/Latin lines)."""
-    from workers.pdf.runs import may_reorder, may_reorder_lines
+    from pagefleet.workers.pdf.runs import may_reorder, may_reorder_lines
 
     rng = random.Random(21)
     pool = list("\u0627\u0644\u0628\ufe8e\u0660 abc12()\u05d0\u05be\u0591.")

@@ -10,9 +10,9 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from workers.errors import SandboxError
-from workers.pdf.forkserver import CLIENT
-from workers.pdf.sandbox import run_child
+from pagefleet.workers.errors import SandboxError
+from pagefleet.workers.pdf.forkserver import CLIENT
+from pagefleet.workers.pdf.sandbox import run_child
 
 LIMITS = {"timeout_s": 60.0, "memory_mb": 3072}
 
@@ -109,7 +109,7 @@ def test_unknown_command_fails_cleanly(pdf: str) -> None:
 def reuse(monkeypatch: pytest.MonkeyPatch):
     """`sandbox_reuse` (and `sandbox_reuse_document`, off unless asked) set for this test (read by
     every run_child), forgotten afterwards."""
-    from workers.settings import get_settings
+    from pagefleet.workers.settings import get_settings
 
     def set_reuse(n: int, same_document: bool = False) -> None:
         monkeypatch.setenv("PAGEFLEET_ADVANCED__SANDBOX_REUSE", str(n))
@@ -224,7 +224,7 @@ def test_a_documents_commands_share_one_child_and_another_file_gets_a_fresh_one(
     a fresh child, and a kept child leaves after `IDLE_S` without a command."""
     import time
 
-    from workers.pdf.forkserver import IDLE_S
+    from pagefleet.workers.pdf.forkserver import IDLE_S
 
     other = tmp_path / "other.pdf"
     with pymupdf.open() as doc:
@@ -259,7 +259,7 @@ def test_a_batchs_documents_share_one_child_and_the_next_batch_gets_a_fresh_one(
     """`sandbox.shared_child` (one submission's small documents in one split task): every command
     within the block, on any file, runs in the child of its first one, whatever `sandbox_reuse`
     says; another batch, or a command outside any, gets a fresh child."""
-    from workers.pdf.sandbox import shared_child
+    from pagefleet.workers.pdf.sandbox import shared_child
 
     other = tmp_path / "other.pdf"
     with pymupdf.open() as doc:
@@ -288,10 +288,10 @@ def test_a_batchs_documents_share_one_child_and_the_next_batch_gets_a_fresh_one(
 
 
 def test_a_shared_child_runs_at_most_SHARE_MAX_commands(pdf: str, reuse, monkeypatch) -> None:
-    """The batches of one worker process share its child (`tasks.split.split_batch`'s token is the
+    """The batches of one worker process share its child (`pagefleet.tasks.split.split_batch`'s token is the
     process's), but not for ever: past `SHARE_MAX` commands the next one gets a fresh child."""
-    from workers.pdf import sandbox
-    from workers.pdf.sandbox import shared_child
+    from pagefleet.workers.pdf import sandbox
+    from pagefleet.workers.pdf.sandbox import shared_child
 
     reuse(1)
     monkeypatch.setattr(sandbox, "SHARE_MAX", 3)
@@ -330,7 +330,7 @@ def test_threads_of_one_process_each_get_their_own_result(pdf: str, tmp_path: Pa
 def test_scratch_folders_of_processes_that_are_gone_are_removed(tmp_path: Path) -> None:
     """A scratch folder holds the last command's result (a page's text): a new one sweeps those of
     processes that no longer run, and keeps a live process's."""
-    from workers.pdf.scratch import scratch_folder
+    from pagefleet.workers.pdf.scratch import scratch_folder
 
     gone = subprocess.Popen(["true"])
     gone.wait()
@@ -353,8 +353,8 @@ def test_scratch_files_go_to_a_roomy_ram_file_system_or_the_temp_dir(
     (not a container's default 64 MB), the setting wins over both, and anything else is the temp dir."""
     import tempfile
 
-    from workers.pdf import scratch
-    from workers.settings import get_settings
+    from pagefleet.workers.pdf import scratch
+    from pagefleet.workers.settings import get_settings
 
     temp = Path(tempfile.gettempdir())
     assert scratch.scratch_base(str(tmp_path), shm_free_mb=0) == tmp_path  # sandbox_scratch_dir
@@ -385,7 +385,7 @@ def test_a_full_scratch_folder_moves_to_the_disk_and_is_never_a_bad_file(
     a document would be failed for."""
     import tempfile
 
-    from workers.errors import StorageError
+    from pagefleet.workers.errors import StorageError
 
     ram = tmp_path / "ram"
     ram.mkdir()
@@ -415,7 +415,7 @@ def test_a_range_crosses_the_sandbox_unchanged(fixtures_dir: Path) -> None:
     """The child writes its result with pydantic-core's encoder and the worker reads it with
     json.loads: every page of Hebrew, Arabic and English fixtures comes back equal to the pages
     read in this process."""
-    from workers.pdf import mupdf
+    from pagefleet.workers.pdf import mupdf
 
     root = fixtures_dir
     names = (
@@ -439,8 +439,8 @@ def test_the_warm_up_builds_the_character_tables_children_use() -> None:
     import sys
 
     probe = (
-        "from workers.pdf import fastwalk, mupdf, runs, warmup\n"
-        "from routing import charclass\n"
+        "from pagefleet.workers.pdf import fastwalk, mupdf, runs, warmup\n"
+        "from pagefleet.routing import charclass\n"
         "assert charclass.CLASS_TABLE._array is None and not charclass._FEATURES\n"
         "warmup.warm_up(mupdf)\n"
         "tables = (charclass.CLASS_TABLE, fastwalk.GLYPH_KINDS, runs._KINDS)\n"

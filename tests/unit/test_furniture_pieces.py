@@ -10,9 +10,9 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from routing.normalize import normalize
-from workers.ladder.structure import document_layout, page_structure
-from workers.pdf.mupdf import extract_range
+from pagefleet.routing.normalize import normalize
+from pagefleet.workers.ladder.structure import document_layout, page_structure
+from pagefleet.workers.pdf.mupdf import extract_range
 
 
 def _furniture(pdf: Path) -> list[list[tuple[str, str]]]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from workers.ladder.textlayer import decide_page
-from workers.model import PageRecord, PendingPage
+from pagefleet.workers.ladder.textlayer import decide_page
+from pagefleet.workers.model import PageRecord, PendingPage
 
 BASE = {
     "number": 1,

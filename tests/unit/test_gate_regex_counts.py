@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import random
 
-from routing import lam, visual_order
-from routing.charclass import classes
-from routing.brackets import _OPENERS, brackets_balanced, mirror_brackets
-from workers.pdf import runs
+from pagefleet.routing import lam, visual_order
+from pagefleet.routing.charclass import classes
+from pagefleet.routing.brackets import _OPENERS, brackets_balanced, mirror_brackets
+from pagefleet.workers.pdf import runs
 
 POOL = [
     *"ةىابتثجحخ ",

@@ -1,4 +1,4 @@
-"""Rung 1's per-line glyph evidence (workers/pdf/mupdf.py) computed from one translation of the line
+"""Rung 1's per-line glyph evidence (pagefleet/workers/pdf/mupdf.py) computed from one translation of the line
 (`glyph_kinds`) and a sorted-origin screen equals its per-character definition, on random lines
 built to hit every branch: shared origins, zero-width code points, marks, spaces, RTL and Latin."""
 
@@ -10,8 +10,13 @@ from typing import Any
 
 import pytest
 
-from routing.scripts import is_rtl_letter
-from workers.pdf.mupdf import _rtl_order, _shared_position_runs, glyph_clusters, glyph_kinds
+from pagefleet.routing.scripts import is_rtl_letter
+from pagefleet.workers.pdf.mupdf import (
+    _rtl_order,
+    _shared_position_runs,
+    glyph_clusters,
+    glyph_kinds,
+)
 
 ALPHABET = (
     "אבגדהוזחטיכלמנסעפצקרשת"
@@ -139,7 +144,7 @@ def test_glyph_kinds_codes() -> None:
 def reference_units(
     chars: list[dict[str, Any]], kinds: str
 ) -> list[tuple[str, int, int, float, float]]:
-    """`workers.pdf.runs` units by their definition, a character at a time: a mark joins the unit
+    """`pagefleet.workers.pdf.runs` units by their definition, a character at a time: a mark joins the unit
     before it (a leading one starts a neutral unit), Arabic letters join Arabic letters and LTR
     characters LTR ones; anything else is a unit of its own."""
     units: list[list[Any]] = []
@@ -153,7 +158,7 @@ def reference_units(
 
 
 def test_run_units_match_their_definition() -> None:
-    from workers.pdf.runs import _KINDS, _units
+    from pagefleet.workers.pdf.runs import _KINDS, _units
 
     rng = random.Random(15)
     for _ in range(400):

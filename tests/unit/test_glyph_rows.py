@@ -1,4 +1,4 @@
-"""Rows read from the glyphs (workers.pdf.glyphlines): mixed-direction lines come out as a reader
+"""Rows read from the glyphs (pagefleet.workers.pdf.glyphlines): mixed-direction lines come out as a reader
 reads them, whatever objects drew their pieces; word gaps are edits; correct input is unchanged."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import pytest
 
 from bidi import get_display
 
-from routing.bidi_order import logical_order, reread_line
-from routing.edits import Edit, apply_edits
-from routing.evidence import GlyphFacts
-from routing.quality import GateInput, assess
-from workers.ladder.accept import repair
-from workers.pdf.mupdf import extract_range
+from pagefleet.routing.bidi_order import logical_order, reread_line
+from pagefleet.routing.edits import Edit, apply_edits
+from pagefleet.routing.evidence import GlyphFacts
+from pagefleet.routing.quality import GateInput, assess
+from pagefleet.workers.ladder.accept import repair
+from pagefleet.workers.pdf.mupdf import extract_range
 
 DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
 LINES = [

@@ -12,7 +12,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from bench import gpu_bench  # noqa: E402
-from workers.engines import hf  # noqa: E402
+from pagefleet.workers.engines import hf  # noqa: E402
 
 
 def e2e(*pairs: tuple[int, float]) -> dict:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from workers.model import JobSpec
-from workers.split.pages import split_document
-from workers.settings import get_settings
-from workers.store.storage import LocalStorage
+from pagefleet.workers.model import JobSpec
+from pagefleet.workers.split.pages import split_document
+from pagefleet.workers.settings import get_settings
+from pagefleet.workers.store.storage import LocalStorage
 
 
 def _split(pdf: Path, out: Path, **options):

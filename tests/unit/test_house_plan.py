@@ -1,16 +1,19 @@
 """The house plan (DESIGN.md "Layout", docs/architecture.md), enforced: dependencies point one way,
-modules stay small.
+modules stay small. The three parts of the one import package, `pagefleet`:
 
-    tasks/ ──► workers/ ──► routing/        routing/ is pure: no workers/, no tasks/, no celery
-    only workers/app.py and tasks/ import celery; workers/ never imports tasks/
+    pagefleet/tasks/ ──► pagefleet/workers/ ──► pagefleet/routing/
+    pagefleet/routing/ is pure: no pagefleet/workers/, no pagefleet/tasks/, no celery
+    only pagefleet/workers/app.py and pagefleet/tasks/ import celery; pagefleet/workers/ never
+    imports pagefleet/tasks/
     no module over 400 lines, no function over 60
-    at most 10 modules at the top of workers/ (the rest lives in its stage's folder)
+    at most 10 modules at the top of pagefleet/workers/ (the rest lives in its stage's folder)
     no import loop, not even through imports inside functions
     every module imports only the parts docs/architecture.toml allows its part (the doc draws it)
-    no scheme check ("s3://", an isinstance on a storage class) outside workers/store/
-    no file in tasks/ over 80 lines: a task picks what runs and maps the outcome; no task imports
-    another task module's private names
-    no two modules under routing/, workers/ and tasks/ share a file name
+    no scheme check ("s3://", an isinstance on a storage class) outside pagefleet/workers/store/
+    no file in pagefleet/tasks/ over 80 lines: a task picks what runs and maps the outcome; no task
+    imports another task module's private names
+    no two modules under pagefleet/routing/, pagefleet/workers/ and pagefleet/tasks/ share a file
+    name
 """
 
 from __future__ import annotations
@@ -22,18 +25,24 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("routing", "workers", "tasks")
+PKG = ROOT / "pagefleet"  # the one import package
+PACKAGES = ("routing", "workers", "tasks")  # its parts
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 MAX_TOP_MODULES = 10
 MAX_TASK_LINES = 80
-LOOP_PACKAGES = ("routing", "workers", "tasks", "bench")
+LOOP_FOLDERS = ("pagefleet", "bench")  # the import package (all of it) and the benchmarks
 SCHEMES = ("s3://", "file://")
 STORAGE_CLASSES = {"Storage", "LocalStorage", "S3Storage"}
 
 
+def _files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*.py") if "__pycache__" not in p.parts)
+
+
 def _modules(package: str) -> list[Path]:
-    return sorted(p for p in (ROOT / package).rglob("*.py") if "__pycache__" not in p.parts)
+    """The modules of one part of the pagefleet package ("routing", "workers", "tasks")."""
+    return _files(PKG / package)
 
 
 def _imports(path: Path) -> set[str]:
@@ -48,7 +57,10 @@ def _imports(path: Path) -> set[str]:
 
 
 def _top(name: str) -> str:
-    return name.split(".", 1)[0]
+    """The part of pagefleet a module belongs to (`pagefleet.workers.app`: "workers"), or the
+    top-level package of any other module (`celery.signals`: "celery")."""
+    parts = name.split(".")
+    return parts[1] if parts[0] == "pagefleet" and len(parts) > 1 else parts[0]
 
 
 def _rel(path: Path) -> str:
@@ -63,7 +75,7 @@ def test_routing_is_pure() -> None:
         for p in _modules("routing")
     }
     assert not {k: v for k, v in bad.items() if v}, (
-        "routing/ must not import workers/, tasks/ or do I/O"
+        "pagefleet/routing/ must not import pagefleet/workers/, pagefleet/tasks/ or do I/O"
     )
 
 
@@ -72,12 +84,13 @@ def test_workers_never_import_tasks() -> None:
         _rel(p): sorted(m for m in _imports(p) if _top(m) == "tasks") for p in _modules("workers")
     }
     assert not {k: v for k, v in bad.items() if v}, (
-        "workers/ must not import tasks/ (dependencies point down)"
+        "pagefleet/workers/ must not import pagefleet/tasks/ (dependencies point down)"
     )
 
 
 def test_only_app_and_tasks_import_celery() -> None:
-    allowed = {"workers/app.py", "workers/fleet/steps.py"}  # the app, and the bootsteps it adds
+    # the app, and the bootsteps it adds
+    allowed = {"pagefleet/workers/app.py", "pagefleet/workers/fleet/steps.py"}
     offenders = [
         _rel(p)
         for pkg in ("routing", "workers")
@@ -85,9 +98,9 @@ def test_only_app_and_tasks_import_celery() -> None:
         if _rel(p) not in allowed and any(_top(m) == "celery" for m in _imports(p))
     ]
     assert offenders == [], (
-        f"celery imported outside workers/app.py, its bootsteps and tasks/: {offenders}"
+        f"celery imported outside pagefleet/workers/app.py, its bootsteps and pagefleet/tasks/: {offenders}"
     )
-    assert any(_top(m) == "celery" for m in _imports(ROOT / "workers" / "app.py"))
+    assert any(_top(m) == "celery" for m in _imports(PKG / "workers" / "app.py"))
 
 
 @pytest.mark.parametrize("package", PACKAGES)
@@ -113,14 +126,14 @@ def test_functions_are_short(package: str) -> None:
 
 
 def test_test_only_code_lives_under_tests() -> None:
-    assert not (ROOT / "workers" / "engines" / "tiny_models.py").exists()
+    assert not (ROOT / "pagefleet" / "workers" / "engines" / "tiny_models.py").exists()
     assert (ROOT / "tests" / "support" / "tiny_models.py").exists()
 
 
 def test_the_top_of_workers_is_small() -> None:
-    top = sorted(p.stem for p in (ROOT / "workers").glob("*.py") if p.stem != "__init__")
+    top = sorted(p.stem for p in (PKG / "workers").glob("*.py") if p.stem != "__init__")
     assert len(top) <= MAX_TOP_MODULES, (
-        f"{len(top)} modules at the top of workers/ (stage code goes in its folder): {top}"
+        f"{len(top)} modules at the top of pagefleet/workers/ (stage code goes in its folder): {top}"
     )
 
 
@@ -131,7 +144,7 @@ def test_tasks_are_thin() -> None:
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_TASK_LINES
     }
     assert long == {}, (
-        f"tasks/ files over {MAX_TASK_LINES} lines (the work belongs in its stage folder): {long}"
+        f"pagefleet/tasks/ files over {MAX_TASK_LINES} lines (the work belongs in its stage folder): {long}"
     )
 
 
@@ -144,7 +157,7 @@ def test_no_task_imports_another_tasks_private_names() -> None:
                 if private:
                     found[f"{_rel(path)}:{node.lineno}"] = private
     assert found == {}, (
-        f"tasks import each other's private names (the work belongs in workers/): {found}"
+        f"tasks import each other's private names (the work belongs in pagefleet/workers/): {found}"
     )
 
 
@@ -156,7 +169,7 @@ def _module_name(path: Path) -> str:
 def _import_graph() -> dict[str, set[str]]:
     """Module -> the modules of this tree it imports, anywhere in the file (inside functions and
     `if TYPE_CHECKING:` too): `from a import b` names a.b where that is a module, else a."""
-    paths = {_module_name(p): p for pkg in LOOP_PACKAGES for p in _modules(pkg)}
+    paths = {_module_name(p): p for folder in LOOP_FOLDERS for p in _files(ROOT / folder)}
 
     def known(name: str) -> str | None:
         while name and name not in paths:
@@ -289,13 +302,14 @@ def _scheme_checks(tree: ast.AST) -> list[int]:
 def test_only_the_store_knows_a_uris_scheme() -> None:
     found = {
         _rel(p): lines
-        for pkg in ("routing", "workers", "tasks")
+        for pkg in PACKAGES
         for p in _modules(pkg)
-        if "store" not in p.relative_to(ROOT).parts[1:2]
+        if "store" not in p.relative_to(PKG).parts[1:2]
         and (lines := _scheme_checks(ast.parse(p.read_text(encoding="utf-8"))))
     }
     assert found == {}, (
-        f"scheme checks outside workers/store/ (use workers.store.uri, Storage.local_root): {found}"
+        "scheme checks outside pagefleet/workers/store/ (use pagefleet.workers.store.uri, "
+        f"Storage.local_root): {found}"
     )
 
 
@@ -370,12 +384,15 @@ def test_parts_import_only_what_the_architecture_allows() -> None:
 def test_the_architecture_check_finds_a_breach() -> None:
     parts, arrows = _architecture()
     graph = {
-        "workers.store.keys": {"workers.ladder.ocr_stage", "workers.settings"},
-        "routing.chains": {"workers.model"},
+        "pagefleet.workers.store.keys": {
+            "pagefleet.workers.ladder.ocr_stage",
+            "pagefleet.workers.settings",
+        },
+        "pagefleet.routing.chains": {"pagefleet.workers.model"},
     }
     assert _architecture_breaches(graph, parts, arrows) == [
-        "routing.chains (Routing) -> workers.model (Core)",
-        "workers.store.keys (Store) -> workers.ladder.ocr_stage (Ladder)",
+        "pagefleet.routing.chains (Routing) -> pagefleet.workers.model (Core)",
+        "pagefleet.workers.store.keys (Store) -> pagefleet.workers.ladder.ocr_stage (Ladder)",
     ]
 
 
@@ -405,7 +422,7 @@ def test_the_picture_draws_the_table() -> None:
 
 
 def test_no_two_modules_share_a_name() -> None:
-    """A module's file name says what it holds, once: `routing/visual_order.py`, not a third `order.py`."""
+    """A module's file name says what it holds, once: `pagefleet/routing/visual_order.py`, not a third `order.py`."""
     seen: dict[str, list[str]] = {}
     for package in PACKAGES:
         for path in _modules(package):

@@ -10,9 +10,9 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from workers.errors import InputError, SandboxError
-from workers.pdf import source
-from workers.settings import Options, get_settings
+from pagefleet.workers.errors import InputError, SandboxError
+from pagefleet.workers.pdf import source
+from pagefleet.workers.settings import Options, get_settings
 
 
 def _pdf(path: Path, pages: int, words: str = "hello world", **save: object) -> Path:

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from routing.edits import Edit, apply_edits
-from workers.ladder.accept import repair
-from routing.lam import lam_signals, lam_violations
-from routing.normalize import normalize
-from routing.evidence import GlyphFacts
-from routing.quality import GateInput, assess, canonical_violations
-from workers.pdf.mupdf import extract_range
+from pagefleet.routing.edits import Edit, apply_edits
+from pagefleet.workers.ladder.accept import repair
+from pagefleet.routing.lam import lam_signals, lam_violations
+from pagefleet.routing.normalize import normalize
+from pagefleet.routing.evidence import GlyphFacts
+from pagefleet.routing.quality import GateInput, assess, canonical_violations
+from pagefleet.workers.pdf.mupdf import extract_range
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "fixtures"))

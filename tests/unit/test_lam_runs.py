@@ -1,11 +1,11 @@
 """Numbers and brackets in Arabic lines (issue 12): the reading order the glyph boxes prove
-(`workers.pdf.runs`) and its repair in the edit map (`routing.normalize`)."""
+(`pagefleet.workers.pdf.runs`) and its repair in the edit map (`pagefleet.routing.normalize`)."""
 
 from __future__ import annotations
 
-from routing.edits import apply_edits
-from routing.normalize import normalize
-from workers.pdf.runs import run_order
+from pagefleet.routing.edits import apply_edits
+from pagefleet.routing.normalize import normalize
+from pagefleet.workers.pdf.runs import run_order
 
 ADVANCE = 6.0
 

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from routing.edits import Edit, apply_edits
-from routing.lam import (
+from pagefleet.routing.edits import Edit, apply_edits
+from pagefleet.routing.lam import (
     lam_ligatures,
     lam_signals,
     lam_violations,
     lone_al_positions,
     restored_cluster,
 )
-from routing.normalize import normalize
-from routing.evidence import GlyphFacts
-from routing.quality import GateInput, assess, canonical_violations
-from routing.spans import current_spans
+from pagefleet.routing.normalize import normalize
+from pagefleet.routing.evidence import GlyphFacts
+from pagefleet.routing.quality import GateInput, assess, canonical_violations
+from pagefleet.routing.spans import current_spans
 
 LOGICAL = "لا يجوز التصرف في الأموال خلال ثلاث سنوات وفقا لأحكام القانون وللإجراءات المقررة"
 HEBREW = "שלום עולם, זהו טקסט בעברית עם מספרים כמו 2024 ושמות כמו Tel Aviv."
@@ -155,7 +155,7 @@ def test_hebrew_and_latin_are_never_touched() -> None:
 
 def _reference_word_tokens(text: str) -> list[str]:
     """The definition, one character at a time: letters join, marks are skipped, the rest splits."""
-    from routing.arabic import is_arabic_letter, is_arabic_mark
+    from pagefleet.routing.arabic import is_arabic_letter, is_arabic_mark
 
     tokens, current = [], []
     for ch in text:
@@ -171,7 +171,7 @@ def _reference_word_tokens(text: str) -> list[str]:
 def test_word_tokens_match_their_definition() -> None:
     import random
 
-    from routing.lam import _word_tokens
+    from pagefleet.routing.lam import _word_tokens
 
     alphabet = "لاأإآبتثخمنو" + "\u064b\u064e\u0650\u0651\u0670" + "\u0640 .،1٣aשׁ\n\u200f\ufefb"
     rng = random.Random(12)
@@ -186,8 +186,8 @@ def test_word_tokens_match_their_definition() -> None:
 def test_lam_before_alef_matches_its_definition() -> None:
     import random
 
-    from routing.arabic import ALEF_FORMS, LAM, fold_presentation_forms
-    from routing.lam import lam_before_alef
+    from pagefleet.routing.arabic import ALEF_FORMS, LAM, fold_presentation_forms
+    from pagefleet.routing.lam import lam_before_alef
 
     def reference(text: str) -> int:
         folded = fold_presentation_forms(text) + " "

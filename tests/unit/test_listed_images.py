@@ -1,4 +1,4 @@
-"""`workers.pdf.resources.listed_images` lists what `Page.get_images(full=False)` lists (the xrefs,
+"""`pagefleet.workers.pdf.resources.listed_images` lists what `Page.get_images(full=False)` lists (the xrefs,
 in order) on every page it may meet: the fixtures', the corpus's, and pages built here of images
 used twice, forms nested and shared, and a resource cycle."""
 
@@ -10,8 +10,8 @@ import pymupdf
 import pytest
 
 from tests.conftest import CORPUS
-from workers.pdf import mupdf
-from workers.pdf.resources import listed_images
+from pagefleet.workers.pdf import mupdf
+from pagefleet.workers.pdf.resources import listed_images
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from workers.store.storage import LocalStorage
+from pagefleet.workers.store.storage import LocalStorage
 
 
 def test_objects_land_whole_in_folders_made_where_missing(
@@ -57,7 +57,7 @@ def test_compact_work_state_reads_back_as_json_dumps_wrote_it(tmp_path: Path) ->
     import json
     import math
 
-    from workers.store.storage import LocalStorage
+    from pagefleet.workers.store.storage import LocalStorage
 
     store = LocalStorage(str(tmp_path))
     state = {
@@ -92,7 +92,7 @@ def test_compact_work_state_reads_back_as_json_dumps_wrote_it(tmp_path: Path) ->
 def test_a_local_store_is_opened_once_per_root(tmp_path) -> None:
     """`open_storage` of one file URL (or plain path) gives the same store each time; another
     root, another store."""
-    from workers.store.storage import open_storage
+    from pagefleet.workers.store.storage import open_storage
 
     first = open_storage((tmp_path / "a").as_uri())
     assert (

@@ -16,9 +16,9 @@ import jsonschema
 import pytest
 import yaml
 
-from workers.app import app
-from workers.pdf.scratch import SCRATCH_SHM_MB
-from workers.settings import QUEUES
+from pagefleet.workers.app import app
+from pagefleet.workers.pdf.scratch import SCRATCH_SHM_MB
+from pagefleet.workers.settings import QUEUES
 
 kubernetes_validate = pytest.importorskip("kubernetes_validate")
 
@@ -331,13 +331,13 @@ def test_worker_shutdown_and_probes() -> None:
         assert container["livenessProbe"]["exec"]["command"] == [
             "python",
             "-m",
-            "workers.fleet.heartbeat",
+            "pagefleet.workers.fleet.heartbeat",
             "live",
         ]
         assert container["readinessProbe"]["exec"]["command"] == [
             "python",
             "-m",
-            "workers.fleet.heartbeat",
+            "pagefleet.workers.fleet.heartbeat",
             "ready",
         ]
         assert container["resources"]["requests"] and container["resources"]["limits"]["memory"]
@@ -441,7 +441,7 @@ def test_dockerfile_essentials() -> None:
     assert (
         pinned
         and text.count(f"pip install {pinned.group(1)}") == 2
-        and text.count("routing.compiled import build") == 2
+        and text.count("pagefleet.routing.compiled import build") == 2
     )
 
 
@@ -478,7 +478,7 @@ def _argv(command: list[str] | None, args: list[str] | None, image: str) -> list
 
 
 def _check_pagefleet(argv: list[str], env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
-    from workers.cli.main import parser
+    from pagefleet.workers.cli.main import parser
 
     try:
         args = parser().parse_args(argv)
@@ -487,7 +487,7 @@ def _check_pagefleet(argv: list[str], env: dict[str, str], monkeypatch: pytest.M
     if args.command == "worker":
         assert set(args.queues.split(",")) <= set(QUEUES), argv
     if args.command == "events":
-        from workers.cli.event_receiver import event_settings
+        from pagefleet.workers.cli.event_receiver import event_settings
 
         for key, value in env.items():
             monkeypatch.setenv(key, value)
@@ -499,8 +499,8 @@ def _check_pagefleet(argv: list[str], env: dict[str, str], monkeypatch: pytest.M
 
 
 def _check_celery(argv: list[str]) -> None:
-    assert argv[1:3] == ["-A", "workers.app"], argv
-    importlib.import_module("workers.app")
+    assert argv[1:3] == ["-A", "pagefleet.workers.app"], argv
+    importlib.import_module("pagefleet.workers.app")
     subcommand, options = argv[3], argv[4:]
     if subcommand == "beat":
         names = [o for o in options if o.startswith("-")]

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from workers.cli.main import main
-from workers.cli.models import ModelPullError, Source, pull, verify
-from workers.engines.hf import resolve, weights_present
-from workers.engines.models_store import MANIFEST, PULLED_MARK
+from pagefleet.workers.cli.main import main
+from pagefleet.workers.cli.models import ModelPullError, Source, pull, verify
+from pagefleet.workers.engines.hf import resolve, weights_present
+from pagefleet.workers.engines.models_store import MANIFEST, PULLED_MARK
 
 
 def _model(root: Path, model_id: str) -> None:
@@ -25,7 +25,7 @@ def _model(root: Path, model_id: str) -> None:
 
 @pytest.fixture
 def settings_env(monkeypatch: pytest.MonkeyPatch):
-    from workers.settings import get_settings
+    from pagefleet.workers.settings import get_settings
 
     get_settings.cache_clear()
     yield monkeypatch
@@ -155,7 +155,7 @@ def test_pull_from_the_hf_hub_runs_offline_from_its_cache(tmp_path: Path) -> Non
     argv = [
         sys.executable,
         "-m",
-        "workers.cli.main",
+        "pagefleet.workers.cli.main",
         "models",
         "pull",
         "--from",

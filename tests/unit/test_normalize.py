@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from routing.brackets import brackets_balanced
-from routing.edits import EDIT_KINDS, apply_edits, verify_edits
-from routing.normalize import (
+from pagefleet.routing.brackets import brackets_balanced
+from pagefleet.routing.edits import EDIT_KINDS, apply_edits, verify_edits
+from pagefleet.routing.normalize import (
     SYMBOL_PUA_MAP,
     Normalized,
     OrderEvidence,
@@ -18,8 +18,8 @@ from routing.normalize import (
     looks_visual_order,
     normalize,
 )
-from routing.mirrored_lines import paragraph_direction, visual_to_logical
-from routing.scripts import is_private_use
+from pagefleet.routing.mirrored_lines import paragraph_direction, visual_to_logical
+from pagefleet.routing.scripts import is_private_use
 
 RLE, PDF, LRE, RLM, LRM = "\u202b", "\u202c", "\u202a", "\u200f", "\u200e"
 
@@ -527,8 +527,8 @@ def test_bracket_stage_matches_its_per_line_rule_with_and_without_rtl_letters() 
     ways give what the per-line rule gives, on random pages of brackets, Latin, Hebrew and Arabic."""
     import random
 
-    from routing.charclass import is_latin, is_rtl_letter
-    from routing.brackets import BRACKET_SWAP, mirror_brackets
+    from pagefleet.routing.charclass import is_latin, is_rtl_letter
+    from pagefleet.routing.brackets import BRACKET_SWAP, mirror_brackets
 
     def by_rule(text: str) -> tuple[list[tuple[int, int, str]], int]:
         reps, left, offset = [], 0, 0

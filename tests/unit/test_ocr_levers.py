@@ -13,9 +13,9 @@ import pytest
 
 from bench import ocr_truth
 from bench.ocr_truth import Variant
-from routing.quality import GateInput, assess
-from workers.engines import coverage, scan_prep
-from workers.engines.coverage import Gap, Word
+from pagefleet.routing.quality import GateInput, assess
+from pagefleet.workers.engines import coverage, scan_prep
+from pagefleet.workers.engines.coverage import Gap, Word
 
 DPI = 150
 LINES = [
@@ -164,8 +164,8 @@ def test_gate_refuses_missing_lines_with_a_stable_reason() -> None:
 @pytest.mark.slow
 def test_engine_rereads_a_line_tesseract_did_not_return(tmp_path: Path) -> None:
     """Real Tesseract: the page's TSV minus one line; the gap is re-read and put back in place."""
-    from workers.engines.tesseract import recognise
-    from workers.engines.tesseract_read import ReadPlan, fill_gaps
+    from pagefleet.workers.engines.tesseract import recognise
+    from pagefleet.workers.engines.tesseract_read import ReadPlan, fill_gaps
 
     img, _ = _page(dpi=200)
     png = tmp_path / "page.png"
@@ -190,9 +190,9 @@ def test_engine_rereads_a_line_tesseract_did_not_return(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_engine_deskews_before_reading(tmp_path: Path) -> None:
-    from workers.cli.error_rates import cer
-    from workers.engines.base import PageImage
-    from workers.engines.tesseract import TesseractEngine
+    from pagefleet.workers.cli.error_rates import cer
+    from pagefleet.workers.engines.base import PageImage
+    from pagefleet.workers.engines.tesseract import TesseractEngine
 
     img, _ = _page(dpi=200)
     skewed = ocr_truth.degrade(img, Variant("s", 200, skew=-3.0), np.random.default_rng(0), None)
@@ -204,7 +204,7 @@ def test_engine_deskews_before_reading(tmp_path: Path) -> None:
 
 
 def test_scanned_page_renders_at_its_own_resolution_pixel_for_pixel(tmp_path: Path) -> None:
-    from workers.pdf.mupdf import render
+    from pagefleet.workers.pdf.mupdf import render
 
     variant = Variant("noise150", 150, noise=10)
     page = ocr_truth.make_page(tmp_path, 1, "he", variant, seed=12)
@@ -216,7 +216,7 @@ def test_scanned_page_renders_at_its_own_resolution_pixel_for_pixel(tmp_path: Pa
 
 
 def test_vector_page_renders_at_the_requested_resolution(tmp_path: Path) -> None:
-    from workers.pdf.mupdf import render
+    from pagefleet.workers.pdf.mupdf import render
 
     doc = pymupdf.open()
     doc.new_page(width=200, height=100).insert_text((20, 50), "vector text")
@@ -270,7 +270,7 @@ def _column_words(x0: int, first_block: int, texts: list[str]) -> list[coverage.
 
 def test_a_latin_reading_with_rtl_languages_gets_its_columns_left_to_right() -> None:
     """Tesseract with heb+ara+eng laid out an English two-column page right column first."""
-    from workers.engines.tesseract_read import latin_order
+    from pagefleet.workers.engines.tesseract_read import latin_order
 
     left = _column_words(100, 1, ["Introduction", "The first column", "ends here"])
     right = _column_words(900, 4, ["Second column", "continues", "and ends"])
@@ -288,8 +288,8 @@ def test_stray_rtl_letters_on_a_latin_reading_are_read_again_in_its_latin_langua
     """Real Tesseract: a Latin page whose multilingual reading turned a word of one line into an
     Arabic letter (a speck, an italic `v1`): that line alone is read again by `eng`, in its place;
     the other lines are not read again."""
-    from workers.engines.tesseract import recognise
-    from workers.engines.tesseract_read import ReadPlan, latin_lines
+    from pagefleet.workers.engines.tesseract import recognise
+    from pagefleet.workers.engines.tesseract_read import ReadPlan, latin_lines
 
     img, _ = _page(dpi=200)
     _, tsv = recognise(img, "eng", 3, 200, tmp_path, "page")
@@ -323,7 +323,7 @@ def test_stray_rtl_letters_on_a_latin_reading_are_read_again_in_its_latin_langua
 def test_only_a_latin_reading_with_rtl_languages_and_few_rtl_lines_is_read_again(
     tmp_path: Path,
 ) -> None:
-    from workers.engines.tesseract_read import ReadPlan, latin_lines
+    from pagefleet.workers.engines.tesseract_read import ReadPlan, latin_lines
 
     def never(*args, **kwargs):
         raise AssertionError("no re-read expected")
@@ -364,7 +364,7 @@ def test_only_a_latin_reading_with_rtl_languages_and_few_rtl_lines_is_read_again
 def test_a_latin_re_read_must_keep_the_lines_other_words() -> None:
     """`chapter ل` (a decorated heading) re-read as `LE cnaples a = =` is no fix; a line whose
     neighbour of the speck reads differently (`.` as `o.x`) still is."""
-    from workers.engines.tesseract_read import _keeps_latin_words
+    from pagefleet.workers.engines.tesseract_read import _keeps_latin_words
 
     def line(text: str) -> list[Word]:
         return [Word(1, 1, 1, 10 * i, 0, 8, 10, 90.0, t) for i, t in enumerate(text.split())]
@@ -380,9 +380,9 @@ def test_a_latin_re_read_must_keep_the_lines_other_words() -> None:
 
 def test_an_accepted_reading_says_which_lines_another_language_list_read() -> None:
     """Provenance: the page's attempt carries what the engine did beyond its one reading."""
-    from routing import chains
-    from workers.ladder.ocr_chain import PageWork, _judge
-    from workers.model import PendingPage, Rung
+    from pagefleet.routing import chains
+    from pagefleet.workers.ladder.ocr_chain import PageWork, _judge
+    from pagefleet.workers.model import PendingPage, Rung
 
     text = "\n".join(LINES * 6) + "\n"
     work = PageWork(

@@ -14,8 +14,8 @@ import pytest
 
 from bench import eval_ocr, ocr_truth
 from bench.ocr_truth import VARIANTS, Variant
-from workers.cli.error_rates import cer, wer
-from workers.engines.scan_prep import estimate_skew, load_gray
+from pagefleet.workers.cli.error_rates import cer, wer
+from pagefleet.workers.engines.scan_prep import estimate_skew, load_gray
 
 
 def _digest(path: Path) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pymupdf
 
-from workers.pdf import mupdf
+from pagefleet.workers.pdf import mupdf
 
 
 def _write(path: Path, *texts: str) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support.kustomize import KustomizeError, build, pod_templates, render, write_test_secrets
-from workers.settings import QUEUES
+from pagefleet.workers.settings import QUEUES
 
 kubernetes_validate = pytest.importorskip("kubernetes_validate")
 

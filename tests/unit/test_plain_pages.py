@@ -11,7 +11,7 @@ import pymupdf
 import pytest
 
 from tests.unit.test_visual_order_fixtures import DEJAVU
-from workers.pdf import mupdf, stext
+from pagefleet.workers.pdf import mupdf, stext
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT.parent / "shared" / "corpus"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from routing.detectors import repetition_loop, word_agreement
-from routing.evidence import GlyphFacts
-from routing.quality import GateInput, assess
+from pagefleet.routing.detectors import repetition_loop, word_agreement
+from pagefleet.routing.evidence import GlyphFacts
+from pagefleet.routing.quality import GateInput, assess
 
 
 def gate(text: str, origin: str = "text_layer", **kw) -> tuple[bool, list[str], list[str]]:
@@ -158,7 +158,7 @@ def test_foreign_script_letters_inside_hebrew_words() -> None:
 
 
 def test_mirrored_arabic_presentation_forms_are_detected_and_repaired() -> None:
-    from routing.normalize import normalize
+    from pagefleet.routing.normalize import normalize
 
     mirrored = "ﺔﻴﺑﺮﻌﻟا ﻁﻮﻄﺨﻟا"  # "الخطوط العربية" stored in visual order, shaped glyphs
     v = assess(GateInput(text=mirrored, origin="text_layer"))

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from workers import watchdog
-from workers.store import keys
-from workers.split import ranges
-from workers.store import work
-from workers.model import JobSpec, PageRecord, PendingPage, Quality, RouterInfo
-from workers.settings import Settings
-from workers.store.storage import LocalStorage
+from pagefleet.workers import watchdog
+from pagefleet.workers.store import keys
+from pagefleet.workers.split import ranges
+from pagefleet.workers.store import work
+from pagefleet.workers.model import JobSpec, PageRecord, PendingPage, Quality, RouterInfo
+from pagefleet.workers.settings import Settings
+from pagefleet.workers.store.storage import LocalStorage
 
 
 @pytest.mark.parametrize("pages", [1, 49, 50, 51, 100, 1000, 10_000, 12_345])

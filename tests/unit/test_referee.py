@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pymupdf
 
-from routing.evidence import GlyphFacts
-from routing.quality import GateInput, assess
-from workers.ladder import referee
-from workers.pdf.mupdf import extract_range
+from pagefleet.routing.evidence import GlyphFacts
+from pagefleet.routing.quality import GateInput, assess
+from pagefleet.workers.ladder import referee
+from pagefleet.workers.pdf.mupdf import extract_range
 
 DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
 

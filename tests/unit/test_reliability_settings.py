@@ -4,8 +4,8 @@ beat schedule, with a deadline no shorter than the visibility timeout."""
 
 from __future__ import annotations
 
-from workers.app import app
-from workers.settings import get_settings
+from pagefleet.workers.app import app
+from pagefleet.workers.settings import get_settings
 
 
 def test_visibility_exceeds_the_hard_limit_and_is_minutes() -> None:

@@ -8,7 +8,7 @@ import socket
 import pytest
 from celery.exceptions import Reject
 
-from workers.app import app, task, use_broker
+from pagefleet.workers.app import app, task, use_broker
 
 
 def _closed_port() -> int:

@@ -1,4 +1,4 @@
-"""The review loop's domain logic (workers.review): corrections as edit maps on raw_text, decisions
+"""The review loop's domain logic (pagefleet.workers.review): corrections as edit maps on raw_text, decisions
 with their hash and revision, the reviewed artifacts built from document.json + review.json, the
 local write that loses no concurrent decision, and reparse skipping reviewed pages."""
 
@@ -13,9 +13,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from routing.edits import Edit, apply_edits, verify_edits
-from workers.cli.reparse import Criteria, why_reparse
-from workers.model import (
+from pagefleet.routing.edits import Edit, apply_edits, verify_edits
+from pagefleet.workers.cli.reparse import Criteria, why_reparse
+from pagefleet.workers.model import (
     Attempt,
     Block,
     DocumentRecord,
@@ -26,10 +26,10 @@ from workers.model import (
     SourceInfo,
     TableData,
 )
-from workers.review import corrections, decisions, reviewed, store
-from workers.review.decisions import ReviewConflict, ReviewError
-from workers.store.artifacts import markdown
-from workers.store.storage import LocalStorage
+from pagefleet.workers.review import corrections, decisions, reviewed, store
+from pagefleet.workers.review.decisions import ReviewConflict, ReviewError
+from pagefleet.workers.store.artifacts import markdown
+from pagefleet.workers.store.storage import LocalStorage
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schemas"
 ROUTER = RouterInfo(source="text_layer", script="he")
@@ -379,8 +379,8 @@ def test_reparse_skips_reviewed_pages_unless_asked() -> None:
 def test_the_studio_corrects_again_from_the_correction_text_and_grid_together(
     tmp_path: Path,
 ) -> None:
-    from workers.cli.studio import editor, reviews
-    from workers.cli.studio.library import Library
+    from pagefleet.workers.cli.studio import editor, reviews
+    from pagefleet.workers.cli.studio.library import Library
 
     doc = _doc()
     storage = LocalStorage(tmp_path / "out")
@@ -423,8 +423,8 @@ def test_the_collector_never_fails_a_document_for_its_review_json(tmp_path: Path
 
 
 def test_concurrent_studio_decisions_leave_the_artifacts_of_the_last_review(tmp_path: Path) -> None:
-    from workers.cli.studio import reviews
-    from workers.cli.studio.library import Library
+    from pagefleet.workers.cli.studio import reviews
+    from pagefleet.workers.cli.studio.library import Library
 
     doc = _doc()
     LocalStorage(tmp_path / "out").put_json("x/document.json", doc)

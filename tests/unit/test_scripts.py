@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from routing.scripts import ClassifierThresholds, classify_text_layer, script_stats
+from pagefleet.routing.scripts import ClassifierThresholds, classify_text_layer, script_stats
 
 
 def test_pure_english() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from workers.fleet.observability import FILTERED, init_sentry, scrub_event, scrub_text
+from pagefleet.workers.fleet.observability import FILTERED, init_sentry, scrub_event, scrub_text
 
 sentry_sdk = pytest.importorskip("sentry_sdk")
 
@@ -222,7 +222,7 @@ def test_exception_messages_lose_document_text_of_any_script(message: str, secre
 
 
 def test_exception_messages_keep_our_prefix_and_codes() -> None:
-    from workers.fleet.observability import scrub_message
+    from pagefleet.workers.fleet.observability import scrub_message
 
     assert scrub_message("storage_error: timeout") == "storage_error: timeout"
     assert (
@@ -232,8 +232,8 @@ def test_exception_messages_keep_our_prefix_and_codes() -> None:
 
 
 def test_script_ranges_come_from_routing() -> None:
-    from routing.scripts import ARABIC_RANGES, HEBREW_RANGES
-    from workers.fleet import observability
+    from pagefleet.routing.scripts import ARABIC_RANGES, HEBREW_RANGES
+    from pagefleet.workers.fleet import observability
 
     for lo, hi in (*HEBREW_RANGES, *ARABIC_RANGES):
         assert f"{chr(lo)}-{chr(hi)}" in observability._RTL_LETTER

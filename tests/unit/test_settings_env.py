@@ -1,6 +1,6 @@
-"""The environment the code reads is the settings tree: every `PAGEFLEET_` variable that workers/,
-routing/ and tasks/ read is a setting the configuration page documents, or a process switch with
-its reason; the old spellings still work, and warn."""
+"""The environment the code reads is the settings tree: every `PAGEFLEET_` variable the pagefleet
+package reads is a setting the configuration page documents, or a process switch with its reason;
+the old spellings still work, and warn."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from unittest import mock
 
 import pytest
 
-from workers.settings import Settings, spellings
-from workers.settings.spellings import PROCESS_SWITCHES, env_names, new_name
+from pagefleet.workers.settings import Settings, spellings
+from pagefleet.workers.settings.spellings import PROCESS_SWITCHES, env_names, new_name
 
 ROOT = Path(__file__).resolve().parents[2]
 READ = re.compile(
@@ -24,10 +24,9 @@ READ = re.compile(
 
 def _read_by_code() -> set[str]:
     found = set()
-    for package in ("workers", "routing", "tasks"):
-        for path in (ROOT / package).rglob("*.py"):
-            for match in READ.finditer(path.read_text(encoding="utf-8")):
-                found.add(match.group(1) or match.group(2))
+    for path in (ROOT / "pagefleet").rglob("*.py"):
+        for match in READ.finditer(path.read_text(encoding="utf-8")):
+            found.add(match.group(1) or match.group(2))
     return found
 
 
@@ -57,7 +56,7 @@ def test_routing_reads_no_environment() -> None:
     reads = re.compile(r"os\.environ|getenv\(")
     assert [
         p.name
-        for p in (ROOT / "routing").rglob("*.py")
+        for p in (ROOT / "pagefleet" / "routing").rglob("*.py")
         if reads.search(p.read_text(encoding="utf-8"))
     ] == []
 

@@ -13,10 +13,10 @@ pytest.importorskip("transformers")
 from PIL import Image, ImageDraw, ImageFont  # noqa: E402
 
 from tests.support import tiny_models  # noqa: E402
-from workers.engines import hf  # noqa: E402
-from workers.ladder.siglip import SiglipRouter, VisualVerdict  # noqa: E402
-from workers.errors import EngineUnavailable  # noqa: E402
-from workers.settings import get_settings  # noqa: E402
+from pagefleet.workers.engines import hf  # noqa: E402
+from pagefleet.workers.ladder.siglip import SiglipRouter, VisualVerdict  # noqa: E402
+from pagefleet.workers.errors import EngineUnavailable  # noqa: E402
+from pagefleet.workers.settings import get_settings  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -182,7 +182,7 @@ def test_page_images_are_reduced_before_the_processor(tmp_path: Path) -> None:
     the 224-px input it yields is the full image's to within a few levels; small images pass as they are."""
     from transformers.models.siglip.image_processing_pil_siglip import SiglipImageProcessorPil
 
-    from workers.ladder.siglip import THUMB_SIDE, open_thumbnail
+    from pagefleet.workers.ladder.siglip import THUMB_SIDE, open_thumbnail
 
     page = Image.new("RGB", (2480, 3508), "white")
     draw = ImageDraw.Draw(page)

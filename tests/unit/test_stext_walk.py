@@ -1,4 +1,4 @@
-"""Rung 1's image boxes come from its one text page (`workers/pdf/stext.py`): inline images count
+"""Rung 1's image boxes come from its one text page (`pagefleet/workers/pdf/stext.py`): inline images count
 as well as image XObjects, and a clipped image covers only the part a reader sees."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pymupdf
 import pytest
 
-from workers.pdf import mupdf, stext
+from pagefleet.workers.pdf import mupdf, stext
 
 GREY_2X2 = b"BI /W 2 /H 2 /BPC 8 /CS /G ID \x00\xff\xff\x00 EI"
 

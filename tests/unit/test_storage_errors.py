@@ -8,9 +8,9 @@ import socket
 
 import pytest
 
-from workers.errors import StorageError
-from workers.settings import Settings
-from workers.store.storage import S3Storage
+from pagefleet.workers.errors import StorageError
+from pagefleet.workers.settings import Settings
+from pagefleet.workers.store.storage import S3Storage
 
 
 def _closed_port() -> int:

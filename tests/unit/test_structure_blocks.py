@@ -1,12 +1,12 @@
-"""Lines → blocks (routing.structure.blocks), OCR pages' blocks, and reparse's choice."""
+"""Lines → blocks (pagefleet.routing.structure.blocks), OCR pages' blocks, and reparse's choice."""
 
 from __future__ import annotations
 
-from routing.structure.blocks import LineIn, TableIn, page_blocks
-from routing.structure.headings import font_stats
-from workers.cli.reparse import Criteria, options_of, version_key, why_reparse
-from workers.ladder.ocr_structure import ensure_blocks
-from workers.model import PageRecord, Quality, RouterInfo
+from pagefleet.routing.structure.blocks import LineIn, TableIn, page_blocks
+from pagefleet.routing.structure.headings import font_stats
+from pagefleet.workers.cli.reparse import Criteria, options_of, version_key, why_reparse
+from pagefleet.workers.ladder.ocr_structure import ensure_blocks
+from pagefleet.workers.model import PageRecord, Quality, RouterInfo
 
 
 def _layout(
@@ -165,7 +165,7 @@ def test_a_table_line_in_the_header_band_stays_in_the_table() -> None:
 
 
 def test_a_header_cell_that_spans_columns_stands_at_the_first_column_of_its_span() -> None:
-    from routing.structure.tables import logical_rows, spread_spans
+    from pagefleet.routing.structure.tables import logical_rows, spread_spans
 
     # drawn left to right: a header cell over the two left columns, then two single columns
     rows = [["מחיר", "שנה", "פריט"], ["10", "7", "2024", "א"], ["12", "8", "2025", "ב"]]

@@ -5,11 +5,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from routing.normalize import normalize
-from routing.structure.chunking import ChunkRules, PageIn, chunk_document
-from routing.structure.markdown import blocks_markdown
-from routing.structure.mdparse import markdown_blocks
-from routing.structure.offsets import OffsetMap, citation_replays
+from pagefleet.routing.normalize import normalize
+from pagefleet.routing.structure.chunking import ChunkRules, PageIn, chunk_document
+from pagefleet.routing.structure.markdown import blocks_markdown
+from pagefleet.routing.structure.mdparse import markdown_blocks
+from pagefleet.routing.structure.offsets import OffsetMap, citation_replays
 
 CTX = {"doc_sha256": "ab" * 32, "filename": "x.pdf", "pipeline_version": "0.2.0"}
 RAW = "abc\u200f def\r\n\ufefb x  y\nשלום \u05d0\u0640\u0640\u05d1\n(1) item"

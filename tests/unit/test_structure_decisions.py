@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from routing.structure.furniture import BandLine, is_page_number, running_furniture
-from routing.structure.headings import font_stats, is_heading_text, semantic_heading
-from routing.structure.markers import is_caption, list_marker
-from routing.structure.reading_order import reading_order
+from pagefleet.routing.structure.furniture import BandLine, is_page_number, running_furniture
+from pagefleet.routing.structure.headings import font_stats, is_heading_text, semantic_heading
+from pagefleet.routing.structure.markers import is_caption, list_marker
+from pagefleet.routing.structure.reading_order import reading_order
 
 
 @pytest.mark.parametrize(

@@ -10,13 +10,13 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from routing.normalize import normalize
-from routing.structure.blocks import TableIn
-from workers.ladder.structure import document_layout, page_structure, structure_page
-from workers.ladder.tablecheck import check_tables
-from workers.model import Attempt, PageRecord, Quality, RouterInfo
-from workers.pdf import layout, page_tables
-from workers.pdf.mupdf import _TEXT_FLAGS, _extract_page
+from pagefleet.routing.normalize import normalize
+from pagefleet.routing.structure.blocks import TableIn
+from pagefleet.workers.ladder.structure import document_layout, page_structure, structure_page
+from pagefleet.workers.ladder.tablecheck import check_tables
+from pagefleet.workers.model import Attempt, PageRecord, Quality, RouterInfo
+from pagefleet.workers.pdf import layout, page_tables
+from pagefleet.workers.pdf.mupdf import _TEXT_FLAGS, _extract_page
 
 
 def _pages(pdf: Path) -> list[dict]:
@@ -148,7 +148,7 @@ def test_numbers_read_left_to_right_inside_rtl_cells() -> None:
 def test_structured_recovery_pymupdf4llm_gives_logical_tables_that_pass_the_check(
     structure_dir: Path,
 ) -> None:
-    from workers.ladder import structure
+    from pagefleet.workers.ladder import structure
 
     pdf = structure_dir / "he_report_tables.pdf"
     pages = _pages(pdf)
@@ -192,7 +192,7 @@ def test_a_page_reports_the_compressed_size_of_its_images(tmp_path: Path) -> Non
 def test_a_document_layout_travels_as_json(structure_dir: Path) -> None:
     """split_done sends each structure_range task the font statistics and its pages' furniture as
     JSON: read back, they are the same layout, and a page's blocks come out the same."""
-    from workers.ladder.structure import DocumentLayout
+    from pagefleet.workers.ladder.structure import DocumentLayout
 
     pages = _pages(structure_dir / "en_long_report.pdf")
     doc = document_layout(pages)
@@ -221,7 +221,7 @@ def test_poppler_windows_stay_inside_the_range_a_task_checks(
     start at the range's first page and end by its last, so no two tasks read the same pages; the
     words a page gets are the same as from the document-wide windows."""
     from tests.support.pdfs import joined
-    from workers.ladder import tablecheck
+    from pagefleet.workers.ladder import tablecheck
 
     assert tablecheck._window(40) == (33, 64)
     with tablecheck.within(26, 50):

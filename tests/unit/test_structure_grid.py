@@ -1,4 +1,4 @@
-"""The ruled-table finder (routing.structure.grid): synthetic paths with known cells, and PyMuPDF's
+"""The ruled-table finder (pagefleet.routing.structure.grid): synthetic paths with known cells, and PyMuPDF's
 own `find_tables` as the reference on drawn PDF tables."""
 
 from __future__ import annotations
@@ -8,7 +8,12 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from routing.structure.grid import MAX_CLUSTERED, edges_from_paths, path_clusters, ruled_grids
+from pagefleet.routing.structure.grid import (
+    MAX_CLUSTERED,
+    edges_from_paths,
+    path_clusters,
+    ruled_grids,
+)
 
 CLIP = (0.0, 0.0, 600.0, 800.0)
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from routing.normalize import normalize
-from routing.structure.tsv import tsv_paragraphs
-from workers.ladder.ocr_structure import paragraph_blocks, with_paragraph_boxes
-from workers.model import PageRecord, Quality, RouterInfo
+from pagefleet.routing.normalize import normalize
+from pagefleet.routing.structure.tsv import tsv_paragraphs
+from pagefleet.workers.ladder.ocr_structure import paragraph_blocks, with_paragraph_boxes
+from pagefleet.workers.model import PageRecord, Quality, RouterInfo
 
 
 def test_tsv_words_group_into_paragraphs_with_boxes() -> None:
@@ -42,8 +42,8 @@ def test_paragraphs_are_found_in_order_in_the_text() -> None:
 
 @pytest.mark.slow
 def test_tesseract_paragraph_boxes_reach_the_page(fixtures_dir: Path, tmp_path: Path) -> None:
-    from workers.engines.base import PageImage
-    from workers.engines.tesseract import TesseractEngine
+    from pagefleet.workers.engines.base import PageImage
+    from pagefleet.workers.engines.tesseract import TesseractEngine
 
     doc = pymupdf.open(fixtures_dir / "image_only_english_scan.pdf")
     png = tmp_path / "p.png"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from routing.structure.tables import (
+from pagefleet.routing.structure.tables import (
     aligned_columns,
     cell_agreement,
     gfm,
@@ -89,7 +89,7 @@ def test_cell_agreement_ignores_poppler_word_splits() -> None:
 
 
 def test_cell_by_cell_agreement_is_order_free_and_checks_the_cells() -> None:
-    from routing.structure.tables import cell_box_agreement, poppler_tsv_words, signature
+    from pagefleet.routing.structure.tables import cell_box_agreement, poppler_tsv_words, signature
 
     assert signature("صافي الربح") == signature(
         "ﺢﺑﺮﻟا ﻲﻓﺎﺻ"
@@ -128,7 +128,7 @@ def test_cell_box_agreement_equals_its_per_word_definition() -> None:
     word against every cell, first cell wins (random tables, overlapping and missing boxes)."""
     import random
 
-    from routing.structure.tables import cell_box_agreement, signature
+    from pagefleet.routing.structure.tables import cell_box_agreement, signature
 
     def reference(cells, words):  # type: ignore[no-untyped-def]
         theirs = [[] for _ in cells]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
-from routing.edits import Edit, apply_edits
-from workers.cli.studio import markup
+from pagefleet.routing.edits import Edit, apply_edits
+from pagefleet.workers.cli.studio import markup
 
 EVIL = '<script>alert(1)</script><img src=x onerror="alert(2)">'
 

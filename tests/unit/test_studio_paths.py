@@ -10,8 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from workers.cli.studio.config import StudioConfigError, check_bind, is_loopback
-from workers.cli.studio.library import ROOT_ID, Library, NotFound, safe_local_path, safe_relative
+from pagefleet.workers.cli.studio.config import StudioConfigError, check_bind, is_loopback
+from pagefleet.workers.cli.studio.library import (
+    ROOT_ID,
+    Library,
+    NotFound,
+    safe_local_path,
+    safe_relative,
+)
 
 
 def _doc_folder(root: Path, name: str, marker: str = "document.json") -> Path:
@@ -135,8 +141,8 @@ def test_public_host_needs_a_token() -> None:
 def test_review_command_refuses_bad_setups_with_exit_64(tmp_path: Path) -> None:
     from rich.console import Console
 
-    from workers.cli.main import parser
-    from workers.cli.review import cmd_review
+    from pagefleet.workers.cli.main import parser
+    from pagefleet.workers.cli.review import cmd_review
 
     console = Console(file=io.StringIO(), markup=False)
     missing = parser().parse_args(["review", str(tmp_path / "nope")])

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from workers.store.artifacts import markdown
-from workers.cli.studio import reviews, risk
-from workers.cli.studio.library import Library
-from workers.model import (
+from pagefleet.workers.store.artifacts import markdown
+from pagefleet.workers.cli.studio import reviews, risk
+from pagefleet.workers.cli.studio.library import Library
+from pagefleet.workers.model import (
     Attempt,
     DocumentRecord,
     PageRecord,
@@ -182,9 +182,9 @@ def test_release_lets_approved_previews_through_with_the_decision_recorded(store
 
 
 def test_decisions_from_another_run_are_marked_stale(stored) -> None:
-    from workers.cli.studio.state import Studio
-    from workers.cli.studio.web import _document_context
-    from workers.settings import StudioSettings
+    from pagefleet.workers.cli.studio.state import Studio
+    from pagefleet.workers.cli.studio.web import _document_context
+    from pagefleet.workers.settings import StudioSettings
 
     library, ref, doc, folder = stored
     studio = Studio(library, StudioSettings(), broker=None)

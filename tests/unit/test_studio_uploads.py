@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from workers.cli.studio.library import Library
-from workers.cli.studio.uploads import Uploads, receive, safe_filename
-from workers.errors import InputError, PdfTooLargeError
-from workers.settings import StudioSettings
+from pagefleet.workers.cli.studio.library import Library
+from pagefleet.workers.cli.studio.uploads import Uploads, receive, safe_filename
+from pagefleet.workers.errors import InputError, PdfTooLargeError
+from pagefleet.workers.settings import StudioSettings
 
 
 @pytest.mark.parametrize(

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from tests.unit.test_ocr_levers import LINES, _page
-from workers.engines import coverage, scan_prep, tesseract_api
-from workers.engines.tesseract import recognise
-from workers.errors import EngineTimeout
-from workers.ladder.ocr_stage import _narrower
-from workers.settings import get_settings
+from pagefleet.workers.engines import coverage, scan_prep, tesseract_api
+from pagefleet.workers.engines.tesseract import recognise
+from pagefleet.workers.errors import EngineTimeout
+from pagefleet.workers.ladder.ocr_stage import _narrower
+from pagefleet.workers.settings import get_settings
 
 pytestmark = pytest.mark.slow
 
@@ -89,7 +89,7 @@ def test_a_read_past_its_deadline_is_cancelled(page_png: Path) -> None:
 def test_a_missing_image_is_a_typed_error(tmp_path: Path) -> None:
     import numpy as np
 
-    from workers.errors import EngineCrashed
+    from pagefleet.workers.errors import EngineCrashed
 
     with pytest.raises(EngineCrashed):
         tesseract_api.recognise(str(tmp_path / "none.png"), "eng", 3, 200, timeout_s=10)

@@ -9,14 +9,14 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from routing.edits import Edit, apply_edits
-from workers.ladder.accept import repair
-from routing.visual_order import page_order
-from routing.evidence import GlyphFacts
-from routing.quality import GateInput, assess
-from routing.bidi_order import reread_line
-from routing.mirrored_lines import hebrew_order_evidence
-from workers.pdf.mupdf import extract_range
+from pagefleet.routing.edits import Edit, apply_edits
+from pagefleet.workers.ladder.accept import repair
+from pagefleet.routing.visual_order import page_order
+from pagefleet.routing.evidence import GlyphFacts
+from pagefleet.routing.quality import GateInput, assess
+from pagefleet.routing.bidi_order import reread_line
+from pagefleet.routing.mirrored_lines import hebrew_order_evidence
+from pagefleet.workers.pdf.mupdf import extract_range
 
 DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
 HEADER_PIECE = (
@@ -151,9 +151,9 @@ def test_a_line_without_rtl_characters_gets_the_evidence_the_full_count_gives() 
     random lines, with and without them, the result is what the full count gives."""
     import random
 
-    from routing.visual_order import LineEvidence, arabic_order_votes, line_evidence
-    from routing.mirrored_lines import hebrew_order_evidence as hebrew
-    from routing.visual_order import _final_mid_word
+    from pagefleet.routing.visual_order import LineEvidence, arabic_order_votes, line_evidence
+    from pagefleet.routing.mirrored_lines import hebrew_order_evidence as hebrew
+    from pagefleet.routing.visual_order import _final_mid_word
 
     alphabet = (
         "abc XYZ 12.,;-\"'()" + "שלוםךם" + "\ufb2a\ufb4f" + "قةى\ufe8e\ufef5" + "\u0660\u06f1\u200f"
@@ -184,7 +184,7 @@ def test_a_line_without_rtl_characters_gets_the_evidence_the_full_count_gives() 
 def test_a_page_without_rtl_letters_reads_as_the_per_line_votes_would() -> None:
     """page_order's shortcut (no Hebrew or Arabic letter, no RTL geometry) equals the per-line count;
     geometry on such a page still votes."""
-    from routing import visual_order
+    from pagefleet.routing import visual_order
 
     latin = "Annual report 2024\n(a) revenue [net] of {group}\n\nfinal line ends here"
     fast = page_order(latin, [[0, 0]] * 4, from_ocr=False)

@@ -8,10 +8,10 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from routing.chains import VisualVote, decide
-from workers.ladder import visual
-from workers.engines.base import PageImage
-from workers.settings import get_settings
+from pagefleet.routing.chains import VisualVote, decide
+from pagefleet.workers.ladder import visual
+from pagefleet.workers.engines.base import PageImage
+from pagefleet.workers.settings import get_settings
 
 pytestmark = pytest.mark.slow
 

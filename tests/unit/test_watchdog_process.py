@@ -11,13 +11,21 @@ import sys
 import time
 
 from tests.conftest import ROOT, free_port
-from workers.cli.exitcodes import for_error
-from workers.errors import BrokerUnavailable
+from pagefleet.workers.cli.exitcodes import for_error
+from pagefleet.workers.errors import BrokerUnavailable
 
 
 def _watchdog(*args: str) -> list[str]:
     broker = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
-    return [sys.executable, "-m", "workers.cli.main", "watchdog", "--broker", broker, *args]
+    return [
+        sys.executable,
+        "-m",
+        "pagefleet.workers.cli.main",
+        "watchdog",
+        "--broker",
+        broker,
+        *args,
+    ]
 
 
 def test_the_watchdog_outlives_a_broker_that_does_not_answer(tmp_path) -> None:

@@ -10,7 +10,7 @@ import gc
 import pytest
 from celery.signals import worker_process_init
 
-from workers.app import app
+from pagefleet.workers.app import app
 
 
 @pytest.fixture
@@ -53,7 +53,7 @@ def test_building_a_worker_imports_the_s3_client_once_for_every_pool_process() -
 
     script = (
         "import gc, sys\n"
-        "from workers.app import app\n"
+        "from pagefleet.workers.app import app\n"
         "assert 'minio' not in sys.modules, 'imported before the worker was built'\n"
         "app.Worker(queues=['split'], pool_cls='solo', hostname='test-preload@localhost')\n"
         "import minio\n"
@@ -70,7 +70,7 @@ def test_building_a_worker_imports_the_s3_client_once_for_every_pool_process() -
 def test_a_module_that_cannot_be_preloaded_is_left_to_its_first_use(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from workers.app import preload
+    from pagefleet.workers.app import preload
 
     assert preload(("json", "pagefleet_no_such_module")) == ["json"]
     assert "pagefleet_no_such_module" in caplog.text

@@ -7,7 +7,7 @@ import gc
 
 import pytest
 
-from workers.app import app
+from pagefleet.workers.app import app
 
 
 @pytest.fixture
@@ -15,7 +15,7 @@ def restore_conf():
     saved = (app.conf.worker_max_memory_per_child, app.conf.worker_max_tasks_per_child)
     yield
     app.conf.worker_max_memory_per_child, app.conf.worker_max_tasks_per_child = saved
-    gc.unfreeze()  # building a worker froze this process's heap (workers.app): the next tests collect as usual
+    gc.unfreeze()  # building a worker froze this process's heap (pagefleet.workers.app): the next tests collect as usual
 
 
 @pytest.mark.parametrize(

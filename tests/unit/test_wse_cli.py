@@ -9,9 +9,9 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from routing.scripts import is_rtl_letter
-from workers.cli.exitcodes import ExitCode
-from workers.cli.main import main
+from pagefleet.routing.scripts import is_rtl_letter
+from pagefleet.workers.cli.exitcodes import ExitCode
+from pagefleet.workers.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from workers.wse.decode import Decoder, strip_tags, word_recovery, words_of
-from workers.wse.mapping import Mapping
-from workers.wse.table_scores import best_match, cell_accuracy
-from workers.wse.recover import recover_tables_wse, run_direct, run_wse
+from pagefleet.workers.wse.decode import Decoder, strip_tags, word_recovery, words_of
+from pagefleet.workers.wse.mapping import Mapping
+from pagefleet.workers.wse.table_scores import best_match, cell_accuracy
+from pagefleet.workers.wse.recover import recover_tables_wse, run_direct, run_wse
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT.parent / "shared" / "corpus"

@@ -9,12 +9,12 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from routing.scripts import is_rtl_letter
-from routing.wse import needs_token
-from workers.errors import InvalidPdfError
-from workers.wse.encode import encode_pdf
-from workers.wse.mapping import Mapping, mapping_path
-from workers.wse.words import page_words
+from pagefleet.routing.scripts import is_rtl_letter
+from pagefleet.routing.wse import needs_token
+from pagefleet.workers.errors import InvalidPdfError
+from pagefleet.workers.wse.encode import encode_pdf
+from pagefleet.workers.wse.mapping import Mapping, mapping_path
+from pagefleet.workers.wse.words import page_words
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT.parent / "shared" / "corpus"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workers.wse.table_scores import best_match, cell_accuracy, normalized, teds
+from pagefleet.workers.wse.table_scores import best_match, cell_accuracy, normalized, teds
 
 TRUTH = [["פריט", "2012", "2013"], ["סך הכל", "1.5", "-2.0"], ["ייצוא", "12%", "3,400"]]
 

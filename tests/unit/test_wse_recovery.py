@@ -1,4 +1,4 @@
-"""`--structured-recovery wse`: the recoverer registered in workers.ladder.recovery, end to end."""
+"""`--structured-recovery wse`: the recoverer registered in pagefleet.workers.ladder.recovery, end to end."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from tests.unit.test_structure_extraction import _pages, _record
-from workers.ladder import recovery, structure
-from workers.ladder.structure import document_layout
-from workers.settings import Options
+from pagefleet.workers.ladder import recovery, structure
+from pagefleet.workers.ladder.structure import document_layout
+from pagefleet.workers.settings import Options
 
 
 def test_wse_is_a_structured_recovery_option():

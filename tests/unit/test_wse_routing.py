@@ -1,11 +1,11 @@
-"""Word Shape Encoding: the pure decisions (routing.wse) and the shape index."""
+"""Word Shape Encoding: the pure decisions (pagefleet.routing.wse) and the shape index."""
 
 from __future__ import annotations
 
 import pytest
 
-from routing.wse import needs_token, parse_pages, style_key, token_tolerance
-from workers.wse.shapes import Shape, ShapeIndex, measure, shape_index, word_list
+from pagefleet.routing.wse import needs_token, parse_pages, style_key, token_tolerance
+from pagefleet.workers.wse.shapes import Shape, ShapeIndex, measure, shape_index, word_list
 
 
 def test_needs_token_for_rtl_letters_and_undrawable_characters():
