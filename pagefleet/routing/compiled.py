@@ -206,10 +206,11 @@ def build(root: Path = ROOT, modules: Sequence[str] = MODULES, group: str = GROU
     with tempfile.TemporaryDirectory(prefix="pagefleet-mypyc-") as work:
         script = Path(work) / "setup_gate.py"
         script.write_text(SETUP % group, encoding="utf-8")
+        tree = _copy_packages(root, modules, Path(work) / "src")
         try:
             subprocess.run(
                 [sys.executable, str(script), work, str(build_dir(root, group)), *files],
-                cwd=root,
+                cwd=tree,
                 check=True,
                 stdout=subprocess.DEVNULL,
             )
@@ -220,3 +221,15 @@ def build(root: Path = ROOT, modules: Sequence[str] = MODULES, group: str = GROU
     tmp.write_text(json.dumps({"sources": sources}, indent=1), encoding="utf-8")
     tmp.replace(stamp)
     return stamp
+
+
+def _copy_packages(root: Path, modules: Sequence[str], into: Path) -> Path:
+    """The Python sources of the modules' top-level packages copied to a folder of their own, where
+    mypy reads them: in an installed wheel `root` is site-packages, whose other top-level modules
+    (`typing_extensions.py`) mypy refuses to take for the program's own."""
+    for top in sorted({m.split(".", 1)[0] for m in modules}):
+        for path in (root / top).rglob("*.py"):
+            target = into / path.relative_to(root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+    return into

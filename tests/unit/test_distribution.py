@@ -110,3 +110,28 @@ def test_importing_pagefleet_imports_none_of_its_parts(tmp_path: Path) -> None:
     from importlib.metadata import version
 
     assert done.stdout.split() == ["['pagefleet']", version("pagefleet")]
+
+
+@pytest.mark.integration
+def test_the_gate_compiles_where_the_wheel_is_installed(
+    wheel: zipfile.ZipFile, tmp_path: Path
+) -> None:
+    """The images run `build()` on the installed package: its root is then site-packages, beside
+    other top-level modules (`typing_extensions.py`) that mypy must not take for the program's."""
+    site = tmp_path / "site"
+    wheel.extractall(site)
+    import typing_extensions
+
+    shutil.copy2(typing_extensions.__file__, site / "typing_extensions.py")
+    done = subprocess.run(
+        [sys.executable, "-c", "from pagefleet.routing.compiled import build; build()"],
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(site)),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    built = site / "pagefleet" / "routing" / "_build" / "pagefleet" / "routing"
+    assert (site / "pagefleet" / "routing" / "_compiled.json").exists()
+    assert sorted(p.name.split(".")[0] for p in built.glob("quality.*.so")) == ["quality"]
