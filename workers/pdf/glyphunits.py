@@ -139,7 +139,11 @@ def mirrored_number(units: list[Unit]) -> bool:
     algorithm's Arabic numbers: `٤٥٪` stands as `٪٤٥`), or a sign written before a number that
     stands at its right end (`4.5%-`, `250 ₪`). A European number drawn with its sign on the left
     reads left to right as it stands (`-4.3`)."""
-    inked = [u.key for u in units if not u.space]
+    return mirrored_keys([u.key for u in units if not u.space])
+
+
+def mirrored_keys(inked: list[str]) -> bool:
+    """`mirrored_number` of a row's inked units, given by their keys."""
     if any("\u0660" <= k <= "\u0669" or "\u06f0" <= k <= "\u06f9" for k in inked):
         return True
     return len(inked) > 1 and inked[0].isdigit() and not inked[-1].isdigit()
@@ -154,8 +158,15 @@ def letters_order(
     the repairs will) wins, then the direction the end letters give, then fewer punctuation
     faults at all, then the side the row is flush with, then the page's direction. Where only the
     page's direction chose between two different readings, the other comes back too."""
-    keys = [u.key for u in units]
-    texts = [unit_text(u) for u in units]
+    return letters_order_of(
+        [u.key for u in units], [unit_text(u) for u in units], page_rtl, aligned
+    )
+
+
+def letters_order_of(
+    keys: list[str], texts: list[str], page_rtl: bool, aligned: bool | None
+) -> tuple[list[int], list[int] | None, bool]:
+    """`letters_order` of units given by their keys (what the bidi algorithm sees) and texts."""
     ends = line_direction("".join(keys))
     readings = []
     for rtl in (True, False) if ends is not False else (False, True):
