@@ -25,18 +25,21 @@ from typing import Any
 import numpy as np
 import pymupdf
 
-from routing.arabic import ALEF, LAM
 from routing.bidi_order import logical_order
 from routing.charclass import LazyTable
 from routing.scripts import is_latin, is_rtl_letter
 from workers.pdf import fastwalk
 from workers.pdf.glyphlines import UNRESOLVED, squeeze_edits
-from workers.pdf.glyphunits import ZERO, letters_order_of, mirrored_keys
+from workers.pdf.glyphunits import letters_order_of, mirrored_keys
 
 # stextrows.c's flags: of a character (C_*), of a record (U_*), of a row (R_*)
 C_SPACE, C_MARK, C_RTL, C_LATIN, C_ALPHA, C_ALNUM, C_DEC = 1, 2, 4, 8, 16, 32, 64
 U_SYNTHETIC, U_DROPPED, U_SPACE, U_AFTER, U_BREAK = 1, 2, 4, 8, 16
-R_LETTERS, R_HAS_LETTERS, R_TAIL, R_ALIGNED, R_RIGHT = 1, 2, 4, 8, 16
+R_LETTERS, R_HAS_LETTERS, R_TAIL, R_ALIGNED, R_RIGHT, R_SIMPLE = 1, 2, 4, 8, 16, 32
+E_SPACE, E_LIGATURE = 1, 4
+_EDIT_KINDS = {1: "word_space_inserted", 2: "split_word_rejoined", 3: "space_under_glyph"}
+_EDIT_KINDS[E_LIGATURE] = "ligature_order"
+ROW_INTS = 8
 _SMALL = -2
 _I = ctypes.c_int
 
@@ -51,6 +54,32 @@ def _char_bits(ch: str) -> str:
 
 
 CHAR_BITS = LazyTable(_char_bits)
+# stextrows.c's B_* codes: the bidi classes pf_bidi_order takes FriBidi's levels for
+_BIDI_CODES = {"L": 1, "R": 2, "AL": 3, "EN": 4, "ES": 5, "ET": 6, "AN": 7, "CS": 8, "NSM": 9}
+_BIDI_CODES |= {"ON": 10, "WS": 11}
+BIDI_CLASSES = LazyTable(lambda ch: chr(0x80 | _BIDI_CODES.get(unicodedata.bidirectional(ch), 0)))
+_ORDER = np.empty(1024, dtype=np.int32)
+
+
+def reading_order(keys: list[str], rtl: bool) -> list[int]:
+    """`logical_order(keys, rtl)[0]`, the levels from FriBidi where stextrows.c's pf_bidi_order
+    takes them (the library there, and every key of a class both libraries agree on)."""
+    global _ORDER
+    lib = fastwalk.library()
+    text = "".join(keys)
+    if lib is not None and len(text) == len(keys):
+        if len(_ORDER) < len(keys):
+            _ORDER = np.empty(2 * len(keys), dtype=np.int32)
+        found = lib.pf_bidi_order(
+            text.encode("utf-32-le", "surrogatepass"),
+            len(keys),
+            int(rtl),
+            BIDI_CLASSES.apply(text).encode("latin-1"),
+            _ORDER.ctypes.data,
+        )
+        if found == 0:
+            return _ORDER[: len(keys)].tolist()
+    return logical_order(keys, rtl)[0]
 
 
 class _Glyphs(fastwalk.Buffers):
@@ -103,8 +132,10 @@ def evidence(textpage: pymupdf.TextPage) -> dict[str, Any] | None:
         return None
     buf, n, n_lines = walked
     flat = buf.cps[:n].tobytes().decode("utf-32-le", "surrogatepass")
-    rows = np.empty(6 * max(n_lines, 1), dtype=np.int32)
+    bits = CHAR_BITS.apply(flat).encode("latin-1")
+    rows = np.empty(ROW_INTS * max(n_lines, 1), dtype=np.int32)
     recs = np.empty(4 * (2 * n + 1), dtype=np.int32)
+    keys = np.empty(2 * n + 1, dtype=np.uint32)
     page_rtl = _I()
     count = lib.pf_rows(
         n_lines,
@@ -114,162 +145,161 @@ def evidence(textpage: pymupdf.TextPage) -> dict[str, Any] | None:
         buf.geo.ctypes.data,
         buf.size.ctypes.data,
         buf.cps.ctypes.data,
-        CHAR_BITS.apply(flat).encode("latin-1"),
+        bits,
         rows.ctypes.data,
         recs.ctypes.data,
+        keys.ctypes.data,
         ctypes.byref(page_rtl),
     )
     if count < 0:
         return None
     if count == 0:  # no line holds a Hebrew or Arabic letter: the page as MuPDF gives it
         return fastwalk.walk_evidence(lib, buf, n, n_lines)
-    page = _Page(flat, buf.geo[: 6 * n].reshape(-1, 6), recs.tolist(), bool(page_rtl.value))
-    for read, start, length, first, records, flags in rows[: 6 * count].reshape(-1, 6).tolist():
-        if read:
-            page.read_row(first, records, flags)
-        else:
-            page.keep(start, length)
-    return page.evidence(lib, buf)
+    table = rows[: ROW_INTS * count]
+    last = table[-ROW_INTS:].tolist()
+    page = _Page(flat, buf.geo[: 6 * n].reshape(-1, 6), recs, bool(page_rtl.value))
+    page.read(table.reshape(-1, ROW_INTS).tolist(), keys[: last[6] + last[7]])
+    return page.evidence(lib, buf, n, table, bits)
 
 
 class _Page:
-    """The rows of one page in reading order, as `glyphlines.read_rows` lays them out: each row's
-    characters (indices into the walk's arrays), direction and edits."""
+    """The rows of one page in reading order, as `glyphlines.read_rows` lays them out."""
 
-    def __init__(self, flat: str, geo: np.ndarray, recs: list[int], page_rtl: bool) -> None:
+    def __init__(self, flat: str, geo: np.ndarray, recs: np.ndarray, page_rtl: bool) -> None:
         self.flat, self.geo, self.recs, self.page_rtl = flat, geo, recs, page_rtl
-        self.order: list[int] = []  # the characters of every row, row after row
-        self.lengths: list[int] = []
+        self.orders: list[int] = []  # every read row's order of its visual units, one after another
         self.directions: list[int] = []  # per row: 1 RTL, 0 LTR, -1 MuPDF's line kept
-        self.edits: list[list[Any]] = []
-        self.offset = 0  # where the next row starts in the page text
+        self.others: dict[int, str] = {}  # per row that reads both ways: the other reading
 
-    def keep(self, start: int, length: int) -> None:
-        self._add(range(start, start + length), -1, [])
-
-    def _add(self, chars: Any, direction: int, edits: list[list[Any]]) -> None:
-        self.order.extend(chars)
-        self.edits += [[self.offset + a, self.offset + b, *rest] for a, b, *rest in edits]
-        self.lengths.append(len(chars))
-        self.directions.append(direction)
-        self.offset += len(chars) + 1
-
-    def read_row(self, first: int, records: int, flags: int) -> None:
-        """glyphlines._read_row from the row's records (stextrows.c: the units in visual order,
-        each followed by the placeholders under it, then the line ends)."""
-        flat, recs = self.flat, self.recs
-        visual: list[tuple[int, int, int]] = []
-        after: list[list[tuple[int, int, int]]] = []
-        breaks: list[int] = []
-        keys: list[str] = []
-        for at in range(4 * first, 4 * (first + records), 4):
-            start, end, kind, key = recs[at : at + 4]
-            if kind & U_BREAK:
-                breaks.extend(range(start, end))
-            elif kind & U_AFTER:
-                after[-1].append((start, end, kind))
+    def read(self, table: list[list[int]], keys: np.ndarray) -> None:
+        """Each read row's order by the bidi algorithm, from its keys (glyphlines._read_row)."""
+        every = keys.tobytes().decode("utf-32-le", "surrogatepass")
+        for row, (read, _, _, first, records, flags, at, count) in enumerate(table):
+            if not read:
+                self.directions.append(-1)
+                continue
+            row_keys = every[at : at + count]
+            alternative = None
+            if flags & R_LETTERS:
+                texts = row_keys if flags & R_SIMPLE else self._texts(first, records)
+                aligned = bool(flags & R_RIGHT) if flags & R_ALIGNED else None
+                order, alternative, rtl = letters_order_of(
+                    row_keys, texts, self.page_rtl, aligned, reading_order
+                )
             else:
-                visual.append((start, end, kind))
-                after.append([])
-                keys.append(flat[key] if key >= 0 else " ")
-        alternative = None
-        if flags & R_LETTERS:
-            texts = [" " if k & U_SYNTHETIC else flat[a:b] for a, b, k in visual]
-            aligned = bool(flags & R_RIGHT) if flags & R_ALIGNED else None
-            order, alternative, rtl = letters_order_of(keys, texts, self.page_rtl, aligned)
-        else:
-            rtl = self.page_rtl and (
-                bool(flags & R_TAIL)
-                if flags & R_HAS_LETTERS
-                else mirrored_keys([k for k, u in zip(keys, visual) if not u[2] & U_SPACE])
-            )
-            order, _ = logical_order(keys, rtl)
-        kept, edits = self._kept(visual, after, order)
-        kept += breaks
-        if alternative is not None:  # the row reads both ways: the other reading goes to a referee
-            other = "".join(
-                flat[a:b]
-                for index in alternative
-                for a, b, k in [visual[index], *after[index]]
-                if not k & U_SYNTHETIC
-            ) + "".join(flat[i] for i in breaks)
-            edits = [*squeeze_edits(edits), [0, len(kept), other, UNRESOLVED, self._box(kept)]]
-        else:
-            edits = squeeze_edits(edits)
-        self._add(kept, int(rtl), edits)
+                rtl = self.page_rtl and (
+                    bool(flags & R_TAIL)
+                    if flags & R_HAS_LETTERS
+                    else mirrored_keys([k for k in row_keys if not k.isspace()])
+                )
+                order = reading_order(row_keys, rtl)
+            if alternative is not None:  # the other reading goes to a referee
+                self.others[row] = self._other(first, records, alternative)
+            self.orders += order
+            self.directions.append(int(rtl))
 
-    def _kept(
-        self,
-        visual: list[tuple[int, int, int]],
-        after: list[list[tuple[int, int, int]]],
-        order: list[int],
-    ) -> tuple[list[int], list[list[Any]]]:
-        """The row's characters in the reading's order, and the gap repairs against them."""
-        kept: list[int] = []
-        edits: list[list[Any]] = []
-        for index in order:
-            for start, end, kind in [visual[index], *after[index]]:
-                at = len(kept)
-                if kind & U_SYNTHETIC:
-                    edits.append([at, at, " ", "word_space_inserted"])
-                    continue
-                if kind & U_DROPPED:
-                    edits.append([at, at + end - start, "", "split_word_rejoined"])
-                elif kind & U_AFTER:
-                    edits.append([at, at + end - start, "", "space_under_glyph"])
-                elif end - start == 2 and (swapped := self._swapped(start, kept)):
-                    edits.append([at, at + 2, swapped, "ligature_order"])
-                kept.extend(range(start, end))
-        return kept, edits
+    def _records(self, first: int, records: int) -> list[list[int]]:
+        flat = self.recs[4 * first : 4 * (first + records)].tolist()
+        return [flat[i : i + 4] for i in range(0, len(flat), 4)]
 
-    def _swapped(self, start: int, kept: list[int]) -> str | None:
-        """glyphunits.swapped_ligature of the unit of two code points at `start`."""
-        flat, geo = self.flat, self.geo
-        if not kept or flat[kept[-1]] != ALEF or flat[start] != ALEF:
-            return None
-        first, second = geo[start].tolist(), geo[start + 1].tolist()
-        if first[2] - first[0] > ZERO:
-            return None
-        c = flat[start + 1]
-        if second[2] - second[0] <= ZERO or not is_rtl_letter(c) or c in (ALEF, LAM):
-            return None
-        return c + ALEF
+    def _texts(self, first: int, records: int) -> list[str]:
+        """The text of each of a row's visual units (its code points; a synthetic space's " ")."""
+        return [
+            " " if kind & U_SYNTHETIC else self.flat[a:b]
+            for a, b, kind, _ in self._records(first, records)
+            if not kind & (U_AFTER | U_BREAK)
+        ]
 
-    def _box(self, kept: list[int]) -> list[float]:
-        """The rebuilt line's bbox (its characters' boxes' extremes), rounded as an unresolved
+    def _other(self, first: int, records: int, alternative: list[int]) -> str:
+        """A row's text in its other reading: the units in `alternative`'s order, each with the
+        placeholders under it, then the line ends."""
+        units: list[list[str]] = []
+        ends = []
+        for a, b, kind, _ in self._records(first, records):
+            text = "" if kind & U_SYNTHETIC else self.flat[a:b]
+            if kind & U_BREAK:
+                ends.append(text)
+            elif kind & U_AFTER:
+                units[-1].append(text)
+            else:
+                units.append([text])
+        return "".join("".join(units[i]) for i in alternative) + "".join(ends)
+
+    def _box(self, chars: np.ndarray) -> list[float]:
+        """A rebuilt line's bbox (its characters' boxes' extremes), rounded as an unresolved
         row's."""
-        if not kept:
+        if not len(chars):
             return [0.0, 0.0, 0.0, 0.0]
-        boxes = self.geo[kept, :4].tolist()
+        boxes = self.geo[chars, :4].tolist()
         x0 = min(b[0] for b in boxes)
         y0 = min(b[1] for b in boxes)
         x1 = max(b[2] for b in boxes)
         y1 = max(b[3] for b in boxes)
         return [round(v, 2) for v in (x0, y0, x1, y1)]
 
-    def evidence(self, lib: ctypes.CDLL, buf: fastwalk.Buffers) -> dict[str, Any]:
+    def _edits(self, found: list[list[int]], lengths: list[int], chars: np.ndarray) -> list[Any]:
+        """pf_kept's edits, each row's squeezed, with the unresolved rows', at page offsets."""
+        per_row: dict[int, list[list[Any]]] = {}
+        for row, a, b, kind, c1, c2 in found:
+            text = " " if kind == E_SPACE else chr(c1) + chr(c2) if kind == E_LIGATURE else ""
+            per_row.setdefault(row, []).append([a, b, text, _EDIT_KINDS[kind]])
+        starts = np.cumsum([0] + lengths).tolist()
+        out: list[list[Any]] = []
+        for row in sorted(per_row.keys() | self.others.keys()):
+            edits = squeeze_edits(per_row.get(row, []))
+            if row in self.others:
+                kept = chars[starts[row] : starts[row + 1]]
+                edits.append([0, len(kept), self.others[row], UNRESOLVED, self._box(kept)])
+            offset = starts[row] + row  # one newline after each row before it
+            out += [[offset + a, offset + b, *rest] for a, b, *rest in edits]
+        return out
+
+    def evidence(
+        self, lib: ctypes.CDLL, buf: fastwalk.Buffers, n: int, table: np.ndarray, bits: bytes
+    ) -> dict[str, Any]:
         """`mupdf._geometry_evidence` of the rows, with what `glyph_evidence` adds where a row
         was read again."""
         global _ROWS
+        n_rows = len(self.directions)
+        chars = np.empty(n + 1, dtype=np.int32)
+        lengths = np.empty(n_rows, dtype=np.int32)
+        edits = np.empty(6 * (len(self.recs) // 4 + 1), dtype=np.int32)
+        orders = np.asarray(self.orders, dtype=np.int32)
+        found = lib.pf_kept(
+            n_rows,
+            table.ctypes.data,
+            self.recs.ctypes.data,
+            orders.ctypes.data,
+            buf.geo.ctypes.data,
+            buf.cps.ctypes.data,
+            bits,
+            chars.ctypes.data,
+            lengths.ctypes.data,
+            edits.ctypes.data,
+        )
+        if found < 0:
+            raise MemoryError("pf_kept")
+        sizes = lengths.tolist()
+        total = sum(sizes)
         rows = _ROWS = _ROWS or fastwalk.Buffers()
-        n, n_lines = len(self.order), len(self.lengths)
-        rows.grow(n, n_lines)
-        order = np.asarray(self.order, dtype=np.intp)
-        rows.cps[:n] = buf.cps[order]
-        rows.geo[: 6 * n] = buf.geo.reshape(-1, 6)[order].ravel()
-        rows.line_len[:n_lines] = self.lengths
+        rows.grow(total, n_rows)
+        kept = chars[:total]
+        rows.cps[:total] = buf.cps[kept]
+        rows.geo[: 6 * total] = buf.geo.reshape(-1, 6)[kept].ravel()
+        rows.line_len[:n_rows] = lengths
         rebuilt = any(d >= 0 for d in self.directions)
-        found = fastwalk.walk_evidence(lib, rows, n, n_lines, reorders=not rebuilt)
+        result = fastwalk.walk_evidence(lib, rows, total, n_rows, reorders=not rebuilt)
         if not rebuilt:
-            return found
-        geometry = found["line_geometry"]
+            return result
+        geometry = result["line_geometry"]
         for i, direction in enumerate(self.directions):
             if direction >= 0:
                 geometry[i] = [0, 0]  # a row read again is in its reading order by construction
-        found["glyph_rows"] = True
-        found["row_directions"] = self.directions
-        found["gap_repairs"] = [e for e in self.edits if e[3] != UNRESOLVED]
-        unresolved = [[e[0], e[1], e[2], e[4]] for e in self.edits if e[3] == UNRESOLVED]
+        page_edits = self._edits(edits[: 6 * found].reshape(-1, 6).tolist(), sizes, kept)
+        result["glyph_rows"] = True
+        result["row_directions"] = self.directions
+        result["gap_repairs"] = [e for e in page_edits if e[3] != UNRESOLVED]
+        unresolved = [[e[0], e[1], e[2], e[4]] for e in page_edits if e[3] == UNRESOLVED]
         if unresolved:
-            found["unresolved_rows"] = unresolved
-        return found
+            result["unresolved_rows"] = unresolved
+        return result

@@ -13,6 +13,7 @@ Plain data in the sandbox child.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,13 +165,18 @@ def letters_order(
 
 
 def letters_order_of(
-    keys: list[str], texts: list[str], page_rtl: bool, aligned: bool | None
+    keys: list[str],
+    texts: list[str],
+    page_rtl: bool,
+    aligned: bool | None,
+    reading: Callable[[list[str], bool], list[int]] | None = None,
 ) -> tuple[list[int], list[int] | None, bool]:
-    """`letters_order` of units given by their keys (what the bidi algorithm sees) and texts."""
+    """`letters_order` of units given by their keys (what the bidi algorithm sees) and texts;
+    `reading`: `logical_order`'s order by another implementation of the same algorithm."""
     ends = line_direction("".join(keys))
     readings = []
     for rtl in (True, False) if ends is not False else (False, True):
-        order = logical_order(keys, rtl)[0]
+        order = reading(keys, rtl) if reading else logical_order(keys, rtl)[0]
         text = balanced_brackets("".join([texts[i] for i in order]))
         if rtl is ends and not readings and attachment_faults(text) == 0:
             return order, None, rtl  # the end letters' direction, and nothing against it

@@ -34,7 +34,8 @@ enum { C_SPACE = 1, C_MARK = 2, C_RTL = 4, C_LATIN = 8, C_ALPHA = 16, C_ALNUM = 
 /* a record's flags (fastrows.py reads them) */
 enum { U_SYNTHETIC = 1, U_DROPPED = 2, U_SPACE = 4, U_AFTER = 8, U_BREAK = 16 };
 /* a row's flags */
-enum { R_LETTERS = 1, R_HAS_LETTERS = 2, R_TAIL = 4, R_ALIGNED = 8, R_RIGHT = 16 };
+enum { R_LETTERS = 1, R_HAS_LETTERS = 2, R_TAIL = 4, R_ALIGNED = 8, R_RIGHT = 16, R_SIMPLE = 32 };
+#define ROW_INTS 8
 
 int pf_glyph_clusters(const float *g, const char *kinds, int n, int at, uint8_t *joined,
                       int32_t *out);
@@ -459,17 +460,35 @@ static char glyph_kind(uint8_t bits)
 	return bits & C_SPACE ? ' ' : bits & C_MARK ? 'M' : bits & C_RTL ? 'R' : 'o';
 }
 
-/* Rows of the page in reading order (glyphlines.read_rows), 6 ints each: read (1: read again from
- * its records, 0: MuPDF's line as it is), first character and count (the line kept as it is),
- * first record and count, the row's flags (R_*). Records, 4 ints each: first character, end, flags
- * (U_*), the character the bidi algorithm sees (-1: a synthetic space). `rows` has room for a row
- * per line, `recs` for 2 records per character and one more. Returns the rows, 0 where no line
- * holds a Hebrew or Arabic letter (the page stays as MuPDF gives it), -1 if out of memory;
- * *page_rtl: glyphrows.page_is_rtl. */
+/* A read row's keys (the code point the bidi algorithm sees of each unit in visual order, a space
+ * for a synthetic one) at keys[at]; returns how many, and R_SIMPLE in *simple where every unit's
+ * text is its key (one code point, or a synthetic space). */
+static int row_keys(const int32_t *rec, int count, const uint32_t *cps, uint32_t *keys, int *simple)
+{
+	int k = 0, one = 1;
+	for (int r = 0; r < count; r++, rec += 4) {
+		if (rec[2] & (U_AFTER | U_BREAK))
+			continue;
+		keys[k++] = rec[3] >= 0 ? cps[rec[3]] : ' ';
+		one &= (rec[2] & U_SYNTHETIC) || rec[1] - rec[0] == 1;
+	}
+	*simple = one ? R_SIMPLE : 0;
+	return k;
+}
+
+/* Rows of the page in reading order (glyphlines.read_rows), ROW_INTS ints each: read (1: read
+ * again from its records, 0: MuPDF's line as it is), first character and count (the line kept as
+ * it is), first record and count, the row's flags (R_*), first key and count (`keys`: row_keys).
+ * Records, 4 ints each: first character, end, flags (U_*), the character the bidi algorithm sees
+ * (-1: a synthetic space). `rows` has room for a row per line, `recs` for 2 records per character
+ * and one more, `keys` for 2 per character and one more. Returns the rows, 0 where no line holds
+ * a Hebrew or Arabic letter (the page stays as MuPDF gives it), -1 if out of memory; *page_rtl:
+ * glyphrows.page_is_rtl. */
 int pf_rows(int n_lines, const int32_t *line_len, const int32_t *line_info, const float *line_box,
             const float *geo, const float *size, const uint32_t *cps, const uint8_t *cls,
-            int32_t *rows, int32_t *recs, int *page_rtl)
+            int32_t *rows, int32_t *recs, uint32_t *keys, int *page_rtl)
 {
+	int n_keys = 0;
 	int n = 0;
 	for (int l = 0; l < n_lines; l++)
 		n += line_len[l];
@@ -526,7 +545,7 @@ int pf_rows(int n_lines, const int32_t *line_len, const int32_t *line_info, cons
 		int m = 0;
 		for (int j = i; j >= 0; j = next[j])
 			members[m++] = j;
-		int32_t *row = rows + 6 * found++;
+		int32_t *row = rows + ROW_INTS * found++;
 		int flags = row_flags(&p, lines, members, m);
 		int letters = 0;
 		for (int j = 0; j < m; j++)
@@ -541,6 +560,11 @@ int pf_rows(int n_lines, const int32_t *line_len, const int32_t *line_info, cons
 			rec = read_row(&p, lines, members, m, rec);
 		row[4] = (int32_t)((rec - recs) / 4) - row[3];
 		row[5] = flags | (letters ? R_LETTERS : 0) | (read ? aligned(lines, members, m, lo, hi) : 0);
+		int simple = 0;
+		row[6] = n_keys;
+		row[7] = read ? row_keys(recs + 4 * (size_t)row[3], row[4], cps, keys + n_keys, &simple) : 0;
+		row[5] |= simple;
+		n_keys += row[7];
 	}
 out:
 	free(p.kinds);
@@ -553,4 +577,199 @@ out:
 	free(p.visual);
 	free(lines);
 	return found;
+}
+
+/* ---- the order of a row's units by the Unicode bidirectional algorithm (routing.bidi_order) ----
+ *
+ * routing.bidi_order.logical_order resolves the levels with python-bidi and applies rules L1 and
+ * L2 itself. Here GNU FriBidi resolves them, loaded at run time (libfribidi.so.0: no headers or
+ * link-time dependency, and without it the Python reading runs). Its levels are taken only where
+ * both libraries can be trusted to agree: every code point's bidi class, as FriBidi gives it,
+ * must be the one Python's unicodedata gives (`classes`, from fastrows), and one of the classes
+ * of text and numbers (L R AL EN ES ET AN CS NSM ON WS): no explicit embedding or isolate, no
+ * boundary neutral, no separator. Otherwise -1: Python reads the row. */
+#include <dlfcn.h>
+
+typedef void (*fb_types_t)(const uint32_t *, int, uint32_t *);
+typedef void (*fb_brackets_t)(const uint32_t *, int, const uint32_t *, uint32_t *);
+typedef signed char (*fb_levels_t)(const uint32_t *, const uint32_t *, int, uint32_t *,
+                                   signed char *);
+
+enum { B_OTHER, B_L, B_R, B_AL, B_EN, B_ES, B_ET, B_AN, B_CS, B_NSM, B_ON, B_WS, B_CLASSES };
+
+static struct {
+	int state; /* 0 not tried, 1 loaded, -1 not there */
+	fb_types_t types;
+	fb_brackets_t brackets;
+	fb_levels_t levels;
+	uint32_t type_of[B_CLASSES]; /* FriBidi's type for each class, from a character of it */
+} fb;
+
+static int fribidi(void)
+{
+	if (fb.state)
+		return fb.state > 0;
+	fb.state = -1;
+	void *lib = dlopen("libfribidi.so.0", RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		return 0;
+	fb.types = (fb_types_t)dlsym(lib, "fribidi_get_bidi_types");
+	fb.brackets = (fb_brackets_t)dlsym(lib, "fribidi_get_bracket_types");
+	fb.levels = (fb_levels_t)dlsym(lib, "fribidi_get_par_embedding_levels_ex");
+	if (!fb.types || !fb.brackets || !fb.levels)
+		return 0;
+	/* one character of each class: L R AL EN ES ET AN CS NSM ON WS */
+	static const uint32_t sample[B_CLASSES] = {0, 'A', 0x05D0, 0x0627, '1', '+', '%', 0x0663,
+	                                           ',', 0x05B0, '!', ' '};
+	fb.types(sample + 1, B_CLASSES - 1, fb.type_of + 1);
+	for (int i = 1; i < B_CLASSES; i++)
+		for (int j = 1; j < i; j++)
+			if (fb.type_of[i] == fb.type_of[j])
+				return 0; /* not the FriBidi this was written for */
+	fb.state = 1;
+	return 1;
+}
+
+/* The logical order of a visual line's units (one code point each), as indices into `keys`:
+ * routing.bidi_order.logical_order's first answer. `classes`: Python's bidi class of each key
+ * (B_*, in the low 7 bits). Returns 0, or -1 where Python must read the line. */
+int pf_bidi_order(const uint32_t *keys, int n, int rtl, const uint8_t *classes, int32_t *order)
+{
+	if (n <= 0)
+		return n == 0 ? 0 : -1;
+	if (!fribidi())
+		return -1;
+	uint32_t *types = malloc(sizeof(uint32_t) * 2 * (size_t)n);
+	signed char *levels = malloc((size_t)n);
+	int ok = types && levels;
+	if (ok)
+		fb.types(keys, n, types);
+	for (int i = 0; ok && i < n; i++) {
+		int c = classes[i] & 0x7F;
+		ok = c != B_OTHER && c < B_CLASSES && fb.type_of[c] == types[i];
+	}
+	uint32_t base = fb.type_of[rtl ? B_R : B_L];
+	if (ok) {
+		fb.brackets(keys, n, types, types + n);
+		ok = fb.levels(types, types + n, n, &base, levels) > 0;
+	}
+	if (ok) {
+		int lowest = 127, highest = 0;
+		for (int i = n - 1, trailing = 1; i >= 0; i--) { /* rule L1: whitespace at the end */
+			if (trailing && (classes[i] & 0x7F) == B_WS)
+				levels[i] = (signed char)(rtl ? 1 : 0);
+			else
+				trailing = 0;
+		}
+		for (int i = 0; i < n; i++) {
+			order[i] = i;
+			highest = levels[i] > highest ? levels[i] : highest;
+			if (levels[i] % 2 && levels[i] < lowest)
+				lowest = levels[i];
+		}
+		for (int level = highest; lowest < 127 && level >= lowest; level--) /* rule L2 */
+			for (int i = 0; i < n;) {
+				if (levels[order[i]] < level) {
+					i++;
+					continue;
+				}
+				int j = i;
+				while (j < n && levels[order[j]] >= level)
+					j++;
+				for (int a = i, b = j - 1; a < b; a++, b--) {
+					int32_t t = order[a];
+					order[a] = order[b];
+					order[b] = t;
+				}
+				i = j;
+			}
+	}
+	free(types);
+	free(levels);
+	return ok ? 0 : -1;
+}
+
+/* ---- the rows' characters in their reading order, and the edits against them ---- */
+
+enum { E_SPACE = 1, E_REJOINED, E_UNDER, E_LIGATURE };
+#define ALEF 0x0627
+#define LAM 0x0644
+#define X0(i) ((double)g[6 * (size_t)(i)])
+#define X1(i) ((double)g[6 * (size_t)(i) + 2])
+
+/* glyphunits.swapped_ligature of the unit of two code points at s, after `before` (-1: none) */
+static int swapped(const float *g, const uint32_t *cps, const uint8_t *cls, int s, int before)
+{
+	if (before < 0 || cps[before] != ALEF || cps[s] != ALEF || X1(s) - X0(s) > ZERO)
+		return 0;
+	return X1(s + 1) - X0(s + 1) > ZERO && (cls[s + 1] & C_RTL) && cps[s + 1] != ALEF
+	       && cps[s + 1] != LAM;
+}
+
+static int32_t *edit(int32_t *e, int row, int start, int end, int kind, int c1, int c2)
+{
+	e[0] = row; e[1] = start; e[2] = end; e[3] = kind; e[4] = c1; e[5] = c2;
+	return e + 6;
+}
+
+/* glyphlines._read_row's characters and edits for every row pf_rows gave, in page order: a read
+ * row's units in `orders` (its indices into the row's visual units, the rows' orders one after
+ * the other), each unit followed by the placeholders under it, then the row's line ends; a row
+ * kept as MuPDF gives it, its line. chars: the characters (n of them, every character of the
+ * rows); lengths: per row; edits: 6 ints each (row, start, end, E_*, the two code points of a
+ * ligature's replacement), room for one per record. Returns the edits, -1 if out of memory. */
+int pf_kept(int n_rows, const int32_t *rows, const int32_t *recs, const int32_t *orders,
+            const float *geo, const uint32_t *cps, const uint8_t *cls, int32_t *chars,
+            int32_t *lengths, int32_t *edits)
+{
+	int most = 1;
+	for (int r = 0; r < n_rows; r++)
+		most = rows[ROW_INTS * r + 7] > most ? rows[ROW_INTS * r + 7] : most;
+	int32_t *visual = malloc(sizeof(int32_t) * (size_t)most);
+	if (!visual)
+		return -1;
+	const float *g = geo;
+	int32_t *e = edits, *out = chars;
+	for (int r = 0; r < n_rows; r++) {
+		const int32_t *row = rows + ROW_INTS * r, *rec = recs + 4 * (size_t)row[3];
+		const int32_t *order = orders;
+		int32_t *begin = out;
+		orders += row[7];
+		if (!row[0]) {
+			for (int i = row[1]; i < row[1] + row[2]; i++)
+				*out++ = i;
+			lengths[r] = row[2];
+			continue;
+		}
+		for (int k = 0, v = 0; k < row[4]; k++)
+			if (!(rec[4 * k + 2] & (U_AFTER | U_BREAK)))
+				visual[v++] = k;
+		for (int u = 0; u < row[7]; u++) {
+			for (int k = visual[order[u]]; k < row[4]; k++) {
+				const int32_t *x = rec + 4 * k;
+				if (k > visual[order[u]] && !(x[2] & U_AFTER))
+					break;
+				int at = (int)(out - begin), s = x[0], m = x[1] - x[0];
+				if (x[2] & U_SYNTHETIC) {
+					e = edit(e, r, at, at, E_SPACE, 0, 0);
+					continue;
+				}
+				if (x[2] & U_DROPPED)
+					e = edit(e, r, at, at + m, E_REJOINED, 0, 0);
+				else if (x[2] & U_AFTER)
+					e = edit(e, r, at, at + m, E_UNDER, 0, 0);
+				else if (m == 2 && swapped(g, cps, cls, s, at ? out[-1] : -1))
+					e = edit(e, r, at, at + 2, E_LIGATURE, (int)cps[s + 1], (int)cps[s]);
+				for (int i = s; i < x[1]; i++)
+					*out++ = i;
+			}
+		}
+		for (int k = 0; k < row[4]; k++)
+			if (rec[4 * k + 2] & U_BREAK)
+				for (int i = rec[4 * k]; i < rec[4 * k + 1]; i++)
+					*out++ = i;
+		lengths[r] = (int)(out - begin);
+	}
+	free(visual);
+	return (int)((e - edits) / 6);
 }
