@@ -37,7 +37,7 @@ $(VENV)/.installed: pyproject.toml
 NATIVE = workers/pdf/_stextwalk.so
 native: $(NATIVE)
 
-$(NATIVE): workers/pdf/stextwalk.c workers/pdf/stextrows.c $(VENV)/.installed
+$(NATIVE): workers/pdf/stextwalk.c workers/pdf/stextrows.c workers/pdf/stextorder.c workers/pdf/stextrows.h $(VENV)/.installed
 	@command -v $${CC:-cc} >/dev/null || { echo "no C compiler: the text walk stays in Python"; exit 0; }; \
 	$(BIN)/python -m workers.pdf.fastwalk build
 

@@ -157,8 +157,24 @@ def evidence(textpage: pymupdf.TextPage) -> dict[str, Any] | None:
         return fastwalk.walk_evidence(lib, buf, n, n_lines)
     table = rows[: ROW_INTS * count]
     last = table[-ROW_INTS:].tolist()
+    every = keys[: last[6] + last[7]].tobytes().decode("utf-32-le", "surrogatepass")
     page = _Page(flat, buf.geo[: 6 * n].reshape(-1, 6), recs, bool(page_rtl.value))
-    page.read(table.reshape(-1, ROW_INTS).tolist(), keys[: last[6] + last[7]])
+    status = np.zeros(count, dtype=np.int32)
+    if lib.pf_orders(
+        count,
+        table.ctypes.data,
+        recs.ctypes.data,
+        keys.ctypes.data,
+        BIDI_CLASSES.apply(every).encode("latin-1"),
+        buf.cps.ctypes.data,
+        bits,
+        int(page_rtl.value),
+        page.orders.ctypes.data,
+        page.others_at.ctypes.data,
+        status.ctypes.data,
+    ):
+        status[:] = 0  # out of memory in C: Python reads every row
+    page.read(table.reshape(-1, ROW_INTS).tolist(), every, status.tolist())
     return page.evidence(lib, buf, n, table, bits)
 
 
@@ -167,36 +183,47 @@ class _Page:
 
     def __init__(self, flat: str, geo: np.ndarray, recs: np.ndarray, page_rtl: bool) -> None:
         self.flat, self.geo, self.recs, self.page_rtl = flat, geo, recs, page_rtl
-        self.orders: list[int] = []  # every read row's order of its visual units, one after another
+        # every read row's order of its visual units, at the row's first key (pf_orders)
+        self.orders = np.empty(len(recs) // 4 + 1, dtype=np.int32)
+        self.others_at = np.empty(len(recs) // 4 + 1, dtype=np.int32)  # and the other reading
         self.directions: list[int] = []  # per row: 1 RTL, 0 LTR, -1 MuPDF's line kept
         self.others: dict[int, str] = {}  # per row that reads both ways: the other reading
 
-    def read(self, table: list[list[int]], keys: np.ndarray) -> None:
-        """Each read row's order by the bidi algorithm, from its keys (glyphlines._read_row)."""
-        every = keys.tobytes().decode("utf-32-le", "surrogatepass")
+    def read(self, table: list[list[int]], every: str, status: list[int]) -> None:
+        """Each read row's order by the bidi algorithm, from its keys (glyphlines._read_row):
+        pf_orders's where it gave one, else Python's."""
         for row, (read, _, _, first, records, flags, at, count) in enumerate(table):
             if not read:
                 self.directions.append(-1)
-                continue
-            row_keys = every[at : at + count]
-            alternative = None
-            if flags & R_LETTERS:
-                texts = row_keys if flags & R_SIMPLE else self._texts(first, records)
-                aligned = bool(flags & R_RIGHT) if flags & R_ALIGNED else None
-                order, alternative, rtl = letters_order_of(
-                    row_keys, texts, self.page_rtl, aligned, reading_order
-                )
+            elif status[row]:
+                self.directions.append(1 if status[row] & 2 else 0)
+                if status[row] & 4:
+                    other = self.others_at[at : at + count].tolist()
+                    self.others[row] = self._other(first, records, other)
             else:
-                rtl = self.page_rtl and (
-                    bool(flags & R_TAIL)
-                    if flags & R_HAS_LETTERS
-                    else mirrored_keys([k for k in row_keys if not k.isspace()])
-                )
-                order = reading_order(row_keys, rtl)
-            if alternative is not None:  # the other reading goes to a referee
-                self.others[row] = self._other(first, records, alternative)
-            self.orders += order
-            self.directions.append(int(rtl))
+                self._read_row(row, (first, records, flags), every[at : at + count], at)
+
+    def _read_row(self, row: int, where: tuple[int, int, int], row_keys: str, at: int) -> None:
+        """One row's order read in Python (pf_orders left it)."""
+        first, records, flags = where
+        alternative = None
+        if flags & R_LETTERS:
+            texts = row_keys if flags & R_SIMPLE else self._texts(first, records)
+            aligned = bool(flags & R_RIGHT) if flags & R_ALIGNED else None
+            order, alternative, rtl = letters_order_of(
+                row_keys, texts, self.page_rtl, aligned, reading_order
+            )
+        else:
+            rtl = self.page_rtl and (
+                bool(flags & R_TAIL)
+                if flags & R_HAS_LETTERS
+                else mirrored_keys([k for k in row_keys if not k.isspace()])
+            )
+            order = reading_order(row_keys, rtl)
+        if alternative is not None:  # the other reading goes to a referee
+            self.others[row] = self._other(first, records, alternative)
+        self.orders[at : at + len(order)] = order
+        self.directions.append(int(rtl))
 
     def _records(self, first: int, records: int) -> list[list[int]]:
         flat = self.recs[4 * first : 4 * (first + records)].tolist()
@@ -264,12 +291,11 @@ class _Page:
         chars = np.empty(n + 1, dtype=np.int32)
         lengths = np.empty(n_rows, dtype=np.int32)
         edits = np.empty(6 * (len(self.recs) // 4 + 1), dtype=np.int32)
-        orders = np.asarray(self.orders, dtype=np.int32)
         found = lib.pf_kept(
             n_rows,
             table.ctypes.data,
             self.recs.ctypes.data,
-            orders.ctypes.data,
+            self.orders.ctypes.data,
             buf.geo.ctypes.data,
             buf.cps.ctypes.data,
             bits,

@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 SOURCES = (
     Path(__file__).with_name("stextwalk.c"),
     Path(__file__).with_name("stextrows.c"),  # the rows `fastrows` reads
+    Path(__file__).with_name("stextorder.c"),  # and the order it reads each in
 )
 LIBRARY = Path(__file__).with_name("_stextwalk.so")
 _FALLBACK, _SMALL, _RTL = -1, -2, -3
@@ -56,7 +57,7 @@ _I = ctypes.c_int
 
 
 def build(target: Path = LIBRARY) -> Path:
-    """Compile `stextwalk.c` and `stextrows.c` into `target` (atomically: a worker never loads half a file)."""
+    """Compile `stextwalk.c`, `stextrows.c` and `stextorder.c` into `target` (atomically: a worker never loads half a file)."""
     wheel = Path(pymupdf.__file__).parent
     libs = sorted(p.name for p in wheel.glob("libmupdf.so.*"))
     if not libs:
@@ -117,6 +118,7 @@ def library() -> ctypes.CDLL | None:
     lib.pf_reorders.argtypes = [_I, _P, _P, ctypes.c_char_p, _P, _P]
     lib.pf_glyphs.argtypes = [_P, _P, _P, _P, _P, _P, _P, _I, _I, _P, _P]
     lib.pf_rows.argtypes = [_I, _P, _P, _P, _P, _P, _P, ctypes.c_char_p, _P, _P, _P, _P]
+    lib.pf_orders.argtypes = [_I, _P, _P, _P, ctypes.c_char_p, _P, ctypes.c_char_p, _I, _P, _P, _P]
     lib.pf_kept.argtypes = [_I, _P, _P, _P, _P, _P, ctypes.c_char_p, _P, _P, _P]
     lib.pf_bidi_order.argtypes = [ctypes.c_char_p, _I, _I, ctypes.c_char_p, _P]
     return lib

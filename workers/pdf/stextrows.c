@@ -29,13 +29,7 @@
 #define JOIN_GAP 0.6
 #define MARKER_GAP 3.0
 
-/* the character bits fastrows.py computes (CLASS_BITS) */
-enum { C_SPACE = 1, C_MARK = 2, C_RTL = 4, C_LATIN = 8, C_ALPHA = 16, C_ALNUM = 32, C_DEC = 64 };
-/* a record's flags (fastrows.py reads them) */
-enum { U_SYNTHETIC = 1, U_DROPPED = 2, U_SPACE = 4, U_AFTER = 8, U_BREAK = 16 };
-/* a row's flags */
-enum { R_LETTERS = 1, R_HAS_LETTERS = 2, R_TAIL = 4, R_ALIGNED = 8, R_RIGHT = 16, R_SIMPLE = 32 };
-#define ROW_INTS 8
+#include "stextrows.h"
 
 int pf_glyph_clusters(const float *g, const char *kinds, int n, int at, uint8_t *joined,
                       int32_t *out);
@@ -579,116 +573,6 @@ out:
 	return found;
 }
 
-/* ---- the order of a row's units by the Unicode bidirectional algorithm (routing.bidi_order) ----
- *
- * routing.bidi_order.logical_order resolves the levels with python-bidi and applies rules L1 and
- * L2 itself. Here GNU FriBidi resolves them, loaded at run time (libfribidi.so.0: no headers or
- * link-time dependency, and without it the Python reading runs). Its levels are taken only where
- * both libraries can be trusted to agree: every code point's bidi class, as FriBidi gives it,
- * must be the one Python's unicodedata gives (`classes`, from fastrows), and one of the classes
- * of text and numbers (L R AL EN ES ET AN CS NSM ON WS): no explicit embedding or isolate, no
- * boundary neutral, no separator. Otherwise -1: Python reads the row. */
-#include <dlfcn.h>
-
-typedef void (*fb_types_t)(const uint32_t *, int, uint32_t *);
-typedef void (*fb_brackets_t)(const uint32_t *, int, const uint32_t *, uint32_t *);
-typedef signed char (*fb_levels_t)(const uint32_t *, const uint32_t *, int, uint32_t *,
-                                   signed char *);
-
-enum { B_OTHER, B_L, B_R, B_AL, B_EN, B_ES, B_ET, B_AN, B_CS, B_NSM, B_ON, B_WS, B_CLASSES };
-
-static struct {
-	int state; /* 0 not tried, 1 loaded, -1 not there */
-	fb_types_t types;
-	fb_brackets_t brackets;
-	fb_levels_t levels;
-	uint32_t type_of[B_CLASSES]; /* FriBidi's type for each class, from a character of it */
-} fb;
-
-static int fribidi(void)
-{
-	if (fb.state)
-		return fb.state > 0;
-	fb.state = -1;
-	void *lib = dlopen("libfribidi.so.0", RTLD_NOW | RTLD_LOCAL);
-	if (!lib)
-		return 0;
-	fb.types = (fb_types_t)dlsym(lib, "fribidi_get_bidi_types");
-	fb.brackets = (fb_brackets_t)dlsym(lib, "fribidi_get_bracket_types");
-	fb.levels = (fb_levels_t)dlsym(lib, "fribidi_get_par_embedding_levels_ex");
-	if (!fb.types || !fb.brackets || !fb.levels)
-		return 0;
-	/* one character of each class: L R AL EN ES ET AN CS NSM ON WS */
-	static const uint32_t sample[B_CLASSES] = {0, 'A', 0x05D0, 0x0627, '1', '+', '%', 0x0663,
-	                                           ',', 0x05B0, '!', ' '};
-	fb.types(sample + 1, B_CLASSES - 1, fb.type_of + 1);
-	for (int i = 1; i < B_CLASSES; i++)
-		for (int j = 1; j < i; j++)
-			if (fb.type_of[i] == fb.type_of[j])
-				return 0; /* not the FriBidi this was written for */
-	fb.state = 1;
-	return 1;
-}
-
-/* The logical order of a visual line's units (one code point each), as indices into `keys`:
- * routing.bidi_order.logical_order's first answer. `classes`: Python's bidi class of each key
- * (B_*, in the low 7 bits). Returns 0, or -1 where Python must read the line. */
-int pf_bidi_order(const uint32_t *keys, int n, int rtl, const uint8_t *classes, int32_t *order)
-{
-	if (n <= 0)
-		return n == 0 ? 0 : -1;
-	if (!fribidi())
-		return -1;
-	uint32_t *types = malloc(sizeof(uint32_t) * 2 * (size_t)n);
-	signed char *levels = malloc((size_t)n);
-	int ok = types && levels;
-	if (ok)
-		fb.types(keys, n, types);
-	for (int i = 0; ok && i < n; i++) {
-		int c = classes[i] & 0x7F;
-		ok = c != B_OTHER && c < B_CLASSES && fb.type_of[c] == types[i];
-	}
-	uint32_t base = fb.type_of[rtl ? B_R : B_L];
-	if (ok) {
-		fb.brackets(keys, n, types, types + n);
-		ok = fb.levels(types, types + n, n, &base, levels) > 0;
-	}
-	if (ok) {
-		int lowest = 127, highest = 0;
-		for (int i = n - 1, trailing = 1; i >= 0; i--) { /* rule L1: whitespace at the end */
-			if (trailing && (classes[i] & 0x7F) == B_WS)
-				levels[i] = (signed char)(rtl ? 1 : 0);
-			else
-				trailing = 0;
-		}
-		for (int i = 0; i < n; i++) {
-			order[i] = i;
-			highest = levels[i] > highest ? levels[i] : highest;
-			if (levels[i] % 2 && levels[i] < lowest)
-				lowest = levels[i];
-		}
-		for (int level = highest; lowest < 127 && level >= lowest; level--) /* rule L2 */
-			for (int i = 0; i < n;) {
-				if (levels[order[i]] < level) {
-					i++;
-					continue;
-				}
-				int j = i;
-				while (j < n && levels[order[j]] >= level)
-					j++;
-				for (int a = i, b = j - 1; a < b; a++, b--) {
-					int32_t t = order[a];
-					order[a] = order[b];
-					order[b] = t;
-				}
-				i = j;
-			}
-	}
-	free(types);
-	free(levels);
-	return ok ? 0 : -1;
-}
-
 /* ---- the rows' characters in their reading order, and the edits against them ---- */
 
 enum { E_SPACE = 1, E_REJOINED, E_UNDER, E_LIGATURE };
@@ -713,8 +597,8 @@ static int32_t *edit(int32_t *e, int row, int start, int end, int kind, int c1, 
 }
 
 /* glyphlines._read_row's characters and edits for every row pf_rows gave, in page order: a read
- * row's units in `orders` (its indices into the row's visual units, the rows' orders one after
- * the other), each unit followed by the placeholders under it, then the row's line ends; a row
+ * row's units in `orders` (its indices into the row's visual units, at the row's first key),
+ * each unit followed by the placeholders under it, then the row's line ends; a row
  * kept as MuPDF gives it, its line. chars: the characters (n of them, every character of the
  * rows); lengths: per row; edits: 6 ints each (row, start, end, E_*, the two code points of a
  * ligature's replacement), room for one per record. Returns the edits, -1 if out of memory. */
@@ -732,9 +616,8 @@ int pf_kept(int n_rows, const int32_t *rows, const int32_t *recs, const int32_t 
 	int32_t *e = edits, *out = chars;
 	for (int r = 0; r < n_rows; r++) {
 		const int32_t *row = rows + ROW_INTS * r, *rec = recs + 4 * (size_t)row[3];
-		const int32_t *order = orders;
+		const int32_t *order = orders + row[6];
 		int32_t *begin = out;
-		orders += row[7];
 		if (!row[0]) {
 			for (int i = row[1]; i < row[1] + row[2]; i++)
 				*out++ = i;
