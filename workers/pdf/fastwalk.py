@@ -119,6 +119,7 @@ def library() -> ctypes.CDLL | None:
     lib.pf_glyphs.argtypes = [_P, _P, _P, _P, _P, _P, _P, _I, _I, _P, _P]
     lib.pf_rows.argtypes = [_I, _P, _P, _P, _P, _P, _P, ctypes.c_char_p, _P, _P, _P, _P]
     lib.pf_orders.argtypes = [_I, _P, _P, _P, ctypes.c_char_p, _P, ctypes.c_char_p, _I, _P, _P, _P]
+    lib.pf_faults.argtypes = [ctypes.c_char_p, ctypes.c_char_p, _I]
     lib.pf_kept.argtypes = [_I, _P, _P, _P, _P, _P, ctypes.c_char_p, _P, _P, _P]
     lib.pf_bidi_order.argtypes = [ctypes.c_char_p, _I, _I, ctypes.c_char_p, _P]
     return lib

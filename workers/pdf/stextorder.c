@@ -443,3 +443,19 @@ int pf_orders(int n_rows, const int32_t *rows, const int32_t *recs, const uint32
 	free(texts);
 	return ok ? 0 : -1;
 }
+
+/* attachment_faults of a text given by its code points and their C_* bits (tests/unit/test_fastrows.py
+ * compares it with the regex on random text). */
+int pf_faults(const uint32_t *cps, const uint8_t *bits, int n)
+{
+	tch *t = malloc(sizeof(tch) * (size_t)(n > 0 ? n : 1));
+	if (!t)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		t[i].c = cps[i];
+		t[i].bits = bits[i];
+	}
+	int found = faults(t, n);
+	free(t);
+	return found;
+}
