@@ -1,13 +1,18 @@
 """`mupdf.glyph_evidence`'s evidence for a page with Hebrew or Arabic letters, its rows read by the
-C walk (`stextrows.c`) instead of from `extractRAWDICT`'s dicts.
+C walk (`stextrows.c`, `stextorder.c`) instead of from `extractRAWDICT`'s dicts.
 
 `glyphlines.read_rows` over a page's rawdict costs several times MuPDF's own text extraction: a
-dict for every character, then rows, units, the visual sort and the word gaps in Python. Here
-`pf_glyphs` gathers the characters into flat arrays in one pass over MuPDF's text page, and
-`pf_rows` groups them into rows, builds each row's units, sorts them and measures the gaps, as
-glyphlines does. What stays in Python is per row: which reading the bidirectional algorithm gives
-(`routing.bidi_order`, `glyphunits.letters_order_of`), the edits, and the evidence of the rows
-(`fastwalk.walk_evidence` on the characters in the rows' order).
+dict for every character, then rows, units, the visual sort, the word gaps and two bidi readings
+of every row in Python. Here the C walk does each step on flat arrays, as glyphlines does it:
+
+    pf_glyphs    the characters, in one pass over MuPDF's text page
+    pf_rows      rows, units, the visual order, placeholders and word gaps: per row its records
+    pf_orders    the order each row is read in (`glyphunits.letters_order_of`), its levels from GNU
+                 FriBidi where both it and python-bidi can be trusted to agree; a row it leaves
+                 (a ZWNJ, a bidi control, no FriBidi) is read here by `letters_order_of` itself
+    pf_kept      every row's characters in that order, and the gap edits against them
+
+and the evidence of the rows is `fastwalk.walk_evidence` of the characters in the rows' order.
 
     evidence(textpage)   `glyph_evidence(textpage)[0]`, or None where the library is not there or
                          declines the page (vertical text, a font whose glyph boxes PyMuPDF

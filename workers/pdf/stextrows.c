@@ -2,12 +2,12 @@
  *
  * Built into the same library as stextwalk.c (`python -m workers.pdf.fastwalk build`), called by
  * workers/pdf/fastrows.py on the characters pf_glyphs gathered. It does what glyphlines.read_rows
- * does up to the Unicode bidirectional algorithm: a page's lines (glyphrows.page_lines), the rows
- * they join into (join_rows), which rows are read again (read_rows, _in_order), and for each such
- * row its units (_units, with clusters.glyph_clusters), the line ends set aside, the units in
- * visual order, the placeholder spaces (glyphunits.placeholders) and the word gaps
- * (glyphunits.mark_gaps). Which reading of a row wins (python-bidi's levels, the punctuation
- * faults) and the edits stay in Python, on the units this gives.
+ * does: a page's lines (glyphrows.page_lines), the rows they join into (join_rows), which rows are
+ * read again (read_rows, _in_order), and for each such row its units (_units, with
+ * clusters.glyph_clusters), the line ends set aside, the units in visual order, the placeholder
+ * spaces (glyphunits.placeholders) and the word gaps (glyphunits.mark_gaps) (pf_rows); once
+ * stextorder.c has the order each row is read in, the rows' characters in that order and the gap
+ * edits (pf_kept).
  *
  * What Unicode says of a character (space, mark, Hebrew or Arabic letter, Latin letter, letter,
  * letter or digit, decimal digit) comes from Python, one byte of bits per character, so both paths
