@@ -42,7 +42,7 @@ typedef struct {
 
 typedef struct {
 	int start, end, key, flags, under, placeholder;
-	double x0, x1;
+	double x0, x1, centre;
 } unit_t;
 
 typedef struct {
@@ -54,7 +54,7 @@ typedef struct {
 	int32_t *ends, *order; /* per character: a cluster's end or -1; sort scratch */
 	uint8_t *joined;
 	int32_t *pairs;
-	unit_t *units, *visual;
+	unit_t *units, *visual, *merge; /* merge: scratch for the visual sort */
 } page_t;
 
 #define GX0(p, i) ((double)(p)->geo[6 * (size_t)(i)])
@@ -71,7 +71,11 @@ static int cmp_double(const void *a, const void *b)
 
 static double median(double *v, int n) /* sorted(v)[len(v) // 2] */
 {
-	qsort(v, (size_t)n, sizeof(double), cmp_double);
+	int sorted = 1;
+	for (int i = 1; sorted && i < n; i++)
+		sorted = v[i - 1] <= v[i];
+	if (!sorted) /* most lines: one baseline, one size */
+		qsort(v, (size_t)n, sizeof(double), cmp_double);
 	return v[n / 2];
 }
 
@@ -308,9 +312,10 @@ static int line_units(page_t *p, const line_t *ln, unit_t *units, int count)
 	return count;
 }
 
-/* glyphunits.placeholders over the units in visual order */
-static void placeholders(unit_t *units, int n)
+/* glyphunits.placeholders over the units in visual order; returns how many it found */
+static int placeholders(unit_t *units, int n)
 {
+	int found = 0;
 	for (int i = 0; i < n; i++) {
 		unit_t *u = units + i;
 		double width = u->x1 - u->x0;
@@ -324,10 +329,12 @@ static void placeholders(unit_t *units, int n)
 			if (fmin(u->x1, o->x1) - fmax(u->x0, o->x0) >= 0.6 * width) {
 				u->under = j;
 				u->placeholder = 1;
+				found++;
 				break;
 			}
 		}
 	}
+	return found;
 }
 
 static int word_gap(const page_t *p, int left, int right, double share)
@@ -355,11 +362,11 @@ static int32_t *put(int32_t *rec, int start, int end, int flags, int key)
 }
 
 /* A unit of the visual order, then the placeholders lying under it (in the order found). */
-static int32_t *put_unit(int32_t *rec, const unit_t *sorted, int n, int index)
+static int32_t *put_unit(int32_t *rec, const unit_t *sorted, int n, int index, int placeheld)
 {
 	const unit_t *u = sorted + index;
 	rec = put(rec, u->start, u->end, u->flags, u->key);
-	for (int j = 0; j < n; j++)
+	for (int j = 0; placeheld && j < n; j++)
 		if (sorted[j].placeholder && sorted[j].under == index)
 			rec = put(rec, sorted[j].start, sorted[j].end, sorted[j].flags | U_AFTER, sorted[j].key);
 	return rec;
@@ -368,7 +375,8 @@ static int32_t *put_unit(int32_t *rec, const unit_t *sorted, int n, int index)
 /* glyphunits.mark_gaps, written out as records: the units in visual order with a synthetic space
  * at each word gap drawn without one, a space between two touching glyphs marked dropped, each
  * unit followed by the placeholders under it. */
-static int32_t *mark_gaps(const page_t *p, unit_t *sorted, int n, double size, int32_t *rec)
+static int32_t *mark_gaps(const page_t *p, unit_t *sorted, int n, double size, int32_t *rec,
+                          int placeheld)
 {
 	int prev = -1, spaces = 0, first_space = -1;
 	for (int i = 0; i < n; i++) {
@@ -389,15 +397,34 @@ static int32_t *mark_gaps(const page_t *p, unit_t *sorted, int n, double size, i
 		}
 		for (int j = prev + 1; j < i; j++) /* the spaces between, in visual order */
 			if (!sorted[j].placeholder && (sorted[j].flags & U_SPACE))
-				rec = put_unit(rec, sorted, n, j);
+				rec = put_unit(rec, sorted, n, j, placeheld);
 		spaces = 0;
-		rec = put_unit(rec, sorted, n, i);
+		rec = put_unit(rec, sorted, n, i, placeheld);
 		prev = i;
 	}
 	for (int j = prev + 1; j < n; j++)
 		if (!sorted[j].placeholder && (sorted[j].flags & U_SPACE))
-			rec = put_unit(rec, sorted, n, j);
+			rec = put_unit(rec, sorted, n, j, placeheld);
 	return rec;
+}
+
+/* Units sorted by centre, stably (Python's sorted): a bottom-up merge sort, taking from the right
+ * run only what is strictly smaller (an RTL row comes in falling x: insertion would be quadratic). */
+static void merge_sort(unit_t *a, unit_t *tmp, int n)
+{
+	for (int width = 1; width < n; width *= 2) {
+		for (int lo = 0; lo < n; lo += 2 * width) {
+			int mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
+			int i = lo, j = mid, k = lo;
+			while (i < mid && j < hi)
+				tmp[k++] = a[j].centre < a[i].centre ? a[j++] : a[i++];
+			while (i < mid)
+				tmp[k++] = a[i++];
+			while (j < hi)
+				tmp[k++] = a[j++];
+		}
+		memcpy(a, tmp, sizeof(unit_t) * (size_t)n);
+	}
 }
 
 /* One row read again (glyphlines._read_row up to the bidi reading): its records. */
@@ -408,24 +435,19 @@ static int32_t *read_row(page_t *p, const line_t *lines, const int32_t *row, int
 	for (int r = 0; r < count; r++)
 		n = line_units(p, lines + row[r], p->units, n);
 	int kept = 0;
-	for (int i = 0; i < n; i++) { /* stable insertion sort by centre, line ends left out */
-		unit_t u = p->units[i];
-		if (is_break(p->cps[u.key]))
+	for (int i = 0; i < n; i++) { /* line ends left out */
+		if (is_break(p->cps[p->units[i].key]))
 			continue;
-		double centre = (u.x0 + u.x1) / 2;
-		int j = kept++;
-		while (j > 0 && (p->visual[j - 1].x0 + p->visual[j - 1].x1) / 2 > centre) {
-			p->visual[j] = p->visual[j - 1];
-			j--;
-		}
-		p->visual[j] = u;
+		p->visual[kept] = p->units[i];
+		p->visual[kept].centre = (p->units[i].x0 + p->units[i].x1) / 2;
+		kept++;
 	}
+	merge_sort(p->visual, p->merge, kept);
 	for (int r = 0; r < count; r++)
 		p->values[r] = lines[row[r]].size;
 	double size = median(p->values, count);
-	if (count > 1)
-		placeholders(p->visual, kept);
-	rec = mark_gaps(p, p->visual, kept, size, rec);
+	int placeheld = count > 1 ? placeholders(p->visual, kept) : 0;
+	rec = mark_gaps(p, p->visual, kept, size, rec, placeheld);
 	for (int i = 0; i < n; i++)
 		if (is_break(p->cps[p->units[i].key]))
 			rec = put(rec, p->units[i].start, p->units[i].end, p->units[i].flags | U_BREAK,
@@ -496,10 +518,11 @@ int pf_rows(int n_lines, const int32_t *line_len, const int32_t *line_info, cons
 	p.pairs = malloc(sizeof(int32_t) * 2 * most);
 	p.units = malloc(sizeof(unit_t) * most);
 	p.visual = malloc(sizeof(unit_t) * most);
+	p.merge = malloc(sizeof(unit_t) * most);
 	line_t *lines = malloc(sizeof(line_t) * most);
 	int found = -1;
 	if (!p.kinds || !p.values || !p.ends || !p.order || !p.joined || !p.pairs || !p.units
-	    || !p.visual || !lines)
+	    || !p.visual || !p.merge || !lines)
 		goto out;
 	for (int i = 0; i < n; i++)
 		p.kinds[i] = glyph_kind(cls[i]);
@@ -569,6 +592,7 @@ out:
 	free(p.pairs);
 	free(p.units);
 	free(p.visual);
+	free(p.merge);
 	free(lines);
 	return found;
 }
