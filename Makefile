@@ -9,7 +9,7 @@ OUT    ?= out
 PAGE    = $(BIN)/python -m bench.page  # runs a benchmark and writes its page under docs/benchmarks/
 APT_PACKAGES = tesseract-ocr tesseract-ocr-eng tesseract-ocr-heb tesseract-ocr-ara tesseract-ocr-osd \
                poppler-utils redis-server fonts-dejavu-core chromium unpaper gcc libc6-dev \
-               libreoffice-writer-nogui fonts-noto-core
+               libreoffice-writer-nogui fonts-noto-core libfribidi0
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: setup system venv native compiled fixtures run lint test test-fast bench budget eval eval-structure eval-ocr eval-wse eval-producers faults fuzz capacity docs clean
@@ -37,7 +37,7 @@ $(VENV)/.installed: pyproject.toml
 NATIVE = pagefleet/workers/pdf/_stextwalk.so
 native: $(NATIVE)
 
-$(NATIVE): pagefleet/workers/pdf/stextwalk.c $(VENV)/.installed
+$(NATIVE): pagefleet/workers/pdf/stextwalk.c pagefleet/workers/pdf/stextrows.c pagefleet/workers/pdf/stextorder.c pagefleet/workers/pdf/stextrows.h $(VENV)/.installed
 	@command -v $${CC:-cc} >/dev/null || { echo "no C compiler: the text walk stays in Python"; exit 0; }; \
 	$(BIN)/python -m pagefleet.workers.pdf.fastwalk build
 

@@ -230,7 +230,7 @@ def test_turned_off_it_answers_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _walk_lines(lines: list[list[dict[str, Any]]]) -> dict[str, Any]:
     """The C evidence of `lines` (rawdict-like characters) as if pf_chars had written them."""
-    buf = fastwalk._Buffers()
+    buf = fastwalk.Buffers()
     n = sum(len(line) for line in lines)
     buf.grow(n + 1, len(lines) + 1)
     chars = [c for line in lines for c in line]
@@ -238,7 +238,7 @@ def _walk_lines(lines: list[list[dict[str, Any]]]) -> dict[str, Any]:
     geo = np.array([[*c["bbox"], *c["origin"]] for c in chars], dtype=np.float32).reshape(-1)
     buf.geo[: 6 * n] = geo
     buf.line_len[: len(lines)] = [len(line) for line in lines]
-    return fastwalk._evidence(fastwalk.library(), buf, n, len(lines))
+    return fastwalk.walk_evidence(fastwalk.library(), buf, n, len(lines))
 
 
 def _as_float32(chars: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ import pymupdf
 import pytest
 
 from tests.unit.test_visual_order_fixtures import DEJAVU
-from pagefleet.workers.pdf import mupdf, stext
+from pagefleet.workers.pdf import fastwalk, mupdf, stext
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -87,4 +87,5 @@ def test_a_latin_page_is_read_without_rawdict(monkeypatch: pytest.MonkeyPatch) -
         [0, 0],
     ]
     assert latin["glyphs"] == 29 and hebrew["text"].strip()
-    assert len(calls) == 1  # only the Hebrew page, whose rows are read from its glyphs
+    # only the Hebrew page, whose rows are read from its glyphs: in C where the library is built
+    assert len(calls) == (0 if fastwalk.library() else 1)

@@ -44,16 +44,20 @@ from pagefleet.workers.pdf.stext import Box
 
 log = logging.getLogger(__name__)
 
-SOURCE = Path(__file__).with_name("stextwalk.c")
+SOURCES = (
+    Path(__file__).with_name("stextwalk.c"),
+    Path(__file__).with_name("stextrows.c"),  # the rows `fastrows` reads
+    Path(__file__).with_name("stextorder.c"),  # and the order it reads each in
+)
 LIBRARY = Path(__file__).with_name("_stextwalk.so")
 _FALLBACK, _SMALL, _RTL = -1, -2, -3
-ABI = 2  # stextwalk.c's pf_abi: the signatures below
+ABI = 3  # stextwalk.c's pf_abi: the signatures below
 _P = ctypes.c_void_p
 _I = ctypes.c_int
 
 
 def build(target: Path = LIBRARY) -> Path:
-    """Compile `stextwalk.c` into `target` (atomically: a worker never loads half a file)."""
+    """Compile `stextwalk.c`, `stextrows.c` and `stextorder.c` into `target` (atomically: a worker never loads half a file)."""
     wheel = Path(pymupdf.__file__).parent
     libs = sorted(p.name for p in wheel.glob("libmupdf.so.*"))
     if not libs:
@@ -69,7 +73,7 @@ def build(target: Path = LIBRARY) -> Path:
                 "-shared",
                 "-Wall",
                 f"-I{wheel / 'mupdf-devel' / 'include'}",
-                str(SOURCE),
+                *map(str, SOURCES),
                 "-o",
                 str(out),
                 f"-L{wheel}",
@@ -112,10 +116,16 @@ def library() -> ctypes.CDLL | None:
     lib.pf_text.argtypes = [_P, _P, _I, _P, _I]
     lib.pf_evidence.argtypes = [_I, _P, _P, ctypes.c_char_p, _P, _P, _P, _P]
     lib.pf_reorders.argtypes = [_I, _P, _P, ctypes.c_char_p, _P, _P]
+    lib.pf_glyphs.argtypes = [_P, _P, _P, _P, _P, _P, _P, _I, _I, _P, _P]
+    lib.pf_rows.argtypes = [_I, _P, _P, _P, _P, _P, _P, ctypes.c_char_p, _P, _P, _P, _P]
+    lib.pf_orders.argtypes = [_I, _P, _P, _P, ctypes.c_char_p, _P, ctypes.c_char_p, _I, _P, _P, _P]
+    lib.pf_faults.argtypes = [ctypes.c_char_p, ctypes.c_char_p, _I]
+    lib.pf_kept.argtypes = [_I, _P, _P, _P, _P, _P, ctypes.c_char_p, _P, _P, _P]
+    lib.pf_bidi_order.argtypes = [ctypes.c_char_p, _I, _I, ctypes.c_char_p, _P]
     return lib
 
 
-class _Buffers:
+class Buffers:
     """Arrays the C walk writes into, grown as pages need: one set per process, shared by every
     call (the sandbox child reads one page at a time, in one thread)."""
 
@@ -137,7 +147,7 @@ class _Buffers:
             self.geometry = np.empty(2 * self.lines, dtype=np.int32)
 
 
-_BUF: _Buffers | None = None
+_BUF: Buffers | None = None
 _BOXES = np.empty(4 * 64, dtype=np.float32)
 
 
@@ -191,14 +201,19 @@ def _text(textpage: pymupdf.TextPage, unless_rtl: bool) -> tuple[bool | None, st
     return False, None  # pragma: no cover - the second call has room for every character
 
 
-def _buffers() -> _Buffers:
+def page_address(textpage: pymupdf.TextPage) -> int:
+    """The address of the fz_stext_page the C walk reads."""
+    return _page(textpage)
+
+
+def _buffers() -> Buffers:
     """This process's arrays for the C walk (made on first use)."""
     global _BUF
-    _BUF = _BUF or _Buffers()
+    _BUF = _BUF or Buffers()
     return _BUF
 
 
-def _chars(lib: ctypes.CDLL, textpage: pymupdf.TextPage) -> tuple[_Buffers, int, int] | None:
+def _chars(lib: ctypes.CDLL, textpage: pymupdf.TextPage) -> tuple[Buffers, int, int] | None:
     buf = _buffers()
     n_lines, need = _I(), (ctypes.c_int * 2)()
     for _ in range(2):
@@ -223,7 +238,7 @@ def evidence(textpage: pymupdf.TextPage) -> dict[str, Any] | None:
     or None (no library, or a page the C walk leaves to the Python path)."""
     lib = library()
     walked = _chars(lib, textpage) if lib is not None else None
-    return None if walked is None else _evidence(lib, *walked)
+    return None if walked is None else walk_evidence(lib, *walked)
 
 
 # the one character classification both paths (this C walk and `mupdf`'s Python one) use
@@ -246,8 +261,11 @@ def glyph_kinds(text: str) -> str:
     return GLYPH_KINDS.apply(text)
 
 
-def _evidence(lib: ctypes.CDLL, buf: _Buffers, n: int, n_lines: int) -> dict[str, Any]:
-    """The evidence of the n characters in n_lines lines that `buf` holds (pf_chars's layout)."""
+def walk_evidence(
+    lib: ctypes.CDLL, buf: Buffers, n: int, n_lines: int, reorders: bool = True
+) -> dict[str, Any]:
+    """The evidence of the n characters in n_lines lines that `buf` holds (pf_chars's layout);
+    without `reorders`, no run orders (a page whose rows are rebuilt has none)."""
     flat = buf.cps[:n].tobytes().decode("utf-32-le", "surrogatepass")
     lens = buf.line_len[:n_lines].tolist()
     starts = np.cumsum([0] + lens).tolist()
@@ -271,14 +289,14 @@ def _evidence(lib: ctypes.CDLL, buf: _Buffers, n: int, n_lines: int) -> dict[str
         "text": text,
         "line_geometry": [geometry[i : i + 2] for i in range(0, 2 * n_lines, 2)],
         "glyph_clusters": [pairs[i : i + 2] for i in range(0, len(pairs), 2)],
-        "run_orders": _run_orders(lib, buf, lines, starts, kinds, text),
+        "run_orders": _run_orders(lib, buf, lines, starts, kinds, text) if reorders else [],
         "glyphs": len(kinds) - kinds.count(" "),
         "shared_position_runs": shared,
     }
 
 
 def _run_orders(
-    lib: ctypes.CDLL, buf: _Buffers, lines: list[str], starts: list[int], kinds: str, text: str
+    lib: ctypes.CDLL, buf: Buffers, lines: list[str], starts: list[int], kinds: str, text: str
 ) -> list[list[list[int]]]:
     """`runs.run_order` of every line holding an RTL letter: the C walk finds and proves the order
     from the boxes it wrote; Python's text test says which lines may be reordered at all."""

@@ -241,13 +241,13 @@ def _read_row(
             for c, _ in u.chars
         ) + "".join(c["c"] for u in breaks for c, _ in u.chars)
         return line, [
-            *_squeeze(edits),
+            *squeeze_edits(edits),
             [0, len(kept), other, UNRESOLVED, [round(v, 2) for v in line["bbox"]]],
         ]
-    return line, _squeeze(edits)
+    return line, squeeze_edits(edits)
 
 
-def _squeeze(edits: list[list[Any]]) -> list[list[Any]]:
+def squeeze_edits(edits: list[list[Any]]) -> list[list[Any]]:
     """Edits in order, none overlapping: an insertion next to a removal is dropped with it."""
     out: list[list[Any]] = []
     for edit in sorted(edits, key=lambda e: (e[0], e[1])):

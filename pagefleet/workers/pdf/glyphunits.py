@@ -13,6 +13,7 @@ Plain data in the sandbox child.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,7 +140,11 @@ def mirrored_number(units: list[Unit]) -> bool:
     algorithm's Arabic numbers: `٤٥٪` stands as `٪٤٥`), or a sign written before a number that
     stands at its right end (`4.5%-`, `250 ₪`). A European number drawn with its sign on the left
     reads left to right as it stands (`-4.3`)."""
-    inked = [u.key for u in units if not u.space]
+    return mirrored_keys([u.key for u in units if not u.space])
+
+
+def mirrored_keys(inked: list[str]) -> bool:
+    """`mirrored_number` of a row's inked units, given by their keys."""
     if any("\u0660" <= k <= "\u0669" or "\u06f0" <= k <= "\u06f9" for k in inked):
         return True
     return len(inked) > 1 and inked[0].isdigit() and not inked[-1].isdigit()
@@ -154,12 +159,24 @@ def letters_order(
     the repairs will) wins, then the direction the end letters give, then fewer punctuation
     faults at all, then the side the row is flush with, then the page's direction. Where only the
     page's direction chose between two different readings, the other comes back too."""
-    keys = [u.key for u in units]
-    texts = [unit_text(u) for u in units]
+    return letters_order_of(
+        [u.key for u in units], [unit_text(u) for u in units], page_rtl, aligned
+    )
+
+
+def letters_order_of(
+    keys: list[str],
+    texts: list[str],
+    page_rtl: bool,
+    aligned: bool | None,
+    reading: Callable[[list[str], bool], list[int]] | None = None,
+) -> tuple[list[int], list[int] | None, bool]:
+    """`letters_order` of units given by their keys (what the bidi algorithm sees) and texts;
+    `reading`: `logical_order`'s order by another implementation of the same algorithm."""
     ends = line_direction("".join(keys))
     readings = []
     for rtl in (True, False) if ends is not False else (False, True):
-        order = logical_order(keys, rtl)[0]
+        order = reading(keys, rtl) if reading else logical_order(keys, rtl)[0]
         text = balanced_brackets("".join([texts[i] for i in order]))
         if rtl is ends and not readings and attachment_faults(text) == 0:
             return order, None, rtl  # the end letters' direction, and nothing against it

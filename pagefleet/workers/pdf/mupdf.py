@@ -14,7 +14,7 @@ from typing import Any
 
 import pymupdf
 
-from pagefleet.workers.pdf import fastwalk, glyphlines, layout, stext
+from pagefleet.workers.pdf import fastrows, fastwalk, glyphlines, layout, stext
 from pagefleet.workers.pdf.clusters import glyph_clusters
 from pagefleet.workers.pdf.fastwalk import glyph_kinds
 from pagefleet.workers.pdf.resources import listed_images
@@ -172,9 +172,10 @@ def _read_page(
     # rawdict would carry every image's pixels: a page that draws one reads it from a text page without
     chars = page.get_textpage(flags=_TEXT_FLAGS) if images else textpage
     # structure keeps the rawdict; a page with RTL letters is read from its glyphs' rows
-    evidence = fastwalk.evidence(chars) if kept is None and "R" not in kinds else None
-    if evidence is not None:
-        return images, evidence, {}
+    if kept is None:
+        evidence = (fastwalk.evidence if "R" not in kinds else fastrows.evidence)(chars)
+        if evidence is not None:
+            return images, evidence, {}
     evidence, raw = glyph_evidence(chars)
     return images, evidence, raw
 
@@ -196,7 +197,8 @@ def _rtl_page(
     if found is None:
         return None
     images = found[0]
-    evidence, _ = glyph_evidence(page.get_textpage(flags=_TEXT_FLAGS) if images else textpage)
+    chars = page.get_textpage(flags=_TEXT_FLAGS) if images else textpage
+    evidence = fastrows.evidence(chars) or glyph_evidence(chars)[0]
     if "R" not in glyph_kinds(evidence["text"]):
         return None  # Hebrew or Arabic marks, digits or punctuation only: read as any other page
     return images, evidence

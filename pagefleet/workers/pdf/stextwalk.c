@@ -20,6 +20,9 @@
  *   pf_reorders  per line: the order pagefleet.workers.pdf.runs.run_order would return (the geometry
  *                reads the line's units in another order and proves it), for the lines Python's
  *                text test (runs.may_reorder) lets through
+ *   pf_glyphs    pf_chars's characters with what the row reading needs besides: each character's
+ *                font size, each line's block, direction and box (the rawdict line's bbox)
+ *   pf_rows      (stextrows.c) the rows pagefleet.workers.pdf.glyphlines reads from those characters
  *
  * Every comparison is made in double on the float values PyMuPDF hands to Python, so the results
  * equal the Python path's (tests/unit/test_fastwalk.py compares them page by page).
@@ -40,7 +43,7 @@
 
 const char *pf_version(void) { return FZ_VERSION; }
 
-int pf_abi(void) { return 2; }
+int pf_abi(void) { return 3; }
 
 /* Image boxes (4 floats each, up to cap) and the text line count (-1 where a line is empty or
  * ends in a newline or NUL). Returns the number of image blocks (more than cap: call again). */
@@ -239,6 +242,76 @@ int pf_chars(const fz_stext_page *page, uint32_t *cps, float *geo, int32_t *line
 	return n;
 }
 
+/* pf_chars's characters, with each character's font size (its rawdict span's "size") and, per
+ * line, its block's index on the page, whether it runs left to right (dir exactly (1, 0); a
+ * direction a hair off that PyMuPDF rounds to it is PF_FALLBACK) and its box: fz_union_rect of its
+ * characters' boxes, as PyMuPDF unions them into the rawdict line's bbox. line_info: block, flags
+ * (1: horizontal) per line; line_box: 4 floats per line. */
+int pf_glyphs(const fz_stext_page *page, uint32_t *cps, float *geo, float *size, int32_t *line_len,
+              int32_t *line_info, float *line_box, int cap_chars, int cap_lines, int *n_lines,
+              int *need)
+{
+	fz_rect tp = page->mediabox;
+	int inf = fz_is_infinite_rect(tp);
+	int n = 0, nl = 0, block = -1;
+	for (const fz_stext_block *b = page->first_block; b; b = b->next) {
+		block++;
+		if (!inf && fz_is_empty_rect(fz_intersect_rect(tp, b->bbox)))
+			continue;
+		if (b->type == FZ_STEXT_BLOCK_IMAGE)
+			continue;
+		if (b->type != FZ_STEXT_BLOCK_TEXT)
+			return PF_FALLBACK;
+		for (const fz_stext_line *l = b->u.t.first_line; l; l = l->next) {
+			if (!inf && fz_is_empty_rect(fz_intersect_rect(tp, l->bbox)))
+				continue;
+			if (l->wmode)
+				return PF_FALLBACK;
+			int horizontal = l->dir.x == 1 && l->dir.y == 0;
+			if (!horizontal && fabsf(l->dir.x - 1) < 0.001f && fabsf(l->dir.y) < 0.001f)
+				return PF_FALLBACK;
+			int start = n;
+			fz_rect box = fz_empty_rect;
+			for (const fz_stext_char *ch = l->first_char; ch; ch = ch->next) {
+				fz_quad quad;
+				if (!ch->font || ch->c < 0 || ch->c > 0x10FFFF || (ch->c >= 0xD800 && ch->c <= 0xDFFF)
+				    || !char_quad(l, ch, &quad) || !finite_quad(quad) || !(ch->size == ch->size)
+				    || ch->origin.x - ch->origin.x != 0 || ch->origin.y - ch->origin.y != 0)
+					return PF_FALLBACK;
+				fz_rect r = quad_rect(quad);
+				if (!inf && !overlaps(tp, r))
+					continue;
+				box = fz_union_rect(box, r);
+				if (n < cap_chars) {
+					float *g = geo + 6 * (size_t)n;
+					cps[n] = (uint32_t)ch->c;
+					g[0] = r.x0; g[1] = r.y0; g[2] = r.x1; g[3] = r.y1;
+					g[4] = ch->origin.x; g[5] = ch->origin.y;
+					size[n] = ch->size;
+				}
+				n++;
+			}
+			if (n > start && !(box.x0 == box.x0 && box.x1 == box.x1 && fz_is_valid_rect(box)))
+				return PF_FALLBACK;
+			if (nl < cap_lines) {
+				line_len[nl] = n - start;
+				line_info[2 * nl] = block;
+				line_info[2 * nl + 1] = horizontal;
+				line_box[4 * nl] = box.x0; line_box[4 * nl + 1] = box.y0;
+				line_box[4 * nl + 2] = box.x1; line_box[4 * nl + 3] = box.y1;
+			}
+			nl++;
+		}
+	}
+	*n_lines = nl;
+	if (n > cap_chars || nl > cap_lines) {
+		need[0] = n;
+		need[1] = nl;
+		return PF_SMALL;
+	}
+	return n;
+}
+
 /* pf_text's answer for a page it leaves to extractText: PF_RTL instead where asked to stop at an
  * RTL character and the page holds one further on. */
 static int declined(const fz_stext_page *page, int stop_at_rtl)
@@ -353,8 +426,8 @@ static int same_box(const float *g, int i, int j)
 }
 
 /* Spans [a, b) of code points from one glyph holding an RTL letter, at offset `at`; returns the
- * pairs written. `joined` is scratch of n bytes. */
-static int glyph_clusters(const float *g, const char *kinds, int n, int at, uint8_t *joined,
+ * pairs written. `joined` is scratch of n bytes. stextrows.c's units use it too. */
+int pf_glyph_clusters(const float *g, const char *kinds, int n, int at, uint8_t *joined,
                           int32_t *out)
 {
 	if (n <= 0)
@@ -439,7 +512,7 @@ int pf_evidence(int n_lines, const int32_t *line_len, const float *geo, const ch
 		geometry[2 * l] = geometry[2 * l + 1] = 0;
 		if (rtl) {
 			rtl_order(g, k, n, geometry + 2 * l);
-			pairs += glyph_clusters(g, k, n, pos, scratch, clusters + 2 * pairs);
+			pairs += pf_glyph_clusters(g, k, n, pos, scratch, clusters + 2 * pairs);
 		}
 		shared += shared_runs(g, k, n);
 		g += 6 * (size_t)n;

@@ -23,7 +23,7 @@ def warm_up(mupdf: Any) -> None:  # pragma: no cover - server side
     import pymupdf
 
     from pagefleet.routing.charclass import classes, features
-    from pagefleet.workers.pdf import fastwalk
+    from pagefleet.workers.pdf import fastrows, fastwalk
     from pagefleet.workers.pdf.runs import unit_kinds
 
     with tempfile.TemporaryDirectory(prefix="pagefleet-warm-") as tmp, pymupdf.open() as doc:
@@ -47,4 +47,7 @@ def warm_up(mupdf: Any) -> None:  # pragma: no cover - server side
     unit_kinds(sample)
     classes(sample)  # the class table's array (run-order candidates, a page at a time: ~7 ms cold)
     features(sample)  # and the feature bits' table
+    fastrows.CHAR_BITS.apply(sample)  # the C rows' character bits and bidi classes
+    fastrows.BIDI_CLASSES.apply(sample)
     fastwalk.library()
+    fastrows.reading_order(list("a \u05d0 1"), True)  # and GNU FriBidi loaded, where it is there

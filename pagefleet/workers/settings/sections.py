@@ -256,8 +256,9 @@ class AdvancedSettings(BaseModel):
         description="where a worker's sandbox scratch files live (empty: "
         "/dev/shm where it has room, else the temp dir)",
     )
-    # rung 1's text walk in C (pagefleet/workers/pdf/stextwalk.c, built by `make setup`; the same answers as
-    # the Python path, which runs where it is off or was not built)
+    # rung 1's text walk in C (pagefleet/workers/pdf/stextwalk.c, with the RTL rows of stextrows.c and
+    # stextorder.c; built by `make setup`; the same answers as the Python path, which runs where
+    # it is off or was not built)
     native_walk: bool = Field(
         True, description="rung 1's text walk in C where it was built (the same answers)"
     )
