@@ -44,8 +44,7 @@ def digital_pdf(corpus: Path, n: int, out: Path, fonts_per_page: bool = False) -
     """n pages cycling through the corpus's text pages. The pages taken from one corpus file share
     its font objects, as the pages of one long document do (MuPDF loads a font once per document
     and process); with `fonts_per_page` every page gets its own copy of its fonts, as pages merged
-    from separate files can (every page then pays MuPDF's font loading, ~2.4 ms here: until
-    2026-12-04 every bench document was built that way by mistake)."""
+    from separate files can (every page then pays MuPDF's font loading, ~2.4 ms here)."""
     pages = text_pages(corpus)
     sources: dict[Path, pymupdf.Document] = {}
     doc = pymupdf.open()

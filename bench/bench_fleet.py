@@ -14,7 +14,7 @@ to every job done.
               beside pymupdf4llm. The pages taken from one corpus file share its fonts, as the
               pages of one long document do (bench/bench_docs.py)
     merged    the ratio's size once more with every page carrying its own copy of its fonts
-              (pages merged from separate files; every bench document until 2026-12-04)
+              (pages merged from separate files)
     ceiling   at the ratio's size and for the small documents: rung 1 alone (extraction + gate in
               two bare processes, bench/bench_ceiling.py), what the checks cost with no fleet
     small     M one-page documents submitted at once (`submit.enqueue_many`: batches of
@@ -107,7 +107,7 @@ def digital_rows(
 
 def merged_rows(fleet: WarmFleet, tmp: Path, corpus: Path, n: int, storage: str) -> list[Row]:
     """The n-page run on a document whose every page carries its own copy of its fonts (pages
-    merged from separate files; how every bench document was built until 2026-12-04): MuPDF then
+    merged from separate files): MuPDF then
     loads fonts on every page (~2.4 of get_text's ~3.9 ms a page), for the fleet and the limit alike."""
     pdf = bench_docs.digital_pdf(corpus, n, tmp / f"merged-{n}.pdf", fonts_per_page=True)
     work = f"digital {n}, fonts copied per page"
@@ -364,8 +364,8 @@ def verdicts(
         and m_limit.pps
     ):
         lines.append(
-            f"digital fleet/limit at {ref} pages, fonts copied per page (as every bench document was "
-            f"built before 2026-12-04): {m_fleet.pps / m_limit.pps:.2f}"
+            f"digital fleet/limit at {ref} pages, fonts copied per page (pages merged from separate "
+            f"files): {m_fleet.pps / m_limit.pps:.2f}"
         )
     lines.append(f"scanned fleet/OCRmyPDF: {scanned_ratio:.2f} (target ≥ 1.3)")
     if scan and tess and tess.pps:
