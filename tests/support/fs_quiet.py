@@ -5,7 +5,7 @@ This machine's disk is ext4 without a journal. There, a new inode is never one f
 the group, looking each one up (`recently_deleted`). After a mass deletion nearby (the end of the
 last `make bench`, a test run's temporary folders, a `pip install`), every file or folder created
 in the same block group pays for that walk: 0.17–0.7 ms of kernel CPU each, against ~0.005 ms on a
-quiet disk (`perf record -e ext4:ext4_request_inode,ext4:ext4_allocate_inode`, 2026-12-05). A
+quiet disk (`perf record -e ext4:ext4_request_inode,ext4:ext4_allocate_inode`). A
 one-page document stores five artifact files in a folder of its own; the limit, `get_text` in two
 processes, creates none. So a run started within minutes of such a deletion measures the
 deletion, not the fleet.
