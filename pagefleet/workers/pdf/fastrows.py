@@ -317,8 +317,9 @@ class _Page:
         rows = _ROWS = _ROWS or fastwalk.Buffers()
         rows.grow(total, n_rows)
         kept = chars[:total]
-        rows.cps[:total] = buf.cps[kept]
-        rows.geo[: 6 * total] = buf.geo.reshape(-1, 6)[kept].ravel()
+        # take into the arrays themselves: a fancy index builds a copy first
+        np.take(buf.cps, kept, out=rows.cps[:total])
+        np.take(buf.geo.reshape(-1, 6), kept, axis=0, out=rows.geo[: 6 * total].reshape(-1, 6))
         rows.line_len[:n_rows] = lengths
         rebuilt = any(d >= 0 for d in self.directions)
         result = fastwalk.walk_evidence(lib, rows, total, n_rows, reorders=not rebuilt)
