@@ -98,6 +98,7 @@ class _Glyphs(fastwalk.Buffers):
         if grew_lines:
             self.line_info = np.empty(2 * self.lines, dtype=np.int32)
             self.line_box = np.empty(4 * self.lines, dtype=np.float32)
+        self.addresses()
 
 
 _WALK: _Glyphs | None = None
@@ -111,12 +112,12 @@ def _glyphs(lib: ctypes.CDLL, textpage: pymupdf.TextPage) -> tuple[_Glyphs, int,
     for _ in range(2):
         n = lib.pf_glyphs(
             fastwalk.page_address(textpage),
-            buf.cps.ctypes.data,
-            buf.geo.ctypes.data,
-            buf.size.ctypes.data,
-            buf.line_len.ctypes.data,
-            buf.line_info.ctypes.data,
-            buf.line_box.ctypes.data,
+            buf.at["cps"],
+            buf.at["geo"],
+            buf.at["size"],
+            buf.at["line_len"],
+            buf.at["line_info"],
+            buf.at["line_box"],
             buf.chars,
             buf.lines,
             ctypes.byref(n_lines),
@@ -142,14 +143,15 @@ def evidence(textpage: pymupdf.TextPage) -> dict[str, Any] | None:
     recs = np.empty(4 * (2 * n + 1), dtype=np.int32)
     keys = np.empty(2 * n + 1, dtype=np.uint32)
     page_rtl = _I()
+    at = buf.at
     count = lib.pf_rows(
         n_lines,
-        buf.line_len.ctypes.data,
-        buf.line_info.ctypes.data,
-        buf.line_box.ctypes.data,
-        buf.geo.ctypes.data,
-        buf.size.ctypes.data,
-        buf.cps.ctypes.data,
+        at["line_len"],
+        at["line_info"],
+        at["line_box"],
+        at["geo"],
+        at["size"],
+        at["cps"],
         bits,
         rows.ctypes.data,
         recs.ctypes.data,
@@ -171,7 +173,7 @@ def evidence(textpage: pymupdf.TextPage) -> dict[str, Any] | None:
         recs.ctypes.data,
         keys.ctypes.data,
         BIDI_CLASSES.apply(every).encode("latin-1"),
-        buf.cps.ctypes.data,
+        at["cps"],
         bits,
         int(page_rtl.value),
         page.orders.ctypes.data,
@@ -301,8 +303,8 @@ class _Page:
             table.ctypes.data,
             self.recs.ctypes.data,
             self.orders.ctypes.data,
-            buf.geo.ctypes.data,
-            buf.cps.ctypes.data,
+            buf.at["geo"],
+            buf.at["cps"],
             bits,
             chars.ctypes.data,
             lengths.ctypes.data,
@@ -315,8 +317,9 @@ class _Page:
         rows = _ROWS = _ROWS or fastwalk.Buffers()
         rows.grow(total, n_rows)
         kept = chars[:total]
-        rows.cps[:total] = buf.cps[kept]
-        rows.geo[: 6 * total] = buf.geo.reshape(-1, 6)[kept].ravel()
+        # take into the arrays themselves: a fancy index builds a copy first
+        np.take(buf.cps, kept, out=rows.cps[:total])
+        np.take(buf.geo.reshape(-1, 6), kept, axis=0, out=rows.geo[: 6 * total].reshape(-1, 6))
         rows.line_len[:n_rows] = lengths
         rebuilt = any(d >= 0 for d in self.directions)
         result = fastwalk.walk_evidence(lib, rows, total, n_rows, reorders=not rebuilt)

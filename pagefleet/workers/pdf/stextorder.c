@@ -150,8 +150,25 @@ static const uint32_t BULLETS[] = {0x2022, 0x25E6, 0x25AA, 0x25CF, 0};
 /* Where a match of pagefleet.routing.bidi_order._FAULTS starting at `pos` ends (its alternatives tried in
  * their order, as the regex does), or -1. No alternative can match empty or backtrack into
  * another length: a run of spaces is never a mark, a digit never a dot. */
+/* A character some alternative of _FAULTS can start at (not counting a space or the text's start):
+ * an opening, closing or glued mark, or a bullet. */
+static int fault_mark(uint32_t c)
+{
+	switch (c) {
+	case '(': case '[': case '{': case ')': case ']': case '}': case ':': case ';': case ',':
+	case 0x060C: case 0x061B: case 0x2022: case 0x25E6: case 0x25AA: case 0x25CF:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 static int fault_at(const tch *t, int n, int pos)
 {
+	/* every alternative below needs pos 0, a space at pos, a fault mark at pos or an opening
+	 * bracket after it: most characters of a row are none of these */
+	if (pos > 0 && !SP(pos) && !fault_mark(t[pos].c) && !(pos + 1 < n && in(t[pos + 1].c, OPENING)))
+		return -1;
 	if (t[pos].c == ' ' && pos + 1 < n && in(t[pos + 1].c, CLOSING) && (pos + 2 == n || SP(pos + 2)))
 		return pos + 2;
 	if (in(t[pos].c, OPENING) && pos + 1 < n && t[pos + 1].c == ' ')
