@@ -46,10 +46,7 @@ def test_the_closing_ratios_and_the_lines_under_the_table() -> None:
     )
     assert "limit's own time per page 5.0 ms, 4.0 ms, 3.2 ms; spread +56%" in text
     assert "500 one-page documents / one 500-page document: 0.62 (target ≥ 0.7)" in text
-    assert (
-        "at 1000 pages, fonts copied per page (pages merged from separate files): 0.75"
-        in text
-    )
+    assert "at 1000 pages, fonts copied per page (pages merged from separate files): 0.75" in text
 
 
 def test_a_size_without_its_limit_row_leaves_the_limit_s_spread_out() -> None:
