@@ -18,6 +18,7 @@ import pytest
 
 from pagefleet.routing.bidi_order import attachment_faults, logical_order
 from tests.conftest import CORPUS
+from tests.unit.test_fastwalk import documents
 from pagefleet.workers.pdf import fastrows, fastwalk, mupdf
 
 DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
@@ -28,21 +29,14 @@ pytestmark = pytest.mark.skipif(
 
 
 def _textpages(*folders: Path) -> Iterator[tuple[str, pymupdf.TextPage]]:
-    for folder in folders:
-        for path in sorted(folder.rglob("*.pdf")):
+    for doc in documents(*folders):
+        for number in range(doc.page_count):
             try:
-                doc = pymupdf.open(path)
-                if doc.needs_pass or not doc.page_count:
-                    continue
-            except Exception:  # the broken inputs: rung 1 never reads their pages
+                page = doc.load_page(number)
+            except Exception:
                 continue
-            for number in range(doc.page_count):
-                try:
-                    page = doc.load_page(number)
-                except Exception:
-                    continue
-                for flags in (mupdf._TEXT_FLAGS, mupdf._TEXT_FLAGS | pymupdf.TEXT_PRESERVE_IMAGES):
-                    yield f"{path.name}:{number + 1}", page.get_textpage(flags=flags)
+            for flags in (mupdf._TEXT_FLAGS, mupdf._TEXT_FLAGS | pymupdf.TEXT_PRESERVE_IMAGES):
+                yield f"{Path(doc.name).name}:{number + 1}", page.get_textpage(flags=flags)
 
 
 def _compare(folders: list[Path]) -> dict[str, int]:

@@ -36,7 +36,7 @@ def test_the_library_is_built_and_loaded() -> None:
     assert fastwalk.library().pf_version().decode() == pymupdf.mupdf_version
 
 
-def _documents(*folders: Path) -> Iterator[pymupdf.Document]:
+def documents(*folders: Path) -> Iterator[pymupdf.Document]:
     for folder in folders:
         for path in sorted(folder.rglob("*.pdf")):
             try:
@@ -49,7 +49,7 @@ def _documents(*folders: Path) -> Iterator[pymupdf.Document]:
 
 
 def _pages(*folders: Path) -> Iterator[pymupdf.Page]:
-    for doc in _documents(*folders):
+    for doc in documents(*folders):
         for number in range(doc.page_count):
             try:
                 yield doc.load_page(number)
@@ -200,7 +200,7 @@ def test_rung_one_records_are_the_same_with_and_without_it(
 
     reordered = 0
     try:
-        for doc in _documents(*folders):
+        for doc in documents(*folders):
             for number in range(1, doc.page_count + 1):
                 try:
                     python = extract(doc, number, "0")
@@ -325,7 +325,7 @@ def test_rtl_pages_read_without_their_plain_text_first(
     """`mupdf._rtl_page` (a page holding an RTL letter read by the C walk, no plain text first) gives
     every page the answer `_read_page` gives it, and takes every page with an RTL letter."""
     taken = 0
-    for doc in _documents(*folders):
+    for doc in documents(*folders):
         for number in range(1, doc.page_count + 1):
             try:
                 fast = mupdf._extract_page(doc, number)

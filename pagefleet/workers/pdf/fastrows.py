@@ -45,7 +45,6 @@ E_SPACE, E_LIGATURE = 1, 4
 _EDIT_KINDS = {1: "word_space_inserted", 2: "split_word_rejoined", 3: "space_under_glyph"}
 _EDIT_KINDS[E_LIGATURE] = "ligature_order"
 ROW_INTS = 8
-_SMALL = -2
 _I = ctypes.c_int
 
 
@@ -105,13 +104,16 @@ _WALK: _Glyphs | None = None
 _ROWS: fastwalk.Buffers | None = None  # the characters again, in the rows' order
 
 
-def _glyphs(lib: ctypes.CDLL, textpage: pymupdf.TextPage) -> tuple[_Glyphs, int, int] | None:
+def _glyphs(
+    lib: ctypes.CDLL, textpage: pymupdf.TextPage
+) -> tuple[fastwalk.Buffers, int, int] | None:
     global _WALK
     buf = _WALK = _WALK or _Glyphs()
-    n_lines, need = _I(), (ctypes.c_int * 2)()
-    for _ in range(2):
-        n = lib.pf_glyphs(
-            fastwalk.page_address(textpage),
+    page = fastwalk.page_address(textpage)
+    return fastwalk.fill(
+        buf,
+        lambda n_lines, need: lib.pf_glyphs(
+            page,
             buf.at["cps"],
             buf.at["geo"],
             buf.at["size"],
@@ -122,11 +124,8 @@ def _glyphs(lib: ctypes.CDLL, textpage: pymupdf.TextPage) -> tuple[_Glyphs, int,
             buf.lines,
             ctypes.byref(n_lines),
             need,
-        )
-        if n != _SMALL:
-            return None if n < 0 else (buf, n, n_lines.value)
-        buf.grow(need[0], need[1])
-    return None  # pragma: no cover - the second call has room for every character
+        ),
+    )
 
 
 def evidence(textpage: pymupdf.TextPage) -> dict[str, Any] | None:

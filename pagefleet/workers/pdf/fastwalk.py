@@ -32,6 +32,7 @@ import tempfile
 import unicodedata
 from functools import cache, lru_cache
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -157,8 +158,9 @@ _BUF: Buffers | None = None
 _BOXES = np.empty(4 * 64, dtype=np.float32)
 
 
-def _page(textpage: pymupdf.TextPage) -> int:
-    return textpage.this.m_internal_value()  # the fz_stext_page's address
+def page_address(textpage: pymupdf.TextPage) -> int:
+    """The address of the fz_stext_page the C walk reads."""
+    return textpage.this.m_internal_value()
 
 
 def blocks(textpage: pymupdf.TextPage) -> tuple[list[Box], int | None] | None:
@@ -168,10 +170,12 @@ def blocks(textpage: pymupdf.TextPage) -> tuple[list[Box], int | None] | None:
     if lib is None:
         return None
     lines = _I()
-    n = lib.pf_blocks(_page(textpage), _BOXES.ctypes.data, len(_BOXES) // 4, ctypes.byref(lines))
+    n = lib.pf_blocks(
+        page_address(textpage), _BOXES.ctypes.data, len(_BOXES) // 4, ctypes.byref(lines)
+    )
     if n > len(_BOXES) // 4:
         _BOXES = np.empty(4 * n, dtype=np.float32)
-        n = lib.pf_blocks(_page(textpage), _BOXES.ctypes.data, n, ctypes.byref(lines))
+        n = lib.pf_blocks(page_address(textpage), _BOXES.ctypes.data, n, ctypes.byref(lines))
     flat = _BOXES[: 4 * n].tolist()
     return [tuple(flat[i : i + 4]) for i in range(0, 4 * n, 4)], (
         None if lines.value < 0 else lines.value
@@ -198,18 +202,13 @@ def _text(textpage: pymupdf.TextPage, unless_rtl: bool) -> tuple[bool | None, st
     buf = _buffers()
     need = (ctypes.c_int * 2)()
     for _ in range(2):
-        n = lib.pf_text(_page(textpage), buf.at["cps"], buf.chars, need, int(unless_rtl))
+        n = lib.pf_text(page_address(textpage), buf.at["cps"], buf.chars, need, int(unless_rtl))
         if n == _RTL:
             return True, None
         if n != _SMALL:
             return False, (None if n == _FALLBACK else buf.cps[:n].tobytes().decode("utf-32-le"))
         buf.grow(need[0], 0)
     return False, None  # pragma: no cover - the second call has room for every character
-
-
-def page_address(textpage: pymupdf.TextPage) -> int:
-    """The address of the fz_stext_page the C walk reads."""
-    return _page(textpage)
 
 
 def _buffers() -> Buffers:
@@ -219,12 +218,26 @@ def _buffers() -> Buffers:
     return _BUF
 
 
-def _chars(lib: ctypes.CDLL, textpage: pymupdf.TextPage) -> tuple[Buffers, int, int] | None:
-    buf = _buffers()
+def fill(buf: Buffers, walk: Callable[[Any, Any], int]) -> tuple[Buffers, int, int] | None:
+    """`walk(n_lines, need)`, a C walk into `buf`'s arrays: (buf, characters, lines), or None where
+    it leaves the page to the Python path. A walk short of room says how much it needs (PF_SMALL)
+    and runs once more after `buf` grows."""
     n_lines, need = _I(), (ctypes.c_int * 2)()
     for _ in range(2):
-        n = lib.pf_chars(
-            _page(textpage),
+        n = walk(n_lines, need)
+        if n != _SMALL:
+            return None if n == _FALLBACK else (buf, n, n_lines.value)
+        buf.grow(need[0], need[1])
+    return None  # pragma: no cover - the second call has room for every character
+
+
+def _chars(lib: ctypes.CDLL, textpage: pymupdf.TextPage) -> tuple[Buffers, int, int] | None:
+    buf = _buffers()
+    page = page_address(textpage)
+    return fill(
+        buf,
+        lambda n_lines, need: lib.pf_chars(
+            page,
             buf.at["cps"],
             buf.at["geo"],
             buf.at["line_len"],
@@ -232,11 +245,8 @@ def _chars(lib: ctypes.CDLL, textpage: pymupdf.TextPage) -> tuple[Buffers, int, 
             buf.lines,
             ctypes.byref(n_lines),
             need,
-        )
-        if n != _SMALL:
-            return None if n == _FALLBACK else (buf, n, n_lines.value)
-        buf.grow(need[0], need[1])
-    return None  # pragma: no cover - the second call has room for every character
+        ),
+    )
 
 
 def evidence(textpage: pymupdf.TextPage) -> dict[str, Any] | None:
