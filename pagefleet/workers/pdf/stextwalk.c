@@ -191,6 +191,13 @@ static int char_quad(const fz_stext_line *l, const fz_stext_char *ch, fz_quad *o
 	return 1;
 }
 
+/* A block or line PyMuPDF leaves out of its dicts: outside the page's mediabox (an infinite
+ * mediabox keeps everything). */
+static int off_page(fz_rect tp, int inf, fz_rect box)
+{
+	return !inf && fz_is_empty_rect(fz_intersect_rect(tp, box));
+}
+
 /* Characters as extractRAWDICT keeps them: code points, and per character x0 y0 x1 y1 (its box)
  * and the origin's x y; the character count of every line kept. Returns the characters written,
  * PF_FALLBACK, or PF_SMALL with need[0] characters and need[1] lines required. */
@@ -201,14 +208,14 @@ int pf_chars(const fz_stext_page *page, uint32_t *cps, float *geo, int32_t *line
 	int inf = fz_is_infinite_rect(tp);
 	int n = 0, nl = 0;
 	for (const fz_stext_block *b = page->first_block; b; b = b->next) {
-		if (!inf && fz_is_empty_rect(fz_intersect_rect(tp, b->bbox)))
+		if (off_page(tp, inf, b->bbox))
 			continue;
 		if (b->type == FZ_STEXT_BLOCK_IMAGE)
 			continue;
 		if (b->type != FZ_STEXT_BLOCK_TEXT)
 			return PF_FALLBACK;
 		for (const fz_stext_line *l = b->u.t.first_line; l; l = l->next) {
-			if (!inf && fz_is_empty_rect(fz_intersect_rect(tp, l->bbox)))
+			if (off_page(tp, inf, l->bbox))
 				continue;
 			if (l->wmode)
 				return PF_FALLBACK;
@@ -256,14 +263,14 @@ int pf_glyphs(const fz_stext_page *page, uint32_t *cps, float *geo, float *size,
 	int n = 0, nl = 0, block = -1;
 	for (const fz_stext_block *b = page->first_block; b; b = b->next) {
 		block++;
-		if (!inf && fz_is_empty_rect(fz_intersect_rect(tp, b->bbox)))
+		if (off_page(tp, inf, b->bbox))
 			continue;
 		if (b->type == FZ_STEXT_BLOCK_IMAGE)
 			continue;
 		if (b->type != FZ_STEXT_BLOCK_TEXT)
 			return PF_FALLBACK;
 		for (const fz_stext_line *l = b->u.t.first_line; l; l = l->next) {
-			if (!inf && fz_is_empty_rect(fz_intersect_rect(tp, l->bbox)))
+			if (off_page(tp, inf, l->bbox))
 				continue;
 			if (l->wmode)
 				return PF_FALLBACK;
