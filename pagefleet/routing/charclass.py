@@ -271,6 +271,15 @@ def classes(text: str) -> str:
     return CLASS_TABLE.apply(text)
 
 
+def class_counts(text: str) -> list[int]:
+    """How many characters of `text` carry each class code, indexed by the code's ordinal: one
+    translation, then one numpy count over its bytes (a `str.count` per code scans the page
+    once for each of them)."""
+    codes = classes(text).encode("latin-1")  # the codes are ASCII
+    counts: list[int] = np.bincount(np.frombuffer(codes, dtype=np.uint8), minlength=128).tolist()
+    return counts
+
+
 def has_rtl_letter(text: str) -> bool:
     """Does `text` hold a Hebrew or Arabic letter (`is_rtl_letter`)? One translation, no Python
     call per character."""

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable
-from dataclasses import dataclass
 from itertools import accumulate
 from typing import NamedTuple
 
@@ -35,14 +34,16 @@ class Replacement(NamedTuple):
     kind: str
 
 
-@dataclass
 class _Seg:
-    """A piece of the map: raw ``[rs, re)`` shown as ``out``; ``kind`` None means unchanged."""
+    """A piece of the map: raw ``[rs, re)`` shown as ``out``; ``kind`` None means unchanged.
+    A plain class, not a dataclass: compiled, its constructor stays native (a dataclass's
+    generated ``__init__`` is a Python call per segment)."""
 
-    rs: int
-    re: int
-    out: str
-    kind: str | None
+    def __init__(self, rs: int, re: int, out: str, kind: str | None) -> None:
+        self.rs = rs
+        self.re = re
+        self.out = out
+        self.kind = kind
 
 
 def combine_kinds(kinds: Iterable[str]) -> str:

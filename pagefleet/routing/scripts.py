@@ -19,6 +19,7 @@ from pagefleet.routing.charclass import (  # noqa: F401 - re-exported: the per-c
     HEBREW_PRESENTATION_RANGES,
     HEBREW_RANGES,
     PRIVATE_USE_RANGES,
+    class_counts,
     classes,
     in_ranges,
     is_arabic,
@@ -76,27 +77,26 @@ class ScriptStats:
 
 @lru_cache(maxsize=64)
 def script_stats(text: str) -> ScriptStats:
-    """One pass over `text` (a translation to class codes, then C-level counts); cached per text,
+    """One pass over `text` (a translation to class codes, then one count of the codes); cached per text,
     so the gate and the classifier looking at the same page share it."""
-    codes = classes(text)
-    n = codes.count
-    spaces, space_controls = n(" "), n("X")
-    european, european_moji, other, other_moji = n("e"), n("E"), n("o"), n("O")
-    cjk_letters = n("c")
+    n = class_counts(text)
+    spaces, space_controls = n[ord(" ")], n[ord("X")]
+    european, european_moji, other, other_moji = n[ord("e")], n[ord("E")], n[ord("o")], n[ord("O")]
+    cjk_letters = n[ord("c")]
     return ScriptStats(
-        latin=n("a"),
-        he=n("h"),
-        ar=n("r"),
-        pua=n("p"),
-        cjk=cjk_letters + n("k"),
+        latin=n[ord("a")],
+        he=n[ord("h")],
+        ar=n[ord("r")],
+        pua=n[ord("p")],
+        cjk=cjk_letters + n[ord("k")],
         other_letter=european + european_moji + other + other_moji,
-        digits=n("d"),
+        digits=n[ord("d")],
         chars=len(text),
         non_space=len(text) - spaces - space_controls,
-        controls=space_controls + n("x"),
+        controls=space_controls + n[ord("x")],
         cjk_letters=cjk_letters,
         european=european + european_moji,
-        mojibake=european_moji + other_moji + n("m"),
+        mojibake=european_moji + other_moji + n[ord("m")],
     )
 
 
