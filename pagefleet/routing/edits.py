@@ -64,6 +64,18 @@ class Edit:
     out_start: int
     out_end: int
 
+    def __init__(
+        self, start: int, end: int, replacement: str, kind: str, out_start: int, out_end: int
+    ) -> None:
+        # what the dataclass would generate, written out: compiled, it stays a native call (the
+        # generated one is a Python call per edit, a page's map holds dozens)
+        object.__setattr__(self, "start", start)
+        object.__setattr__(self, "end", end)
+        object.__setattr__(self, "replacement", replacement)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "out_start", out_start)
+        object.__setattr__(self, "out_end", out_end)
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (what `dataclasses.asdict` gives, without its recursive deep copy)."""
         return {
