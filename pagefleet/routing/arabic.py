@@ -24,7 +24,13 @@ import unicodedata
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
-from pagefleet.routing.charclass import F_ARABIC, F_ELONGATION, LazyTable, features
+from pagefleet.routing.charclass import (
+    F_ARABIC,
+    F_ELONGATION,
+    F_PRESENTATION,
+    LazyTable,
+    features,
+)
 from pagefleet.routing.scripts import (
     ARABIC_PRESENTATION_RANGES,
     in_ranges,
@@ -64,6 +70,8 @@ def is_presentation_form(ch: str) -> bool:
 def fold_presentation_forms(text: str) -> str:
     """NFKC applied to Arabic presentation forms only (for counting; offsets change). One
     translation (pagefleet.routing.charclass tables), no Python call per character."""
+    if len(text) > 64 and not features(text) & F_PRESENTATION:  # a page: its bits are cached
+        return text  # (F_PRESENTATION holds every form the pattern finds)
     return text.translate(_FOLD_TABLE) if _PRESENTATION_FORM.search(text) else text
 
 
@@ -247,12 +255,14 @@ def arabic_signals(text: str) -> ArabicSignals:
     if not features(text) & F_ARABIC:  # every count needs an Arabic letter, tatweel or form
         return ArabicSignals()
     folded = fold_presentation_forms(text)
-    tatweel = [m.end() - m.start() for m in re.finditer(TATWEEL + "+", text)]
+    tatweel: list[int] = []
     kashida = kashida_chars = 0
-    for match in _ELONGATION.finditer(text):
-        if is_kashida_run(text, *match.span()):
-            kashida += 1
-            kashida_chars += match.group().count(REPLACEMENT_CHAR)
+    if features(text) & F_ELONGATION:  # both patterns need a tatweel or a U+FFFD
+        tatweel = [m.end() - m.start() for m in re.finditer(TATWEEL + "+", text)]
+        for match in _ELONGATION.finditer(text):
+            if is_kashida_run(text, *match.span()):
+                kashida += 1
+                kashida_chars += match.group().count(REPLACEMENT_CHAR)
     words, runs, run_letters, foreign, controls = _word_counts(text)
     return ArabicSignals(
         letters=len(_LETTER_TABLE.apply(text)),

@@ -343,11 +343,11 @@ def features(text: str) -> int:
     if not text:
         return 0
     points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    return int(np.bitwise_or.reduce(_feature_table()[points]))
+    return int(np.bitwise_or.reduce(_feature_table().take(points)))
 
 
 def positions(text: str, bit: int) -> list[int]:
     """The offsets of the characters of `text` that carry `bit` (one numpy pass)."""
     points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    found: list[int] = np.flatnonzero(_feature_table()[points] & bit).tolist()
+    found: list[int] = np.flatnonzero(_feature_table().take(points) & bit).tolist()
     return found
