@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable
-from itertools import accumulate
 from typing import NamedTuple
 
 from pagefleet.routing.edits import Edit, EditMapError, splice
@@ -50,6 +49,10 @@ def combine_kinds(kinds: Iterable[str]) -> str:
     """``["nfkc", "tatweel", "nfkc"]`` → ``"nfkc+tatweel"`` (first appearance order, each once)."""
     seen: list[str] = []
     for kind in kinds:
+        if not seen and "+" not in kind:  # the first kind, a single one: the common case
+            if kind:
+                seen.append(kind)
+            continue
         for part in kind.split("+"):
             if part and part not in seen:
                 seen.append(part)
@@ -58,8 +61,14 @@ def combine_kinds(kinds: Iterable[str]) -> str:
 
 def _bounds(segs: list[_Seg]) -> tuple[list[int], list[int]]:
     """Display offsets where each segment starts and ends."""
-    ends = list(accumulate(len(s.out) for s in segs))
-    return ([0, *ends[:-1]] if ends else []), ends
+    starts: list[int] = []
+    ends: list[int] = []
+    cur = 0
+    for seg in segs:
+        starts.append(cur)
+        cur += len(seg.out)
+        ends.append(cur)
+    return starts, ends
 
 
 def _covered(os_: int, oe: int, x: int, y: int) -> bool:
@@ -101,8 +110,7 @@ class EditMapBuilder:
         if not reps:
             return 0
         expected = splice(text, reps)
-        segs = self._split([p for r in reps for p in (r.start, r.end)])
-        starts, ends = _bounds(segs)
+        segs, starts, ends = self._split([p for r in reps for p in (r.start, r.end)])
         new_segs: list[_Seg] = []
         idx = 0
         for rep in self._group(reps, starts, ends):
@@ -121,7 +129,7 @@ class EditMapBuilder:
             self.counters[rep.kind] = self.counters.get(rep.kind, 0) + 1
         self._segs = new_segs
         self._edits = None
-        self._text = "".join(s.out for s in new_segs)
+        self._text = "".join([s.out for s in new_segs])
         if self._text != expected:  # pragma: no cover - an internal invariant
             raise AssertionError("edit map composition diverged from the stage's output")
         return len(reps)
@@ -162,8 +170,9 @@ class EditMapBuilder:
                 raise EditMapError(f"replacement {i} needs a text and a kind", index=i)
             prev_end = rep.end
 
-    def _split(self, points: list[int]) -> list[_Seg]:
-        """Split unchanged segments at each current-text offset in `points` that falls inside one."""
+    def _split(self, points: list[int]) -> tuple[list[_Seg], list[int], list[int]]:
+        """Split unchanged segments at each current-text offset in `points` that falls inside one;
+        the split segments with their display bounds."""
         segs = self._segs
         starts, ends = _bounds(segs)
         cuts: dict[int, list[int]] = {}
@@ -171,19 +180,31 @@ class EditMapBuilder:
             k = bisect_right(ends, point)
             if k < len(segs) and starts[k] < point and segs[k].kind is None:
                 cuts.setdefault(k, []).append(point)
+        if not cuts:
+            return segs, starts, ends
         out: list[_Seg] = []
+        out_starts: list[int] = []
+        out_ends: list[int] = []
         prev = 0
         for k in sorted(cuts):
             out.extend(segs[prev:k])
+            out_starts.extend(starts[prev:k])
+            out_ends.extend(ends[prev:k])
             seg, pos = segs[k], 0
             for point in cuts[k]:
                 cut = point - starts[k]
                 out.append(_Seg(seg.rs + pos, seg.rs + cut, seg.out[pos:cut], None))
+                out_starts.append(starts[k] + pos)
+                out_ends.append(point)
                 pos = cut
             out.append(_Seg(seg.rs + pos, seg.re, seg.out[pos:], None))
+            out_starts.append(starts[k] + pos)
+            out_ends.append(ends[k])
             prev = k + 1
         out.extend(segs[prev:])
-        return out
+        out_starts.extend(starts[prev:])
+        out_ends.extend(ends[prev:])
+        return out, out_starts, out_ends
 
     def _merge(
         self, rep: Replacement, covered: list[_Seg], first_out: int, last_out: int
