@@ -30,6 +30,7 @@ from pagefleet.routing.charclass import (
     F_PRESENTATION,
     LazyTable,
     features,
+    positions,
 )
 from pagefleet.routing.scripts import (
     ARABIC_PRESENTATION_RANGES,
@@ -159,16 +160,27 @@ def elongation_repairs(text: str) -> list[tuple[int, int, str]]:
     found: list[tuple[int, int, str]] = []
     if not features(text) & F_ELONGATION:
         return found
-    for match in _ELONGATION.finditer(text):
-        i, j = match.span()
+    for i, j in _elongation_runs(text):
         after_letter = is_arabic_letter(_base_before(text, i))
         nxt = text[j] if j < len(text) else ""
-        if REPLACEMENT_CHAR in match.group():
+        if REPLACEMENT_CHAR in text[i:j]:
             if is_kashida_run(text, i, j):
                 found.extend(_sub_runs(text, i, j))
         elif after_letter and not (nxt and unicodedata.combining(nxt)):
             found.append((i, j, "tatweel"))
     return found
+
+
+def _elongation_runs(text: str) -> list[tuple[int, int]]:
+    """The spans `_ELONGATION.finditer` finds (maximal runs of U+0640 and U+FFFD, the characters
+    of F_ELONGATION), from the page's cached code points instead of a scan of the pattern."""
+    runs: list[tuple[int, int]] = []
+    for pos in positions(text, F_ELONGATION):
+        if runs and runs[-1][1] == pos:
+            runs[-1] = (runs[-1][0], pos + 1)
+        else:
+            runs.append((pos, pos + 1))
+    return runs
 
 
 def _sub_runs(text: str, i: int, j: int) -> list[tuple[int, int, str]]:
@@ -257,17 +269,19 @@ def arabic_signals(text: str) -> ArabicSignals:
     folded = fold_presentation_forms(text)
     tatweel: list[int] = []
     kashida = kashida_chars = 0
-    if features(text) & F_ELONGATION:  # both patterns need a tatweel or a U+FFFD
-        tatweel = [m.end() - m.start() for m in re.finditer(TATWEEL + "+", text)]
-        for match in _ELONGATION.finditer(text):
-            if is_kashida_run(text, *match.span()):
+    if features(text) & F_ELONGATION:  # every run needs a tatweel or a U+FFFD
+        for i, j in _elongation_runs(text):  # a run of U+0640 lies inside one of these
+            tatweel += [k - h for h, k, kind in _sub_runs(text, i, j) if kind == "tatweel"]
+            if is_kashida_run(text, i, j):
                 kashida += 1
-                kashida_chars += match.group().count(REPLACEMENT_CHAR)
+                kashida_chars += text[i:j].count(REPLACEMENT_CHAR)
     words, runs, run_letters, foreign, controls = _word_counts(text)
     return ArabicSignals(
         letters=len(_LETTER_TABLE.apply(text)),
         words=words,
-        presentation_forms=len(_PRESENTATION_FORM.findall(text)),
+        presentation_forms=(
+            len(_PRESENTATION_FORM.findall(text)) if features(text) & F_PRESENTATION else 0
+        ),
         decomposed_lam_alef=len(lam_alef_positions(folded)),
         ligature_order_suspects=len(ligature_order_positions(folded)),
         tatweel_runs=len(tatweel),

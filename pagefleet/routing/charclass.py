@@ -233,7 +233,7 @@ class LazyTable(dict):  # type: ignore[type-arg]
                 0x110000, dtype=np.uint32
             )  # calloc: only the pages used get memory
             self._bytes = np.zeros(0x110000, dtype=np.uint8)
-        points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        points = code_points(text)
         out = (self._bytes if self._narrow else self._array).take(points)  # 0: unseen in either
         if not out.all():
             if not self._fill(set(points[out == 0].tolist())):  # (np.unique: 20 ms on first use)
@@ -241,8 +241,9 @@ class LazyTable(dict):  # type: ignore[type-arg]
             out = (self._bytes if self._narrow else self._array).take(
                 points
             )  # (narrow may have ended)
-        if self._narrow:
-            return (out[out != 1] if self._deletes else out).tobytes().decode("latin-1")
+        if self._narrow:  # a deleted character is byte 1, no value is: drop it from the bytes
+            raw = out.tobytes()
+            return (raw.replace(b"\x01", b"") if self._deletes else raw).decode("latin-1")
         return (out[out != 1] - 2).tobytes().decode("utf-32-le", "surrogatepass")
 
     def _fill(self, unseen: set[int]) -> bool:
@@ -335,6 +336,16 @@ def _feature_table() -> np.ndarray:
     return _FEATURES[0]
 
 
+@lru_cache(maxsize=8)
+def code_points(text: str) -> np.ndarray:
+    """The code points of `text` as an index array, cached per text: the feature bits and each
+    table's gather over one page share one conversion. Shared: never written to (a read-only
+    flag would make every `take` copy it)."""
+    raw = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    points: np.ndarray = raw.astype(np.intp)
+    return points
+
+
 @lru_cache(maxsize=32)
 def features(text: str) -> int:
     """The F_* bits of the characters `text` holds: one numpy gather over its code points (a
@@ -342,12 +353,10 @@ def features(text: str) -> int:
     text: the gate and the repair stages ask about the same page many times."""
     if not text:
         return 0
-    points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    return int(np.bitwise_or.reduce(_feature_table().take(points)))
+    return int(np.bitwise_or.reduce(_feature_table().take(code_points(text))))
 
 
 def positions(text: str, bit: int) -> list[int]:
     """The offsets of the characters of `text` that carry `bit` (one numpy pass)."""
-    points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    found: list[int] = np.flatnonzero(_feature_table().take(points) & bit).tolist()
+    found: list[int] = np.flatnonzero(_feature_table().take(code_points(text)) & bit).tolist()
     return found

@@ -37,6 +37,7 @@ from pagefleet.routing.arabic import (
     fold_presentation_forms,
     is_arabic_letter,
     is_arabic_mark,
+    is_presentation_form,
 )
 from pagefleet.routing.charclass import ARABIC_RANGES, F_ARABIC, LazyTable, features
 
@@ -73,8 +74,18 @@ def _units(cluster: str) -> list[str]:
     return units
 
 
+def _letter_chars(ch: str) -> str:
+    """For _LETTER_CHARS: the character with its presentation form folded, marks dropped."""
+    folded = unicodedata.normalize("NFKC", ch) if is_presentation_form(ch) else ch
+    return "".join(c for c in folded if not unicodedata.combining(c))
+
+
+_LETTER_CHARS = LazyTable(_letter_chars)
+
+
 def _letters(text: str) -> str:
-    return "".join(c for c in fold_presentation_forms(text) if not unicodedata.combining(c))
+    """`text` with presentation forms folded and combining marks dropped, in one translation."""
+    return text.translate(_LETTER_CHARS)
 
 
 def restored_cluster(cluster: str) -> str | None:
