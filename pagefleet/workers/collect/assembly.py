@@ -71,6 +71,28 @@ class _Spool:
         return self.file
 
 
+_TEXTS = '"text": 0, "text_for_embedding": 0'  # where chunk_line's placeholders come out
+
+
+def chunk_line(chunk: dict[str, Any]) -> str:
+    """`json.dumps(chunk, ensure_ascii=False)` and a line break, the chunk's text encoded once
+    though it is there twice (`text`, the end of `text_for_embedding`): a JSON string's escapes
+    are each one character's, so the encoding of a + b is a's then b's."""
+    text, embedding = chunk.get("text"), chunk.get("text_for_embedding")
+    if type(text) is not str or type(embedding) is not str or not embedding.endswith(text):
+        return json.dumps(chunk, ensure_ascii=False) + "\n"
+    line = json.dumps({**chunk, "text": 0, "text_for_embedding": 0}, ensure_ascii=False)
+    if line.count(_TEXTS) != 1:
+        return json.dumps(chunk, ensure_ascii=False) + "\n"
+    encoded = json.dumps(text, ensure_ascii=False)
+    crumb = embedding[: len(embedding) - len(text)]
+    either = encoded if not crumb else json.dumps(crumb, ensure_ascii=False)[:-1] + encoded[1:]
+    at = line.index(_TEXTS)
+    return (
+        f'{line[:at]}"text": {encoded}, "text_for_embedding": {either}{line[at + len(_TEXTS) :]}\n'
+    )
+
+
 class Assembly:
     def __init__(self, folder: str, head: DocumentRecord) -> None:
         self.folder, self.head = folder, head
@@ -90,13 +112,14 @@ class Assembly:
         self.pages.write(
             b"  " + page.__pydantic_serializer__.to_json(page, indent=1).replace(b"\n", b"\n  ")
         )
-        for part in artifacts.markdown_parts(page):
-            self.markdown.write(part)
+        parts = artifacts.markdown_parts(page)
+        if parts:  # one part: the page's parts joined by the spool's own separator
+            self.markdown.write("\n\n".join(parts))
         self.text.write(artifacts.page_text(page))
         return page
 
     def chunk(self, chunk: dict[str, Any]) -> None:
-        self.chunks.write(json.dumps(chunk, ensure_ascii=False) + "\n")
+        self.chunks.write(chunk_line(chunk))
 
     def _document_json(self, head: DocumentRecord) -> BinaryIO:
         """document.json: the head's JSON, the spooled pages in its list."""
