@@ -23,6 +23,7 @@ import json
 import shutil
 import tempfile
 from collections import Counter
+from json.encoder import encode_basestring
 from typing import Any, BinaryIO
 
 from pagefleet.workers import metrics
@@ -72,24 +73,34 @@ class _Spool:
 
 
 _TEXTS = '"text": 0, "text_for_embedding": 0'  # where chunk_line's placeholders come out
+_JSON = json.JSONEncoder(ensure_ascii=False)  # what json.dumps(..., ensure_ascii=False) uses
 
 
-def chunk_line(chunk: dict[str, Any]) -> str:
-    """`json.dumps(chunk, ensure_ascii=False)` and a line break, the chunk's text encoded once
-    though it is there twice (`text`, the end of `text_for_embedding`): a JSON string's escapes
-    are each one character's, so the encoding of a + b is a's then b's."""
+def chunk_line(chunk: dict[str, Any]) -> bytes:
+    """`json.dumps(chunk, ensure_ascii=False)` and a line break, in UTF-8, the chunk's text
+    escaped and encoded once though it is there twice (`text`, the end of `text_for_embedding`):
+    a JSON string's escapes, as UTF-8's bytes, are each one character's, so a + b gives a's
+    then b's."""
     text, embedding = chunk.get("text"), chunk.get("text_for_embedding")
     if type(text) is not str or type(embedding) is not str or not embedding.endswith(text):
-        return json.dumps(chunk, ensure_ascii=False) + "\n"
-    line = json.dumps({**chunk, "text": 0, "text_for_embedding": 0}, ensure_ascii=False)
+        return (_JSON.encode(chunk) + "\n").encode("utf-8")
+    line = _JSON.encode({**chunk, "text": 0, "text_for_embedding": 0})
     if line.count(_TEXTS) != 1:
-        return json.dumps(chunk, ensure_ascii=False) + "\n"
-    encoded = json.dumps(text, ensure_ascii=False)
+        return (_JSON.encode(chunk) + "\n").encode("utf-8")
+    encoded = encode_basestring(text).encode("utf-8")
     crumb = embedding[: len(embedding) - len(text)]
-    either = encoded if not crumb else json.dumps(crumb, ensure_ascii=False)[:-1] + encoded[1:]
+    either = encoded if not crumb else encode_basestring(crumb)[:-1].encode() + encoded[1:]
     at = line.index(_TEXTS)
-    return (
-        f'{line[:at]}"text": {encoded}, "text_for_embedding": {either}{line[at + len(_TEXTS) :]}\n'
+    return b"".join(
+        (
+            line[:at].encode("utf-8"),
+            b'"text": ',
+            encoded,
+            b', "text_for_embedding": ',
+            either,
+            line[at + len(_TEXTS) :].encode("utf-8"),
+            b"\n",
+        )
     )
 
 
@@ -112,9 +123,7 @@ class Assembly:
         self.pages.write(
             b"  " + page.__pydantic_serializer__.to_json(page, indent=1).replace(b"\n", b"\n  ")
         )
-        parts = artifacts.markdown_parts(page)
-        if parts:  # one part: the page's parts joined by the spool's own separator
-            self.markdown.write("\n\n".join(parts))
+        self.markdown.write(artifacts.markdown_utf8(page))
         self.text.write(artifacts.page_text(page))
         return page
 
