@@ -139,7 +139,8 @@ def test_document_json_reads_as_its_parts_joined() -> None:
         head, body, tail = (rng.randbytes(rng.randint(0, 9)) for _ in range(3))
         spool = tempfile.SpooledTemporaryFile(4)
         spool.write(body)
-        joined, whole = _Joined(head, spool, tail), io.BytesIO(head + body + tail)  # type: ignore[arg-type]
+        joined = _Joined(head, spool, tail)  # type: ignore[arg-type]
+        whole = io.BytesIO(head + body + tail)
         assert joined.seek(0, io.SEEK_END) == whole.seek(0, io.SEEK_END) == len(whole.getvalue())
         assert joined.seek(0) == whole.seek(0) == 0
         while piece := whole.read(size := rng.randint(1, 5)):
