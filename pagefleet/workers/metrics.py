@@ -68,11 +68,17 @@ def parse_field(text: str) -> tuple[str, dict[str, str]]:
     return name, dict(pair.split("=", 1) for pair in pairs)
 
 
+@functools.lru_cache(maxsize=256)
+def _pages_field(route: str, rung: str) -> str:
+    """`field("pages_total", route=…, rung=…)`, made once for each of the few pairs."""
+    return field("pages_total", route=route, rung=rung)
+
+
 def page_counts(page: Any, counts: Counter[str]) -> None:
     """Add one page's series (its route and rung, the gate's refusals) to `counts`."""
     from pagefleet.workers.store.artifacts import final_rung
 
-    counts[field("pages_total", route=page.route, rung=final_rung(page))] += 1
+    counts[_pages_field(page.route, final_rung(page))] += 1
     for attempt in page.attempts:
         if not attempt.accepted:
             for reason in set(attempt.reasons) - NOT_GATE:

@@ -14,7 +14,7 @@ from typing import Any
 
 from pagefleet.routing.structure.chunking import ChunkRules, PageIn, iter_chunks
 from pagefleet.routing.structure.offsets import citation_replays
-from pagefleet.workers.ladder.structure import plain_blocks
+from pagefleet.workers.ladder.structure import paragraph_spans
 from pagefleet.workers.model import DocumentRecord, PageRecord
 
 log = logging.getLogger(__name__)
@@ -25,7 +25,7 @@ def _page_in(page: PageRecord, accepted_routes: tuple[str, ...]) -> PageIn:
     blocks = (
         [b.model_dump() for b in page.blocks]
         if page.blocks
-        else (plain_blocks(page.text) if accepted else [])
+        else (_paragraphs(page.text) if accepted else [])
     )
     return PageIn(
         number=page.number,
@@ -36,6 +36,14 @@ def _page_in(page: PageRecord, accepted_routes: tuple[str, ...]) -> PageIn:
         ocr_confidence=page.ocr_confidence,
         warnings=page.quality.warnings,
     )
+
+
+def _paragraphs(text: str) -> list[dict[str, Any]]:
+    """`plain_blocks` as the chunker reads them: without the direction it never looks at."""
+    return [
+        {"type": "paragraph", "text": text[start:end], "bbox": None, "start": start, "end": end}
+        for start, end in paragraph_spans(text)
+    ]
 
 
 def replays(chunk: dict[str, Any], pages: dict[int, PageRecord]) -> bool:

@@ -190,28 +190,33 @@ def _display_cells(
     return out
 
 
+def paragraph_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every blank-line-separated run of `text`, its surrounding whitespace left
+    out; runs of whitespace only give none."""
+    spans, pos = [], 0
+    for part in text.split("\n\n"):
+        start, end = pos + len(part) - len(part.lstrip()), pos + len(part.rstrip())
+        pos += len(part) + 2
+        if start < end:
+            spans.append((start, end))
+    return spans
+
+
 def plain_blocks(text: str) -> list[dict[str, Any]]:
     """Paragraph blocks from blank-line-separated runs (no geometry: OCR text, a misaligned layer)."""
-    blocks, pos = [], 0
-    for part in text.split("\n\n"):
-        start, end = pos, pos + len(part)
-        pos = end + 2
-        while start < end and text[start].isspace():
-            start += 1
-        while end > start and text[end - 1].isspace():
-            end -= 1
-        if start < end:
-            body = text[start:end]
-            blocks.append(
-                {
-                    "type": "paragraph",
-                    "text": body,
-                    "bbox": None,
-                    "direction": direction(body),
-                    "start": start,
-                    "end": end,
-                }
-            )
+    blocks = []
+    for start, end in paragraph_spans(text):
+        body = text[start:end]
+        blocks.append(
+            {
+                "type": "paragraph",
+                "text": body,
+                "bbox": None,
+                "direction": direction(body),
+                "start": start,
+                "end": end,
+            }
+        )
     return blocks
 
 
