@@ -308,12 +308,10 @@ def walk_evidence(
         ctypes.byref(n_clusters),
         at["scratch"],
     )
-    geometry = buf.geometry[: 2 * n_lines].tolist()
-    pairs = buf.clusters[: 2 * n_clusters.value].tolist()
     return {
         "text": text,
-        "line_geometry": [geometry[i : i + 2] for i in range(0, 2 * n_lines, 2)],
-        "glyph_clusters": [pairs[i : i + 2] for i in range(0, len(pairs), 2)],
+        "line_geometry": buf.geometry[: 2 * n_lines].reshape(-1, 2).tolist(),
+        "glyph_clusters": buf.clusters[: 2 * n_clusters.value].reshape(-1, 2).tolist(),
         "run_orders": _run_orders(lib, buf, lines, starts, kinds, text) if reorders else [],
         "glyphs": len(kinds) - kinds.count(" "),
         "shared_position_runs": shared,

@@ -92,7 +92,7 @@ static int pf_rtl_hint(const fz_stext_page *page)
 	return 0;
 }
 
-static int overlaps(fz_rect a, fz_rect b) /* PyMuPDF's JM_rects_overlap */
+static inline int overlaps(fz_rect a, fz_rect b) /* PyMuPDF's JM_rects_overlap */
 {
 	return !(a.x0 >= b.x1 || a.y0 >= b.y1 || a.x1 <= b.x0 || a.y1 <= b.y0);
 }
@@ -102,7 +102,7 @@ static int overlaps(fz_rect a, fz_rect b) /* PyMuPDF's JM_rects_overlap */
  * multiply-adds, so every product is rounded as MuPDF's own are). A quad holding a NaN or an
  * infinity goes to MuPDF itself (it leaves some of those unchanged). A call per point cost more
  * than the walk around it: ~0.25 ms of a Latin page's ~0.5. */
-static int finite_quad(fz_quad q)
+static inline int finite_quad(fz_quad q)
 {
 	/* v - v is 0 for a finite v and NaN for an infinity or a NaN, which the sum carries */
 	float z = (q.ul.x - q.ul.x) + (q.ul.y - q.ul.y) + (q.ur.x - q.ur.x) + (q.ur.y - q.ur.y) +
@@ -118,7 +118,7 @@ static fz_point point_by(fz_point p, fz_matrix m)
 	return out;
 }
 
-static fz_quad quad_by(fz_quad q, fz_matrix m)
+static inline fz_quad quad_by(fz_quad q, fz_matrix m)
 {
 	if (!finite_quad(q))
 		return fz_transform_quad(q, m);
@@ -134,7 +134,7 @@ static fz_quad quad_by(fz_quad q, fz_matrix m)
 
 /* fz_rect_from_quad for a quad of finite coordinates (its corners' extremes); MuPDF's own for any
  * other. */
-static fz_rect quad_rect(fz_quad q)
+static inline fz_rect quad_rect(fz_quad q)
 {
 	if (!finite_quad(q))
 		return fz_rect_from_quad(q);
