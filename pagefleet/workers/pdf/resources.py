@@ -81,13 +81,20 @@ def stream_lengths(doc: pymupdf.Document, xrefs: list[int]) -> int:
         return total
     pdf = pymupdf._as_pdf_document(doc)
     for xref in set(xrefs):
-        if not 1 <= xref <= _mu.pdf_xref_len(pdf) - 1:  # xref_get_key's own check, as it raises
+        if not 1 <= xref <= _mu.ll_pdf_xref_len(pdf.m_internal) - 1:  # xref_get_key's own check
             raise ValueError(pymupdf.MSG_BAD_XREF)
-        obj = _mu.pdf_load_object(pdf, xref)
-        if not obj.m_internal:
+        obj = _mu.ll_pdf_load_object(pdf.m_internal, xref)  # a reference of its own, dropped below
+        if obj is None:
             continue
-        length = _mu.pdf_dict_getp(obj, "Length")
-        # an indirect /Length is its "xref" kind, not "int"
-        if length.m_internal and not _mu.pdf_is_indirect(length) and _mu.pdf_is_int(length):
-            total += _mu.pdf_to_int(length)
+        try:
+            length = _mu.ll_pdf_dict_getp(obj, "Length")
+            # an indirect /Length is its "xref" kind, not "int"
+            if (
+                length is not None
+                and not _mu.ll_pdf_is_indirect(length)
+                and _mu.ll_pdf_is_int(length)
+            ):
+                total += _mu.ll_pdf_to_int(length)
+        finally:
+            _mu.ll_pdf_drop_obj(obj)
     return total
