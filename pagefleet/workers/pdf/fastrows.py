@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import unicodedata
+from itertools import accumulate
 from typing import Any
 
 import numpy as np
@@ -87,17 +88,29 @@ def reading_order(keys: list[str], rtl: bool) -> list[int]:
 
 
 class _Glyphs(fastwalk.Buffers):
-    """fastwalk's arrays, with the font sizes and the lines' blocks, directions and boxes."""
+    """fastwalk's arrays, with the font sizes and the lines' blocks, directions and boxes, and the
+    rows' arrays pf_rows, pf_orders and pf_kept write (as many as a page of `chars` characters in
+    `lines` lines can need)."""
 
-    def grow(self, chars: int, lines: int) -> None:
+    def enlarge(self, chars: int, lines: int) -> bool:
         grew_chars, grew_lines = chars > self.chars, lines > self.lines
-        super().grow(chars, lines)
+        super().enlarge(chars, lines)
         if grew_chars:
             self.size = np.empty(self.chars, dtype=np.float32)
+            self.recs = np.empty(4 * (2 * self.chars + 1), dtype=np.int32)
+            self.keys = np.empty(2 * self.chars + 1, dtype=np.uint32)
+            # per key: the order of its row's units, the other reading; pf_kept's edits
+            self.orders = np.empty(2 * self.chars + 2, dtype=np.int32)
+            self.others_at = np.empty(2 * self.chars + 2, dtype=np.int32)
+            self.edits = np.empty(6 * (2 * self.chars + 2), dtype=np.int32)
+            self.kept = np.empty(self.chars + 1, dtype=np.int32)
         if grew_lines:
             self.line_info = np.empty(2 * self.lines, dtype=np.int32)
             self.line_box = np.empty(4 * self.lines, dtype=np.float32)
-        self.addresses()
+            self.rows = np.empty(ROW_INTS * self.lines, dtype=np.int32)
+            self.status = np.empty(self.lines, dtype=np.int32)
+            self.lengths = np.empty(self.lines, dtype=np.int32)
+        return grew_chars or grew_lines
 
 
 _WALK: _Glyphs | None = None
@@ -138,9 +151,6 @@ def evidence(textpage: pymupdf.TextPage) -> dict[str, Any] | None:
     buf, n, n_lines = walked
     flat = buf.cps[:n].tobytes().decode("utf-32-le", "surrogatepass")
     bits = CHAR_BITS.apply(flat).encode("latin-1")
-    rows = np.empty(ROW_INTS * max(n_lines, 1), dtype=np.int32)
-    recs = np.empty(4 * (2 * n + 1), dtype=np.int32)
-    keys = np.empty(2 * n + 1, dtype=np.uint32)
     page_rtl = _I()
     at = buf.at
     count = lib.pf_rows(
@@ -152,46 +162,46 @@ def evidence(textpage: pymupdf.TextPage) -> dict[str, Any] | None:
         at["size"],
         at["cps"],
         bits,
-        rows.ctypes.data,
-        recs.ctypes.data,
-        keys.ctypes.data,
+        at["rows"],
+        at["recs"],
+        at["keys"],
         ctypes.byref(page_rtl),
     )
     if count < 0:
         return None
     if count == 0:  # no line holds a Hebrew or Arabic letter: the page as MuPDF gives it
         return fastwalk.walk_evidence(lib, buf, n, n_lines)
-    table = rows[: ROW_INTS * count]
+    table = buf.rows[: ROW_INTS * count]
     last = table[-ROW_INTS:].tolist()
-    every = keys[: last[6] + last[7]].tobytes().decode("utf-32-le", "surrogatepass")
-    page = _Page(flat, buf.geo[: 6 * n].reshape(-1, 6), recs, bool(page_rtl.value))
-    status = np.zeros(count, dtype=np.int32)
+    every = buf.keys[: last[6] + last[7]].tobytes().decode("utf-32-le", "surrogatepass")
+    page = _Page(flat, buf, bool(page_rtl.value))
+    status = buf.status[:count]
     if lib.pf_orders(
         count,
-        table.ctypes.data,
-        recs.ctypes.data,
-        keys.ctypes.data,
+        at["rows"],
+        at["recs"],
+        at["keys"],
         BIDI_CLASSES.apply(every).encode("latin-1"),
         at["cps"],
         bits,
         int(page_rtl.value),
-        page.orders.ctypes.data,
-        page.others_at.ctypes.data,
-        status.ctypes.data,
+        at["orders"],
+        at["others_at"],
+        at["status"],
     ):
         status[:] = 0  # out of memory in C: Python reads every row
     page.read(table.reshape(-1, ROW_INTS).tolist(), every, status.tolist())
-    return page.evidence(lib, buf, n, table, bits)
+    return page.evidence(lib, bits)
 
 
 class _Page:
     """The rows of one page in reading order, as `glyphlines.read_rows` lays them out."""
 
-    def __init__(self, flat: str, geo: np.ndarray, recs: np.ndarray, page_rtl: bool) -> None:
-        self.flat, self.geo, self.recs, self.page_rtl = flat, geo, recs, page_rtl
+    def __init__(self, flat: str, buf: _Glyphs, page_rtl: bool) -> None:
+        self.flat, self.buf, self.page_rtl = flat, buf, page_rtl
+        self.geo, self.recs = buf.geo.reshape(-1, 6), buf.recs
         # every read row's order of its visual units, at the row's first key (pf_orders)
-        self.orders = np.empty(len(recs) // 4 + 1, dtype=np.int32)
-        self.others_at = np.empty(len(recs) // 4 + 1, dtype=np.int32)  # and the other reading
+        self.orders, self.others_at = buf.orders, buf.others_at  # and the other reading
         self.directions: list[int] = []  # per row: 1 RTL, 0 LTR, -1 MuPDF's line kept
         self.others: dict[int, str] = {}  # per row that reads both ways: the other reading
 
@@ -276,7 +286,7 @@ class _Page:
         for row, a, b, kind, c1, c2 in found:
             text = " " if kind == E_SPACE else chr(c1) + chr(c2) if kind == E_LIGATURE else ""
             per_row.setdefault(row, []).append([a, b, text, _EDIT_KINDS[kind]])
-        starts = np.cumsum([0] + lengths).tolist()
+        starts = list(accumulate(lengths, initial=0))
         out: list[list[Any]] = []
         for row in sorted(per_row.keys() | self.others.keys()):
             edits = squeeze_edits(per_row.get(row, []))
@@ -287,30 +297,27 @@ class _Page:
             out += [[offset + a, offset + b, *rest] for a, b, *rest in edits]
         return out
 
-    def evidence(
-        self, lib: ctypes.CDLL, buf: fastwalk.Buffers, n: int, table: np.ndarray, bits: bytes
-    ) -> dict[str, Any]:
-        """`mupdf._geometry_evidence` of the rows, with what `glyph_evidence` adds where a row
-        was read again."""
+    def evidence(self, lib: ctypes.CDLL, bits: bytes) -> dict[str, Any]:
+        """`mupdf._geometry_evidence` of the rows (pf_rows's table in the page's arrays), with
+        what `glyph_evidence` adds where a row was read again."""
         global _ROWS
+        buf, at = self.buf, self.buf.at
         n_rows = len(self.directions)
-        chars = np.empty(n + 1, dtype=np.int32)
-        lengths = np.empty(n_rows, dtype=np.int32)
-        edits = np.empty(6 * (len(self.recs) // 4 + 1), dtype=np.int32)
         found = lib.pf_kept(
             n_rows,
-            table.ctypes.data,
-            self.recs.ctypes.data,
-            self.orders.ctypes.data,
-            buf.at["geo"],
-            buf.at["cps"],
+            at["rows"],
+            at["recs"],
+            at["orders"],
+            at["geo"],
+            at["cps"],
             bits,
-            chars.ctypes.data,
-            lengths.ctypes.data,
-            edits.ctypes.data,
+            at["kept"],
+            at["lengths"],
+            at["edits"],
         )
         if found < 0:
             raise MemoryError("pf_kept")
+        chars, lengths, edits = buf.kept, buf.lengths[:n_rows], buf.edits
         sizes = lengths.tolist()
         total = sum(sizes)
         rows = _ROWS = _ROWS or fastwalk.Buffers()

@@ -31,6 +31,7 @@ import sys
 import tempfile
 import unicodedata
 from functools import cache, lru_cache
+from itertools import accumulate
 from pathlib import Path
 from collections.abc import Callable
 from typing import Any
@@ -135,6 +136,14 @@ class Buffers:
         self.grow(4096, 256)
 
     def grow(self, chars: int, lines: int) -> None:
+        """Room for `chars` characters in `lines` lines (the arrays' addresses taken again only
+        where one grew)."""
+        if self.enlarge(chars, lines):
+            self.addresses()
+
+    def enlarge(self, chars: int, lines: int) -> bool:
+        """New arrays where `chars` or `lines` exceed the room: whether any was made."""
+        grew = chars > self.chars or lines > self.lines
         if chars > self.chars:
             self.chars = max(chars, 2 * self.chars)
             self.cps = np.empty(self.chars, dtype=np.uint32)
@@ -146,7 +155,7 @@ class Buffers:
             self.lines = max(lines, 2 * self.lines)
             self.line_len = np.empty(self.lines, dtype=np.int32)
             self.geometry = np.empty(2 * self.lines, dtype=np.int32)
-        self.addresses()
+        return grew
 
     def addresses(self) -> None:
         """Each array's address, by name, for the C calls: `ndarray.ctypes.data` builds a ctypes
@@ -283,8 +292,7 @@ def walk_evidence(
     """The evidence of the n characters in n_lines lines that `buf` holds (pf_chars's layout);
     without `reorders`, no run orders (a page whose rows are rebuilt has none)."""
     flat = buf.cps[:n].tobytes().decode("utf-32-le", "surrogatepass")
-    lens = buf.line_len[:n_lines].tolist()
-    starts = np.cumsum([0] + lens).tolist()
+    starts = list(accumulate(buf.line_len[:n_lines].tolist(), initial=0))
     lines = [flat[a:b] for a, b in zip(starts, starts[1:])]
     text = "\n".join(lines)
     kinds = glyph_kinds(text)
@@ -300,12 +308,10 @@ def walk_evidence(
         ctypes.byref(n_clusters),
         at["scratch"],
     )
-    geometry = buf.geometry[: 2 * n_lines].tolist()
-    pairs = buf.clusters[: 2 * n_clusters.value].tolist()
     return {
         "text": text,
-        "line_geometry": [geometry[i : i + 2] for i in range(0, 2 * n_lines, 2)],
-        "glyph_clusters": [pairs[i : i + 2] for i in range(0, len(pairs), 2)],
+        "line_geometry": buf.geometry[: 2 * n_lines].reshape(-1, 2).tolist(),
+        "glyph_clusters": buf.clusters[: 2 * n_clusters.value].reshape(-1, 2).tolist(),
         "run_orders": _run_orders(lib, buf, lines, starts, kinds, text) if reorders else [],
         "glyphs": len(kinds) - kinds.count(" "),
         "shared_position_runs": shared,

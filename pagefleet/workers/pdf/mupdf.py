@@ -17,7 +17,7 @@ import pymupdf
 from pagefleet.workers.pdf import fastrows, fastwalk, glyphlines, layout, stext
 from pagefleet.workers.pdf.clusters import glyph_clusters
 from pagefleet.workers.pdf.fastwalk import glyph_kinds
-from pagefleet.workers.pdf.resources import listed_images
+from pagefleet.workers.pdf.resources import listed_images, stream_lengths
 from pagefleet.workers.pdf.runs import run_order
 
 _TEXT_FLAGS = (
@@ -280,12 +280,7 @@ def _geometry_evidence(raw: dict[str, Any]) -> dict[str, Any]:
 def _image_bytes(doc: pymupdf.Document, listed: list[int]) -> int:
     """The compressed size of the images the page's resources hold: how much a scan carries, so
     the slowest OCR pages can be sent out first (a dense page compresses worse than a sparse one)."""
-    total = 0
-    for xref in set(listed):
-        kind, value = doc.xref_get_key(xref, "Length")
-        if kind == "int":
-            total += int(value)
-    return total
+    return stream_lengths(doc, listed)
 
 
 def _image_coverage(page: pymupdf.Page, images: list[stext.Box]) -> float:

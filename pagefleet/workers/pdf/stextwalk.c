@@ -92,7 +92,7 @@ static int pf_rtl_hint(const fz_stext_page *page)
 	return 0;
 }
 
-static int overlaps(fz_rect a, fz_rect b) /* PyMuPDF's JM_rects_overlap */
+static inline int overlaps(fz_rect a, fz_rect b) /* PyMuPDF's JM_rects_overlap */
 {
 	return !(a.x0 >= b.x1 || a.y0 >= b.y1 || a.x1 <= b.x0 || a.y1 <= b.y0);
 }
@@ -102,7 +102,7 @@ static int overlaps(fz_rect a, fz_rect b) /* PyMuPDF's JM_rects_overlap */
  * multiply-adds, so every product is rounded as MuPDF's own are). A quad holding a NaN or an
  * infinity goes to MuPDF itself (it leaves some of those unchanged). A call per point cost more
  * than the walk around it: ~0.25 ms of a Latin page's ~0.5. */
-static int finite_quad(fz_quad q)
+static inline int finite_quad(fz_quad q)
 {
 	/* v - v is 0 for a finite v and NaN for an infinity or a NaN, which the sum carries */
 	float z = (q.ul.x - q.ul.x) + (q.ul.y - q.ul.y) + (q.ur.x - q.ur.x) + (q.ur.y - q.ur.y) +
@@ -118,7 +118,7 @@ static fz_point point_by(fz_point p, fz_matrix m)
 	return out;
 }
 
-static fz_quad quad_by(fz_quad q, fz_matrix m)
+static inline fz_quad quad_by(fz_quad q, fz_matrix m)
 {
 	if (!finite_quad(q))
 		return fz_transform_quad(q, m);
@@ -134,7 +134,7 @@ static fz_quad quad_by(fz_quad q, fz_matrix m)
 
 /* fz_rect_from_quad for a quad of finite coordinates (its corners' extremes); MuPDF's own for any
  * other. */
-static fz_rect quad_rect(fz_quad q)
+static inline fz_rect quad_rect(fz_quad q)
 {
 	if (!finite_quad(q))
 		return fz_rect_from_quad(q);
@@ -146,18 +146,53 @@ static fz_rect quad_rect(fz_quad q)
 	return r;
 }
 
-/* The quad PyMuPDF gives a character (its JM_char_quad, float for float): a font whose ascender
- * and descender span less than one em gets a box of that span around the baseline, no left edge
- * before the origin. 0 where PyMuPDF would ask the font for the glyph's advance (a zero-width box):
- * that takes a context, so the Python path reads the page. */
-static int char_quad(const fz_stext_line *l, const fz_stext_char *ch, fz_quad *out)
+/* char_quad's four transforms on a line of direction (1, 0), float for float: x * 1 + y * 0 + e is
+ * x + e (a zero's sign aside), and the rotations add 0, which makes a zero positive; so the quad is
+ * shifted to the origin, plus 0, the new box set, plus 0, and shifted back. -1 where a coordinate
+ * on the way is not finite (char_quad's own transforms take it). */
+static int horizontal_quad(const fz_stext_char *ch, float asc, float dsc, fz_quad *out)
 {
-	float asc = fz_font_ascender(NULL, ch->font), dsc = fz_font_descender(NULL, ch->font);
-	float fsize = ch->size, asc_dsc = asc - dsc + FLT_EPSILON;
-	if (asc_dsc >= 1) {
-		*out = ch->quad;
-		return 1;
-	}
+	fz_quad q = ch->quad;
+	float ox = ch->origin.x, oy = ch->origin.y;
+	if (!finite_quad(q))
+		return -1;
+	fz_quad t; /* to the origin: finite, as char_quad's derotation asks */
+	t.ul.x = q.ul.x - ox; t.ul.y = q.ul.y - oy; t.ur.x = q.ur.x - ox; t.ur.y = q.ur.y - oy;
+	t.ll.x = q.ll.x - ox; t.ll.y = q.ll.y - oy; t.lr.x = q.lr.x - ox; t.lr.y = q.lr.y - oy;
+	if (!finite_quad(t) || asc - asc != 0 || dsc - dsc != 0)
+		return -1;
+	float left = t.ll.x + 0.0f, ul = t.ul.x + 0.0f, right = t.lr.x + 0.0f, ur = t.ur.x + 0.0f;
+	int up = t.ul.y + 0.0f > 0;
+	float top = (up ? asc : -asc) + 0.0f, bottom = (up ? dsc : -dsc) + 0.0f;
+	if (left < 0)
+		left = ul = 0;
+	if (right - left < FLT_EPSILON)
+		return 0;
+	out->ul.x = (ul + 0.0f) + ox; out->ul.y = top + oy;
+	out->ur.x = (ur + 0.0f) + ox; out->ur.y = top + oy;
+	out->ll.x = (left + 0.0f) + ox; out->ll.y = bottom + oy;
+	out->lr.x = (right + 0.0f) + ox; out->lr.y = bottom + oy;
+	return 1;
+}
+
+/* A character's box height as JM_char_quad finds it from its font and size, for the last font and
+ * size seen (a line's characters mostly share both): `whole` where the font's ascender and
+ * descender span an em (the character keeps MuPDF's quad), else the box's top and bottom. */
+typedef struct {
+	const fz_font *font;
+	float size, asc, dsc;
+	int whole;
+} extent_t;
+
+static void font_extent(fz_font *font, float fsize, extent_t *e)
+{
+	float asc = fz_font_ascender(NULL, font), dsc = fz_font_descender(NULL, font);
+	float asc_dsc = asc - dsc + FLT_EPSILON;
+	e->font = font;
+	e->size = fsize;
+	e->whole = asc_dsc >= 1;
+	if (e->whole)
+		return;
 	if (asc < 1e-3) { /* probably a glyphless font */
 		dsc = -0.1f;
 		asc = 0.9f;
@@ -168,9 +203,31 @@ static int char_quad(const fz_stext_line *l, const fz_stext_char *ch, fz_quad *o
 		asc = asc / asc_dsc;
 	}
 	asc_dsc = asc - dsc;
-	asc = asc * fsize / asc_dsc;
-	dsc = dsc * fsize / asc_dsc;
+	e->asc = asc * fsize / asc_dsc;
+	e->dsc = dsc * fsize / asc_dsc;
+}
+
+/* The quad PyMuPDF gives a character (its JM_char_quad, float for float): a font whose ascender
+ * and descender span less than one em gets a box of that span around the baseline, no left edge
+ * before the origin. 0 where PyMuPDF would ask the font for the glyph's advance (a zero-width box):
+ * that takes a context, so the Python path reads the page. `e`: the walk's extent_t, font NULL at
+ * first. */
+static int char_quad(const fz_stext_line *l, const fz_stext_char *ch, fz_quad *out, extent_t *e)
+{
+	uint32_t size, seen;
+	memcpy(&size, &ch->size, sizeof size);
+	memcpy(&seen, &e->size, sizeof seen);
+	if (ch->font != e->font || size != seen) /* the bits: a size of -0 is not one of 0 */
+		font_extent(ch->font, ch->size, e);
+	if (e->whole) {
+		*out = ch->quad;
+		return 1;
+	}
+	float asc = e->asc, dsc = e->dsc;
 	float c = l->dir.x, s = l->dir.y;
+	int found = c == 1 && s == 0 ? horizontal_quad(ch, asc, dsc, out) : -1;
+	if (found >= 0)
+		return found;
 	fz_matrix derotate = fz_make_matrix(c, -s, s, c, 0, 0), rotate = fz_make_matrix(c, s, -s, c, 0, 0);
 	if (c == -1) {
 		derotate.d = 1;
@@ -206,6 +263,7 @@ int pf_chars(const fz_stext_page *page, uint32_t *cps, float *geo, int32_t *line
 {
 	fz_rect tp = page->mediabox;
 	int inf = fz_is_infinite_rect(tp);
+	extent_t extent = {NULL, 0, 0, 0, 0};
 	int n = 0, nl = 0;
 	for (const fz_stext_block *b = page->first_block; b; b = b->next) {
 		if (off_page(tp, inf, b->bbox))
@@ -222,7 +280,7 @@ int pf_chars(const fz_stext_page *page, uint32_t *cps, float *geo, int32_t *line
 			int start = n;
 			for (const fz_stext_char *ch = l->first_char; ch; ch = ch->next) {
 				fz_quad quad;
-				if (!ch->font || ch->c < 0 || ch->c > 0x10FFFF || !char_quad(l, ch, &quad))
+				if (!ch->font || ch->c < 0 || ch->c > 0x10FFFF || !char_quad(l, ch, &quad, &extent))
 					return PF_FALLBACK;
 				fz_rect r = quad_rect(quad);
 				if (!inf && !overlaps(tp, r))
@@ -260,6 +318,7 @@ int pf_glyphs(const fz_stext_page *page, uint32_t *cps, float *geo, float *size,
 {
 	fz_rect tp = page->mediabox;
 	int inf = fz_is_infinite_rect(tp);
+	extent_t extent = {NULL, 0, 0, 0, 0};
 	int n = 0, nl = 0, block = -1;
 	for (const fz_stext_block *b = page->first_block; b; b = b->next) {
 		block++;
@@ -282,7 +341,7 @@ int pf_glyphs(const fz_stext_page *page, uint32_t *cps, float *geo, float *size,
 			for (const fz_stext_char *ch = l->first_char; ch; ch = ch->next) {
 				fz_quad quad;
 				if (!ch->font || ch->c < 0 || ch->c > 0x10FFFF || (ch->c >= 0xD800 && ch->c <= 0xDFFF)
-				    || !char_quad(l, ch, &quad) || !finite_quad(quad) || !(ch->size == ch->size)
+				    || !char_quad(l, ch, &quad, &extent) || !finite_quad(quad) || !(ch->size == ch->size)
 				    || ch->origin.x - ch->origin.x != 0 || ch->origin.y - ch->origin.y != 0)
 					return PF_FALLBACK;
 				fz_rect r = quad_rect(quad);
@@ -338,6 +397,7 @@ int pf_text(const fz_stext_page *page, uint32_t *cps, int cap, int *need, int st
 {
 	fz_rect tp = page->mediabox;
 	int inf = fz_is_infinite_rect(tp);
+	extent_t extent = {NULL, 0, 0, 0, 0};
 	int n = 0;
 	for (const fz_stext_block *b = page->first_block; b; b = b->next) {
 		if (b->type != FZ_STEXT_BLOCK_TEXT)
@@ -351,7 +411,7 @@ int pf_text(const fz_stext_page *page, uint32_t *cps, int cap, int *need, int st
 				fz_quad quad;
 				if (stop_at_rtl && rtl_block(c))
 					return PF_RTL;
-				if (!ch->font || c <= 0 || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF) || !char_quad(l, ch, &quad))
+				if (!ch->font || c <= 0 || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF) || !char_quad(l, ch, &quad, &extent))
 					return declined(page, stop_at_rtl);
 				if (!inf && !overlaps(tp, quad_rect(quad)))
 					continue;
