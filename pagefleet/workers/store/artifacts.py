@@ -13,7 +13,6 @@ The collector writes them page by page (`pagefleet.workers.collect.assembly`): t
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from operator import itemgetter
 from typing import Any
 
 from pagefleet.routing.edits import Edit, verify_edits
@@ -43,8 +42,6 @@ def verified(record: PageRecord) -> PageRecord:
     )
     if record.route == "failed" or (not record.raw_text and not record.edits):
         return record
-    if _replays(record.raw_text, record.edits, target):
-        return record
     check = verify_edits(record.raw_text, [Edit.from_dict(e) for e in record.edits], target)
     if check.ok:
         return record
@@ -65,41 +62,6 @@ def verified(record: PageRecord) -> PageRecord:
     )
 
 
-_EDIT = itemgetter("start", "end", "replacement", "kind", "out_start", "out_end")
-
-
-def _replays(raw: str, edits: list[dict[str, Any]], display: str) -> bool:
-    """True where `verify_edits` would find that the map, as JSON, replays to `display`, in one
-    pass over the dicts (no `Edit` built: ~0.04 ms a page less from the sources); False where it
-    would not, or where anything is unusual (a key, a type): `verify_edits` then decides and says
-    why."""
-    if type(raw) is not str or type(display) is not str:
-        return False
-    parts: list[str] = []
-    pos = out = 0
-    for edit in edits:
-        if type(edit) is not dict or len(edit) != 6:
-            return False
-        try:
-            start, end, new, kind, out_start, out_end = _EDIT(edit)
-        except KeyError:
-            return False
-        if not (type(start) is type(end) is type(out_start) is type(out_end) is int):
-            return False
-        if type(new) is not str or type(kind) is not str:
-            return False
-        # in bounds, in order and not overlapping the previous edit (which ended at `pos`)
-        if start < pos or end < start or end > len(raw):
-            return False
-        out += start - pos
-        if out_start != out or out_end != out + len(new):
-            return False
-        parts += (raw[pos:start], new)
-        out, pos = out_end, end
-    parts.append(raw[pos:])
-    return "".join(parts) == display
-
-
 def review_marker(record: PageRecord) -> str:
     reasons = ",".join(record.quality.reasons) or "unknown"
     return (
@@ -110,38 +72,37 @@ def review_marker(record: PageRecord) -> str:
 _RTL = ('<div dir="rtl">\n\n', "\n\n</div>")
 
 
+def _rtl_pieces(body: str, direction: str) -> tuple[str, ...]:
+    return (_RTL[0], body, _RTL[1]) if direction == "rtl" and body else (body,)
+
+
 def rtl_wrapped(body: str, direction: str) -> str:
     """A page's Markdown; an RTL page's inside `<div dir="rtl">` so a renderer keeps its direction."""
-    return f"{_RTL[0]}{body}{_RTL[1]}" if direction == "rtl" and body else body
+    return "".join(_rtl_pieces(body, direction))
+
+
+def _body_pieces(page: PageRecord) -> tuple[str, ...]:
+    """A page's part of document.md after its marker, in pieces: its Markdown (an RTL page's
+    wrapped), or a refused page's review marker."""
+    if page.route in ACCEPTED_ROUTES:
+        return _rtl_pieces(page.markdown, page.direction)
+    return (review_marker(page),)
 
 
 def markdown_parts(page: PageRecord) -> list[str]:
     """A page's parts of document.md (joined by blank lines): its marker, then its Markdown, or a
     refused page's review marker."""
-    body = (
-        rtl_wrapped(page.markdown, page.direction)
-        if page.route in ACCEPTED_ROUTES
-        else review_marker(page)
-    )
+    body = "".join(_body_pieces(page))
     return [part for part in (f"<!-- page {page.number} -->", body) if part]
 
 
-_RTL_UTF8 = tuple(part.encode() for part in _RTL)
-
-
 def markdown_utf8(page: PageRecord) -> bytes:
-    """`markdown_parts(page)` joined by a blank line, in UTF-8, the page's own Markdown encoded
-    alone: a string pydantic has serialized (`Assembly.add`) keeps its UTF-8, so that is a copy,
-    not a second encoding."""
+    """`markdown_parts(page)` joined by a blank line, in UTF-8, each piece encoded alone: the
+    page's Markdown, a string pydantic has serialized (`Assembly.add`), keeps its UTF-8, so that
+    is a copy, not a second encoding."""
     marker = f"<!-- page {page.number} -->".encode()
-    if page.route not in ACCEPTED_ROUTES:
-        return b"\n\n".join((marker, review_marker(page).encode("utf-8")))
-    if not page.markdown:
-        return marker
-    body = page.markdown.encode("utf-8")
-    if page.direction == "rtl":
-        return b"".join((marker, b"\n\n", _RTL_UTF8[0], body, _RTL_UTF8[1]))
-    return b"\n\n".join((marker, body))
+    body = [piece.encode("utf-8") for piece in _body_pieces(page) if piece]
+    return b"".join((marker, b"\n\n", *body)) if body else marker
 
 
 def markdown(document: DocumentRecord) -> str:
