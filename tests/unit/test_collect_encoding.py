@@ -1,19 +1,16 @@
 """The collector's shortcuts give what the plain ways give: a chunk's line as json.dumps writes it,
 a page's document.md part as its Markdown parts joined, an edit map's verdict as verify_edits
-gives it, the chunker's paragraphs as plain_blocks finds them, document.json's stream as its
-parts joined."""
+gives it, the chunker's paragraphs as plain_blocks finds them."""
 
 from __future__ import annotations
 
-import io
 import json
 import random
-import tempfile
 
 import pytest
 
 from pagefleet.routing.edits import EditMapError, verify_edits
-from pagefleet.workers.collect.assembly import _Joined, chunk_line
+from pagefleet.workers.collect.assembly import chunk_line
 from pagefleet.workers.collect.chunks import _paragraphs
 from pagefleet.workers.ladder.structure import plain_blocks
 from pagefleet.workers.model import PageRecord, Quality, RouterInfo
@@ -125,23 +122,3 @@ def test_the_chunkers_paragraphs_are_plain_blocks() -> None:
         text = "".join(rng.choices(["a", "ש", " ", "\n", "\n\n", "\t", "\x1c", "\u3000"], k=14))
         whole = [{k: v for k, v in b.items() if k != "direction"} for b in plain_blocks(text)]
         assert _paragraphs(text) == whole
-
-
-def test_document_json_reads_as_its_parts_joined() -> None:
-    """What a store reads of document.json (seek to the end for its length, back to the start,
-    then pieces) is its head, its spooled pages and its tail."""
-    rng = random.Random(11)
-    for _ in range(500):
-        head, body, tail = (rng.randbytes(rng.randint(0, 9)) for _ in range(3))
-        spool = tempfile.SpooledTemporaryFile(4)
-        spool.write(body)
-        joined = _Joined(head, spool, tail)  # type: ignore[arg-type]
-        whole = io.BytesIO(head + body + tail)
-        assert joined.seek(0, io.SEEK_END) == whole.seek(0, io.SEEK_END) == len(whole.getvalue())
-        assert joined.seek(0) == whole.seek(0) == 0
-        while piece := whole.read(size := rng.randint(1, 5)):
-            assert joined.read(size) == piece
-            assert joined.tell() == whole.tell()
-        assert joined.read() == b""
-        at = joined.seek(rng.randint(0, 30))
-        assert joined.read() == whole.getvalue()[at:]

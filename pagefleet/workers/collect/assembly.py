@@ -19,8 +19,8 @@ JSON spliced in at its `"pages": []`, indented as pydantic indents a nested list
 
 from __future__ import annotations
 
-import io
 import json
+import shutil
 import tempfile
 from collections import Counter
 from json.encoder import encode_basestring
@@ -116,53 +116,6 @@ def chunk_line(chunk: dict[str, Any]) -> bytes:
     )
 
 
-class _Joined(io.RawIOBase):
-    """`head`, all of the file `body`, then `tail`, read as one seekable stream: what a store's
-    `put_stream` reads (`seek`, `tell`, `read`), without copying the body into one more file."""
-
-    def __init__(self, head: bytes, body: BinaryIO, tail: bytes) -> None:
-        super().__init__()
-        self.head, self.body, self.tail = head, body, tail
-        self.middle = body.seek(0, io.SEEK_END)
-        self.size, self.at = len(head) + self.middle + len(tail), 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self.at
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        """As `io.BytesIO` seeks: a negative position from the start is refused, one from here
-        or the end is the start."""
-        if whence == io.SEEK_SET and offset < 0:
-            raise ValueError(f"negative seek value {offset}")
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.at, io.SEEK_END: self.size}[whence]
-        self.at = max(base + offset, 0)
-        return self.at
-
-    def read(self, size: int | None = -1) -> bytes:
-        end = self.size if size is None or size < 0 else min(self.size, self.at + size)
-        parts, head = [], len(self.head)
-        if self.at < head:
-            parts.append(self.head[self.at : end])
-        if self.at < head + self.middle and end > head:
-            self.body.seek(max(self.at - head, 0))
-            parts.append(self.body.read(min(end - head, self.middle) - max(self.at - head, 0)))
-        if end > head + self.middle:
-            parts.append(self.tail[max(self.at - head - self.middle, 0) : end - head - self.middle])
-        self.at = max(self.at, end)
-        return b"".join(parts)
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
-
 class Assembly:
     def __init__(self, folder: str, head: DocumentRecord) -> None:
         self.folder, self.head = folder, head
@@ -190,16 +143,19 @@ class Assembly:
         self.chunks.write(chunk_line(chunk))
 
     def _document_json(self, head: DocumentRecord) -> BinaryIO:
-        """document.json: the head's JSON, the spooled pages in its list (read where they are)."""
+        """document.json: the head's JSON, the spooled pages in its list."""
         text = head.model_dump_json(indent=1)
+        out = _spooled(self.folder)
         if not self.pages.parts:
-            return io.BytesIO(text.encode("utf-8"))
+            out.write(text.encode("utf-8"))
+            return out
         at = text.index(_PAGES)
-        return _Joined(  # type: ignore[return-value]
-            (text[:at] + '\n "pages": [\n  ').encode("utf-8"),
-            self.pages.flush(),
-            ("\n ]" + text[at + len(_PAGES) :]).encode("utf-8"),
-        )
+        out.write((text[:at] + '\n "pages": [\n  ').encode("utf-8"))
+        pages = self.pages.flush()
+        pages.seek(0)
+        shutil.copyfileobj(pages, out, 1 << 20)
+        out.write(("\n ]" + text[at + len(_PAGES) :]).encode("utf-8"))
+        return out
 
     def close(self) -> None:
         for spool in (self.pages, self.markdown, self.text, self.chunks):
