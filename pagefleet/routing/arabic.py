@@ -71,8 +71,8 @@ def is_presentation_form(ch: str) -> bool:
 def fold_presentation_forms(text: str) -> str:
     """NFKC applied to Arabic presentation forms only (for counting; offsets change). One
     translation (pagefleet.routing.charclass tables), no Python call per character."""
-    if len(text) > 64 and not features(text) & F_PRESENTATION:  # a page: its bits are cached
-        return text  # (F_PRESENTATION holds every form the pattern finds)
+    if not features(text) & F_PRESENTATION:  # F_PRESENTATION holds every form the pattern finds
+        return text
     return text.translate(_FOLD_TABLE) if _PRESENTATION_FORM.search(text) else text
 
 
