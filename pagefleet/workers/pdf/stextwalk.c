@@ -255,6 +255,37 @@ static int off_page(fz_rect tp, int inf, fz_rect box)
 	return !inf && fz_is_empty_rect(fz_intersect_rect(tp, box));
 }
 
+/* What the rawdict walks (pf_chars, pf_glyphs) do with a block: 1 read it, 0 skip it (off the
+ * page, or an image), PF_FALLBACK for any other kind of block. */
+static int rawdict_block(fz_rect tp, int inf, const fz_stext_block *b)
+{
+	if (off_page(tp, inf, b->bbox) || b->type == FZ_STEXT_BLOCK_IMAGE)
+		return 0;
+	return b->type == FZ_STEXT_BLOCK_TEXT ? 1 : PF_FALLBACK;
+}
+
+/* ... and with a line of a block it reads: 1 read it, 0 skip it (off the page), PF_FALLBACK for
+ * a vertical one. */
+static int rawdict_line(fz_rect tp, int inf, const fz_stext_line *l)
+{
+	if (off_page(tp, inf, l->bbox))
+		return 0;
+	return l->wmode ? PF_FALLBACK : 1;
+}
+
+/* A rawdict walk's answer once it counted n characters in nl lines: n, or PF_SMALL with what the
+ * arrays must hold (need[0] characters, need[1] lines). */
+static int walked(int n, int nl, int cap_chars, int cap_lines, int *n_lines, int *need)
+{
+	*n_lines = nl;
+	if (n > cap_chars || nl > cap_lines) {
+		need[0] = n;
+		need[1] = nl;
+		return PF_SMALL;
+	}
+	return n;
+}
+
 /* Characters as extractRAWDICT keeps them: code points, and per character x0 y0 x1 y1 (its box)
  * and the origin's x y; the character count of every line kept. Returns the characters written,
  * PF_FALLBACK, or PF_SMALL with need[0] characters and need[1] lines required. */
@@ -266,17 +297,17 @@ int pf_chars(const fz_stext_page *page, uint32_t *cps, float *geo, int32_t *line
 	extent_t extent = {NULL, 0, 0, 0, 0};
 	int n = 0, nl = 0;
 	for (const fz_stext_block *b = page->first_block; b; b = b->next) {
-		if (off_page(tp, inf, b->bbox))
-			continue;
-		if (b->type == FZ_STEXT_BLOCK_IMAGE)
-			continue;
-		if (b->type != FZ_STEXT_BLOCK_TEXT)
+		int read = rawdict_block(tp, inf, b);
+		if (read == PF_FALLBACK)
 			return PF_FALLBACK;
+		if (!read)
+			continue;
 		for (const fz_stext_line *l = b->u.t.first_line; l; l = l->next) {
-			if (off_page(tp, inf, l->bbox))
-				continue;
-			if (l->wmode)
+			read = rawdict_line(tp, inf, l);
+			if (read == PF_FALLBACK)
 				return PF_FALLBACK;
+			if (!read)
+				continue;
 			int start = n;
 			for (const fz_stext_char *ch = l->first_char; ch; ch = ch->next) {
 				fz_quad quad;
@@ -298,13 +329,7 @@ int pf_chars(const fz_stext_page *page, uint32_t *cps, float *geo, int32_t *line
 			nl++;
 		}
 	}
-	*n_lines = nl;
-	if (n > cap_chars || nl > cap_lines) {
-		need[0] = n;
-		need[1] = nl;
-		return PF_SMALL;
-	}
-	return n;
+	return walked(n, nl, cap_chars, cap_lines, n_lines, need);
 }
 
 /* pf_chars's characters, with each character's font size (its rawdict span's "size") and, per
@@ -322,17 +347,17 @@ int pf_glyphs(const fz_stext_page *page, uint32_t *cps, float *geo, float *size,
 	int n = 0, nl = 0, block = -1;
 	for (const fz_stext_block *b = page->first_block; b; b = b->next) {
 		block++;
-		if (off_page(tp, inf, b->bbox))
-			continue;
-		if (b->type == FZ_STEXT_BLOCK_IMAGE)
-			continue;
-		if (b->type != FZ_STEXT_BLOCK_TEXT)
+		int read = rawdict_block(tp, inf, b);
+		if (read == PF_FALLBACK)
 			return PF_FALLBACK;
+		if (!read)
+			continue;
 		for (const fz_stext_line *l = b->u.t.first_line; l; l = l->next) {
-			if (off_page(tp, inf, l->bbox))
-				continue;
-			if (l->wmode)
+			read = rawdict_line(tp, inf, l);
+			if (read == PF_FALLBACK)
 				return PF_FALLBACK;
+			if (!read)
+				continue;
 			int horizontal = l->dir.x == 1 && l->dir.y == 0;
 			if (!horizontal && fabsf(l->dir.x - 1) < 0.001f && fabsf(l->dir.y) < 0.001f)
 				return PF_FALLBACK;
@@ -369,13 +394,7 @@ int pf_glyphs(const fz_stext_page *page, uint32_t *cps, float *geo, float *size,
 			nl++;
 		}
 	}
-	*n_lines = nl;
-	if (n > cap_chars || nl > cap_lines) {
-		need[0] = n;
-		need[1] = nl;
-		return PF_SMALL;
-	}
-	return n;
+	return walked(n, nl, cap_chars, cap_lines, n_lines, need);
 }
 
 /* pf_text's answer for a page it leaves to extractText: PF_RTL instead where asked to stop at an
